@@ -1,0 +1,317 @@
+/* alloc.c -- storages and tensor heads: allocation, reference counting, statistics.
+ *
+ * A new tensor is one block: [tensor head][storage][pad][data, 64-byte aligned]. The head and the
+ * storage are freed with the data, when the storage's last reference goes (a view keeps the
+ * block alive after its base head died). Views get heads of their own. */
+#include "mt_internal.h"
+
+#include <stdlib.h>
+
+#define MT_TENSOR_EMBEDDED_HEAD 0x80000000u
+#define ALIGN 64
+
+static mt_stats stats;
+mt_stats *mt_get_stats(void) { return &stats; }
+
+static inline void stat_add(int64_t *p, int64_t v) { __atomic_add_fetch(p, v, __ATOMIC_RELAXED); }
+
+void *mt_aligned_alloc(size_t nbytes) {
+  void *p = NULL;
+  if (posix_memalign(&p, ALIGN, nbytes ? nbytes : ALIGN) != 0) return NULL;
+  return p;
+}
+void mt_aligned_free(void *p) { free(p); }
+
+void mt_compute_strides(const int64_t *sizes, int ndim, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+}
+
+static bool compute_contiguous(const mt_tensor *t) {
+  int64_t expected = 1;
+  for (int i = t->_ndim - 1; i >= 0; i--) {
+    if (t->_sizes[i] == 1) continue;
+    if (t->_sizes[i] == 0) return true;
+    if (t->_strides[i] != expected) return false;
+    expected *= t->_sizes[i];
+  }
+  return true;
+}
+
+void mt_tensor_refresh(mt_tensor *t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->_ndim; i++) n *= t->_sizes[i];
+  t->_numel = n;
+  t->_data = t->_storage->_data + t->_offset * (int64_t)mt_itemsize(t->_dtype);
+  if (compute_contiguous(t)) t->_flags |= MT_TENSOR_CONTIGUOUS;
+  else t->_flags &= ~(uint32_t)MT_TENSOR_CONTIGUOUS;
+}
+
+int mt_tensor_is_contiguous(const mt_tensor *t) { return (t->_flags & MT_TENSOR_CONTIGUOUS) != 0; }
+
+static void storage_release(mt_storage *s) {
+  if (__atomic_sub_fetch(&s->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  stat_add(&stats.live_storages, -1);
+  stat_add(&stats.live_bytes, -(int64_t)s->_nbytes);
+  if (s->_flags & MT_STORAGE_EMBEDDED) {
+    free(s->_block); /* also frees the head that was allocated with it */
+  } else if (s->_allocator) {
+    s->_allocator->free(s->_allocator->ctx, s->_block, s->_nbytes);
+    free(s);
+  } else if (s->_flags & MT_STORAGE_EXTERNAL) {
+    free(s); /* memory the caller owns and frees itself */
+  } else {
+    free(s->_block);
+    free(s);
+  }
+}
+
+mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out) {
+  int64_t numel;
+  MT_TRY(mt_check_sizes(sizes, ndim, op, &numel));
+  if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: invalid dtype %d", op, dtype);
+  size_t item = mt_itemsize(dtype);
+  if ((uint64_t)numel > (UINT64_MAX >> 2) / item)
+    return mt_error(MT_ENOMEM, "%s: size %s is too large to allocate", op, mt_shape_str(sizes, ndim));
+  size_t nbytes = (size_t)numel * item;
+  size_t head = (sizeof(mt_tensor) + sizeof(mt_storage) + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+  char *block = NULL;
+  if (posix_memalign((void **)&block, ALIGN, head + (nbytes ? nbytes : 1)) != 0 || !block)
+    return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
+                    mt_shape_str(sizes, ndim));
+  mt_tensor *t = (mt_tensor *)block;
+  mt_storage *s = (mt_storage *)(block + sizeof(mt_tensor));
+  s->_refcount = 1;
+  s->_data = block + head;
+  s->_nbytes = nbytes;
+  s->_device_type = MT_CPU;
+  s->_device_index = 0;
+  s->_version = 0;
+  s->_flags = MT_STORAGE_EMBEDDED;
+  s->_pad = 0;
+  s->_allocator = NULL;
+  s->_block = block;
+  t->_refcount = 1;
+  t->_storage = s;
+  t->_data = s->_data;
+  t->_offset = 0;
+  t->_numel = numel;
+  t->_dtype = dtype;
+  t->_ndim = ndim;
+  t->_device_type = MT_CPU;
+  t->_device_index = 0;
+  t->_flags = MT_TENSOR_CONTIGUOUS | MT_TENSOR_EMBEDDED_HEAD;
+  t->_pad = 0;
+  t->_autograd = NULL;
+  int64_t st = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    t->_sizes[i] = sizes[i];
+    t->_strides[i] = st;
+    st *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  stat_add(&stats.live_tensors, 1);
+  stat_add(&stats.live_storages, 1);
+  stat_add(&stats.live_bytes, (int64_t)nbytes);
+  stat_add(&stats.bytes_since_gc, (int64_t)nbytes);
+  *out = t;
+  return MT_OK;
+}
+
+mt_status mt_new_view(mt_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
+                      mt_tensor **out) {
+  mt_tensor *t = malloc(sizeof(mt_tensor));
+  if (!t) return mt_error(MT_ENOMEM, "view: out of memory for a tensor head");
+  t->_refcount = 1;
+  t->_storage = base->_storage;
+  __atomic_add_fetch(&base->_storage->_refcount, 1, __ATOMIC_RELAXED);
+  t->_offset = offset;
+  t->_dtype = base->_dtype;
+  t->_ndim = ndim;
+  t->_device_type = base->_device_type;
+  t->_device_index = base->_device_index;
+  t->_flags = 0;
+  t->_pad = 0;
+  t->_autograd = NULL;
+  for (int i = 0; i < ndim; i++) {
+    t->_sizes[i] = sizes[i];
+    t->_strides[i] = strides[i];
+  }
+  mt_tensor_refresh(t);
+  stat_add(&stats.live_tensors, 1);
+  *out = t;
+  return MT_OK;
+}
+
+mt_status mt_tensor_empty(const int64_t *sizes, int ndim, int dtype, mt_tensor **out) {
+  if (!out) return mt_error(MT_EINVAL, "empty: out is NULL");
+  if (ndim > 0 && !sizes) return mt_error(MT_EINVAL, "empty: sizes is NULL");
+  return mt_new(sizes, ndim, dtype, "empty", out);
+}
+
+mt_status mt_tensor_empty_device(const int64_t *sizes, int ndim, int dtype, int device_type, int device_index,
+                                 mt_tensor **out) {
+  if (device_type != MT_CPU)
+    return mt_error(MT_EDEVICE, "empty: device cuda:%d is not available (moontorch was built without CUDA)",
+                    device_index);
+  return mt_tensor_empty(sizes, ndim, dtype, out);
+}
+
+mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype, mt_tensor **out) {
+  MT_TRY(mt_check_tensor(t, "empty_like", "input"));
+  return mt_new(t->_sizes, t->_ndim, dtype < 0 ? t->_dtype : dtype, "empty_like", out);
+}
+
+mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, mt_tensor **out) {
+  mt_tensor *t = NULL;
+  MT_TRY(mt_new(sizes, ndim, dtype, "full", &t));
+  mt_status s = mt_fill_(t, value);
+  if (s != MT_OK) { mt_tensor_release(t); return s; }
+  *out = t;
+  return MT_OK;
+}
+
+typedef struct ext {
+  mt_allocator a;
+  void (*deleter)(void *, void *);
+  void *ctx;
+} ext;
+static void ext_free(void *ctx, void *ptr, size_t nbytes) {
+  (void)nbytes;
+  ext *e = ctx;
+  e->deleter(e->ctx, ptr);
+  free(e);
+}
+
+mt_status mt_tensor_from_blob(void *data, const int64_t *sizes, const int64_t *strides, int ndim, int dtype,
+                              void (*deleter)(void *ctx, void *data), void *ctx, mt_tensor **out) {
+  int64_t numel;
+  MT_TRY(mt_check_sizes(sizes, ndim, "from_blob", &numel));
+  if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "from_blob: invalid dtype %d", dtype);
+  if (!data && numel > 0) return mt_error(MT_EINVAL, "from_blob: data is NULL");
+  int64_t st[MT_MAX_DIMS];
+  if (!strides) { mt_compute_strides(sizes, ndim, st); strides = st; }
+  int64_t span = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (strides[i] < 0) return mt_error(MT_EINVAL, "from_blob: negative stride %lld", (long long)strides[i]);
+    if (sizes[i] > 0) span += (sizes[i] - 1) * strides[i];
+  }
+  if (numel == 0) span = 0;
+  mt_storage *s = malloc(sizeof(mt_storage));
+  if (!s) return mt_error(MT_ENOMEM, "from_blob: out of memory");
+  memset(s, 0, sizeof *s);
+  s->_refcount = 1;
+  s->_data = data;
+  s->_nbytes = (size_t)span * mt_itemsize(dtype);
+  s->_flags = MT_STORAGE_EXTERNAL;
+  s->_block = NULL;
+  if (deleter) {
+    ext *e = malloc(sizeof(ext));
+    if (!e) { free(s); return mt_error(MT_ENOMEM, "from_blob: out of memory"); }
+    e->deleter = deleter;
+    e->ctx = ctx;
+    e->a.alloc = NULL;
+    e->a.ctx = e;
+    e->a.free = ext_free;
+    s->_allocator = &e->a;
+    s->_block = data;
+  }
+  stat_add(&stats.live_storages, 1);
+  stat_add(&stats.live_bytes, (int64_t)s->_nbytes);
+  mt_tensor base = {0};
+  base._storage = s;
+  base._dtype = dtype;
+  mt_status st2 = mt_new_view(&base, sizes, strides, ndim, 0, out);
+  storage_release(s); /* the view holds its own reference */
+  return st2;
+}
+
+mt_tensor *mt_tensor_retain(mt_tensor *t) {
+  if (t) __atomic_add_fetch(&t->_refcount, 1, __ATOMIC_RELAXED);
+  return t;
+}
+
+/* core/grad frees its metadata through this (set when autograd is linked in). */
+void (*mt_autograd_free_hook)(mt_tensor *t);
+
+void mt_tensor_release(mt_tensor *t) {
+  if (!t) return;
+  if (__atomic_sub_fetch(&t->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (t->_autograd && mt_autograd_free_hook) mt_autograd_free_hook(t);
+  stat_add(&stats.live_tensors, -1);
+  bool embedded = (t->_flags & MT_TENSOR_EMBEDDED_HEAD) != 0;
+  mt_storage *s = t->_storage;
+  if (!embedded) free(t);
+  storage_release(s);
+}
+
+mt_status mt_tensor_alias(mt_tensor *t, mt_tensor **out) {
+  MT_TRY(mt_check_tensor(t, "alias", "input"));
+  return mt_new_view(t, t->_sizes, t->_strides, t->_ndim, t->_offset, out);
+}
+
+bool mt_may_overlap(const mt_tensor *a, const mt_tensor *b) {
+  if (a->_storage != b->_storage) return false;
+  if (a->_numel == 0 || b->_numel == 0) return false;
+  size_t ia = mt_itemsize(a->_dtype), ib = mt_itemsize(b->_dtype);
+  int64_t a0 = a->_offset * ia, a1 = a0, b0 = b->_offset * ib, b1 = b0;
+  for (int i = 0; i < a->_ndim; i++) a1 += (a->_sizes[i] - 1) * a->_strides[i] * (int64_t)ia;
+  for (int i = 0; i < b->_ndim; i++) b1 += (b->_sizes[i] - 1) * b->_strides[i] * (int64_t)ib;
+  a1 += ia;
+  b1 += ib;
+  return a0 < b1 && b0 < a1;
+}
+
+/* Resize `t` in place to a contiguous tensor of the given shape (storage reallocated if it is
+ * too small). Used for out= arguments. */
+static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const char *op) {
+  int64_t numel;
+  MT_TRY(mt_check_sizes(sizes, ndim, op, &numel));
+  size_t need = (size_t)numel * mt_itemsize(t->_dtype) + (size_t)t->_offset * mt_itemsize(t->_dtype);
+  if (need > t->_storage->_nbytes) {
+    mt_storage *s = malloc(sizeof(mt_storage));
+    char *d = mt_aligned_alloc(need);
+    if (!s || !d) {
+      free(s);
+      free(d);
+      return mt_error(MT_ENOMEM, "%s: out of memory resizing out to %s", op, mt_shape_str(sizes, ndim));
+    }
+    memset(s, 0, sizeof *s);
+    s->_refcount = 1;
+    s->_data = d;
+    s->_block = d;
+    s->_nbytes = need;
+    s->_version = t->_storage->_version;
+    memcpy(d, t->_storage->_data, t->_storage->_nbytes);
+    stat_add(&stats.live_storages, 1);
+    stat_add(&stats.live_bytes, (int64_t)need);
+    mt_storage *old = t->_storage;
+    t->_storage = s;
+    storage_release(old);
+  }
+  t->_ndim = ndim;
+  for (int i = 0; i < ndim; i++) t->_sizes[i] = sizes[i];
+  mt_compute_strides(sizes, ndim, t->_strides);
+  mt_tensor_refresh(t);
+  return MT_OK;
+}
+
+mt_status mt_prepare_out(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op) {
+  MT_TRY(mt_check_tensor(out, op, "out"));
+  if (out->_dtype != dtype)
+    return mt_error(MT_EDTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
+                    mt_dtype_name(dtype), mt_dtype_name(out->_dtype));
+  bool same = out->_ndim == ndim;
+  for (int i = 0; same && i < ndim; i++) same = out->_sizes[i] == sizes[i];
+  if (same) return MT_OK;
+  return resize_(out, sizes, ndim, op);
+}
+
+mt_status mt_out_or_new(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **dst) {
+  if (!out) return mt_new(sizes, ndim, dtype, op, dst);
+  MT_TRY(mt_prepare_out(out, sizes, ndim, dtype, op));
+  *dst = mt_tensor_retain(out);
+  return MT_OK;
+}

@@ -1,0 +1,412 @@
+/*
+ * moontorch.h -- the public C API of libmoontorch.
+ *
+ * A C program can create tensors, run every op and read results through this header alone
+ * (see examples/c_example.c). The LuaJIT FFI declarations are generated from this file
+ * (`cc -E -P -DMT_FFI core/moontorch.h`), so everything below stays inside the C subset that
+ * ffi.cdef parses: no _Atomic, no varargs, no structs passed by value, no macros inside
+ * declarations (X-macro lists are expanded by the preprocessor before ffi sees them).
+ *
+ * Conventions
+ *  - Every fallible function returns mt_status (MT_OK == 0) and hands results out through
+ *    out-parameters. On failure mt_last_error() holds a specific message naming the op.
+ *  - Functions that hand out a tensor hand out a new reference: release it with
+ *    mt_tensor_release(). Arguments are borrowed.
+ *  - Dimensions are 0-based and may be negative (-1 is the last), as in PyTorch's C++ API.
+ *  - Ops that read or write positions (gather, index_select, argmax, sort, nonzero, ...) take
+ *    an `index_base`: 0 for C-style indices, 1 for Lua's (the Lua layer passes 1).
+ *  - `out` arguments: NULL means "allocate a result and return it through *result";
+ *    a tensor means "write into it" (in-place when it is also an input), and then *result
+ *    may be NULL. The out tensor must have the result's dtype; it is resized if its shape differs.
+ */
+#ifndef MOONTORCH_H
+#define MOONTORCH_H
+
+#ifndef MT_FFI
+#include <stddef.h>
+#include <stdint.h>
+#endif
+
+#if defined(MT_FFI)
+#define MT_API
+#elif defined(MT_BUILDING)
+#define MT_API __attribute__((visibility("default")))
+#else
+#define MT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- status codes */
+#define MT_STATUS_LIST(X)                                   \
+  X(OK, "ok")                                               \
+  X(EINVAL, "invalid argument")                             \
+  X(ESHAPE, "shape mismatch")                               \
+  X(EDTYPE, "dtype mismatch")                               \
+  X(ERANGE, "index out of range")                           \
+  X(ENOMEM, "out of memory")                                \
+  X(EDEVICE, "device error")                                \
+  X(EIO, "input/output error")                              \
+  X(EFORMAT, "bad file format")                             \
+  X(ESTATE, "invalid state")                                \
+  X(ENOTIMPL, "not implemented")
+
+#define MT_STATUS_ENUM_(name, text) MT_##name,
+typedef enum mt_status { MT_STATUS_LIST(MT_STATUS_ENUM_) MT_STATUS_COUNT } mt_status;
+#undef MT_STATUS_ENUM_
+
+/* The message of the last failure on this thread ("" if none). */
+MT_API const char *mt_last_error(void);
+/* The generic text of a status code. */
+MT_API const char *mt_status_string(mt_status s);
+MT_API void mt_clear_error(void);
+
+/* ---------------------------------------------------------------- dtypes and devices */
+/* Numbered as PyTorch's ScalarType where PyTorch has the type. */
+#define MT_DTYPE_LIST(X)                 \
+  X(UINT8, uint8, uint8_t, 1)            \
+  X(INT8, int8, int8_t, 1)               \
+  X(INT16, int16, int16_t, 2)            \
+  X(INT32, int32, int32_t, 4)            \
+  X(INT64, int64, int64_t, 8)            \
+  X(FLOAT16, float16, uint16_t, 2)       \
+  X(FLOAT32, float32, float, 4)          \
+  X(FLOAT64, float64, double, 8)         \
+  X(BOOL, bool, uint8_t, 1)              \
+  X(BFLOAT16, bfloat16, uint16_t, 2)
+
+typedef enum mt_dtype {
+  MT_UINT8 = 0,
+  MT_INT8 = 1,
+  MT_INT16 = 2,
+  MT_INT32 = 3,
+  MT_INT64 = 4,
+  MT_FLOAT16 = 5,
+  MT_FLOAT32 = 6,
+  MT_FLOAT64 = 7,
+  MT_BOOL = 11,
+  MT_BFLOAT16 = 15,
+  MT_DTYPE_MAX = 16
+} mt_dtype;
+
+typedef enum mt_device_type { MT_CPU = 0, MT_CUDA = 1 } mt_device_type;
+
+MT_API int mt_dtype_valid(int dtype);
+MT_API size_t mt_dtype_size(int dtype);
+MT_API const char *mt_dtype_name(int dtype); /* "float32", ... */
+MT_API int mt_dtype_is_floating(int dtype);
+MT_API int mt_dtype_is_integral(int dtype);  /* integers and bool */
+MT_API int mt_promote_types(int a, int b);
+MT_API int mt_get_default_dtype(void);
+MT_API mt_status mt_set_default_dtype(int dtype); /* float32 or float64 */
+
+/* float16 / bfloat16 bit conversions (round to nearest even) */
+MT_API uint16_t mt_float_to_half(float f);
+MT_API float mt_half_to_float(uint16_t h);
+MT_API uint16_t mt_float_to_bfloat16(float f);
+MT_API float mt_bfloat16_to_float(uint16_t h);
+
+/* ---------------------------------------------------------------- storage and tensor */
+#define MT_MAX_DIMS 16
+
+typedef struct mt_allocator {
+  void *(*alloc)(void *ctx, size_t nbytes);
+  void (*free)(void *ctx, void *ptr, size_t nbytes);
+  void *ctx;
+} mt_allocator;
+
+typedef struct mt_storage {
+  int64_t _refcount;        /* atomic (__atomic builtins) */
+  char *_data;              /* 64-byte aligned */
+  size_t _nbytes;
+  int32_t _device_type;     /* mt_device_type */
+  int32_t _device_index;
+  int64_t _version;         /* bumped by every in-place write (autograd checks it) */
+  uint32_t _flags;          /* MT_STORAGE_* */
+  uint32_t _pad;
+  const mt_allocator *_allocator; /* NULL: the built-in CPU allocator */
+  void *_block;             /* what to hand back to the allocator */
+} mt_storage;
+
+enum { MT_STORAGE_EMBEDDED = 1, MT_STORAGE_EXTERNAL = 2, MT_STORAGE_MMAP = 4 };
+
+/* The tensor head: Lua reads these fields directly. Names start with '_' so that they never
+ * shadow the Lua API's properties (t.dtype, t.device, t.data are Lua objects, not fields). */
+typedef struct mt_tensor {
+  int64_t _refcount;        /* atomic (__atomic builtins) */
+  mt_storage *_storage;
+  char *_data;              /* _storage->_data + _offset * itemsize: the first element */
+  int64_t _offset;          /* in elements */
+  int64_t _numel;
+  int32_t _dtype;           /* mt_dtype */
+  int32_t _ndim;
+  int32_t _device_type;
+  int32_t _device_index;
+  uint32_t _flags;          /* MT_TENSOR_* */
+  uint32_t _pad;
+  void *_autograd;          /* autograd metadata (core/grad), NULL for plain tensors */
+  int64_t _sizes[MT_MAX_DIMS];
+  int64_t _strides[MT_MAX_DIMS]; /* in elements */
+} mt_tensor;
+
+enum {
+  MT_TENSOR_CONTIGUOUS = 1,     /* row-major dense, kept up to date by every shape change */
+  MT_TENSOR_PARAMETER = 2,      /* nn.Parameter */
+  MT_TENSOR_REQUIRES_GRAD = 4,
+  MT_TENSOR_WRAPPED_NUMBER = 8  /* a 0-dim tensor made from a Lua/C number (type promotion) */
+};
+
+/* Creation. `sizes` may be NULL when ndim == 0 (a scalar). Contents uninitialised. */
+MT_API mt_status mt_tensor_empty(const int64_t *sizes, int ndim, int dtype, mt_tensor **out);
+MT_API mt_status mt_tensor_empty_device(const int64_t *sizes, int ndim, int dtype, int device_type,
+                                        int device_index, mt_tensor **out);
+MT_API mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype /* -1: same */, mt_tensor **out);
+MT_API mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, mt_tensor **out);
+/* A tensor over memory the caller owns; `deleter(ctx, data)` is called when the last view dies
+ * (deleter may be NULL). */
+MT_API mt_status mt_tensor_from_blob(void *data, const int64_t *sizes, const int64_t *strides, int ndim,
+                                     int dtype, void (*deleter)(void *ctx, void *data), void *ctx,
+                                     mt_tensor **out);
+MT_API mt_tensor *mt_tensor_retain(mt_tensor *t);
+MT_API void mt_tensor_release(mt_tensor *t);
+/* A new head over the same storage (same sizes/strides/offset), as PyTorch's alias / .data. */
+MT_API mt_status mt_tensor_alias(mt_tensor *t, mt_tensor **out);
+
+/* Number of live tensor heads and storages (a leak check), and bytes held by storages. */
+typedef struct mt_stats {
+  int64_t live_tensors;
+  int64_t live_storages;
+  int64_t live_bytes;
+  int64_t bytes_since_gc;   /* the Lua layer runs a collection when this grows large */
+} mt_stats;
+MT_API mt_stats *mt_get_stats(void);
+
+/* Element access (any dtype; values pass through double; int64 also exactly through int64). */
+MT_API mt_status mt_tensor_item(const mt_tensor *t, double *out);
+MT_API mt_status mt_tensor_item_int64(const mt_tensor *t, int64_t *out);
+MT_API mt_status mt_tensor_get(const mt_tensor *t, const int64_t *index, double *out);
+MT_API mt_status mt_tensor_set(mt_tensor *t, const int64_t *index, double value);
+/* Copy all elements, in row-major order, converted to double / to int64 (n must equal numel). */
+MT_API mt_status mt_tensor_to_doubles(const mt_tensor *t, double *out, int64_t n);
+MT_API mt_status mt_tensor_to_int64s(const mt_tensor *t, int64_t *out, int64_t n);
+MT_API mt_status mt_tensor_from_doubles(mt_tensor *t, const double *src, int64_t n);
+MT_API int mt_tensor_is_contiguous(const mt_tensor *t);
+/* Recompute _numel and the CONTIGUOUS flag after _sizes/_strides were changed in place. */
+MT_API void mt_tensor_refresh(mt_tensor *t);
+
+/* ---------------------------------------------------------------- views (no copy) */
+MT_API mt_status mt_view(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out); /* one size may be -1 */
+MT_API mt_status mt_reshape(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out); /* copies only if it must */
+MT_API mt_status mt_as_strided(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim,
+                               int64_t offset /* -1: keep */, mt_tensor **out);
+MT_API mt_status mt_transpose(mt_tensor *t, int d0, int d1, mt_tensor **out);
+MT_API mt_status mt_permute(mt_tensor *t, const int64_t *dims, int ndim, mt_tensor **out);
+MT_API mt_status mt_narrow(mt_tensor *t, int dim, int64_t start, int64_t length, mt_tensor **out);
+MT_API mt_status mt_slice(mt_tensor *t, int dim, int64_t start, int64_t stop, int64_t step, mt_tensor **out);
+MT_API mt_status mt_select(mt_tensor *t, int dim, int64_t index, mt_tensor **out); /* index 0-based, may be negative */
+MT_API mt_status mt_unsqueeze(mt_tensor *t, int dim, mt_tensor **out);
+MT_API mt_status mt_squeeze(mt_tensor *t, int dim, int all, mt_tensor **out);
+MT_API mt_status mt_expand(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out); /* -1 keeps a size */
+MT_API mt_status mt_flatten(mt_tensor *t, int start_dim, int end_dim, mt_tensor **out);
+MT_API mt_status mt_unfold(mt_tensor *t, int dim, int64_t size, int64_t step, mt_tensor **out);
+MT_API mt_status mt_contiguous(mt_tensor *t, mt_tensor **out); /* a new reference to t itself if already contiguous */
+MT_API mt_status mt_diagonal(mt_tensor *t, int64_t offset, int d0, int d1, mt_tensor **out);
+/* The broadcast shape of two shapes. */
+MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out, int *nout);
+
+/* ---------------------------------------------------------------- copy and conversion */
+/* dst <- src, broadcasting src to dst's shape, converting dtype; any strides on both sides;
+ * overlapping memory is handled. */
+MT_API mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src);
+MT_API mt_status mt_to_dtype(mt_tensor *t, int dtype, int copy, mt_tensor **out); /* !copy: returns t if same dtype */
+MT_API mt_status mt_clone(mt_tensor *t, mt_tensor **out);
+MT_API mt_status mt_fill_(mt_tensor *t, double value);
+MT_API mt_status mt_zero_(mt_tensor *t);
+
+/* ---------------------------------------------------------------- elementwise ops */
+/* One list: op name, arity. Kernels and (later) backward formulas are registered by op. */
+#define MT_UNARY_OP_LIST(X)                                                           \
+  X(NEG, neg) X(ABS, abs) X(SIGN, sign) X(EXP, exp) X(EXP2, exp2) X(LOG, log)         \
+  X(LOG2, log2) X(LOG10, log10) X(LOG1P, log1p) X(EXPM1, expm1) X(SQRT, sqrt)        \
+  X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TAN, tan) X(ASIN, asin) X(ACOS, acos)    \
+  X(ATAN, atan) X(SINH, sinh) X(COSH, cosh) X(TANH, tanh) X(SIGMOID, sigmoid)        \
+  X(RELU, relu) X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(SILU, silu) X(ERF, erf)      \
+  X(ERFC, erfc) X(FLOOR, floor) X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc)        \
+  X(FRAC, frac) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(LOGICAL_NOT, logical_not) \
+  X(BITWISE_NOT, bitwise_not) X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite)  \
+  X(SOFTPLUS, softplus) X(LGAMMA, lgamma) X(DIGAMMA, digamma)                         \
+  /* parameterised: p1, p2 */                                                         \
+  X(CLAMP, clamp) X(POW_SCALAR, pow_scalar) X(RPOW_SCALAR, rpow_scalar)               \
+  X(LEAKY_RELU, leaky_relu) X(ELU, elu) X(HARDTANH, hardtanh) X(THRESHOLD, threshold) \
+  X(ROUND_DECIMALS, round_decimals) X(NAN_TO_NUM, nan_to_num)
+
+#define MT_BINARY_OP_LIST(X)                                                         \
+  X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div) X(DIV_TRUNC, div_trunc)             \
+  X(DIV_FLOOR, div_floor) X(POW, pow) X(MAXIMUM, maximum) X(MINIMUM, minimum)         \
+  X(FMOD, fmod) X(REMAINDER, remainder) X(ATAN2, atan2) X(EQ, eq) X(NE, ne) X(LT, lt) \
+  X(LE, le) X(GT, gt) X(GE, ge) X(LOGICAL_AND, logical_and) X(LOGICAL_OR, logical_or) \
+  X(LOGICAL_XOR, logical_xor) X(BITWISE_AND, bitwise_and) X(BITWISE_OR, bitwise_or)   \
+  X(BITWISE_XOR, bitwise_xor) X(HYPOT, hypot) X(FMAX, fmax) X(FMIN, fmin)              \
+  X(XLOGY, xlogy) X(COPYSIGN, copysign)
+
+#define MT_OP_ENUM_(NAME, name) MT_OP_##NAME,
+typedef enum mt_unary_op { MT_UNARY_OP_LIST(MT_OP_ENUM_) MT_UNARY_OP_COUNT } mt_unary_op;
+typedef enum mt_binary_op { MT_BINARY_OP_LIST(MT_OP_ENUM_) MT_BINARY_OP_COUNT } mt_binary_op;
+#undef MT_OP_ENUM_
+
+MT_API const char *mt_unary_op_name(int op);
+MT_API const char *mt_binary_op_name(int op);
+
+/* Unary op. p1/p2: the parameters of the parameterised ops (clamp: min, max with NaN meaning
+ * "none"; pow_scalar: exponent; rpow_scalar: base; leaky_relu: slope; elu: alpha; hardtanh: min,
+ * max; threshold: threshold, value; round_decimals: decimals; nan_to_num: posinf, neginf with nan
+ * replaced by 0). */
+MT_API mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result);
+/* a (op) b with broadcasting and PyTorch's type promotion. */
+MT_API mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result);
+/* a (op) scalar, or scalar (op) a when `reverse`. scalar_kind: 0 bool, 1 integer, 2 floating
+ * (a number takes part in type promotion as PyTorch's wrapped numbers do). */
+MT_API mt_status mt_binary_scalar(int op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
+                                  mt_tensor **result);
+/* a + alpha * b (torch.add/sub with alpha), and addcmul/addcdiv: a + value * b * c, a + value * b / c. */
+MT_API mt_status mt_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_addcmul(mt_tensor *a, mt_tensor *b, mt_tensor *c, double value, int divide, mt_tensor *out,
+                            mt_tensor **result);
+/* cond ? a : b with broadcasting (cond is bool or uint8). */
+MT_API mt_status mt_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result);
+/* lerp: a + w * (b - a) */
+MT_API mt_status mt_lerp(mt_tensor *a, mt_tensor *b, mt_tensor *w, mt_tensor *out, mt_tensor **result);
+/* The dtype PyTorch's result_type gives for (a op b); b may be NULL with scalar_kind >= 0 for a number. */
+MT_API int mt_result_type(const mt_tensor *a, const mt_tensor *b, int scalar_kind);
+
+/* ---------------------------------------------------------------- reductions */
+#define MT_REDUCE_OP_LIST(X)                                                             \
+  X(SUM, sum) X(MEAN, mean) X(PROD, prod) X(AMAX, amax) X(AMIN, amin) X(ALL, all)     \
+  X(ANY, any) X(VAR, var) X(STD, std) X(NORM, norm) X(LOGSUMEXP, logsumexp)          \
+  X(NANSUM, nansum) X(COUNT_NONZERO, count_nonzero)
+
+#define MT_OP_ENUM_(NAME, name) MT_REDUCE_##NAME,
+typedef enum mt_reduce_op { MT_REDUCE_OP_LIST(MT_OP_ENUM_) MT_REDUCE_OP_COUNT } mt_reduce_op;
+#undef MT_OP_ENUM_
+MT_API const char *mt_reduce_op_name(int op);
+
+/* Reduce over `dims` (ndims == 0: over all dims). dtype: the accumulation/result dtype, -1 for
+ * PyTorch's default (sum/prod of integers and bool -> int64, mean needs floating input, all/any ->
+ * bool). p: var/std correction, norm order (inf allowed). */
+MT_API mt_status mt_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
+                           mt_tensor *out, mt_tensor **result);
+/* max/min/argmax/argmin along one dim: values and indices (index_base added to indices).
+ * is_min: 0 max, 1 min. dim < -ndim... : over the flattened tensor when `flat`. */
+MT_API mt_status mt_reduce_with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
+                                      mt_tensor **values, mt_tensor **indices);
+MT_API mt_status mt_argmax(mt_tensor *a, int dim, int flat, int keepdim, int is_min, int64_t index_base,
+                           mt_tensor **result);
+/* cumsum / cumprod (is_prod) along dim, dtype -1 for default. */
+MT_API mt_status mt_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result);
+/* softmax / log_softmax along dim (numerically stable). dtype -1: a's dtype. */
+MT_API mt_status mt_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result);
+/* var/std over dims together with the mean (var_mean, std_mean). */
+MT_API mt_status mt_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double correction, int keepdim, int take_sqrt,
+                             mt_tensor **var, mt_tensor **mean);
+/* torch.equal: same shape and same values. */
+MT_API mt_status mt_equal(mt_tensor *a, mt_tensor *b, int *result);
+/* torch.allclose / isclose */
+MT_API mt_status mt_isclose(mt_tensor *a, mt_tensor *b, double rtol, double atol, int equal_nan, mt_tensor **result);
+MT_API mt_status mt_allclose(mt_tensor *a, mt_tensor *b, double rtol, double atol, int equal_nan, int *result);
+
+/* ---------------------------------------------------------------- indexing and shape */
+MT_API mt_status mt_cat(mt_tensor **tensors, int n, int dim, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_stack(mt_tensor **tensors, int n, int dim, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_index_select(mt_tensor *a, int dim, mt_tensor *index, int64_t index_base, mt_tensor *out,
+                                 mt_tensor **result);
+MT_API mt_status mt_gather(mt_tensor *a, int dim, mt_tensor *index, int64_t index_base, mt_tensor *out,
+                           mt_tensor **result);
+/* scatter: reduce 0 = replace, 1 = add, 2 = multiply. src NULL: use `value`. In place on a when
+ * out == a; otherwise out-of-place on a copy. */
+MT_API mt_status mt_scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double value, int reduce,
+                            int64_t index_base, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_index_add(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double alpha,
+                              int64_t index_base, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_index_fill_(mt_tensor *a, int dim, mt_tensor *index, double value, int64_t index_base);
+MT_API mt_status mt_index_copy_(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, int64_t index_base);
+MT_API mt_status mt_masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_masked_fill_tensor(mt_tensor *a, mt_tensor *mask, mt_tensor *value, mt_tensor *out,
+                                       mt_tensor **result);
+MT_API mt_status mt_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor **result);
+/* a[mask] = src (src has as many elements as mask has true values, or one) */
+MT_API mt_status mt_masked_scatter_(mt_tensor *a, mt_tensor *mask, mt_tensor *src);
+/* nonzero: an (n, ndim) int64 tensor of positions (plus index_base). */
+MT_API mt_status mt_nonzero(mt_tensor *a, int64_t index_base, mt_tensor **result);
+MT_API mt_status mt_repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor **result);
+MT_API mt_status mt_repeat_interleave(mt_tensor *a, int64_t repeats, int dim /* flat if < -ndim */, mt_tensor **result);
+MT_API mt_status mt_flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **result);
+MT_API mt_status mt_roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, int n, mt_tensor **result); /* n dims; dims NULL: flattened */
+/* sort along dim (stable), values and indices (plus index_base). */
+MT_API mt_status mt_sort(mt_tensor *a, int dim, int descending, int stable, int64_t index_base, mt_tensor **values,
+                         mt_tensor **indices);
+MT_API mt_status mt_topk(mt_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base,
+                         mt_tensor **values, mt_tensor **indices);
+MT_API mt_status mt_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out, mt_tensor **result); /* tril/triu */
+MT_API mt_status mt_one_hot(mt_tensor *index, int64_t num_classes /* -1: max+1 */, int64_t index_base, mt_tensor **result);
+/* a[indices...] = values for a list of index tensors (advanced indexing), accumulate: +=. */
+MT_API mt_status mt_index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tensor *values, int accumulate,
+                               int64_t index_base);
+/* a[indices...] (advanced indexing with index tensors over the first n dims) */
+MT_API mt_status mt_index(mt_tensor *a, mt_tensor **indices, int n, int64_t index_base, mt_tensor **result);
+MT_API mt_status mt_arange(double start, double end, double step, int dtype, mt_tensor **result);
+MT_API mt_status mt_linspace(double start, double end, int64_t steps, int dtype, mt_tensor **result);
+MT_API mt_status mt_logspace(double start, double end, int64_t steps, double base, int dtype, mt_tensor **result);
+MT_API mt_status mt_eye(int64_t n, int64_t m, int dtype, mt_tensor **result);
+MT_API mt_status mt_diag(mt_tensor *a, int64_t diagonal, mt_tensor **result);
+MT_API mt_status mt_unique(mt_tensor *a, int sorted, int return_inverse, int return_counts, int64_t index_base,
+                           mt_tensor **values, mt_tensor **inverse, mt_tensor **counts);
+MT_API mt_status mt_bincount(mt_tensor *a, mt_tensor *weights, int64_t minlength, mt_tensor **result);
+MT_API mt_status mt_searchsorted(mt_tensor *sorted, mt_tensor *values, int right, int64_t index_base, mt_tensor **result);
+
+/* ---------------------------------------------------------------- linear algebra */
+MT_API mt_status mt_mm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_bmm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_mv(mt_tensor *a, mt_tensor *v, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_dot(mt_tensor *a, mt_tensor *b, mt_tensor **result);
+MT_API mt_status mt_outer(mt_tensor *a, mt_tensor *b, mt_tensor **result);
+/* beta * c + alpha * (a @ b) */
+MT_API mt_status mt_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
+                          mt_tensor **result);
+MT_API mt_status mt_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
+                            mt_tensor **result);
+
+/* ---------------------------------------------------------------- randomness */
+/* A generator whose streams equal PyTorch's CPU generator (mt19937) for the same seed. */
+typedef struct mt_generator mt_generator;
+MT_API mt_status mt_generator_new(uint64_t seed, mt_generator **out);
+MT_API void mt_generator_free(mt_generator *g);
+MT_API mt_generator *mt_default_generator(void);
+MT_API void mt_generator_manual_seed(mt_generator *g, uint64_t seed);
+MT_API uint64_t mt_generator_seed(mt_generator *g); /* reseed nondeterministically, return the seed */
+MT_API uint64_t mt_generator_initial_seed(mt_generator *g);
+/* The state as bytes (PyTorch's CPU generator state layout, 5056 bytes). */
+MT_API size_t mt_generator_state_size(void);
+MT_API mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n);
+MT_API mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n);
+/* In-place fills (g NULL: the default generator). */
+MT_API mt_status mt_uniform_(mt_tensor *t, double from, double to, mt_generator *g);
+MT_API mt_status mt_normal_(mt_tensor *t, double mean, double std, mt_generator *g);
+MT_API mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g); /* integers in [from, to) */
+MT_API mt_status mt_bernoulli_(mt_tensor *t, double p, mt_generator *g);
+MT_API mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g);
+MT_API mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g);
+MT_API mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
+                                mt_generator *g, mt_tensor **result);
+
+/* ---------------------------------------------------------------- threads */
+MT_API void mt_set_num_threads(int n);
+MT_API int mt_get_num_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MOONTORCH_H */

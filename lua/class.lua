@@ -1,0 +1,88 @@
+-- torch.class: Torch7's class system. `local Cls, Parent = torch.class('Name', 'Parent')`
+-- registers `Name` (so torch.save/load can find it), returns the class table and its parent.
+-- Instances are Lua tables whose metatable is the class; calling the class constructs.
+local M = {}
+
+local registry = {}  -- name -> class
+M.registry = registry
+
+local function find(name)
+  local c = registry[name]
+  if c then return c end
+  return nil
+end
+M.find = find
+
+-- metamethods copied down so that subclasses keep their parents' operators
+local inherited_meta = { '__tostring', '__call', '__len', '__eq', '__lt', '__le', '__add', '__sub', '__mul',
+  '__div', '__unm', '__concat', '__pairs' }
+
+function M.class(name, parent, mod)
+  if type(name) ~= 'string' then error('torch.class: class name must be a string', 2) end
+  if type(parent) == 'string' then
+    local p = find(parent)
+    if not p then error(("torch.class: unknown parent class '%s'"):format(parent), 2) end
+    parent = p
+  end
+  local cls = registry[name]
+  if cls then
+    -- re-running a script that defines a class redefines it in place
+    for k in pairs(cls) do if k ~= '__typename' then cls[k] = nil end end
+  else
+    cls = {}
+  end
+  cls.__typename = name
+  cls.__parent = parent
+  cls.__index = cls
+  if parent then
+    for _, mm in ipairs(inherited_meta) do
+      if rawget(cls, mm) == nil and parent[mm] ~= nil then cls[mm] = parent[mm] end
+    end
+    -- methods resolve through the parent: an __index chain one level per class
+    setmetatable(cls, {
+      __index = parent,
+      __call = function(c, ...) return M.new(c, ...) end,
+      __tostring = function(c) return c.__typename end,
+    })
+  else
+    setmetatable(cls, {
+      __call = function(c, ...) return M.new(c, ...) end,
+      __tostring = function(c) return c.__typename end,
+    })
+  end
+  registry[name] = cls
+  if mod then
+    local short = name:match('([^.]+)$')
+    mod[short] = cls
+  end
+  return cls, parent
+end
+
+-- a subclass defining __index itself (nn.Module does) builds instances with its own __new
+function M.new(cls, ...)
+  local ctor = cls.__new
+  if ctor then return ctor(cls, ...) end
+  local obj = setmetatable({}, cls)
+  local init = cls.__init
+  if init then init(obj, ...) end
+  return obj
+end
+
+-- is obj an instance of cls (or a subclass)? cls may be a class table or a name
+function M.isinstance(obj, cls)
+  if type(cls) == 'string' then cls = find(cls) end
+  if cls == nil then return false end
+  local mt = getmetatable(obj)
+  while mt do
+    if mt == cls then return true end
+    mt = rawget(mt, '__parent')
+  end
+  return false
+end
+
+function M.typename(obj)
+  local mt = getmetatable(obj)
+  return mt and rawget(mt, '__typename') or nil
+end
+
+return M

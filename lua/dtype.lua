@@ -1,0 +1,94 @@
+-- moontorch.dtype: dtype and device objects (torch.float32, torch.device('cuda:0'), ...).
+local ffi = require 'ffi'
+
+local M = {}
+
+local dtype_mt = {}
+dtype_mt.__index = dtype_mt
+dtype_mt.__tostring = function(d) return 'torch.' .. d.name end
+
+-- id (the C enum) -> dtype object
+local by_id = {}
+M.by_id = by_id
+
+local function def(name, id, itemsize, floating, signed)
+  local d = setmetatable({ name = name, id = id, itemsize = itemsize, is_floating_point = floating,
+                           is_signed = signed, is_complex = false }, dtype_mt)
+  by_id[id] = d
+  return d
+end
+
+M.uint8 = def('uint8', 0, 1, false, false)
+M.int8 = def('int8', 1, 1, false, true)
+M.int16 = def('int16', 2, 2, false, true)
+M.int32 = def('int32', 3, 4, false, true)
+M.int64 = def('int64', 4, 8, false, true)
+M.float16 = def('float16', 5, 2, true, true)
+M.float32 = def('float32', 6, 4, true, true)
+M.float64 = def('float64', 7, 8, true, true)
+M.bool = def('bool', 11, 1, false, false)
+M.bfloat16 = def('bfloat16', 15, 2, true, true)
+
+-- aliases, as PyTorch has them
+M.aliases = {
+  float = M.float32, double = M.float64, half = M.float16, long = M.int64, int = M.int32,
+  short = M.int16, byte = M.uint8, char = M.int8,
+}
+
+-- Torch7-style type names ('torch.FloatTensor')
+M.tensor_type_names = {
+  [0] = 'torch.ByteTensor', [1] = 'torch.CharTensor', [2] = 'torch.ShortTensor', [3] = 'torch.IntTensor',
+  [4] = 'torch.LongTensor', [5] = 'torch.HalfTensor', [6] = 'torch.FloatTensor', [7] = 'torch.DoubleTensor',
+  [11] = 'torch.BoolTensor', [15] = 'torch.BFloat16Tensor',
+}
+
+function M.is_dtype(x) return getmetatable(x) == dtype_mt end
+
+-- Accept a dtype object or its name ('float32', 'float', 'torch.float32').
+function M.resolve(x)
+  if getmetatable(x) == dtype_mt then return x end
+  if type(x) == 'string' then
+    local name = x:gsub('^torch%.', '')
+    return M[name] ~= nil and getmetatable(M[name]) == dtype_mt and M[name] or M.aliases[name]
+  end
+  return nil
+end
+
+-- Devices ----------------------------------------------------------------------------------
+local device_mt = {}
+device_mt.__index = device_mt
+device_mt.__tostring = function(d)
+  if d.index ~= nil then return d.type .. ':' .. d.index end
+  return d.type
+end
+device_mt.__eq = function(a, b) return a.type == b.type and a.index == b.index end
+
+local cpu = setmetatable({ type = 'cpu' }, device_mt)
+M.cpu_device = cpu
+local cuda_devices = {}
+
+-- torch.device('cuda:1'), torch.device('cuda', 1), torch.device('cpu')
+function M.device(spec, index)
+  if getmetatable(spec) == device_mt then return spec end
+  if type(spec) ~= 'string' then
+    error('moontorch.device: expected a string such as "cpu" or "cuda:0", got ' .. type(spec), 2)
+  end
+  local kind, idx = spec:match('^(%a+):(%d+)$')
+  if not kind then kind = spec end
+  idx = tonumber(idx) or index
+  if kind == 'cpu' then return cpu end
+  if kind ~= 'cuda' then
+    error(("moontorch.device: expected one of cpu, cuda device type at start of device string: %s"):format(spec), 2)
+  end
+  idx = idx or 0
+  local d = cuda_devices[idx]
+  if not d then
+    d = setmetatable({ type = 'cuda', index = idx }, device_mt)
+    cuda_devices[idx] = d
+  end
+  return d
+end
+
+function M.is_device(x) return getmetatable(x) == device_mt end
+
+return M

@@ -1,0 +1,64 @@
+-- moontorch.ffi: loads libmoontorch and its declarations (generated from core/moontorch.h at
+-- build time and installed beside the library), and raises C failures as Lua errors.
+local ffi = require 'ffi'
+
+local M = {}
+
+-- Find the library: $MOONTORCH_LIB, else moontorch/libmoontorch.so on package.cpath.
+local function locate()
+  local env = os.getenv('MOONTORCH_LIB')
+  if env and env ~= '' then return env end
+  local path = package.searchpath('moontorch.libmoontorch', package.cpath)
+  if path then return path end
+  error('moontorch: cannot find libmoontorch.so on package.cpath (' .. package.cpath ..
+        '); build it with cmake or install with luarocks, or set MOONTORCH_LIB', 0)
+end
+
+local libpath = locate()
+local cdef_path = libpath:gsub('[^/]*$', '') .. 'moontorch_cdef.h'
+local f = io.open(cdef_path, 'r')
+if not f then error('moontorch: missing FFI declarations ' .. cdef_path, 0) end
+local decls = f:read('*a')
+f:close()
+
+-- OpenBLAS's threads go to sleep at once after a call instead of spinning (they would compete
+-- with our own pool on small machines); only where the user has not chosen.
+ffi.cdef [[
+int setenv(const char *name, const char *value, int overwrite);
+char *getenv(const char *name);
+]]
+ffi.C.setenv('OPENBLAS_THREAD_TIMEOUT', '4', 0)
+
+ffi.cdef(decls)
+local C = ffi.load(libpath)
+M.C = C
+M.libpath = libpath
+M.cdef_path = cdef_path
+M.decls = decls
+
+-- The frame to blame for an error: the first one outside moontorch's own Lua files.
+local src_prefix = debug.getinfo(1, 'S').source:gsub('ffi%.lua$', '')
+local function user_level()
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, 'S')
+    if not info then return 0 end
+    local src = info.source
+    if src:sub(1, #src_prefix) ~= src_prefix and src ~= '=[C]' then return level - 1 end
+    level = level + 1
+  end
+end
+M.user_level = user_level
+
+-- Raise `moontorch.<message from C>` at the caller's line.
+function M.raise_last()
+  local msg = ffi.string(C.mt_last_error())
+  error('moontorch.' .. msg, user_level())
+end
+
+-- Raise a message of our own (Lua-side argument checks) at the caller's line.
+function M.fail(op, msg)
+  error('moontorch.' .. op .. ': ' .. msg, user_level())
+end
+
+return M

@@ -1,0 +1,89 @@
+-- moontorch: PyTorch's semantics in LuaJIT, over a C core (libmoontorch).
+--   local torch = require 'moontorch'
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local dtype = require 'moontorch.dtype'
+local T = require 'moontorch.tensor'
+local class = require 'moontorch.class'
+
+local C = core.C
+local torch = {}
+package.loaded['moontorch'] = torch -- submodules may require it while we load
+
+torch._C = C
+torch.ffi = core
+torch.__version__ = '0.1.0'
+
+-- dtypes, as torch.float32 and PyTorch's aliases
+for _, name in ipairs { 'uint8', 'int8', 'int16', 'int32', 'int64', 'float16', 'float32', 'float64', 'bool',
+  'bfloat16' } do
+  torch[name] = dtype[name]
+end
+for alias, d in pairs(dtype.aliases) do torch[alias] = d end
+torch.device = dtype.device
+
+function torch.get_default_dtype() return dtype.by_id[C.mt_get_default_dtype()] end
+function torch.set_default_dtype(d)
+  local r = dtype.resolve(d)
+  if not r or C.mt_set_default_dtype(r.id) ~= 0 then
+    core.fail('set_default_dtype', 'only floating-point types are supported as the default type, got ' .. tostring(d))
+  end
+end
+function torch.is_tensor(x) return T.is_tensor(x) end
+function torch.is_floating_point(t) return t:is_floating_point() end
+function torch.numel(t) return t:numel() end
+function torch.set_num_threads(n)
+  if type(n) ~= 'number' or n < 1 then core.fail('set_num_threads', 'expected a positive integer') end
+  C.mt_set_num_threads(n)
+end
+function torch.get_num_threads() return C.mt_get_num_threads() end
+
+-- classes (Torch7's)
+torch.class = class.class
+torch.typename = function(x)
+  if T.is_tensor(x) then return x:type() end
+  return class.typename(x)
+end
+-- isinstance(obj, cls): cls a class, a class name, or torch.Tensor
+torch.Tensor = setmetatable({ __typename = 'torch.Tensor' }, {
+  __call = function(_, ...) return torch.empty(...) end,
+  __tostring = function() return 'torch.Tensor' end,
+})
+function torch.isinstance(obj, cls)
+  if cls == torch.Tensor then return T.is_tensor(obj) end
+  if type(cls) == 'table' and cls.__istensorclass then return cls.__istensorclass(obj) end
+  if type(cls) == 'table' and rawget(cls, '__typename') == nil and cls[1] ~= nil then
+    for _, c in ipairs(cls) do if torch.isinstance(obj, c) then return true end end
+    return false
+  end
+  return class.isinstance(obj, cls)
+end
+
+-- CUDA: not built yet (core/gpu comes with its own issue)
+torch.cuda = {
+  is_available = function() return false end,
+  device_count = function() return 0 end,
+}
+
+-- the op modules add methods to the Tensor type and functions to torch
+local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'linalg', 'random' }
+for _, name in ipairs(modules) do
+  require('moontorch.ops.' .. name).install(torch)
+end
+require('moontorch.format').install(torch)
+
+T.finalize()
+
+-- torch.nn and torch.optim load on first use (require 'moontorch.nn' works too)
+setmetatable(torch, {
+  __index = function(t, k)
+    if k == 'nn' or k == 'optim' then
+      local ok, m = pcall(require, 'moontorch.' .. k)
+      if ok then rawset(t, k, m); return m end
+      error(m, 2)
+    end
+    return nil
+  end,
+})
+
+return torch

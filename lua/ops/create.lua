@@ -1,0 +1,338 @@
+-- Creation, conversion and element access: tensor, zeros/ones/full/empty (+ _like), arange,
+-- linspace, logspace, eye, copy_, to, clone, item, tolist.
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+local dtype = require 'moontorch.dtype'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local methods = T.methods
+local is_tensor, take, outp, szbuf = T.is_tensor, T.take, T.outp, T.szbuf
+local parse_sizes, new_empty, resolve_dtype = T.parse_sizes, T.new_empty, T.resolve_dtype
+local by_id = dtype.by_id
+local type, floor, select = type, math.floor, select
+
+local M = {}
+local torch
+
+local function default_dtype() return by_id[C.mt_get_default_dtype()] end
+
+local function apply(t, opts)
+  if opts then return T.apply_opts(t, opts) end
+  return t
+end
+
+function M.empty(...)
+  local n, opts = parse_sizes('empty', ...)
+  return apply((new_empty('empty', n, opts)), opts)
+end
+
+local function filled(name, value)
+  return function(...)
+    local n, opts = parse_sizes(name, ...)
+    local t = new_empty(name, n, opts)
+    if C.mt_fill_(t, value) ~= 0 then raise_last() end
+    return apply(t, opts)
+  end
+end
+M.zeros = filled('zeros', 0)
+M.ones = filled('ones', 1)
+
+-- full(size, value, opts): size is a table; dtype from the value when not given
+function M.full(size, value, opts)
+  if type(size) == 'number' then size = { size } end
+  if type(size) ~= 'table' then fail('full', 'size must be a table of integers') end
+  local n = parse_sizes('full', size)
+  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'full')
+  if not dt then
+    if type(value) == 'boolean' then dt = torch.bool
+    elseif value == floor(value) and value > -9.2e18 and value < 9.2e18 then dt = torch.int64
+    else dt = default_dtype() end
+  end
+  if type(value) == 'boolean' then value = value and 1 or 0 end
+  T.check_device(opts, 'full')
+  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then raise_last() end
+  local t = take()
+  if C.mt_fill_(t, value) ~= 0 then raise_last() end
+  return apply(t, opts)
+end
+
+local function like(name, fill)
+  return function(t, a, b)
+    if not is_tensor(t) then fail(name, 'expected a tensor, got ' .. type(t)) end
+    local value, opts = a, b
+    if fill == 'value' then
+      if type(a) == 'table' then fail(name, 'fill value must be a number') end
+    else
+      value, opts = fill, a
+    end
+    local dt = opts and opts.dtype and resolve_dtype(opts.dtype, name) or by_id[t._dtype]
+    T.check_device(opts, name)
+    if C.mt_tensor_empty_like(t, dt.id, outp) ~= 0 then raise_last() end
+    local r = take()
+    if value ~= nil then
+      if type(value) == 'boolean' then value = value and 1 or 0 end
+      if C.mt_fill_(r, value) ~= 0 then raise_last() end
+    end
+    return apply(r, opts)
+  end
+end
+M.empty_like = like('empty_like', nil)
+M.zeros_like = like('zeros_like', 0)
+M.ones_like = like('ones_like', 1)
+M.full_like = like('full_like', 'value')
+
+-- Nested Lua tables (numbers or booleans) -> tensor
+local function infer_shape(data, shape, depth)
+  if type(data) == 'table' and not is_tensor(data) then
+    local n = #data
+    shape[depth] = n
+    if n > 0 then return infer_shape(data[1], shape, depth + 1) end
+    return 'number'
+  end
+  if type(data) == 'boolean' then return 'boolean' end
+  if type(data) == 'number' then return 'number' end
+  if is_tensor(data) then return 'tensor' end
+  fail('tensor', 'could not infer dtype of ' .. type(data))
+end
+
+local function flatten_into(data, shape, depth, buf, pos, kind)
+  if depth > #shape then
+    local v = data
+    if kind == 'boolean' then
+      if type(v) ~= 'boolean' then fail('tensor', 'expected a boolean, got ' .. type(v)) end
+      v = v and 1 or 0
+    elseif type(v) ~= 'number' then
+      if is_tensor(v) and v:numel() == 1 then v = v:item() else
+        fail('tensor', 'expected a number, got ' .. (is_tensor(v) and 'a tensor' or type(v)))
+      end
+    end
+    buf[pos] = v
+    return pos + 1
+  end
+  if type(data) ~= 'table' or is_tensor(data) or #data ~= shape[depth] then
+    fail('tensor', ('expected sequence of length %d at dim %d (got %s)'):format(shape[depth], depth,
+      type(data) == 'table' and tostring(#data) or type(data)))
+  end
+  for i = 1, shape[depth] do pos = flatten_into(data[i], shape, depth + 1, buf, pos, kind) end
+  return pos
+end
+
+function M.tensor(data, opts)
+  if is_tensor(data) then
+    local r = data:detach():clone()
+    if opts and opts.dtype then r = r:to(resolve_dtype(opts.dtype, 'tensor')) end
+    return apply(r, opts)
+  end
+  local shape = {}
+  local kind = infer_shape(data, shape, 1)
+  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'tensor')
+  if not dt then dt = kind == 'boolean' and torch.bool or default_dtype() end
+  T.check_device(opts, 'tensor')
+  local n = 1
+  for i = 1, #shape do
+    szbuf[i - 1] = shape[i]
+    n = n * shape[i]
+  end
+  if #shape > 16 then fail('tensor', 'too many dimensions') end
+  if C.mt_tensor_empty(szbuf, #shape, dt.id, outp) ~= 0 then raise_last() end
+  local t = take()
+  if n > 0 then
+    local buf = ffi.new('double[?]', n)
+    if #shape == 0 then
+      local v = data
+      if kind == 'boolean' then v = v and 1 or 0 end
+      buf[0] = v
+    else
+      flatten_into(data, shape, 1, buf, 0, kind)
+    end
+    if C.mt_tensor_from_doubles(t, buf, n) ~= 0 then raise_last() end
+  end
+  return apply(t, opts)
+end
+M.as_tensor = function(data, opts)
+  if is_tensor(data) then
+    if opts and opts.dtype then return data:to(resolve_dtype(opts.dtype, 'as_tensor')) end
+    return data
+  end
+  return M.tensor(data, opts)
+end
+M.scalar_tensor = function(v, opts) return M.tensor(v, opts) end
+
+-- arange(end) / arange(start, end[, step]) [, opts]
+function M.arange(a, b, c, d)
+  local opts
+  if type(b) == 'table' then opts, b = b, nil
+  elseif type(c) == 'table' then opts, c = c, nil
+  elseif type(d) == 'table' then opts = d end
+  local start, stop, step
+  if b == nil then start, stop, step = 0, a, 1 else start, stop, step = a, b, c or 1 end
+  for _, v in ipairs { start, stop, step } do
+    if type(v) ~= 'number' then fail('arange', 'start, end and step must be numbers') end
+  end
+  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'arange')
+  if not dt then
+    local integral = start == floor(start) and stop == floor(stop) and step == floor(step)
+    dt = integral and torch.int64 or default_dtype()
+  end
+  T.check_device(opts, 'arange')
+  if C.mt_arange(start, stop, step, dt.id, outp) ~= 0 then raise_last() end
+  return apply(take(), opts)
+end
+
+function M.linspace(start, stop, steps, opts)
+  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'linspace') or default_dtype()
+  if type(steps) ~= 'number' then fail('linspace', 'steps must be a number') end
+  if C.mt_linspace(start, stop, steps, dt.id, outp) ~= 0 then raise_last() end
+  return apply(take(), opts)
+end
+
+function M.logspace(start, stop, steps, base, opts)
+  if type(base) == 'table' then opts, base = base, nil end
+  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'logspace') or default_dtype()
+  if C.mt_logspace(start, stop, steps, base or 10, dt.id, outp) ~= 0 then raise_last() end
+  return apply(take(), opts)
+end
+
+function M.eye(n, m, opts)
+  if type(m) == 'table' then opts, m = m, nil end
+  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'eye') or default_dtype()
+  if C.mt_eye(n, m or n, dt.id, outp) ~= 0 then raise_last() end
+  return apply(take(), opts)
+end
+
+------------------------------------------------------------------------------ copy and conversion
+function methods.copy_(t, src)
+  if type(src) == 'number' or type(src) == 'boolean' then return t:fill_(src) end
+  if not is_tensor(src) then fail('copy_', 'expected a tensor as source, got ' .. type(src)) end
+  if C.mt_copy_(t, src) ~= 0 then raise_last() end
+  return t
+end
+
+function methods.fill_(t, v)
+  if is_tensor(v) then
+    if v:numel() ~= 1 or v:dim() ~= 0 then
+      fail('fill_', ('fill_ only supports 0-dimension value tensor but got tensor with %d dimensions'):format(v:dim()))
+    end
+    v = v:item()
+  end
+  if type(v) == 'boolean' then v = v and 1 or 0 end
+  if type(v) ~= 'number' then fail('fill_', 'expected a number, got ' .. type(v)) end
+  if C.mt_fill_(t, v) ~= 0 then raise_last() end
+  return t
+end
+function methods.zero_(t)
+  if C.mt_fill_(t, 0) ~= 0 then raise_last() end
+  return t
+end
+
+function methods.clone(t)
+  if C.mt_clone(t, outp) ~= 0 then raise_last() end
+  return take()
+end
+M.clone = methods.clone
+
+function methods.contiguous(t)
+  if bit.band(t._flags, 1) ~= 0 then return t end
+  if C.mt_contiguous(t, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+-- to(dtype) / to(device) / to(device, dtype) / to{dtype=, device=, copy=} / to(other_tensor)
+function methods.to(t, a, b, c)
+  local dt, dev, copy
+  local function take_arg(x)
+    if x == nil then return end
+    if is_tensor(x) then dt = x.dtype; dev = x.device; return end
+    if type(x) == 'table' and dtype.is_dtype(x) then dt = x; return end
+    if type(x) == 'table' and dtype.is_device(x) then dev = x; return end
+    if type(x) == 'string' then
+      local d = dtype.resolve(x)
+      if d then dt = d else dev = dtype.device(x) end
+      return
+    end
+    if type(x) == 'table' then
+      if x.dtype ~= nil then dt = resolve_dtype(x.dtype, 'to') end
+      if x.device ~= nil then dev = dtype.device(x.device) end
+      if x.copy then copy = true end
+      return
+    end
+    fail('to', 'unexpected argument ' .. tostring(x))
+  end
+  take_arg(a); take_arg(b); take_arg(c)
+  if dev and dev.type ~= 'cpu' then
+    fail('to', ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
+  end
+  if dt == nil or dt.id == t._dtype then
+    if copy then return t:clone() end
+    return t
+  end
+  if C.mt_to_dtype(t, dt.id, 0, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+local function caster(name, d)
+  methods[name] = function(t) return t:to(d) end
+end
+function M.install_casters()
+  caster('float', torch.float32); caster('double', torch.float64); caster('half', torch.float16)
+  caster('bfloat16', torch.bfloat16); caster('long', torch.int64); caster('int', torch.int32)
+  caster('short', torch.int16); caster('char', torch.int8); caster('byte', torch.uint8); caster('bool', torch.bool)
+end
+function methods.cpu(t) return t end
+function methods.cuda(t)
+  fail('cuda', 'CUDA is not available: moontorch was built without CUDA')
+end
+function methods.type_as(t, o) return t:to(o.dtype) end
+function methods.new_zeros(t, ...) local n, opts = parse_sizes('new_zeros', ...)
+  return M.zeros(T.size_from_buf(n), { dtype = opts and opts.dtype or t.dtype }) end
+function methods.new_ones(t, ...) local n, opts = parse_sizes('new_ones', ...)
+  return M.ones(T.size_from_buf(n), { dtype = opts and opts.dtype or t.dtype }) end
+function methods.new_empty(t, ...) local n, opts = parse_sizes('new_empty', ...)
+  return M.empty(T.size_from_buf(n), { dtype = opts and opts.dtype or t.dtype }) end
+function methods.new_full(t, size, v, opts) return M.full(size, v, { dtype = opts and opts.dtype or t.dtype }) end
+function methods.new_tensor(t, data, opts) return M.tensor(data, { dtype = opts and opts.dtype or t.dtype }) end
+
+------------------------------------------------------------------------------ values out
+local dbl = ffi.new('double[1]')
+function methods.item(t)
+  if C.mt_tensor_item(t, dbl) ~= 0 then raise_last() end
+  if t._dtype == 11 then return dbl[0] ~= 0 end
+  return dbl[0]
+end
+
+local function nest(buf, t, dim, nd, pos, isbool)
+  local n = tonumber(t._sizes[dim])
+  local r = {}
+  if dim == nd - 1 then
+    for i = 1, n do
+      local v = buf[pos + i - 1]
+      if isbool then v = v ~= 0 end
+      r[i] = v
+    end
+    return r, pos + n
+  end
+  for i = 1, n do r[i], pos = nest(buf, t, dim + 1, nd, pos, isbool) end
+  return r, pos
+end
+
+function methods.tolist(t)
+  local n = tonumber(t._numel)
+  local nd = t._ndim
+  local isbool = t._dtype == 11
+  if nd == 0 then return t:item() end
+  local buf = ffi.new('double[?]', n > 0 and n or 1)
+  if n > 0 and C.mt_tensor_to_doubles(t, buf, n) ~= 0 then raise_last() end
+  return (nest(buf, t, 0, nd, 0, isbool))
+end
+
+function M.install(t)
+  torch = t
+  for k, v in pairs(M) do
+    if type(v) == 'function' and k ~= 'install' and k ~= 'install_casters' then t[k] = v end
+  end
+  M.install_casters()
+end
+
+return M

@@ -1,0 +1,217 @@
+-- Views (no copy): view, reshape, transpose, t, permute, narrow, select, unsqueeze, squeeze,
+-- expand, flatten, unfold, as_strided, diagonal; and t[i] / t[i] = v indexing.
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local methods = T.methods
+local is_tensor, take, outp, szbuf, szbuf2 = T.is_tensor, T.take, T.outp, T.szbuf, T.szbuf2
+local parse_sizes, cdim = T.parse_sizes, T.cdim
+local type, floor = type, math.floor
+
+local M = {}
+local torch
+
+function methods.view(t, ...)
+  local a = ...
+  if type(a) == 'table' and require('moontorch.dtype').is_dtype(a) then
+    fail('view', 'viewing as another dtype is not supported')
+  end
+  local n = parse_sizes('view', ...)
+  if C.mt_view(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.reshape(t, ...)
+  local n = parse_sizes('reshape', ...)
+  if C.mt_reshape(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.view_as(t, o) return t:view(o:size()) end
+function methods.reshape_as(t, o) return t:reshape(o:size()) end
+
+function methods.transpose(t, d0, d1)
+  if C.mt_transpose(t, cdim(d0, 'transpose'), cdim(d1, 'transpose'), outp) ~= 0 then raise_last() end
+  return take()
+end
+methods.swapaxes, methods.swapdims = methods.transpose, methods.transpose
+function methods.t(t)
+  local n = t._ndim
+  if n > 2 then fail('t', ('t() expects a tensor with <= 2 dimensions, but self is %dD'):format(n)) end
+  if n < 2 then return t end
+  if C.mt_transpose(t, 0, 1, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.permute(t, ...)
+  local n = parse_sizes('permute', ...)
+  for i = 0, n - 1 do
+    local d = tonumber(szbuf[i])
+    szbuf[i] = cdim(d, 'permute')
+  end
+  if C.mt_permute(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.movedim(t, src, dst)
+  local n = t._ndim
+  local s = src > 0 and src or src + n + 1
+  local d = dst > 0 and dst or dst + n + 1
+  local order = {}
+  for i = 1, n do if i ~= s then order[#order + 1] = i end end
+  table.insert(order, d, s)
+  return t:permute(order)
+end
+methods.moveaxis = methods.movedim
+
+-- narrow(dim, start, length): start is 1-based
+function methods.narrow(t, dim, start, length)
+  if type(start) ~= 'number' or type(length) ~= 'number' then fail('narrow', 'start and length must be numbers') end
+  local s = start > 0 and start - 1 or start
+  if start == 0 then fail('narrow', 'start 0 is out of range: positions are 1-based') end
+  if C.mt_narrow(t, cdim(dim, 'narrow'), s, length, outp) ~= 0 then raise_last() end
+  return take()
+end
+-- select(dim, index): index is 1-based, negative from the end
+function methods.select(t, dim, index)
+  if type(index) ~= 'number' or index ~= floor(index) then fail('select', 'index must be an integer') end
+  if index == 0 then fail('select', 'index 0 is out of range: indices are 1-based') end
+  if C.mt_select(t, cdim(dim, 'select'), index > 0 and index - 1 or index, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.unsqueeze(t, dim)
+  -- dims of the result: 1..ndim+1
+  if C.mt_unsqueeze(t, cdim(dim, 'unsqueeze'), outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.squeeze(t, dim)
+  local st
+  if dim == nil then st = C.mt_squeeze(t, 0, 1, outp)
+  else st = C.mt_squeeze(t, cdim(dim, 'squeeze'), 0, outp) end
+  if st ~= 0 then raise_last() end
+  return take()
+end
+function methods.expand(t, ...)
+  local n = parse_sizes('expand', ...)
+  if C.mt_expand(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.expand_as(t, o) return t:expand(o:size()) end
+function methods.flatten(t, s, e)
+  if C.mt_flatten(t, s and cdim(s, 'flatten') or 0, e and cdim(e, 'flatten') or -1, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.ravel(t) return t:reshape(-1) end
+function methods.unflatten(t, dim, sizes)
+  local d = cdim(dim, 'unflatten')
+  if d < 0 then d = d + t._ndim end
+  local shape = t:size()
+  local new = {}
+  for i = 1, d do new[#new + 1] = shape[i] end
+  for i = 1, #sizes do new[#new + 1] = sizes[i] end
+  for i = d + 2, #shape do new[#new + 1] = shape[i] end
+  return t:view(new)
+end
+function methods.unfold(t, dim, size, step)
+  if C.mt_unfold(t, cdim(dim, 'unfold'), size, step, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.as_strided(t, size, stride, offset)
+  local n = #size
+  if #stride ~= n then fail('as_strided', 'size and stride must have the same length') end
+  for i = 1, n do szbuf[i - 1] = size[i]; szbuf2[i - 1] = stride[i] end
+  if C.mt_as_strided(t, szbuf, szbuf2, n, offset or -1, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.diagonal(t, offset, d0, d1)
+  if type(offset) == 'table' then offset, d0, d1 = offset.offset, offset.dim1, offset.dim2 end
+  if C.mt_diagonal(t, offset or 0, d0 and cdim(d0, 'diagonal') or 0, d1 and cdim(d1, 'diagonal') or 1, outp) ~= 0 then
+    raise_last()
+  end
+  return take()
+end
+function methods.broadcast_to(t, ...) return t:expand(...) end
+
+------------------------------------------------------------------------------ indexing
+-- t[i] (1-based, negative from the end): select along the first dim
+local function number_index(t, i)
+  if i ~= floor(i) then fail('index', 'index must be an integer, got ' .. i) end
+  if i == 0 then fail('index', 'index 0 is out of range: indices are 1-based') end
+  if C.mt_select(t, 0, i > 0 and i - 1 or i, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+-- t[{i, {a, b}, ':', mask...}] : Torch7-style multi-dim indexing. Each entry is a number (select),
+-- a {first, last} range (inclusive, 1-based, negatives from the end), {} or ':' (everything).
+local function table_index(t, idx)
+  local r = t
+  local d = 0 -- current dim (0-based) in r
+  for k = 1, #idx do
+    local e = idx[k]
+    if type(e) == 'number' then
+      if e == 0 then fail('index', 'index 0 is out of range: indices are 1-based') end
+      if C.mt_select(r, d, e > 0 and e - 1 or e, outp) ~= 0 then raise_last() end
+      r = take()
+    elseif e == ':' or (type(e) == 'table' and not is_tensor(e) and e[1] == nil) then
+      d = d + 1
+    elseif type(e) == 'table' and not is_tensor(e) then
+      local n = tonumber(r._sizes[d])
+      local first, last, step = e[1], e[2] or e[1], e[3] or 1
+      if first < 0 then first = first + n + 1 end
+      if last < 0 then last = last + n + 1 end
+      if C.mt_slice(r, d, first - 1, last, step, outp) ~= 0 then raise_last() end
+      r = take()
+      d = d + 1
+    elseif is_tensor(e) then
+      if k ~= 1 or #idx ~= 1 then fail('index', 'a tensor index must be the only index') end
+      return T.tensor_index(r, e)
+    else
+      fail('index', 'unsupported index ' .. tostring(e))
+    end
+  end
+  return r
+end
+
+-- t[mask] -> masked_select; t[long_index] -> index_select along dim 1
+local function tensor_index(t, idx)
+  if idx._dtype == 11 then return t:masked_select(idx) end
+  if idx._dtype == 4 or idx._dtype == 3 then return t:index_select(1, idx:reshape(-1)):view(M.index_shape(t, idx)) end
+  fail('index', 'tensors used as indices must be long, int or bool tensors')
+end
+function M.index_shape(t, idx)
+  local s = idx:size()
+  for i = 2, t:dim() do s[#s + 1] = t:size(i) end
+  return s
+end
+T.tensor_index = tensor_index
+
+local function assign(view, v)
+  if type(v) == 'number' or type(v) == 'boolean' then view:fill_(v)
+  elseif is_tensor(v) then view:copy_(v)
+  else fail('index', 'can only assign a number or a tensor, got ' .. type(v)) end
+end
+
+local function newindex(t, k, v)
+  local tk = type(k)
+  if tk == 'number' then return assign(number_index(t, k), v) end
+  if tk == 'table' then return assign(table_index(t, k), v) end
+  if tk == 'cdata' and is_tensor(k) then
+    if k._dtype == 11 then
+      if is_tensor(v) and v:numel() ~= 1 then return t:masked_scatter_(k, v) end
+      return t:masked_fill_(k, is_tensor(v) and v:item() or v)
+    end
+    return t:index_put_({ k }, is_tensor(v) and v or torch.tensor(v, { dtype = t.dtype }))
+  end
+  fail('index', ("cannot set field '%s' of a tensor"):format(tostring(k)))
+end
+
+function M.install(tt)
+  torch = tt
+  T.set_indexers(number_index, table_index, tensor_index, newindex)
+  for _, name in ipairs { 'view', 'reshape', 'transpose', 'permute', 'narrow', 'select', 'unsqueeze', 'squeeze',
+    'expand', 'flatten', 'unfold', 'as_strided', 'diagonal', 't', 'movedim', 'swapaxes', 'ravel', 'unflatten',
+    'broadcast_to' } do
+    tt[name] = methods[name]
+  end
+end
+
+return M

@@ -1,0 +1,263 @@
+-- moontorch.tensor: the Tensor type. A tensor is a `mt_tensor *` cdata owning one reference
+-- (ffi.gc on the line it is received); methods and properties come from the metatype below.
+-- Op modules (lua/ops/*.lua) add their functions to `methods` and to the torch table.
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local dtype = require 'moontorch.dtype'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local type, tonumber, select, rawget = type, tonumber, select, rawget
+local floor, huge = math.floor, math.huge
+local by_id = dtype.by_id
+
+local M = {}
+local methods = {}   -- t:name(...)
+local props = {}     -- t.name: function(t) -> value
+local setters = {}   -- t.name = v: function(t, v)
+M.methods, M.props, M.setters = methods, props, setters
+
+local tensor_ct = ffi.typeof('mt_tensor')
+local outp = ffi.new('mt_tensor *[1]')
+local outp2 = ffi.new('mt_tensor *[1]')
+local szbuf = ffi.new('int64_t[16]')
+local szbuf2 = ffi.new('int64_t[16]')
+local release = C.mt_tensor_release
+local stats = C.mt_get_stats()
+M.outp, M.outp2, M.szbuf, M.szbuf2 = outp, outp2, szbuf, szbuf2
+
+-- C memory is invisible to Lua's GC: collect when much has been allocated since the last time.
+local GC_BYTES = 512 * 1024 * 1024
+local function wrap(p)
+  if stats.bytes_since_gc > GC_BYTES then
+    stats.bytes_since_gc = 0
+    collectgarbage()
+  end
+  return ffi.gc(p[0], release)
+end
+M.wrap = wrap
+
+-- Take the tensor left in outp by a successful call.
+local function take() return wrap(outp[0]) end
+M.take = take
+
+local function is_tensor(x) return ffi.istype(tensor_ct, x) end
+M.is_tensor = is_tensor
+
+-- 1-based Lua dims (negative from the end) to 0-based C dims (negative kept)
+local function cdim(d, op)
+  if type(d) ~= 'number' or d ~= floor(d) then
+    fail(op or 'dim', 'dimension must be an integer, got ' .. tostring(d))
+  end
+  if d > 0 then return d - 1 end
+  if d < 0 then return d end
+  fail(op or 'dim', 'dimension 0 is out of range: dimensions are 1-based (1 is the first, -1 the last)')
+end
+M.cdim = cdim
+
+-- Sizes as varargs or one table, with an optional trailing options table. Fills szbuf and
+-- returns ndim, opts.
+local function is_opts(x) return type(x) == 'table' and x[1] == nil and next(x) ~= nil end
+local function parse_sizes(op, ...)
+  local n = select('#', ...)
+  local first = ...
+  local opts
+  if n > 0 then
+    local last = select(n, ...)
+    if type(last) == 'table' and not is_tensor(last) and (is_opts(last) or (n > 1 and type(first) == 'table' and next(last) == nil)) then
+      opts = last
+      n = n - 1
+    end
+  end
+  if n == 1 and type(first) == 'table' then
+    local t = first
+    local k = #t
+    if k > 16 then fail(op, 'too many dimensions (' .. k .. ')') end
+    for i = 1, k do
+      local v = t[i]
+      if type(v) ~= 'number' or v ~= floor(v) then fail(op, 'sizes must be integers, got ' .. tostring(v)) end
+      szbuf[i - 1] = v
+    end
+    return k, opts
+  end
+  if n > 16 then fail(op, 'too many dimensions (' .. n .. ')') end
+  for i = 1, n do
+    local v = select(i, ...)
+    if type(v) ~= 'number' or v ~= floor(v) then
+      fail(op, 'sizes must be integers, got ' .. (is_tensor(v) and 'a tensor' or tostring(v)))
+    end
+    szbuf[i - 1] = v
+  end
+  return n, opts
+end
+M.parse_sizes = parse_sizes
+M.is_opts = is_opts
+
+local function resolve_dtype(d, op)
+  if d == nil then return nil end
+  local r = dtype.resolve(d)
+  if not r then fail(op, 'unknown dtype ' .. tostring(d)) end
+  return r
+end
+M.resolve_dtype = resolve_dtype
+
+local function check_device(opts, op)
+  local dev = opts and opts.device
+  if dev ~= nil then
+    dev = dtype.device(dev)
+    if dev.type ~= 'cpu' then
+      fail(op, ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
+    end
+  end
+end
+M.check_device = check_device
+
+-- Lua's `requires_grad` option is applied by autograd (issue 3): a hook it replaces.
+M.apply_opts = function(t, opts) return t end
+
+-- empty tensor of szbuf[0..n) with opts
+local function new_empty(op, n, opts, default_dt)
+  local dt = (opts and resolve_dtype(opts.dtype, op)) or default_dt or by_id[C.mt_get_default_dtype()]
+  check_device(opts, op)
+  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then raise_last() end
+  return take(), dt
+end
+M.new_empty = new_empty
+
+------------------------------------------------------------------------------ properties
+props.dtype = function(t) return by_id[t._dtype] end
+props.device = function(t) return t._device_type == 0 and dtype.cpu_device or dtype.device('cuda', t._device_index) end
+props.ndim = function(t) return t._ndim end
+props.is_cuda = function(t) return t._device_type == 1 end
+props.layout = function() return 'torch.strided' end
+props.itemsize = function(t) return by_id[t._dtype].itemsize end
+props.nbytes = function(t) return tonumber(t._numel) * by_id[t._dtype].itemsize end
+props.is_leaf = function() return true end
+props.requires_grad = function() return false end
+props.grad_fn = function() return nil end
+props.grad = function() return nil end
+
+local Size = {}
+Size.__index = Size
+Size.__tostring = function(s)
+  local parts = {}
+  for i = 1, #s do parts[i] = tostring(s[i]) end
+  return 'torch.Size([' .. table.concat(parts, ', ') .. '])'
+end
+Size.__eq = function(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+function Size:numel()
+  local n = 1
+  for i = 1, #self do n = n * self[i] end
+  return n
+end
+M.Size = Size
+
+local function size_table(t)
+  local r = {}
+  for i = 0, t._ndim - 1 do r[i + 1] = tonumber(t._sizes[i]) end
+  return setmetatable(r, Size)
+end
+props.shape = size_table
+props.T = function(t)
+  local n = t._ndim
+  for i = 0, n - 1 do szbuf[i] = n - 1 - i end
+  if C.mt_permute(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+props.mT = function(t) return t:transpose(-2, -1) end
+
+function methods.size(t, d)
+  if d == nil then return size_table(t) end
+  local n = t._ndim
+  local i = cdim(d, 'size')
+  if i < 0 then i = i + n end
+  if i < 0 or i >= n then
+    fail('size', ('dimension %d out of range (the tensor has %d dimensions)'):format(d, n))
+  end
+  return tonumber(t._sizes[i])
+end
+function methods.stride(t, d)
+  if d == nil then
+    local r = {}
+    for i = 0, t._ndim - 1 do r[i + 1] = tonumber(t._strides[i]) end
+    return r
+  end
+  local n = t._ndim
+  local i = cdim(d, 'stride')
+  if i < 0 then i = i + n end
+  if i < 0 or i >= n then fail('stride', ('dimension %d out of range'):format(d)) end
+  return tonumber(t._strides[i])
+end
+function methods.dim(t) return t._ndim end
+methods.ndimension = methods.dim
+function methods.numel(t) return tonumber(t._numel) end
+methods.nelement = methods.numel
+function methods.storage_offset(t) return tonumber(t._offset) end
+function methods.is_contiguous(t) return bit.band(t._flags, 1) ~= 0 end
+function methods.element_size(t) return by_id[t._dtype].itemsize end
+function methods.data_ptr(t) return t._data end
+function methods.is_floating_point(t) return by_id[t._dtype].is_floating_point end
+function methods.is_complex() return false end
+function methods.get_device(t) return t._device_type == 0 and -1 or t._device_index end
+
+function methods.type(t, ty)
+  if ty == nil then return dtype.tensor_type_names[t._dtype] end
+  local d = resolve_dtype(ty, 'type')
+  if not d then
+    for id, name in pairs(dtype.tensor_type_names) do if name == ty then d = by_id[id] end end
+  end
+  if not d then fail('type', 'unknown type ' .. tostring(ty)) end
+  return t:to(d)
+end
+
+-- the sizes in szbuf[0..n) as a Lua array (szbuf is reused by the next call)
+function M.size_from_buf(n)
+  local r = {}
+  for i = 1, n do r[i] = tonumber(szbuf[i - 1]) end
+  return r
+end
+
+-- autograd (core/grad) replaces this with the graph-aware version
+function methods.detach(t)
+  if C.mt_tensor_alias(t, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+------------------------------------------------------------------------------ metatype
+local number_index, table_index, tensor_index -- defined in ops/index.lua via M.set_indexers
+local newindex_handler
+
+local tensor_mt = {}
+tensor_mt.__index = function(t, k)
+  local m = methods[k]
+  if m ~= nil then return m end
+  local p = props[k]
+  if p ~= nil then return p(t) end
+  local tk = type(k)
+  if tk == 'number' then return number_index(t, k) end
+  if tk == 'table' then return table_index(t, k) end
+  if tk == 'cdata' and is_tensor(k) then return tensor_index(t, k) end
+  return nil
+end
+tensor_mt.__newindex = function(t, k, v)
+  local s = setters[k]
+  if s ~= nil then return s(t, v) end
+  return newindex_handler(t, k, v)
+end
+M.tensor_mt = tensor_mt
+
+function M.set_indexers(num, tab, ten, newidx)
+  number_index, table_index, tensor_index, newindex_handler = num, tab, ten, newidx
+end
+
+-- metamethods are installed by the op modules (arithmetic) and format.lua (__tostring);
+-- ffi.metatype must be called once all of them are in tensor_mt.
+function M.finalize()
+  ffi.metatype('mt_tensor', tensor_mt)
+end
+
+return M
