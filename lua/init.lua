@@ -66,7 +66,7 @@ torch.cuda = {
 }
 
 -- the op modules add methods to the Tensor type and functions to torch
-local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'linalg', 'random' }
+local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }
 for _, name in ipairs(modules) do
   require('moontorch.ops.' .. name).install(torch)
 end
