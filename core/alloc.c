@@ -8,12 +8,52 @@
 #include <stdlib.h>
 
 #define MT_TENSOR_EMBEDDED_HEAD 0x80000000u
+#define MT_STORAGE_SMALL 0x100u
 #define ALIGN 64
 
 static mt_stats stats;
 mt_stats *mt_get_stats(void) { return &stats; }
 
-static inline void stat_add(int64_t *p, int64_t v) { __atomic_add_fetch(p, v, __ATOMIC_RELAXED); }
+/* Statistics are plain adds: exact for the usual single allocating thread, approximate when
+ * several threads allocate at once (an atomic add per field would cost more than a small op). */
+static inline void stat_add(int64_t *p, int64_t v) { *p += v; }
+
+/* Small tensors (head + data within SMALL_BLOCK bytes) take blocks from a per-thread free list
+ * fed by slabs: a small op's allocation is a pop and its release a push. The blocks are kept
+ * for reuse (as PyTorch's caching allocator keeps memory). Under AddressSanitizer every block
+ * is a malloc of its own, so that use-after-free is caught. */
+#define SMALL_BLOCK 1024
+#define SLAB_BLOCKS 64
+static _Thread_local void *small_list;
+
+static void *small_alloc(void) {
+#ifdef MT_ASAN_BUILD
+  void *q = NULL;
+  return posix_memalign(&q, ALIGN, SMALL_BLOCK) == 0 ? q : NULL;
+#else
+  void *p = small_list;
+  if (p) {
+    small_list = *(void **)p;
+    return p;
+  }
+  char *slab = NULL;
+  if (posix_memalign((void **)&slab, ALIGN, (size_t)SMALL_BLOCK * SLAB_BLOCKS) != 0) return NULL;
+  for (int i = SLAB_BLOCKS - 1; i >= 1; i--) {
+    void *b = slab + (size_t)i * SMALL_BLOCK;
+    *(void **)b = small_list;
+    small_list = b;
+  }
+  return slab;
+#endif
+}
+static void small_free(void *p) {
+#ifdef MT_ASAN_BUILD
+  free(p);
+#else
+  *(void **)p = small_list;
+  small_list = p;
+#endif
+}
 
 void *mt_aligned_alloc(size_t nbytes) {
   void *p = NULL;
@@ -57,7 +97,9 @@ static void storage_release(mt_storage *s) {
   stat_add(&stats.live_storages, -1);
   stat_add(&stats.live_bytes, -(int64_t)s->_nbytes);
   if (s->_flags & MT_STORAGE_EMBEDDED) {
-    free(s->_block); /* also frees the head that was allocated with it */
+    /* also frees the head that was allocated with it */
+    if (s->_flags & MT_STORAGE_SMALL) small_free(s->_block);
+    else free(s->_block);
   } else if (s->_allocator) {
     s->_allocator->free(s->_allocator->ctx, s->_block, s->_nbytes);
     free(s);
@@ -79,7 +121,10 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
   size_t nbytes = (size_t)numel * item;
   size_t head = (sizeof(mt_tensor) + sizeof(mt_storage) + ALIGN - 1) & ~(size_t)(ALIGN - 1);
   char *block = NULL;
-  if (posix_memalign((void **)&block, ALIGN, head + (nbytes ? nbytes : 1)) != 0 || !block)
+  bool small = head + nbytes <= SMALL_BLOCK;
+  if (small) block = small_alloc();
+  else if (posix_memalign((void **)&block, ALIGN, head + (nbytes ? nbytes : 1)) != 0) block = NULL;
+  if (!block)
     return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
                     mt_shape_str(sizes, ndim));
   mt_tensor *t = (mt_tensor *)block;
@@ -90,7 +135,7 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
   s->_device_type = MT_CPU;
   s->_device_index = 0;
   s->_version = 0;
-  s->_flags = MT_STORAGE_EMBEDDED;
+  s->_flags = MT_STORAGE_EMBEDDED | (small ? MT_STORAGE_SMALL : 0);
   s->_pad = 0;
   s->_allocator = NULL;
   s->_block = block;
@@ -115,7 +160,7 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
   stat_add(&stats.live_tensors, 1);
   stat_add(&stats.live_storages, 1);
   stat_add(&stats.live_bytes, (int64_t)nbytes);
-  stat_add(&stats.bytes_since_gc, (int64_t)nbytes);
+  stat_add(&stats.bytes_since_gc, (int64_t)(nbytes + head));
   *out = t;
   return MT_OK;
 }

@@ -402,6 +402,12 @@ MT_API mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_genera
 MT_API mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
                                 mt_generator *g, mt_tensor **result);
 
+/* ---------------------------------------------------------------- FFI support */
+/* The Lua layer's handle registry keeps the tensor references its handles own in this array
+ * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots
+ * NULL) and returns it; NULL when out of memory. */
+MT_API mt_tensor **mt_handles_resize(int64_t cap);
+
 /* ---------------------------------------------------------------- threads */
 MT_API void mt_set_num_threads(int n);
 MT_API int mt_get_num_threads(void);

@@ -26,14 +26,82 @@ local release = C.mt_tensor_release
 local stats = C.mt_get_stats()
 M.outp, M.outp2, M.szbuf, M.szbuf2 = outp, outp2, szbuf, szbuf2
 
--- C memory is invisible to Lua's GC: collect when much has been allocated since the last time.
-local GC_BYTES = 512 * 1024 * 1024
+-- Handle registry. A Lua tensor handle is a plain cdata without a finalizer (LuaJIT's
+-- finalizers cost ~1 us each, more than a whole small op). Handle i sits in the weak-valued
+-- table `slots` and the reference it owns in the C array `ptrs`; when the GC has collected a
+-- handle, a scan finds ptrs[i] set with slots[i+1] empty and releases the reference. Scans run at
+-- the end of every GC cycle (a sentinel's __gc), when the free list is empty (after a full
+-- collection), and when much C memory was allocated since the last one.
+local ptrs = C.mt_handles_resize(4096)
+local cap = 4096
+local free = ffi.new('int32_t[?]', cap)
+local nfree = 0
+for i = cap - 1, 0, -1 do free[nfree] = i; nfree = nfree + 1 end
+local slots = setmetatable({}, { __mode = 'v' })
+local GC_BYTES = 256 * 1024 * 1024
+
+local function scan()
+  local freed = 0
+  for i = 0, cap - 1 do
+    local p = ptrs[i]
+    if p ~= nil and slots[i + 1] == nil then
+      ptrs[i] = nil
+      free[nfree] = i
+      nfree = nfree + 1
+      freed = freed + 1
+      release(p)
+    end
+  end
+  return freed
+end
+
+-- the sentinel: a userdata whose __gc marks that a GC cycle ended (and re-arms); the next wrap
+-- scans, outside the finalizer, where the loop is compiled
+local cycle_ended = false
+local function arm()
+  local s = newproxy(true)
+  getmetatable(s).__gc = function() cycle_ended = true; arm() end
+end
+arm()
+
+local function grow(ncap)
+  local np = C.mt_handles_resize(ncap)
+  if np == nil then error('moontorch: out of memory growing the tensor registry', 0) end
+  local nf = ffi.new('int32_t[?]', ncap)
+  ffi.copy(nf, free, 4 * nfree)
+  for i = ncap - 1, cap, -1 do nf[nfree] = i; nfree = nfree + 1 end
+  free, ptrs, cap = nf, np, ncap
+end
+
+-- a full collection and scan; grows the registry when little was free, so that collections
+-- stay rare relative to the Lua heap's size
+local function reclaim()
+  collectgarbage()
+  scan()
+  local want = collectgarbage('count') * 8 -- slots per KB of live Lua heap
+  if nfree < cap / 2 or cap < want then
+    local ncap = cap * 2
+    while ncap < want do ncap = ncap * 2 end
+    grow(ncap)
+  end
+end
+-- release the references of every handle the GC has collected
+M.sweep = function() collectgarbage(); collectgarbage(); cycle_ended = false; scan() end
+M.scan_pending = function() if cycle_ended then cycle_ended = false; scan() end end
+
 local function wrap(p)
+  local h = p[0]
+  if cycle_ended then cycle_ended = false; scan() end
+  if nfree == 0 then reclaim() end
+  nfree = nfree - 1
+  local i = free[nfree]
+  slots[i + 1] = h -- before ptrs[i]: a scan that runs while the table grows must skip slot i
+  ptrs[i] = p
   if stats.bytes_since_gc > GC_BYTES then
     stats.bytes_since_gc = 0
-    collectgarbage()
+    reclaim()
   end
-  return ffi.gc(p[0], release)
+  return h
 end
 M.wrap = wrap
 
