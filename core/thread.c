@@ -44,11 +44,11 @@ static void run_chunks(void) {
 }
 
 static void *worker_main(void *arg) {
-  (void)arg;
   in_parallel = 1;
-  uint64_t seen = 0;
+  /* the generation current when this worker was made (under mu): a job posted right after is
+   * not missed */
+  uint64_t seen = (uint64_t)(uintptr_t)arg;
   pthread_mutex_lock(&mu);
-  seen = generation;
   for (;;) {
     while (generation == seen) pthread_cond_wait(&cv_work, &mu);
     seen = generation;
@@ -104,7 +104,7 @@ static void ensure_workers(int want) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &attr, worker_main, NULL);
+    int rc = pthread_create(&th, &attr, worker_main, (void *)(uintptr_t)generation);
     pthread_attr_destroy(&attr);
     if (rc != 0) break; /* run with the workers we have */
     num_workers++;

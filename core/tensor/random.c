@@ -1,0 +1,1009 @@
+/* random.c -- the random number generator and the random fills.
+ *
+ * The generator is a 32-bit Mersenne Twister (mt19937) whose streams equal PyTorch's CPU
+ * generator (at::CPUGeneratorImpl, PyTorch 1.13) for the same seed, and every fill below draws
+ * from it the way PyTorch's CPU kernels do, element by element in the same order, so that a
+ * script seeded with torch.manual_seed(s) prints the same numbers in both. The facts this file
+ * relies on (each was checked against PyTorch 1.13 itself; see spec/random_spec.lua):
+ *
+ *  - seeding: state[0] = seed mod 2^32, state[i] = 1812433253 * (s ^ (s >> 30)) + i (the
+ *    classic init_genrand); the 64-bit seed itself is kept as the initial seed. A fresh generator
+ *    owes one twist before its first output ("left" starts at 1).
+ *  - 32-bit draws are mt19937 outputs; a 64-bit draw is two of them, the first the high half.
+ *  - uniform reals: float takes the low 24 bits of a 32-bit draw times 2^-24, double the low
+ *    53 bits of a 64-bit draw times 2^-53, float16 and bfloat16 the low 11 / 8 bits of a 32-bit
+ *    draw; then x * (to - from) + from in the type's accumulation type (float for the 16-bit
+ *    types), with from and to first rounded to the tensor's type.
+ *  - normal_: a contiguous tensor of 16 elements or more is first filled with uniforms (in its
+ *    own type), then each block of 16 is turned into normals by Box-Muller pairing element j
+ *    with element j + 8 (u1 = 1 - x[j], u2 = x[j+8]; r = sqrt(-2 log u1), theta = 2 pi u2; x[j] =
+ *    r cos theta, x[j+8] = r sin theta); when n is not a multiple of 16 the last 16 elements are
+ *    drawn again and recomputed. Any other tensor draws one double normal per element (u1, u2
+ *    from 53-bit draws, r = sqrt(-2 log(1 - u2)), theta = 2 pi u1, returns r cos theta and keeps
+ *    r sin theta in the generator for the next call).
+ *  - random_(from, to): (draw mod (to - from)) + from, the draw 64-bit when the range is 2^32 or
+ *    more and the type is int64, float64, float32 or bfloat16, else 32-bit.
+ *  - randperm(n): for n < (2^32 - 1) / 20, the identity then for i in [0, n-1): swap i with
+ *    i + (32-bit draw mod (n - i)); beyond, the inside-out Fisher-Yates with 64-bit draws.
+ *  - bernoulli_(p scalar) and exponential_: one double uniform per element (u < p;
+ *    -1/lambda * log(1 - u)); bernoulli_(p tensor): a float uniform per element when p is not
+ *    double, a double uniform when it is.
+ *  - multinomial without replacement (or with one sample): q ~ Exp(1) in probs' type, then the
+ *    top n_sample of probs / q; with replacement: per row a normalised cumulative sum and a
+ *    binary search for each 53-bit uniform.
+ *  - the state as bytes: PyTorch's CPUGeneratorImplState (5056 bytes, little-endian x86-64):
+ *    u64 initial seed, i32 left, i32 seeded, u64 next, u64 state[624], f64 normal_x, f64
+ *    normal_y (the cached double normal), f64 normal_rho, i32 normal_is_valid, 4 bytes padding,
+ *    f32 cached float normal, u8 its validity, 3 bytes padding. The 5048-byte legacy layout is
+ *    accepted too.
+ *
+ * Every draw holds the generator's lock. Fills run on one thread, in the order PyTorch's
+ * TensorIterator visits the elements (the output's dimensions by increasing stride). */
+#include "../mt_internal.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MT_N 624
+#define MT_M 397
+#define DEFAULT_SEED 67280421310721ULL
+
+struct mt_generator {
+  pthread_mutex_t lock;
+  uint64_t seed;
+  int32_t left;
+  int32_t seeded;
+  uint32_t next;
+  uint32_t state[MT_N];
+  int has_double_normal;
+  double double_normal;
+  int has_float_normal;
+  float float_normal;
+};
+
+/* ---------------------------------------------------------------- the engine */
+static void engine_seed(mt_generator *g, uint64_t seed) {
+  g->seed = seed;
+  g->seeded = 1;
+  g->state[0] = (uint32_t)(seed & 0xffffffffu);
+  for (uint32_t i = 1; i < MT_N; i++) g->state[i] = 1812433253u * (g->state[i - 1] ^ (g->state[i - 1] >> 30)) + i;
+  g->left = 1;
+  g->next = 0;
+  g->has_double_normal = 0;
+  g->has_float_normal = 0;
+}
+
+static inline uint32_t twist(uint32_t u, uint32_t v) {
+  uint32_t y = (u & 0x80000000u) | (v & 0x7fffffffu);
+  return (y >> 1) ^ ((v & 1u) ? 0x9908b0dfu : 0u);
+}
+
+static void engine_twist(mt_generator *g) {
+  uint32_t *s = g->state;
+  int i = 0;
+  for (; i < MT_N - MT_M; i++) s[i] = s[i + MT_M] ^ twist(s[i], s[i + 1]);
+  for (; i < MT_N - 1; i++) s[i] = s[i + MT_M - MT_N] ^ twist(s[i], s[i + 1]);
+  s[MT_N - 1] = s[MT_M - 1] ^ twist(s[MT_N - 1], s[0]);
+  g->left = MT_N;
+  g->next = 0;
+}
+
+/* One 32-bit output (the caller holds the lock). */
+static inline uint32_t draw32(mt_generator *g) {
+  if (--g->left == 0) engine_twist(g);
+  uint32_t y = g->state[g->next++];
+  y ^= y >> 11;
+  y ^= (y << 7) & 0x9d2c5680u;
+  y ^= (y << 15) & 0xefc60000u;
+  y ^= y >> 18;
+  return y;
+}
+
+static inline uint64_t draw64(mt_generator *g) {
+  uint64_t hi = draw32(g);
+  uint64_t lo = draw32(g);
+  return (hi << 32) | lo;
+}
+
+static inline float uniform_f(mt_generator *g) { return (float)(draw32(g) & 0xffffffu) * (1.0f / 16777216.0f); }
+static inline double uniform_d(mt_generator *g) {
+  return (double)(draw64(g) & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+/* A standard normal as PyTorch's normal_distribution<double> makes it, with its cache. */
+static double normal_d(mt_generator *g) {
+  if (g->has_double_normal) {
+    g->has_double_normal = 0;
+    return g->double_normal;
+  }
+  double u1 = uniform_d(g);
+  double u2 = uniform_d(g);
+  double r = sqrt(-2.0 * log1p(-u2));
+  double theta = 2.0 * M_PI * u1;
+  g->double_normal = r * sin(theta);
+  g->has_double_normal = 1;
+  return r * cos(theta);
+}
+
+/* ---------------------------------------------------------------- generators */
+static mt_generator default_gen;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+static void default_init(void) {
+  pthread_mutex_init(&default_gen.lock, NULL);
+  engine_seed(&default_gen, DEFAULT_SEED);
+}
+
+mt_generator *mt_default_generator(void) {
+  pthread_once(&default_once, default_init);
+  return &default_gen;
+}
+
+static inline mt_generator *gen_or_default(mt_generator *g) { return g ? g : mt_default_generator(); }
+
+mt_status mt_generator_new(uint64_t seed, mt_generator **out) {
+  if (!out) return mt_error(MT_EINVAL, "Generator: out is NULL");
+  mt_generator *g = calloc(1, sizeof *g);
+  if (!g) return mt_error(MT_ENOMEM, "Generator: out of memory");
+  pthread_mutex_init(&g->lock, NULL);
+  engine_seed(g, seed);
+  *out = g;
+  return MT_OK;
+}
+
+void mt_generator_free(mt_generator *g) {
+  if (!g || g == &default_gen) return;
+  pthread_mutex_destroy(&g->lock);
+  free(g);
+}
+
+void mt_generator_manual_seed(mt_generator *g, uint64_t seed) {
+  g = gen_or_default(g);
+  pthread_mutex_lock(&g->lock);
+  engine_seed(g, seed);
+  pthread_mutex_unlock(&g->lock);
+}
+
+/* A nondeterministic seed. Kept below 2^53 so that it survives a trip through a Lua number
+ * (torch.seed() returns it and torch.manual_seed(s) must reproduce the stream). */
+static uint64_t fresh_seed(void) {
+  uint64_t s = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  bool ok = false;
+  if (fd >= 0) {
+    ok = read(fd, &s, sizeof s) == (ssize_t)sizeof s;
+    close(fd);
+  }
+  if (!ok) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    static uint64_t counter;
+    s = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^
+        (__atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) ^ (uint64_t)(uintptr_t)&s;
+    s ^= s >> 29;
+    s *= 0xbf58476d1ce4e5b9ULL;
+    s ^= s >> 32;
+  }
+  return s & ((1ULL << 53) - 1);
+}
+
+uint64_t mt_generator_seed(mt_generator *g) {
+  g = gen_or_default(g);
+  uint64_t s = fresh_seed();
+  mt_generator_manual_seed(g, s);
+  return s;
+}
+
+uint64_t mt_generator_initial_seed(mt_generator *g) {
+  g = gen_or_default(g);
+  pthread_mutex_lock(&g->lock);
+  uint64_t s = g->seed;
+  pthread_mutex_unlock(&g->lock);
+  return s;
+}
+
+/* ---------------------------------------------------------------- the state as bytes */
+#define ST_SEED 0
+#define ST_LEFT 8
+#define ST_SEEDED 12
+#define ST_NEXT 16
+#define ST_STATE 24
+#define ST_NORMAL_X (ST_STATE + 8 * MT_N) /* 5016 */
+#define ST_NORMAL_Y (ST_NORMAL_X + 8)
+#define ST_NORMAL_RHO (ST_NORMAL_X + 16)
+#define ST_NORMAL_VALID (ST_NORMAL_X + 24) /* 5040 */
+#define ST_LEGACY_SIZE (ST_NORMAL_VALID + 8) /* 5048 */
+#define ST_FLOAT_NORMAL ST_LEGACY_SIZE
+#define ST_FLOAT_VALID (ST_LEGACY_SIZE + 4)
+#define ST_SIZE (ST_LEGACY_SIZE + 8) /* 5056 */
+
+size_t mt_generator_state_size(void) { return ST_SIZE; }
+
+static inline void put(uint8_t *buf, size_t at, const void *v, size_t n) { memcpy(buf + at, v, n); }
+static inline void get(const uint8_t *buf, size_t at, void *v, size_t n) { memcpy(v, buf + at, n); }
+
+mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n) {
+  if (!buf || n < ST_SIZE)
+    return mt_error(MT_EINVAL, "get_rng_state: the buffer must hold %d bytes, got %zu", ST_SIZE, buf ? n : 0);
+  g = gen_or_default(g);
+  memset(buf, 0, ST_SIZE);
+  pthread_mutex_lock(&g->lock);
+  put(buf, ST_SEED, &g->seed, 8);
+  put(buf, ST_LEFT, &g->left, 4);
+  put(buf, ST_SEEDED, &g->seeded, 4);
+  uint64_t next = g->next;
+  put(buf, ST_NEXT, &next, 8);
+  for (int i = 0; i < MT_N; i++) {
+    uint64_t v = g->state[i];
+    put(buf, ST_STATE + 8 * (size_t)i, &v, 8);
+  }
+  if (g->has_double_normal) {
+    int32_t one = 1;
+    put(buf, ST_NORMAL_Y, &g->double_normal, 8);
+    put(buf, ST_NORMAL_VALID, &one, 4);
+  }
+  if (g->has_float_normal) {
+    put(buf, ST_FLOAT_NORMAL, &g->float_normal, 4);
+    buf[ST_FLOAT_VALID] = 1;
+  }
+  pthread_mutex_unlock(&g->lock);
+  return MT_OK;
+}
+
+mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) {
+  if (!buf || (n != ST_SIZE && n != ST_LEGACY_SIZE))
+    return mt_error(MT_EINVAL,
+                    "set_rng_state: Expected either a CPUGeneratorImplStateLegacy of size %d or a "
+                    "CPUGeneratorImplState of size %d but found the input RNG state size to be %zu",
+                    ST_LEGACY_SIZE, ST_SIZE, buf ? n : 0);
+  g = gen_or_default(g);
+  uint64_t seed, next;
+  int32_t left, seeded, valid;
+  get(buf, ST_SEED, &seed, 8);
+  get(buf, ST_LEFT, &left, 4);
+  get(buf, ST_SEEDED, &seeded, 4);
+  get(buf, ST_NEXT, &next, 8);
+  get(buf, ST_NORMAL_VALID, &valid, 4);
+  uint32_t next32 = (uint32_t)next;
+  /* seeded is a bool in the engine: any non-zero value reads as true */
+  if (!seeded || left <= 0 || left > MT_N || next32 > MT_N)
+    return mt_error(MT_EINVAL, "set_rng_state: Invalid mt19937 state");
+  int has_d = 0, has_f = 0;
+  double dn = 0;
+  float fn = 0;
+  if (n == ST_SIZE) {
+    if (valid) { has_d = 1; get(buf, ST_NORMAL_Y, &dn, 8); }
+    if (buf[ST_FLOAT_VALID]) { has_f = 1; get(buf, ST_FLOAT_NORMAL, &fn, 4); }
+  } else if (valid) { /* the legacy layout kept the uniform and the radius of the pending normal */
+    double x, rho;
+    get(buf, ST_NORMAL_X, &x, 8);
+    get(buf, ST_NORMAL_RHO, &rho, 8);
+    has_d = 1;
+    dn = rho * sin(2.0 * M_PI * x);
+  }
+  pthread_mutex_lock(&g->lock);
+  g->seed = seed;
+  g->left = left;
+  g->seeded = 1;
+  g->next = next32;
+  for (int i = 0; i < MT_N; i++) {
+    uint64_t v;
+    get(buf, ST_STATE + 8 * (size_t)i, &v, 8);
+    g->state[i] = (uint32_t)v;
+  }
+  g->has_double_normal = has_d;
+  g->double_normal = dn;
+  g->has_float_normal = has_f;
+  g->float_normal = fn;
+  pthread_mutex_unlock(&g->lock);
+  return MT_OK;
+}
+
+/* ---------------------------------------------------------------- element order and stores */
+/* The dims of up to two operands in the order PyTorch's TensorIterator visits them: size-1
+ * dims dropped, the rest by the first operand's stride, increasing (ties: the second
+ * operand's stride, then the later dim first). Strides in bytes. */
+typedef struct walk {
+  int nd;
+  int64_t sizes[MT_MAX_DIMS];
+  int64_t st[2][MT_MAX_DIMS];
+  char *data[2];
+} walk;
+
+static void walk_init(walk *w, const mt_tensor *a, const mt_tensor *b) {
+  int64_t ia = (int64_t)mt_itemsize(a->_dtype), ib = b ? (int64_t)mt_itemsize(b->_dtype) : 0;
+  int dims[MT_MAX_DIMS];
+  int nd = 0;
+  for (int d = a->_ndim - 1; d >= 0; d--)
+    if (a->_sizes[d] != 1) dims[nd++] = d;
+  /* insertion sort, stable over the initial order (last dim first) */
+  for (int i = 1; i < nd; i++) {
+    int d = dims[i], j = i;
+    while (j > 0) {
+      int e = dims[j - 1];
+      int64_t sd = a->_strides[d], se = a->_strides[e];
+      bool before = false;
+      if (sd != 0 && se != 0 && sd != se) before = sd < se;
+      else if (b && (sd == se || sd == 0 || se == 0)) {
+        int64_t td = b->_strides[d], te = b->_strides[e];
+        if (td != 0 && te != 0 && td != te) before = td < te;
+      }
+      if (!before) break;
+      dims[j] = e;
+      j--;
+    }
+    dims[j] = d;
+  }
+  w->nd = nd;
+  for (int i = 0; i < nd; i++) {
+    w->sizes[i] = a->_sizes[dims[i]];
+    w->st[0][i] = a->_strides[dims[i]] * ia;
+    w->st[1][i] = b ? b->_strides[dims[i]] * ib : 0;
+  }
+  w->data[0] = a->_data;
+  w->data[1] = b ? b->_data : NULL;
+}
+
+/* Calls fn(ctx, p0, p1) for every element, in order. */
+typedef void (*elem_fn)(void *ctx, char *p0, const char *p1);
+static void walk_run(const walk *w, elem_fn fn, void *ctx) {
+  int64_t idx[MT_MAX_DIMS] = {0};
+  char *p0 = w->data[0];
+  char *p1 = w->data[1];
+  if (w->nd == 0) {
+    fn(ctx, p0, p1);
+    return;
+  }
+  int64_t n0 = w->sizes[0], s0 = w->st[0][0], s1 = w->st[1][0];
+  for (;;) {
+    char *q0 = p0, *q1 = p1;
+    for (int64_t i = 0; i < n0; i++, q0 += s0, q1 += s1) fn(ctx, q0, q1);
+    int d = 1;
+    for (; d < w->nd; d++) {
+      p0 += w->st[0][d];
+      p1 += w->st[1][d];
+      if (++idx[d] < w->sizes[d]) break;
+      p0 -= w->st[0][d] * w->sizes[d];
+      p1 -= w->st[1][d] * w->sizes[d];
+      idx[d] = 0;
+    }
+    if (d == w->nd) return;
+  }
+}
+
+static inline void store_double(int dt, char *p, double v) {
+  switch (dt) {
+#define X(DT, T, L, S) case DT: *(T *)p = S; break;
+    MT_FOREACH_DTYPE(X)
+#undef X
+  }
+}
+
+static inline void store_int64(int dt, char *p, int64_t v) {
+  switch (dt) {
+#define X(DT, T, L, S) case DT: *(T *)p = S; break;
+    MT_FOREACH_DTYPE(X)
+#undef X
+  }
+}
+
+static inline double load_double(int dt, const char *p) {
+  switch (dt) {
+#define X(DT, T, L, S) case DT: { T x = *(const T *)p; return (double)(L); }
+    MT_FOREACH_DTYPE(X)
+#undef X
+  }
+  return 0;
+}
+
+static inline float round_to(int dt, float v) {
+  if (dt == MT_FLOAT16) return mt_h2f(mt_f2h(v));
+  if (dt == MT_BFLOAT16) return mt_b2f(mt_f2b(v));
+  return v;
+}
+
+static const char *type_name(int dt) {
+  switch (dt) {
+    case MT_UINT8: return "Byte";
+    case MT_INT8: return "Char";
+    case MT_INT16: return "Short";
+    case MT_INT32: return "Int";
+    case MT_INT64: return "Long";
+    case MT_FLOAT16: return "Half";
+    case MT_FLOAT32: return "Float";
+    case MT_FLOAT64: return "Double";
+    case MT_BOOL: return "Bool";
+    case MT_BFLOAT16: return "BFloat16";
+  }
+  return "?";
+}
+
+static mt_status need_float(const mt_tensor *t, const char *op, const char *kernel) {
+  if (!mt_is_float(t->_dtype))
+    return mt_error(MT_EDTYPE, "%s: \"%s\" not implemented for '%s'", op, kernel, type_name(t->_dtype));
+  return MT_OK;
+}
+
+static mt_status check_cpu(const mt_tensor *t, const char *op) {
+  if (t->_device_type != MT_CPU) return mt_error(MT_EDEVICE, "%s: random fills run on CPU tensors only", op);
+  return MT_OK;
+}
+
+/* ---------------------------------------------------------------- uniform_ */
+typedef struct fill_ctx {
+  mt_generator *g;
+  int dt;
+  double a, b;  /* parameters (from/to, mean/std, p, lambda) */
+  float fa, fb;
+  uint64_t range;
+  int64_t base;
+  int wide;
+} fill_ctx;
+
+static void uniform_el(void *ctx, char *p, const char *unused) {
+  fill_ctx *c = ctx;
+  switch (c->dt) {
+    case MT_FLOAT64: *(double *)p = fma(uniform_d(c->g), c->b - c->a, c->a); break;
+    case MT_FLOAT32: *(float *)p = fmaf(uniform_f(c->g), c->fb - c->fa, c->fa); break;
+    case MT_FLOAT16: {
+      float x = (float)(draw32(c->g) & 0x7ffu) * (1.0f / 2048.0f);
+      *(mt_half *)p = mt_f2h(fmaf(x, c->fb - c->fa, c->fa));
+    } break;
+    case MT_BFLOAT16: {
+      float x = (float)(draw32(c->g) & 0xffu) * (1.0f / 256.0f);
+      *(mt_bf16 *)p = mt_f2b(fmaf(x, c->fb - c->fa, c->fa));
+    } break;
+  }
+}
+
+mt_status mt_uniform_(mt_tensor *t, double from, double to, mt_generator *g) {
+  MT_TRY(mt_check_tensor(t, "uniform_", "self"));
+  MT_TRY(check_cpu(t, "uniform_"));
+  MT_TRY(need_float(t, "uniform_", "check_uniform_bounds"));
+  if (!(from <= to))
+    return mt_error(MT_EINVAL, "uniform_: uniform_ expects to return a [from, to) range, but found from=%g > to=%g",
+                    from, to);
+  g = gen_or_default(g);
+  fill_ctx c = {.g = g, .dt = t->_dtype, .a = from, .b = to};
+  c.fa = round_to(t->_dtype, (float)from);
+  c.fb = round_to(t->_dtype, (float)to);
+  if (!isfinite(c.b - c.a) || (t->_dtype != MT_FLOAT64 && !isfinite(c.fb - c.fa)))
+    return mt_error(MT_EINVAL, "uniform_: uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found "
+                    "to=%g and from=%g which result in to-from to exceed the limit",
+                    type_name(t->_dtype), to, from);
+  mt_bump_version(t);
+  if (t->_numel == 0) return MT_OK;
+  walk w;
+  walk_init(&w, t, NULL);
+  pthread_mutex_lock(&g->lock);
+  walk_run(&w, uniform_el, &c);
+  pthread_mutex_unlock(&g->lock);
+  return MT_OK;
+}
+
+/* ---------------------------------------------------------------- normal_ */
+static void normal_el(void *ctx, char *p, const char *unused) {
+  fill_ctx *c = ctx;
+  store_double(c->dt, p, fma(normal_d(c->g), c->b, c->a));
+}
+
+/* Box-Muller over a block of 16 uniforms already in x (the type's precision emulated). */
+static void normal16_float(float *x, float mean, float std) {
+  for (int j = 0; j < 8; j++) {
+    float u1 = 1.0f - x[j];
+    float u2 = x[j + 8];
+    float r = sqrtf(-2.0f * logf(u1));
+    float theta = (float)(2.0 * M_PI) * u2;
+    x[j] = fmaf(r * cosf(theta), std, mean);
+    x[j + 8] = fmaf(r * sinf(theta), std, mean);
+  }
+}
+static void normal16_double(double *x, double mean, double std) {
+  for (int j = 0; j < 8; j++) {
+    double u1 = 1.0 - x[j];
+    double u2 = x[j + 8];
+    double r = sqrt(-2.0 * log(u1));
+    double theta = 2.0 * M_PI * u2;
+    x[j] = fma(r * cos(theta), std, mean);
+    x[j + 8] = fma(r * sin(theta), std, mean);
+  }
+}
+/* float16: the named intermediates are stored as float16, the math functions run in float and
+ * (float16 * float) is float; bfloat16: log, sqrt, cos, sin and every operation round to
+ * bfloat16 (its math overloads return bfloat16). */
+static void normal16_reduced(int dt, float *x, float mean, float std) {
+  for (int j = 0; j < 8; j++) {
+    float u2 = x[j + 8];
+    float theta = round_to(dt, (float)(2.0 * M_PI * (double)u2));
+    if (dt == MT_FLOAT16) {
+      float u1 = round_to(dt, 1.0f - x[j]);
+      float r = round_to(dt, sqrtf(-2.0f * logf(u1)));
+      x[j] = round_to(dt, fmaf(r * cosf(theta), std, mean));
+      x[j + 8] = round_to(dt, fmaf(r * sinf(theta), std, mean));
+    } else {
+#define R(v) round_to(dt, (v))
+      float u1 = R(1.0f - x[j]);
+      float r = R(sqrtf(R(-2.0f * R(logf(u1)))));
+      x[j] = R(R(R(r * R(cosf(theta))) * std) + mean);
+      x[j + 8] = R(R(R(r * R(sinf(theta))) * std) + mean);
+#undef R
+    }
+  }
+}
+
+static float uniform_reduced(mt_generator *g, int dt) {
+  if (dt == MT_FLOAT16) return (float)(draw32(g) & 0x7ffu) * (1.0f / 2048.0f);
+  return (float)(draw32(g) & 0xffu) * (1.0f / 256.0f);
+}
+
+static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, mt_generator *g) {
+  int64_t n = t->_numel;
+  int dt = t->_dtype;
+  if (dt == MT_FLOAT32) {
+    float *x = (float *)t->_data;
+    for (int64_t i = 0; i < n; i++) x[i] = uniform_f(g);
+    for (int64_t i = 0; i + 16 <= n; i += 16) normal16_float(x + i, (float)mean, (float)std);
+    if (n % 16) {
+      x += n - 16;
+      for (int i = 0; i < 16; i++) x[i] = uniform_f(g);
+      normal16_float(x, (float)mean, (float)std);
+    }
+  } else if (dt == MT_FLOAT64) {
+    double *x = (double *)t->_data;
+    for (int64_t i = 0; i < n; i++) x[i] = uniform_d(g);
+    for (int64_t i = 0; i + 16 <= n; i += 16) normal16_double(x + i, mean, std);
+    if (n % 16) {
+      x += n - 16;
+      for (int i = 0; i < 16; i++) x[i] = uniform_d(g);
+      normal16_double(x, mean, std);
+    }
+  } else {
+    /* 16-bit types: the uniforms are stored in the tensor's type, so draw them all first (in
+     * float, exact for 11- or 8-bit values) and write the finished values back. */
+    float *x = malloc((size_t)n * sizeof(float));
+    if (!x) return mt_error(MT_ENOMEM, "normal_: out of memory");
+    float fm = round_to(dt, (float)mean), fs = round_to(dt, (float)std);
+    for (int64_t i = 0; i < n; i++) x[i] = uniform_reduced(g, dt);
+    for (int64_t i = 0; i + 16 <= n; i += 16) normal16_reduced(dt, x + i, fm, fs);
+    if (n % 16) {
+      float *y = x + n - 16;
+      for (int i = 0; i < 16; i++) y[i] = uniform_reduced(g, dt);
+      normal16_reduced(dt, y, fm, fs);
+    }
+    for (int64_t i = 0; i < n; i++) store_double(dt, t->_data + i * (int64_t)mt_itemsize(dt), x[i]);
+    free(x);
+  }
+  return MT_OK;
+}
+
+mt_status mt_normal_(mt_tensor *t, double mean, double std, mt_generator *g) {
+  MT_TRY(mt_check_tensor(t, "normal_", "self"));
+  MT_TRY(check_cpu(t, "normal_"));
+  MT_TRY(need_float(t, "normal_", "normal_kernel_cpu"));
+  if (!(std >= 0.0)) return mt_error(MT_EINVAL, "normal_: normal expects std >= 0.0, but found std %g", std);
+  g = gen_or_default(g);
+  mt_bump_version(t);
+  if (t->_numel == 0) return MT_OK;
+  mt_status s = MT_OK;
+  pthread_mutex_lock(&g->lock);
+  if (t->_numel >= 16 && (t->_flags & MT_TENSOR_CONTIGUOUS)) {
+    s = normal_fill_contiguous(t, mean, std, g);
+  } else {
+    fill_ctx c = {.g = g, .dt = t->_dtype, .a = mean, .b = std};
+    walk w;
+    walk_init(&w, t, NULL);
+    walk_run(&w, normal_el, &c);
+  }
+  pthread_mutex_unlock(&g->lock);
+  return s;
+}
+
+/* ---------------------------------------------------------------- random_ */
+static void random_el(void *ctx, char *p, const char *unused) {
+  fill_ctx *c = ctx;
+  uint64_t v = c->wide ? draw64(c->g) : (uint64_t)draw32(c->g);
+  store_int64(c->dt, p, (int64_t)(v % c->range + (uint64_t)c->base));
+}
+
+/* The largest value of the type that random_ may produce, as PyTorch bounds `to - 1`. */
+static int64_t type_max(int dt) {
+  switch (dt) {
+    case MT_UINT8: return 255;
+    case MT_INT8: return 127;
+    case MT_INT16: return 32767;
+    case MT_INT32: return 2147483647;
+    case MT_BOOL: return 1;
+    case MT_FLOAT16: return 1 << 11;
+    case MT_BFLOAT16: return 1 << 8;
+    case MT_FLOAT32: return 1 << 24;
+    case MT_FLOAT64: return 1LL << 53;
+  }
+  return INT64_MAX;
+}
+static int64_t type_min(int dt) {
+  switch (dt) {
+    case MT_UINT8: case MT_BOOL: return 0;
+    case MT_INT8: return -128;
+    case MT_INT16: return -32768;
+    case MT_INT32: return -2147483647 - 1;
+    case MT_INT64: return INT64_MIN;
+  }
+  return -type_max(dt);
+}
+static const char *c_type_name(int dt) {
+  switch (dt) {
+    case MT_UINT8: return "unsigned char";
+    case MT_INT8: return "signed char";
+    case MT_INT16: return "short";
+    case MT_INT32: return "int";
+    case MT_INT64: return "long";
+    case MT_FLOAT16: return "c10::Half";
+    case MT_FLOAT32: return "float";
+    case MT_FLOAT64: return "double";
+    case MT_BOOL: return "bool";
+    case MT_BFLOAT16: return "c10::BFloat16";
+  }
+  return "?";
+}
+
+/* `to == INT64_MIN` stands for 2^63 (the end of int64's range, which int64_t cannot hold):
+ * random_() on an int64 tensor is random_(0, 2^63). */
+mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
+  MT_TRY(mt_check_tensor(t, "random_", "self"));
+  MT_TRY(check_cpu(t, "random_"));
+  int dt = t->_dtype;
+  bool to_end = to == INT64_MIN;
+  if (!to_end && from >= to)
+    return mt_error(MT_EINVAL, "random_: random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
+                    (long long)from, (long long)to);
+  if (from < type_min(dt) || from > type_max(dt))
+    return mt_error(MT_EINVAL, "random_: from is out of bounds for %s", c_type_name(dt));
+  if (!to_end && (to - 1 < type_min(dt) || to - 1 > type_max(dt)))
+    return mt_error(MT_EINVAL, "random_: to - 1 is out of bounds for %s", c_type_name(dt));
+  g = gen_or_default(g);
+  fill_ctx c = {.g = g, .dt = dt, .base = from};
+  c.range = to_end ? (1ULL << 63) - (uint64_t)from : (uint64_t)to - (uint64_t)from;
+  c.wide = c.range >= (1ULL << 32) && (dt == MT_INT64 || dt == MT_FLOAT64 || dt == MT_FLOAT32 || dt == MT_BFLOAT16);
+  mt_bump_version(t);
+  if (t->_numel == 0) return MT_OK;
+  walk w;
+  walk_init(&w, t, NULL);
+  pthread_mutex_lock(&g->lock);
+  walk_run(&w, random_el, &c);
+  pthread_mutex_unlock(&g->lock);
+  return MT_OK;
+}
+
+/* ---------------------------------------------------------------- bernoulli_ */
+static void bernoulli_el(void *ctx, char *p, const char *unused) {
+  fill_ctx *c = ctx;
+  store_int64(c->dt, p, uniform_d(c->g) < c->a ? 1 : 0);
+}
+
+mt_status mt_bernoulli_(mt_tensor *t, double p, mt_generator *g) {
+  MT_TRY(mt_check_tensor(t, "bernoulli_", "self"));
+  MT_TRY(check_cpu(t, "bernoulli_"));
+  if (!(p >= 0 && p <= 1))
+    return mt_error(MT_EINVAL, "bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
+  g = gen_or_default(g);
+  fill_ctx c = {.g = g, .dt = t->_dtype, .a = p};
+  mt_bump_version(t);
+  if (t->_numel == 0) return MT_OK;
+  walk w;
+  walk_init(&w, t, NULL);
+  pthread_mutex_lock(&g->lock);
+  walk_run(&w, bernoulli_el, &c);
+  pthread_mutex_unlock(&g->lock);
+  return MT_OK;
+}
+
+typedef struct bern_ctx {
+  mt_generator *g;
+  int dt, pdt;
+  int bad;
+} bern_ctx;
+
+static void bernoulli_t_el(void *ctx, char *p, const char *pp) {
+  bern_ctx *c = ctx;
+  if (c->pdt == MT_FLOAT64) {
+    double pv = *(const double *)pp;
+    store_int64(c->dt, p, uniform_d(c->g) < pv ? 1 : 0);
+  } else {
+    float pv = (float)load_double(c->pdt, pp);
+    store_int64(c->dt, p, uniform_f(c->g) < pv ? 1 : 0);
+  }
+}
+
+static void check_p_el(void *ctx, char *pp, const char *unused) {
+  bern_ctx *c = ctx;
+  double v = load_double(c->pdt, pp);
+  if (!(v >= 0 && v <= 1)) c->bad = 1;
+}
+
+mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g) {
+  MT_TRY(mt_check_tensor(t, "bernoulli_", "self"));
+  MT_TRY(mt_check_tensor(p, "bernoulli_", "p"));
+  MT_TRY(check_cpu(t, "bernoulli_"));
+  MT_TRY(check_cpu(p, "bernoulli_"));
+  if (!mt_is_float(p->_dtype))
+    return mt_error(MT_EDTYPE, "bernoulli_: \"bernoulli_tensor_cpu_p_\" not implemented for '%s'", type_name(p->_dtype));
+  /* p must broadcast to t's shape */
+  if (p->_ndim > t->_ndim) goto bad_shape;
+  for (int i = 0; i < p->_ndim; i++) {
+    int64_t ps = p->_sizes[p->_ndim - 1 - i], ts = t->_sizes[t->_ndim - 1 - i];
+    if (ps != ts && ps != 1) goto bad_shape;
+  }
+  bern_ctx c = {.g = gen_or_default(g), .dt = t->_dtype, .pdt = p->_dtype};
+  if (p->_numel > 0) {
+    walk pw;
+    walk_init(&pw, p, NULL);
+    walk_run(&pw, check_p_el, &c);
+    if (c.bad) return mt_error(MT_EINVAL, "bernoulli_: Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
+  }
+  /* p expanded to t's shape, as a view */
+  mt_tensor *pe = NULL, *pc = NULL;
+  MT_TRY(mt_expand(p, t->_sizes, t->_ndim, &pe));
+  if (mt_may_overlap(t, pe)) { /* reading p while writing t: take a copy first */
+    mt_status s = mt_clone(pe, &pc);
+    mt_tensor_release(pe);
+    if (s != MT_OK) return s;
+    pe = pc;
+  }
+  mt_bump_version(t);
+  if (t->_numel > 0) {
+    walk w;
+    walk_init(&w, t, pe);
+    pthread_mutex_lock(&c.g->lock);
+    walk_run(&w, bernoulli_t_el, &c);
+    pthread_mutex_unlock(&c.g->lock);
+  }
+  mt_tensor_release(pe);
+  return MT_OK;
+bad_shape:
+  return mt_error(MT_ESHAPE, "bernoulli_: p of size %s cannot be broadcast to self of size %s", MT_SHAPE(p),
+                  MT_SHAPE(t));
+}
+
+/* ---------------------------------------------------------------- exponential_ */
+static void exponential_el(void *ctx, char *p, const char *unused) {
+  fill_ctx *c = ctx;
+  double u = uniform_d(c->g);
+  store_double(c->dt, p, -1.0 / c->a * log(1.0 - u));
+}
+
+mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g) {
+  MT_TRY(mt_check_tensor(t, "exponential_", "self"));
+  MT_TRY(check_cpu(t, "exponential_"));
+  MT_TRY(need_float(t, "exponential_", "exponential_cpu"));
+  if (!(lambd >= 0.0))
+    return mt_error(MT_EINVAL, "exponential_: exponential_ expects lambda >= 0.0, but found lambda=%g", lambd);
+  g = gen_or_default(g);
+  fill_ctx c = {.g = g, .dt = t->_dtype, .a = lambd};
+  mt_bump_version(t);
+  if (t->_numel == 0) return MT_OK;
+  walk w;
+  walk_init(&w, t, NULL);
+  pthread_mutex_lock(&g->lock);
+  walk_run(&w, exponential_el, &c);
+  pthread_mutex_unlock(&g->lock);
+  return MT_OK;
+}
+
+/* ---------------------------------------------------------------- randperm */
+mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g, mt_tensor **result) {
+  if (!result) return mt_error(MT_EINVAL, "randperm: result is NULL");
+  if (n < 0) return mt_error(MT_EINVAL, "randperm: Trying to create tensor with negative dimension %lld: [%lld]",
+                             (long long)n, (long long)n);
+  if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "randperm: invalid dtype %d", dtype);
+  if (dtype == MT_BOOL && n > 0) return mt_error(MT_EDTYPE, "randperm: \"randperm\" not implemented for 'Bool'");
+  if (n > 0) {
+    int64_t hi = n - 1 + index_base, lo = index_base;
+    int64_t mx = type_max(dtype);
+    if (mt_is_float(dtype)) {
+      if (n > mx + 1) /* PyTorch: n may be at most 2^digits + 1 for a floating type */
+        return mt_error(MT_EINVAL, "randperm: n cannot be greater than 2^%d+1 for %s type.",
+                        dtype == MT_FLOAT64 ? 53 : dtype == MT_FLOAT32 ? 24 : dtype == MT_FLOAT16 ? 11 : 8,
+                        type_name(dtype));
+    } else if (hi > mx || lo < type_min(dtype)) {
+      return mt_error(MT_EINVAL, "randperm: value cannot be converted to type %s without overflow",
+                      dtype == MT_UINT8 ? "uint8_t" : dtype == MT_INT8 ? "int8_t" : dtype == MT_INT16 ? "int16_t"
+                                                                                 : "int32_t");
+    }
+  }
+  mt_tensor *r;
+  MT_TRY(mt_new(&n, 1, dtype, "randperm", &r));
+  if (n == 0) return mt_give(r, result);
+  int64_t *perm = dtype == MT_INT64 ? (int64_t *)r->_data : malloc((size_t)n * sizeof(int64_t));
+  if (!perm) {
+    mt_tensor_release(r);
+    return mt_error(MT_ENOMEM, "randperm: out of memory");
+  }
+  g = gen_or_default(g);
+  pthread_mutex_lock(&g->lock);
+  if (n < (int64_t)(UINT32_MAX / 20)) {
+    for (int64_t i = 0; i < n; i++) perm[i] = i;
+    for (int64_t i = 0; i < n - 1; i++) {
+      int64_t z = (int64_t)(draw32(g) % (uint64_t)(n - i));
+      int64_t s = perm[i];
+      perm[i] = perm[z + i];
+      perm[z + i] = s;
+    }
+  } else {
+    for (int64_t i = 0; i < n; i++) {
+      int64_t z = (int64_t)(draw64(g) % (uint64_t)(i + 1));
+      perm[i] = perm[z];
+      perm[z] = i;
+    }
+  }
+  pthread_mutex_unlock(&g->lock);
+  size_t item = mt_itemsize(dtype);
+  for (int64_t i = 0; i < n; i++) {
+    if (dtype == MT_INT64) perm[i] += index_base;
+    else store_int64(dtype, r->_data + i * (int64_t)item, perm[i] + index_base);
+  }
+  if (dtype != MT_INT64) free(perm);
+  return mt_give(r, result);
+}
+
+/* ---------------------------------------------------------------- multinomial */
+typedef struct keyed {
+  double v;
+  int64_t i;
+} keyed;
+
+/* descending by value, NaN first (as topk's "largest" order), ties by index */
+static int keyed_cmp(const void *a, const void *b) {
+  const keyed *x = a, *y = b;
+  bool xn = isnan(x->v), yn = isnan(y->v);
+  if (xn != yn) return xn ? -1 : 1;
+  if (!xn && x->v != y->v) return x->v > y->v ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
+                         mt_generator *g, mt_tensor **result) {
+  MT_TRY(mt_check_tensor(probs, "multinomial", "input"));
+  MT_TRY(check_cpu(probs, "multinomial"));
+  if (!result) return mt_error(MT_EINVAL, "multinomial: result is NULL");
+  if (probs->_ndim < 1 || probs->_ndim > 2) return mt_error(MT_ESHAPE, "multinomial: prob_dist must be 1 or 2 dim");
+  int dt = probs->_dtype;
+  if (!mt_is_float(dt))
+    return mt_error(MT_EDTYPE, "multinomial: multinomial only supports floating-point dtypes for input, got: %s",
+                    type_name(dt));
+  if (num_samples <= 0) return mt_error(MT_EINVAL, "multinomial: cannot sample n_sample <= 0 samples");
+  int64_t ncat = probs->_sizes[probs->_ndim - 1];
+  if (!replacement && num_samples > ncat)
+    return mt_error(MT_EINVAL, "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  if (ncat > (1 << 24)) return mt_error(MT_EINVAL, "multinomial: number of categories cannot exceed 2^24");
+  int64_t ndist = probs->_ndim == 2 ? probs->_sizes[0] : 1;
+  int64_t rs[2] = {ndist, num_samples};
+  mt_tensor *r;
+  if (probs->_ndim == 1) MT_TRY(mt_new(&num_samples, 1, MT_INT64, "multinomial", &r));
+  else MT_TRY(mt_new(rs, 2, MT_INT64, "multinomial", &r));
+  if (r->_numel == 0) return mt_give(r, result);
+  int64_t *out = (int64_t *)r->_data;
+  int64_t ps0 = probs->_ndim == 2 ? probs->_strides[0] : 0, ps1 = probs->_strides[probs->_ndim - 1];
+  size_t item = mt_itemsize(dt);
+#define P(i, j) load_double(dt, probs->_data + ((i) * ps0 + (j) * ps1) * (int64_t)item)
+  g = gen_or_default(g);
+  mt_status st = MT_OK;
+
+  if (!replacement || num_samples == 1) {
+    /* checks over the whole tensor first, as PyTorch makes them before drawing */
+    bool bad = false, zero_row = false;
+    for (int64_t i = 0; i < ndist; i++) {
+      double sum = 0;
+      for (int64_t j = 0; j < ncat; j++) {
+        double v = P(i, j);
+        if (!(v >= 0 && v < INFINITY)) bad = true;
+        sum += v;
+      }
+      if (sum == 0) zero_row = true;
+    }
+    if (bad) {
+      st = mt_error(MT_EINVAL, "multinomial: probability tensor contains either `inf`, `nan` or element < 0");
+      goto fail;
+    }
+    if (zero_row) {
+      st = mt_error(MT_EINVAL, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
+      goto fail;
+    }
+    /* q ~ Exp(1) in probs' type, in probs' order (row-major); then the keys probs / q */
+    keyed *k = malloc((size_t)(ndist * ncat) * sizeof(keyed));
+    if (!k) {
+      st = mt_error(MT_ENOMEM, "multinomial: out of memory");
+      goto fail;
+    }
+    pthread_mutex_lock(&g->lock);
+    for (int64_t i = 0; i < ndist * ncat; i++) {
+      double q = -log(1.0 - uniform_d(g));
+      k[i].v = q;
+    }
+    pthread_mutex_unlock(&g->lock);
+    for (int64_t i = 0; i < ndist; i++) {
+      keyed *row = k + i * ncat;
+      for (int64_t j = 0; j < ncat; j++) {
+        double pv = P(i, j), q = row[j].v;
+        if (dt == MT_FLOAT64) row[j].v = pv / q;
+        else {
+          float qf = round_to(dt, (float)q);
+          row[j].v = round_to(dt, (float)pv / qf);
+        }
+        row[j].i = j;
+      }
+      if (num_samples == 1) {
+        int64_t best = 0;
+        for (int64_t j = 1; j < ncat; j++) {
+          if (isnan(row[best].v)) break;
+          if (isnan(row[j].v) || row[j].v > row[best].v) best = j;
+        }
+        out[i * num_samples] = best + index_base;
+      } else {
+        qsort(row, (size_t)ncat, sizeof(keyed), keyed_cmp);
+        for (int64_t j = 0; j < num_samples; j++) out[i * num_samples + j] = row[j].i + index_base;
+      }
+    }
+    free(k);
+    return mt_give(r, result);
+  }
+
+  /* with replacement: a cumulative distribution per row and a binary search per sample */
+  double *cum = malloc((size_t)ncat * sizeof(double));
+  if (!cum) {
+    st = mt_error(MT_ENOMEM, "multinomial: out of memory");
+    goto fail;
+  }
+  pthread_mutex_lock(&g->lock);
+  for (int64_t i = 0; i < ndist && st == MT_OK; i++) {
+    double sum = 0;
+    float fsum = 0;
+    for (int64_t j = 0; j < ncat; j++) {
+      double v = P(i, j);
+      if (!(v >= 0)) {
+        st = mt_error(MT_EINVAL,
+                      "multinomial: invalid multinomial distribution (encountering probability entry < 0)");
+        break;
+      }
+      if (!isfinite(v)) {
+        st = mt_error(MT_EINVAL,
+                      "multinomial: invalid multinomial distribution (encountering probability entry = infinity or NaN)");
+        break;
+      }
+      if (dt == MT_FLOAT64) {
+        sum += v;
+        cum[j] = sum;
+      } else {
+        fsum += (float)v;
+        cum[j] = fsum;
+      }
+    }
+    if (st != MT_OK) break;
+    if (dt != MT_FLOAT64) sum = fsum;
+    if (!(sum > 0)) {
+      st = mt_error(MT_EINVAL, "multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
+      break;
+    }
+    for (int64_t j = 0; j < ncat; j++) cum[j] = dt == MT_FLOAT64 ? cum[j] / sum : (double)((float)cum[j] / (float)sum);
+    cum[ncat - 1] = 1;
+    for (int64_t j = 0; j < num_samples; j++) {
+      double u = uniform_d(g);
+      int64_t lo = 0, hi = ncat;
+      while (hi - lo > 0) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] < u) lo = mid + 1;
+        else hi = mid;
+      }
+      out[i * num_samples + j] = lo + index_base;
+    }
+  }
+  pthread_mutex_unlock(&g->lock);
+  free(cum);
+  if (st != MT_OK) goto fail;
+  return mt_give(r, result);
+#undef P
+fail:
+  mt_tensor_release(r);
+  return st;
+}
