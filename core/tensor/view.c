@@ -39,7 +39,7 @@ static mt_status infer_size(const mt_tensor *t, const int64_t *sizes, int ndim, 
 static bool view_strides(const mt_tensor *t, const int64_t *nsz, int nd, int64_t *nst) {
   int od = t->_ndim;
   const int64_t *osz = t->_sizes, *ost = t->_strides;
-  if (t->_numel == 0) {
+  if (t->_numel == 0 || od == 0) { /* empty, or a scalar (every new size is 1) */
     mt_compute_strides(nsz, nd, nst);
     return true;
   }

@@ -9,6 +9,7 @@ local raise_last, fail = core.raise_last, core.fail
 local methods, tensor_mt = T.methods, T.tensor_mt
 local is_tensor, take, outp = T.is_tensor, T.take, T.outp
 local type, floor, huge = type, math.floor, math.huge
+local istype, tensor_ct = ffi.istype, ffi.typeof('mt_tensor')
 local nan = 0 / 0
 
 local M = {}
@@ -41,17 +42,17 @@ end
 local function binary(op, name, a, b, out)
   local st
   if type(b) == 'number' then
-    if not is_tensor(a) then
+    if not istype(tensor_ct, a) then
       if type(a) == 'number' then return fail(name, 'expected at least one tensor, got two numbers') end
       a = scalar_tensor(a, name)
     end
     st = C.mt_binary_scalar(op, a, b, kind_of(b), 0, out, outp)
   elseif type(a) == 'number' then
-    if not is_tensor(b) then b = scalar_tensor(b, name) end
+    if not istype(tensor_ct, b) then b = scalar_tensor(b, name) end
     st = C.mt_binary_scalar(op, b, a, kind_of(a), 1, out, outp)
   else
-    if not is_tensor(a) then a = scalar_tensor(a, name) end
-    if not is_tensor(b) then b = scalar_tensor(b, name) end
+    if not istype(tensor_ct, a) then a = scalar_tensor(a, name) end
+    if not istype(tensor_ct, b) then b = scalar_tensor(b, name) end
     st = C.mt_binary(op, a, b, out, outp)
   end
   if st ~= 0 then raise_last() end
