@@ -31,6 +31,23 @@ const char *mt_dtype_name(int dt) {
   }
 }
 
+/* PyTorch's names in messages: Float, Double, Half, BFloat16, Long, Int, Short, Char, Byte, Bool */
+const char *mt_type_title(int dt) {
+  switch (dt) {
+    case MT_FLOAT32: return "Float";
+    case MT_FLOAT64: return "Double";
+    case MT_FLOAT16: return "Half";
+    case MT_BFLOAT16: return "BFloat16";
+    case MT_INT64: return "Long";
+    case MT_INT32: return "Int";
+    case MT_INT16: return "Short";
+    case MT_INT8: return "Char";
+    case MT_UINT8: return "Byte";
+    case MT_BOOL: return "Bool";
+    default: return "Invalid";
+  }
+}
+
 int mt_dtype_is_floating(int dt) { return mt_is_float(dt); }
 int mt_dtype_is_integral(int dt) { return mt_dtype_valid(dt) && !mt_is_float(dt); }
 int mt_get_default_dtype(void) { return default_dtype; }

@@ -31,6 +31,9 @@ mt_status mt_wrap_dim(int dim, int ndim, const char *op, int *out);
 mt_status mt_check_sizes(const int64_t *sizes, int ndim, const char *op, int64_t *numel);
 
 /* ---------------------------------------------------------------- dtypes */
+/* PyTorch's ScalarType names ("Float", "Long", ...) for messages. */
+const char *mt_type_title(int dtype);
+
 typedef uint16_t mt_half;
 typedef uint16_t mt_bf16;
 

@@ -380,6 +380,19 @@ int mt_result_type(const mt_tensor *a, const mt_tensor *b, int scalar_kind) {
 }
 
 /* ---------------------------------------------------------------- drivers */
+/* PyTorch's canCast for out= and in-place results: no floating -> integral, nothing -> bool
+ * (but bool itself); narrowing within a category is allowed. */
+static bool can_cast(int from, int to) {
+  if (mt_is_float(from) && !mt_is_float(to)) return false;
+  if (from != MT_BOOL && to == MT_BOOL) return false;
+  return true;
+}
+static mt_status check_cast(int from, const mt_tensor *out, const char *op) {
+  if (out && !can_cast(from, out->_dtype))
+    return mt_error(MT_EDTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
+                    mt_type_title(from), mt_type_title(out->_dtype));
+  return MT_OK;
+}
 static mt_status int_error(const ew_ctx *c, const char *op) {
   if (c->error == 1) return mt_error(MT_EINVAL, "%s: ZeroDivisionError (integer division by zero)", op);
   if (c->error == 2) return mt_error(MT_EINVAL, "%s: integers to negative integer powers are not allowed", op);
@@ -481,6 +494,7 @@ mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, m
     if (!fn) return mt_error(MT_EDTYPE, "%s: not implemented for '%s'", name, mt_dtype_name(in));
   }
   if (out) MT_TRY(mt_check_tensor(out, name, "out"));
+  MT_TRY(check_cast(rdt, out, name));
   /* input in the compute dtype */
   mt_tensor *x;
   int in_cdt = kind == U_PRED ? cdt : cdt;
@@ -556,9 +570,7 @@ static mt_status binary_impl(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out,
                     name, MT_SHAPE(a), MT_SHAPE(b));
   if (out) {
     MT_TRY(mt_check_tensor(out, name, "out"));
-    if (out->_dtype != rdt && !(mt_is_float(out->_dtype) || out->_dtype == mt_promote_types(out->_dtype, rdt)))
-      return mt_error(MT_EDTYPE, "%s: result type %s can't be cast to the desired output type %s", name,
-                      mt_dtype_name(rdt), mt_dtype_name(out->_dtype));
+    MT_TRY(check_cast(rdt, out, name));
   }
   mt_tensor *x = NULL, *y = NULL, *res = NULL;
   mt_status s;
