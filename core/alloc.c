@@ -24,7 +24,9 @@ static inline void stat_add(int64_t *p, int64_t v) { *p += v; }
  * is a malloc of its own, so that use-after-free is caught. */
 #define SMALL_BLOCK 1024
 #define SLAB_BLOCKS 64
+#ifndef MT_ASAN_BUILD
 static _Thread_local void *small_list;
+#endif
 
 static void *small_alloc(void) {
 #ifdef MT_ASAN_BUILD
@@ -281,15 +283,24 @@ mt_tensor *mt_tensor_retain(mt_tensor *t) {
 /* core/grad frees its metadata through this (set when autograd is linked in). */
 void (*mt_autograd_free_hook)(mt_tensor *t);
 
+/* The storage whose block holds an embedded head (it may no longer be the tensor's storage
+ * after an out= resize: the head keeps its home block alive). */
+static inline mt_storage *home_storage(mt_tensor *t) { return (mt_storage *)((char *)t + sizeof(mt_tensor)); }
+
 void mt_tensor_release(mt_tensor *t) {
   if (!t) return;
   if (__atomic_sub_fetch(&t->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   if (t->_autograd && mt_autograd_free_hook) mt_autograd_free_hook(t);
   stat_add(&stats.live_tensors, -1);
-  bool embedded = (t->_flags & MT_TENSOR_EMBEDDED_HEAD) != 0;
   mt_storage *s = t->_storage;
-  if (!embedded) free(t);
-  storage_release(s);
+  if (t->_flags & MT_TENSOR_EMBEDDED_HEAD) {
+    mt_storage *home = home_storage(t);
+    if (s != home) storage_release(s);
+    storage_release(home); /* frees the block with the head in it */
+  } else {
+    free(t);
+    storage_release(s);
+  }
 }
 
 mt_status mt_tensor_alias(mt_tensor *t, mt_tensor **out) {
@@ -334,7 +345,8 @@ static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const cha
     stat_add(&stats.live_bytes, (int64_t)need);
     mt_storage *old = t->_storage;
     t->_storage = s;
-    storage_release(old);
+    /* an embedded head lives in its home block: that reference goes when the head goes */
+    if (!((t->_flags & MT_TENSOR_EMBEDDED_HEAD) && old == home_storage(t))) storage_release(old);
   }
   t->_ndim = ndim;
   for (int i = 0; i < ndim; i++) t->_sizes[i] = sizes[i];
@@ -347,7 +359,7 @@ mt_status mt_prepare_out(mt_tensor *out, const int64_t *sizes, int ndim, int dty
   MT_TRY(mt_check_tensor(out, op, "out"));
   if (out->_dtype != dtype)
     return mt_error(MT_EDTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
-                    mt_dtype_name(dtype), mt_dtype_name(out->_dtype));
+                    mt_type_title(dtype), mt_type_title(out->_dtype));
   bool same = out->_ndim == ndim;
   for (int i = 0; same && i < ndim; i++) same = out->_sizes[i] == sizes[i];
   if (same) return MT_OK;

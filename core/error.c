@@ -4,6 +4,8 @@
 #include <stdio.h>
 
 static _Thread_local char last_error[1024];
+int mt_msg_base;
+void mt_set_message_base(int base) { mt_msg_base = base; }
 
 mt_status mt_error(mt_status code, const char *fmt, ...) {
   va_list ap;
@@ -48,8 +50,8 @@ mt_status mt_check_tensor(const mt_tensor *t, const char *op, const char *arg) {
 mt_status mt_wrap_dim(int dim, int ndim, const char *op, int *out) {
   int n = ndim > 0 ? ndim : 1; /* a scalar accepts dims 0 and -1, as PyTorch does */
   if (dim < -n || dim >= n)
-    return mt_error(MT_ERANGE, "%s: dimension %d out of range (expected to be in range of [%d, %d])", op, dim, -n,
-                    n - 1);
+    return mt_error(MT_ERANGE, "%s: dimension %lld out of range (expected to be in range of [%d, %lld])", op, MT_D(dim),
+                    -n, MT_D(n - 1));
   *out = dim < 0 ? dim + n : dim;
   return MT_OK;
 }

@@ -62,6 +62,9 @@ MT_API const char *mt_last_error(void);
 /* The generic text of a status code. */
 MT_API const char *mt_status_string(mt_status s);
 MT_API void mt_clear_error(void);
+/* Dimensions and positions in messages are counted from `base` (0 by default; the Lua layer sets
+ * 1 so that its users read their own numbering). */
+MT_API void mt_set_message_base(int base);
 
 /* ---------------------------------------------------------------- dtypes and devices */
 /* Numbered as PyTorch's ScalarType where PyTorch has the type. */

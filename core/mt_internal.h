@@ -21,6 +21,10 @@ mt_status mt_error(mt_status code, const char *fmt, ...) __attribute__((format(p
     if (mt_s_ != MT_OK) return mt_s_;   \
   } while (0)
 
+/* The numbering of dims/positions in messages (see mt_set_message_base): MT_D(d) shows dim d. */
+extern int mt_msg_base;
+#define MT_D(d) ((d) >= 0 ? (long long)(d) + mt_msg_base : (long long)(d))
+
 /* "[2, 3]" into a thread-local ring of buffers (valid for a few calls). */
 const char *mt_shape_str(const int64_t *sizes, int ndim);
 #define MT_SHAPE(t) mt_shape_str((t)->_sizes, (t)->_ndim)

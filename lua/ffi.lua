@@ -31,6 +31,7 @@ ffi.C.setenv('OPENBLAS_THREAD_TIMEOUT', '4', 0)
 
 ffi.cdef(decls)
 local C = ffi.load(libpath)
+C.mt_set_message_base(1) -- messages count dims and positions from 1, as Lua users do
 M.C = C
 M.libpath = libpath
 M.cdef_path = cdef_path

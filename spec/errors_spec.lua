@@ -14,7 +14,7 @@ describe('errors', function()
   before_each(function() t = torch.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }) end)
 
   it('out-of-range indices and dims', function()
-    H.errors_with(function() return t[3] end, 'moontorch.select: index 2 is out of bounds for dimension 0 with size 2')
+    H.errors_with(function() return t[3] end, 'moontorch.select: index 3 is out of bounds for dimension 1 with size 2')
     H.errors_with(function() return t:select(3, 1) end, 'dimension')
     H.errors_with(function() return t:size(3) end, 'out of range')
     H.errors_with(function() return t:transpose(1, 0) end, '1-based')

@@ -149,7 +149,7 @@ describe('views', function()
     local u = torch.tensor({ 1, 2, 3, 4, 5 }):unfold(1, 2, 2)
     assert.are.same({ { 1, 2 }, { 3, 4 } }, u:tolist())
     H.errors_with(function() t:narrow(2, 3, 2) end, 'out of bounds')
-    H.errors_with(function() t:select(1, 3) end, 'index 2 is out of bounds')
+    H.errors_with(function() t:select(1, 3) end, 'index 3 is out of bounds for dimension 1 with size 2')
   end)
 
   it('as_strided and diagonal', function()

@@ -231,8 +231,8 @@ static mt_status element_ptr(const mt_tensor *t, const int64_t *index, const cha
     int64_t ix = index[i];
     if (ix < 0) ix += t->_sizes[i];
     if (ix < 0 || ix >= t->_sizes[i])
-      return mt_error(MT_ERANGE, "%s: index %lld is out of bounds for dimension %d with size %lld", op,
-                      (long long)index[i], i, (long long)t->_sizes[i]);
+      return mt_error(MT_ERANGE, "%s: index %lld is out of bounds for dimension %lld with size %lld", op,
+                      MT_D(index[i]), MT_D(i), (long long)t->_sizes[i]);
     off += ix * t->_strides[i];
   }
   *p = t->_data + off * (int64_t)mt_itemsize(t->_dtype);

@@ -132,7 +132,7 @@ mt_status mt_permute(mt_tensor *t, const int64_t *dims, int ndim, mt_tensor **ou
   for (int i = 0; i < ndim; i++) {
     int d;
     MT_TRY(mt_wrap_dim((int)dims[i], ndim, "permute", &d));
-    if (seen[d]) return mt_error(MT_EINVAL, "permute: repeated dim %d in permute", (int)dims[i]);
+    if (seen[d]) return mt_error(MT_EINVAL, "permute: repeated dim %lld in permute", MT_D(dims[i]));
     seen[d] = true;
     sz[i] = t->_sizes[d];
     st[i] = t->_strides[d];
@@ -167,8 +167,8 @@ mt_status mt_narrow(mt_tensor *t, int dim, int64_t start, int64_t length, mt_ten
   int64_t n = t->_sizes[dim];
   if (start < 0) start += n;
   if (start < 0 || length < 0 || start > n || start + length > n)
-    return mt_error(MT_ERANGE, "narrow: start %lld and length %lld are out of bounds for dimension %d of size %lld",
-                    (long long)start, (long long)length, dim, (long long)n);
+    return mt_error(MT_ERANGE, "narrow: start %lld and length %lld are out of bounds for dimension %lld of size %lld",
+                    MT_D(start), (long long)length, MT_D(dim), (long long)n);
   return mt_slice(t, dim, start, start + length, 1, out);
 }
 
@@ -178,8 +178,8 @@ mt_status mt_select(mt_tensor *t, int dim, int64_t index, mt_tensor **out) {
   MT_TRY(mt_wrap_dim(dim, t->_ndim, "select", &dim));
   int64_t n = t->_sizes[dim];
   if (index < -n || index >= n)
-    return mt_error(MT_ERANGE, "select: index %lld is out of bounds for dimension %d with size %lld",
-                    (long long)index, dim, (long long)n);
+    return mt_error(MT_ERANGE, "select: index %lld is out of bounds for dimension %lld with size %lld",
+                    MT_D(index), MT_D(dim), (long long)n);
   if (index < 0) index += n;
   int64_t sz[MT_MAX_DIMS], st[MT_MAX_DIMS];
   int k = 0;
@@ -236,12 +236,12 @@ mt_status mt_expand(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **ou
       else
         return mt_error(MT_ESHAPE,
                         "expand: the expanded size of the tensor (%lld) must match the existing size (%lld) at "
-                        "non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s",
-                        (long long)want, (long long)have, i, mt_shape_str(sizes, ndim), MT_SHAPE(t));
+                        "non-singleton dimension %lld.  Target sizes: %s.  Tensor sizes: %s",
+                        (long long)want, (long long)have, MT_D(i), mt_shape_str(sizes, ndim), MT_SHAPE(t));
     } else {
       if (want < 0)
         return mt_error(MT_EINVAL, "expand: the expanded size of the tensor (%lld) isn't allowed in a leading, "
-                        "non-existing dimension %d", (long long)want, i);
+                        "non-existing dimension %lld", (long long)want, MT_D(i));
       sz[i] = want;
       st[i] = 0;
     }
@@ -275,8 +275,8 @@ mt_status mt_unfold(mt_tensor *t, int dim, int64_t size, int64_t step, mt_tensor
   int64_t n = t->_ndim == 0 ? 1 : t->_sizes[dim];
   int64_t stride = t->_ndim == 0 ? 1 : t->_strides[dim];
   if (size < 0 || size > n)
-    return mt_error(MT_ERANGE, "unfold: maximum size for tensor at dimension %d is %lld but size is %lld", dim,
-                    (long long)n, (long long)size);
+    return mt_error(MT_ERANGE, "unfold: maximum size for tensor at dimension %lld is %lld but size is %lld",
+                    MT_D(dim), (long long)n, (long long)size);
   if (step <= 0) return mt_error(MT_EINVAL, "unfold: step is %lld but must be > 0", (long long)step);
   int64_t sz[MT_MAX_DIMS], st[MT_MAX_DIMS];
   memcpy(sz, t->_sizes, sizeof sz);

@@ -1,4 +1,547 @@
--- placeholder while this module is being written
+-- Joining, splitting and indexing ops: cat/concat, stack, hstack/vstack/dstack, split, chunk,
+-- unbind, index_select, gather, scatter(_add)(_), index_add(_), index_fill(_), index_copy(_),
+-- masked_fill(_), masked_select, masked_scatter(_), nonzero/argwhere, index_put(_), tril/triu(_),
+-- diag, one_hot; and T.advanced_index, which t[tensor] (lua/ops/view.lua) calls.
+-- Dims are 1-based (negative from the end) and index values are 1-based: C gets index_base = 1.
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local methods = T.methods
+local is_tensor, take, outp, cdim, is_opts = T.is_tensor, T.take, T.outp, T.cdim, T.is_opts
+local type, floor, tonumber, select = type, math.floor, tonumber, select
+
 local M = {}
-function M.install(torch) end
+local torch
+
+local BASE = 1
+local INT64, INT32, BOOL, UINT8 = 4, 3, 11, 0
+local tensor_array = ffi.typeof('mt_tensor *[?]')
+
+local function check_tensor(x, op, what)
+  if not is_tensor(x) then fail(op, ('expected a tensor for %s, got %s'):format(what, type(x))) end
+  return x
+end
+
+local function check_int(x, op, what)
+  if type(x) ~= 'number' or x ~= floor(x) then fail(op, ('%s must be an integer, got %s'):format(what, tostring(x))) end
+  return x
+end
+
+-- a number or boolean (or 0-dim tensor when allowed) to a Lua number
+local function scalar_value(v, op)
+  if type(v) == 'boolean' then return v and 1 or 0 end
+  if type(v) ~= 'number' then fail(op, 'expected a number as value, got ' .. (is_tensor(v) and 'a tensor' or type(v))) end
+  return v
+end
+
+-- finish a call that may have written into `out`
+local function result(st, out)
+  if st ~= 0 then raise_last() end
+  if out ~= nil then
+    C.mt_tensor_release(outp[0])
+    return out
+  end
+  return take()
+end
+
+-- dims as shown to a Lua user: d is 0-based, non-negative
+local function ldim(d) return d + 1 end
+
+-- a 1-based dim of a tensor with nd dims (a scalar takes 1 and -1) checked here, so that the
+-- message speaks of Lua's dims; returns the 0-based dim for C
+local function dim_of(dim, nd, op)
+  local d = cdim(dim, op)
+  local n = nd > 0 and nd or 1
+  if d < -n or d >= n then
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, %d] without 0)'):format(dim, -n, n))
+  end
+  return d
+end
+
+local function size_str(t)
+  local p = {}
+  for i = 0, t._ndim - 1 do p[#p + 1] = tostring(tonumber(t._sizes[i])) end
+  return '[' .. table.concat(p, ', ') .. ']'
+end
+
+------------------------------------------------------------------------------ cat, stack
+-- the tensors of a Lua array as a C array (the Lua array keeps them alive)
+local function tensor_list(ts, op)
+  if type(ts) ~= 'table' or is_tensor(ts) then
+    fail(op, 'expected an array of tensors, got ' .. (is_tensor(ts) and 'a tensor' or type(ts)))
+  end
+  local n = #ts
+  if n == 0 then
+    if op == 'stack' then fail(op, 'stack expects a non-empty TensorList') end
+    fail(op, 'expected a non-empty list of Tensors')
+  end
+  local arr = tensor_array(n)
+  for i = 1, n do
+    local t = ts[i]
+    if not is_tensor(t) then fail(op, ('expected a tensor at position %d, got %s'):format(i, type(t))) end
+    arr[i - 1] = t
+  end
+  return arr, n
+end
+
+-- (tensors, dim, opts) or (tensors, {dim=, out=})
+local function dim_opts(dim, opts, op)
+  if type(dim) == 'table' then dim, opts = dim.dim, dim end
+  local out = opts and opts.out
+  if out ~= nil then check_tensor(out, op, 'out') end
+  return dim or 1, out
+end
+
+function M.cat(ts, dim, opts)
+  local out
+  dim, out = dim_opts(dim, opts, 'cat')
+  local arr, n = tensor_list(ts, 'cat')
+  -- shapes checked here first, for messages with 1-based dims
+  local ref
+  for i = 1, n do
+    local t = ts[i]
+    if t._ndim == 0 then
+      fail('cat', ('zero-dimensional tensor (at position %d) cannot be concatenated'):format(i))
+    end
+    if not ref and not (t._ndim == 1 and t._sizes[0] == 0) then ref = t end
+  end
+  local d = cdim(dim, 'cat')
+  if ref then
+    local nd = ref._ndim
+    if d < -nd or d >= nd then
+      fail('cat', ('dimension %d out of range (expected to be in range of [%d, %d] without 0)'):format(dim, -nd, nd))
+    end
+    if d < 0 then d = d + nd end
+    for i = 1, n do
+      local t = ts[i]
+      if not (t._ndim == 1 and t._sizes[0] == 0) then
+        if t._ndim ~= nd then
+          fail('cat', ('Tensors must have same number of dimensions: got %d and %d'):format(nd, t._ndim))
+        end
+        for k = 0, nd - 1 do
+          if k ~= d and t._sizes[k] ~= ref._sizes[k] then
+            fail('cat', ('Sizes of tensors must match except in dimension %d. Expected size %d but got size %d for tensor number %d in the list.')
+              :format(ldim(d), tonumber(ref._sizes[k]), tonumber(t._sizes[k]), i))
+          end
+        end
+      end
+    end
+  end
+  return result(C.mt_cat(arr, n, d, out, outp), out)
+end
+M.concat, M.concatenate = M.cat, M.cat
+
+function M.stack(ts, dim, opts)
+  local out
+  dim, out = dim_opts(dim, opts, 'stack')
+  local arr, n = tensor_list(ts, 'stack')
+  for i = 2, n do
+    local a, b = ts[1], ts[i]
+    local same = a._ndim == b._ndim
+    for k = 0, a._ndim - 1 do if not same or a._sizes[k] ~= b._sizes[k] then same = false end end
+    if not same then
+      fail('stack', ('stack expects each tensor to be equal size, but got %s at entry 1 and %s at entry %d')
+        :format(size_str(a), size_str(b), i))
+    end
+  end
+  return result(C.mt_stack(arr, n, dim_of(dim, ts[1]._ndim + 1, 'stack'), out, outp), out)
+end
+
+local function atleast(t, n)
+  local nd = t._ndim
+  if nd >= n then return t end
+  if n == 1 then return t:reshape(1) end
+  if n == 2 then return nd == 0 and t:reshape(1, 1) or t:unsqueeze(1) end
+  if nd == 0 then return t:reshape(1, 1, 1) end
+  if nd == 1 then return t:unsqueeze(1):unsqueeze(3) end
+  return t:unsqueeze(3)
+end
+function M.atleast_1d(t) return atleast(t, 1) end
+function M.atleast_2d(t) return atleast(t, 2) end
+function M.atleast_3d(t) return atleast(t, 3) end
+
+local function mapped(ts, n, op)
+  tensor_list(ts, op)
+  local r = {}
+  for i = 1, #ts do r[i] = atleast(ts[i], n) end
+  return r
+end
+function M.hstack(ts, opts)
+  local r = mapped(ts, 1, 'hstack')
+  return M.cat(r, r[1]._ndim == 1 and 1 or 2, opts)
+end
+function M.vstack(ts, opts) return M.cat(mapped(ts, 2, 'vstack'), 1, opts) end
+M.row_stack = M.vstack
+function M.dstack(ts, opts) return M.cat(mapped(ts, 3, 'dstack'), 3, opts) end
+function M.column_stack(ts, opts)
+  tensor_list(ts, 'column_stack')
+  local r = {}
+  for i = 1, #ts do
+    local t = ts[i]
+    if t._ndim <= 1 then t = t:reshape(-1, 1) end
+    r[i] = t
+  end
+  return M.cat(r, 2, opts)
+end
+
+------------------------------------------------------------------------------ split, chunk, unbind
+-- the 0-based, non-negative dim and its size
+local function dim_and_size(t, dim, op)
+  local nd = t._ndim
+  if nd == 0 then fail(op, 'cannot be applied to a 0-dim tensor') end
+  local d = cdim(dim, op)
+  if d < -nd or d >= nd then
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, %d] without 0)'):format(dim, -nd, nd))
+  end
+  if d < 0 then d = d + nd end
+  return d, tonumber(t._sizes[d])
+end
+
+local function narrow0(t, d, start, len)
+  if C.mt_narrow(t, d, start, len, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+function methods.split(t, size, dim)
+  dim = dim or 1
+  local d, n = dim_and_size(t, dim, 'split')
+  local r = {}
+  if type(size) == 'table' then
+    local sum, parts = 0, {}
+    for i = 1, #size do
+      local s = check_int(size[i], 'split', 'split sizes')
+      parts[i] = tostring(s)
+      if s < 0 then
+        fail('split', ('split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=[%s]')
+          :format(table.concat(parts, ', ')))
+      end
+      sum = sum + s
+    end
+    if sum ~= n then
+      for i = #parts + 1, #size do parts[i] = tostring(size[i]) end
+      fail('split', ("split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at dimension %d), but got split_sizes=[%s]")
+        :format(n, ldim(d), table.concat(parts, ', ')))
+    end
+    local pos = 0
+    for i = 1, #size do
+      r[i] = narrow0(t, d, pos, size[i])
+      pos = pos + size[i]
+    end
+    return r
+  end
+  check_int(size, 'split', 'split_size')
+  if size < 0 then
+    fail('split', ('split expects split_size be non-negative, but got split_size=%d'):format(size))
+  end
+  if size == 0 and n ~= 0 then
+    fail('split', ('split_size can only be 0 if dimension size is 0, but got dimension size of %d'):format(n))
+  end
+  local count = size > 0 and math.max(math.ceil(n / size), 1) or 1
+  for i = 1, count do
+    local start = (i - 1) * size
+    r[i] = narrow0(t, d, start, math.min(size, n - start))
+  end
+  return r
+end
+methods.split_with_sizes = methods.split
+
+function methods.chunk(t, chunks, dim)
+  check_int(chunks, 'chunk', 'chunks')
+  if chunks <= 0 then fail('chunk', ('chunk expects `chunks` to be greater than 0, got: %d'):format(chunks)) end
+  local d, n = dim_and_size(t, dim or 1, 'chunk')
+  local size = math.ceil(n / chunks)
+  if size == 0 then
+    local r = {}
+    for i = 1, chunks do r[i] = narrow0(t, d, 0, 0) end
+    return r
+  end
+  return t:split(size, dim or 1)
+end
+
+function methods.tensor_split(t, sections, dim)
+  local d, n = dim_and_size(t, dim or 1, 'tensor_split')
+  local r = {}
+  if type(sections) == 'table' then
+    -- split before each given 1-based position
+    local prev = 0
+    for i = 1, #sections + 1 do
+      local stop = sections[i] and sections[i] - 1 or n
+      if stop < 0 then stop = stop + n + 1 end
+      stop = math.max(math.min(stop, n), prev)
+      r[i] = narrow0(t, d, prev, stop - prev)
+      prev = stop
+    end
+    return r
+  end
+  check_int(sections, 'tensor_split', 'sections')
+  if sections <= 0 then fail('tensor_split', 'number of sections must be larger than 0, got ' .. sections) end
+  local base, extra = floor(n / sections), n % sections
+  local pos = 0
+  for i = 1, sections do
+    local len = base + (i <= extra and 1 or 0)
+    r[i] = narrow0(t, d, pos, len)
+    pos = pos + len
+  end
+  return r
+end
+
+function methods.unbind(t, dim)
+  local d, n = dim_and_size(t, dim or 1, 'unbind')
+  local r = {}
+  for i = 1, n do
+    if C.mt_select(t, d, i - 1, outp) ~= 0 then raise_last() end
+    r[i] = take()
+  end
+  return r
+end
+
+------------------------------------------------------------------------------ index_select, gather, scatter
+local function out_of(opts, op)
+  local out = type(opts) == 'table' and opts.out or nil
+  if out ~= nil then check_tensor(out, op, 'out') end
+  return out
+end
+
+function methods.index_select(t, dim, index, opts)
+  check_tensor(index, 'index_select', 'index')
+  local out = out_of(opts, 'index_select')
+  return result(C.mt_index_select(t, dim_of(dim, t._ndim, 'index_select'), index, BASE, out, outp), out)
+end
+
+function methods.gather(t, dim, index, opts)
+  check_tensor(index, 'gather', 'index')
+  local out = out_of(opts, 'gather')
+  return result(C.mt_gather(t, dim_of(dim, t._ndim, 'gather'), index, BASE, out, outp), out)
+end
+
+local reduce_codes = { add = 1, multiply = 2, sum = 1, prod = 2 }
+local function reduce_of(opts, op)
+  local r = type(opts) == 'table' and opts.reduce or nil
+  if r == nil then return 0 end
+  local c = reduce_codes[r]
+  if not c then fail(op, 'reduce argument must be either add or multiply, got ' .. tostring(r)) end
+  return c
+end
+
+-- scatter(dim, index, src_or_value, {reduce=}); inplace: write into t
+local function scatter(t, dim, index, src, opts, inplace, op, reduce)
+  check_tensor(index, op, 'index')
+  reduce = reduce or reduce_of(opts, op)
+  local out = inplace and t or out_of(opts, op)
+  local st
+  if is_tensor(src) then
+    st = C.mt_scatter(t, dim_of(dim, t._ndim, op), index, src, 0, reduce, BASE, out, outp)
+  else
+    st = C.mt_scatter(t, dim_of(dim, t._ndim, op), index, nil, scalar_value(src, op), reduce, BASE, out, outp)
+  end
+  return result(st, out)
+end
+function methods.scatter(t, dim, index, src, opts) return scatter(t, dim, index, src, opts, false, 'scatter') end
+function methods.scatter_(t, dim, index, src, opts) return scatter(t, dim, index, src, opts, true, 'scatter_') end
+function methods.scatter_add(t, dim, index, src)
+  check_tensor(src, 'scatter_add', 'src')
+  return scatter(t, dim, index, src, nil, false, 'scatter_add', 1)
+end
+function methods.scatter_add_(t, dim, index, src)
+  check_tensor(src, 'scatter_add_', 'src')
+  return scatter(t, dim, index, src, nil, true, 'scatter_add_', 1)
+end
+
+------------------------------------------------------------------------------ index_add, index_fill, index_copy
+-- index_add(dim, index, source[, alpha] [, {alpha=}])
+local function index_add(t, dim, index, src, alpha, opts, inplace)
+  local op = inplace and 'index_add_' or 'index_add'
+  if type(alpha) == 'table' then opts, alpha = alpha, nil end
+  if alpha == nil and opts then alpha = opts.alpha end
+  alpha = alpha == nil and 1 or scalar_value(alpha, op)
+  check_tensor(index, op, 'index')
+  check_tensor(src, op, 'source')
+  local out = inplace and t or out_of(opts, op)
+  return result(C.mt_index_add(t, dim_of(dim, t._ndim, op), index, src, alpha, BASE, out, outp), out)
+end
+function methods.index_add(t, dim, index, src, alpha, opts) return index_add(t, dim, index, src, alpha, opts, false) end
+function methods.index_add_(t, dim, index, src, alpha, opts) return index_add(t, dim, index, src, alpha, opts, true) end
+
+function methods.index_fill_(t, dim, index, value)
+  check_tensor(index, 'index_fill_', 'index')
+  if is_tensor(value) then
+    if value._ndim ~= 0 then
+      fail('index_fill_', ('only supports a 0-dimensional value tensor, but got tensor with %d dimension(s)')
+        :format(value._ndim))
+    end
+    value = value:item()
+  end
+  if C.mt_index_fill_(t, dim_of(dim, t._ndim, 'index_fill_'), index, scalar_value(value, 'index_fill_'), BASE) ~= 0 then
+    raise_last()
+  end
+  return t
+end
+function methods.index_fill(t, dim, index, value) return t:clone():index_fill_(dim, index, value) end
+
+function methods.index_copy_(t, dim, index, src)
+  check_tensor(index, 'index_copy_', 'index')
+  check_tensor(src, 'index_copy_', 'source')
+  if C.mt_index_copy_(t, dim_of(dim, t._ndim, 'index_copy_'), index, src, BASE) ~= 0 then raise_last() end
+  return t
+end
+function methods.index_copy(t, dim, index, src) return t:clone():index_copy_(dim, index, src) end
+
+------------------------------------------------------------------------------ masks
+local function masked_fill(t, mask, value, inplace)
+  local op = inplace and 'masked_fill_' or 'masked_fill'
+  check_tensor(mask, op, 'mask')
+  local out = inplace and t or nil
+  local st
+  if is_tensor(value) then
+    st = C.mt_masked_fill_tensor(t, mask, value, out, outp)
+  else
+    st = C.mt_masked_fill(t, mask, scalar_value(value, op), out, outp)
+  end
+  return result(st, out)
+end
+function methods.masked_fill(t, mask, value) return masked_fill(t, mask, value, false) end
+function methods.masked_fill_(t, mask, value) return masked_fill(t, mask, value, true) end
+
+function methods.masked_select(t, mask)
+  check_tensor(mask, 'masked_select', 'mask')
+  if C.mt_masked_select(t, mask, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+function methods.masked_scatter_(t, mask, src)
+  check_tensor(mask, 'masked_scatter_', 'mask')
+  check_tensor(src, 'masked_scatter_', 'source')
+  if C.mt_masked_scatter_(t, mask, src) ~= 0 then raise_last() end
+  return t
+end
+-- the broadcast shape of two tensors, as a Lua array
+local function broadcast_shape(a, b, op)
+  local na, nb = a._ndim, b._ndim
+  local n = math.max(na, nb)
+  local r = {}
+  for i = 1, n do
+    local ia, ib = na - n + i, nb - n + i
+    local sa = ia >= 1 and tonumber(a._sizes[ia - 1]) or 1
+    local sb = ib >= 1 and tonumber(b._sizes[ib - 1]) or 1
+    if sa ~= sb and sa ~= 1 and sb ~= 1 then
+      fail(op, ('the size of tensor a (%d) must match the size of tensor b (%d) at non-singleton dimension %d')
+        :format(sa, sb, i))
+    end
+    r[i] = sa == 1 and sb or sa
+  end
+  return r
+end
+
+function methods.masked_scatter(t, mask, src)
+  -- out of place: self and mask broadcast together
+  check_tensor(mask, 'masked_scatter', 'mask')
+  return t:expand(broadcast_shape(t, mask, 'masked_scatter')):clone():masked_scatter_(mask, src)
+end
+
+------------------------------------------------------------------------------ nonzero
+function methods.nonzero(t, opts)
+  if C.mt_nonzero(t, BASE, outp) ~= 0 then raise_last() end
+  local nz = take()
+  if type(opts) == 'table' and opts.as_tuple then
+    local nd = t._ndim
+    local r = {}
+    if nd == 0 then
+      -- a scalar acts as a 1-D tensor of one element
+      if tonumber(nz._sizes[0]) > 0 then r[1] = torch.tensor({ 1 }, { dtype = torch.int64 })
+      else r[1] = torch.empty(0, { dtype = torch.int64 }) end
+      return r
+    end
+    for d = 1, nd do r[d] = nz:select(2, d) end
+    return r
+  end
+  return nz
+end
+function methods.argwhere(t) return t:nonzero() end
+
+------------------------------------------------------------------------------ advanced indexing
+-- indices: a Lua array of index tensors (long/int positions, bool/uint8 masks), one per leading dim
+local function index_args(indices, op)
+  if is_tensor(indices) then indices = { indices } end
+  if type(indices) ~= 'table' then fail(op, 'expected an array of index tensors, got ' .. type(indices)) end
+  local n = #indices
+  local arr = tensor_array(n > 0 and n or 1)
+  for i = 1, n do
+    local x = indices[i]
+    if not is_tensor(x) then
+      fail(op, ('expected a tensor at position %d of the indices, got %s'):format(i, type(x)))
+    end
+    arr[i - 1] = x
+  end
+  return arr, n
+end
+
+function T.advanced_index(t, indices)
+  local arr, n = index_args(indices, 'index')
+  if C.mt_index(t, arr, n, BASE, outp) ~= 0 then raise_last() end
+  return take()
+end
+M.advanced_index = T.advanced_index
+
+function methods.index_put_(t, indices, values, opts)
+  local arr, n = index_args(indices, 'index_put_')
+  local acc = type(opts) == 'table' and opts.accumulate and 1 or 0
+  if type(opts) == 'boolean' then acc = opts and 1 or 0 end
+  if not is_tensor(values) then
+    values = torch.tensor(scalar_value(values, 'index_put_'), { dtype = t.dtype })
+  end
+  if C.mt_index_put_(t, arr, n, values, acc, BASE) ~= 0 then raise_last() end
+  return t
+end
+function methods.index_put(t, indices, values, opts) return t:clone():index_put_(indices, values, opts) end
+
+------------------------------------------------------------------------------ tril, triu, diag
+local function triangle(t, diagonal, upper, inplace)
+  local op = (upper == 1 and 'triu' or 'tril') .. (inplace and '_' or '')
+  if type(diagonal) == 'table' then diagonal = diagonal.diagonal end
+  diagonal = diagonal == nil and 0 or check_int(diagonal, op, 'diagonal')
+  local out = inplace and t or nil
+  return result(C.mt_triangle(t, diagonal, upper, out, outp), out)
+end
+function methods.tril(t, k) return triangle(t, k, 0, false) end
+function methods.triu(t, k) return triangle(t, k, 1, false) end
+function methods.tril_(t, k) return triangle(t, k, 0, true) end
+function methods.triu_(t, k) return triangle(t, k, 1, true) end
+
+function methods.diag(t, diagonal)
+  diagonal = diagonal == nil and 0 or check_int(diagonal, 'diag', 'diagonal')
+  if C.mt_diag(t, diagonal, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+------------------------------------------------------------------------------ one_hot
+function M.one_hot(t, num_classes)
+  check_tensor(t, 'one_hot', 'input')
+  if type(num_classes) == 'table' then num_classes = num_classes.num_classes end
+  num_classes = num_classes == nil and -1 or check_int(num_classes, 'one_hot', 'num_classes')
+  if C.mt_one_hot(t, num_classes, BASE, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+------------------------------------------------------------------------------ install
+local method_functions = { 'split', 'split_with_sizes', 'chunk', 'tensor_split', 'unbind', 'index_select', 'gather',
+  'scatter', 'scatter_add', 'index_add', 'index_fill', 'index_copy', 'masked_fill', 'masked_select',
+  'masked_scatter', 'nonzero', 'argwhere', 'index_put', 'index_put_', 'tril', 'triu', 'diag' }
+
+function M.install(tt)
+  torch = tt
+  for k, v in pairs(M) do
+    if type(v) == 'function' and k ~= 'install' then tt[k] = v end
+  end
+  for _, name in ipairs(method_functions) do
+    local m = methods[name]
+    tt[name] = function(t, ...)
+      check_tensor(t, name, 'input')
+      return m(t, ...)
+    end
+  end
+end
+
 return M

@@ -162,8 +162,12 @@ local function table_index(t, idx)
       r = take()
       d = d + 1
     elseif is_tensor(e) then
-      if k ~= 1 or #idx ~= 1 then fail('index', 'a tensor index must be the only index') end
-      return T.tensor_index(r, e)
+      -- t[{i1, i2, ...}] with index tensors only: advanced indexing over the leading dims
+      if k ~= 1 then fail('index', 'tensor indices must all come first and be the only indices') end
+      for j = 2, #idx do
+        if not is_tensor(idx[j]) then fail('index', 'tensor indices must all come first and be the only indices') end
+      end
+      return T.advanced_index(r, idx)
     else
       fail('index', 'unsupported index ' .. tostring(e))
     end
@@ -171,11 +175,10 @@ local function table_index(t, idx)
   return r
 end
 
--- t[mask] -> masked_select; t[long_index] -> index_select along dim 1
+-- t[mask] / t[long_index]: advanced indexing (lua/ops/shape.lua). Positions are 1-based,
+-- negative from the end; a mask selects over as many leading dims as it has.
 local function tensor_index(t, idx)
-  if idx._dtype == 11 then return t:masked_select(idx) end
-  if idx._dtype == 4 or idx._dtype == 3 then return t:index_select(1, idx:reshape(-1)):view(M.index_shape(t, idx)) end
-  fail('index', 'tensors used as indices must be long, int or bool tensors')
+  return T.advanced_index(t, { idx })
 end
 function M.index_shape(t, idx)
   local s = idx:size()
@@ -193,13 +196,28 @@ end
 local function newindex(t, k, v)
   local tk = type(k)
   if tk == 'number' then return assign(number_index(t, k), v) end
-  if tk == 'table' then return assign(table_index(t, k), v) end
-  if tk == 'cdata' and is_tensor(k) then
-    if k._dtype == 11 then
-      if is_tensor(v) and v:numel() ~= 1 then return t:masked_scatter_(k, v) end
-      return t:masked_fill_(k, is_tensor(v) and v:item() or v)
+  if tk == 'table' then
+    if is_tensor(k[1]) then
+      -- t[{i1, i2, ...}] = v with index tensors: index_put_
+      if type(v) == 'boolean' then v = v and 1 or 0 end
+      if is_tensor(v) and v._dtype ~= t._dtype then v = v:to(t.dtype) end
+      return t:index_put_(k, v)
     end
-    return t:index_put_({ k }, is_tensor(v) and v or torch.tensor(v, { dtype = t.dtype }))
+    return assign(table_index(t, k), v)
+  end
+  if tk == 'cdata' and is_tensor(k) then
+    -- t[mask] = v, t[idx] = v: index_put_ (values broadcast to the indexed shape)
+    if type(v) == 'boolean' then v = v and 1 or 0 end
+    if type(v) == 'number' and k._dtype == 11 and k._ndim == t._ndim then
+      local same = true
+      for i = 0, t._ndim - 1 do if k._sizes[i] ~= t._sizes[i] then same = false end end
+      if same then return t:masked_fill_(k, v) end
+    end
+    if not is_tensor(v) and type(v) ~= 'number' then
+      fail('index', 'can only assign a number or a tensor, got ' .. type(v))
+    end
+    if is_tensor(v) and v._dtype ~= t._dtype then v = v:to(t.dtype) end
+    return t:index_put_({ k }, v)
   end
   fail('index', ("cannot set field '%s' of a tensor"):format(tostring(k)))
 end
