@@ -143,6 +143,7 @@ static int walk_add_tensor(walk *w, const mt_tensor *t) {
 }
 
 static void walk_rows(const walk *w, walk_fn fn, void *ctx, int64_t r0, int64_t r1) {
+  if (r0 >= r1) return; /* nothing to walk (also: an empty tensor has a zero size to divide by) */
   int nd = w->nd, nops = w->nops;
   int64_t rowlen = w->sizes[nd - 1];
   int64_t coord[MT_MAX_DIMS] = {0};
