@@ -15,3 +15,11 @@ mt_tensor **mt_handles_resize(int64_t cap) {
   handles_cap = cap;
   return h;
 }
+
+void mt_handles_release_all(void) {
+  for (int64_t i = 0; i < handles_cap; i++)
+    if (handles[i]) mt_tensor_release(handles[i]);
+  free(handles);
+  handles = NULL;
+  handles_cap = 0;
+}

@@ -410,6 +410,8 @@ MT_API mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int repla
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots
  * NULL) and returns it; NULL when out of memory. */
 MT_API mt_tensor **mt_handles_resize(int64_t cap);
+/* Release every reference in the array and free it (the Lua state is closing). */
+MT_API void mt_handles_release_all(void);
 
 /* ---------------------------------------------------------------- threads */
 MT_API void mt_set_num_threads(int n);

@@ -64,6 +64,11 @@ local function arm()
 end
 arm()
 
+-- when the Lua state closes (every handle is dead), give back every reference
+local closer = newproxy(true)
+getmetatable(closer).__gc = function() C.mt_handles_release_all() end
+M._closer = closer
+
 local function grow(ncap)
   local np = C.mt_handles_resize(ncap)
   if np == nil then error('moontorch: out of memory growing the tensor registry', 0) end
