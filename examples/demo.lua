@@ -1,0 +1,27 @@
+-- moontorch in a minute: tensors, broadcasting, a matmul, a reduction, PyTorch-style printing.
+-- Run it with `./run demo` (or bin/moontorch examples/demo.lua in a built checkout).
+local torch = require 'moontorch'
+
+print('moontorch ' .. torch.__version__)
+
+-- tensors from Lua tables (the default dtype is float32, as in PyTorch)
+local a = torch.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
+local b = torch.tensor({ 10, 20, 30 })
+print('a =') print(a)
+
+-- broadcasting: a 2x3 and a 3 make a 2x3; Lua numbers work on either side
+print('a + b =') print(a + b)
+print('(a - 1) * 2 / b =') print((a - 1) * 2 / b)
+
+-- zeros, ones and normal random numbers
+print('zeros(2, 2) + ones(2) =') print(torch.zeros(2, 2) + torch.ones(2))
+print('randn(2, 3) =') print(torch.randn(2, 3))
+
+-- a matrix product with a transposed view (no copy): 2x3 @ 3x2 -> 2x2
+local m = a:matmul(a:t())
+print('a @ a:t() =') print(m)
+
+-- reductions: everything, or along a dimension (1-based, as in Torch7)
+print('a:sum() = ' .. tostring(a:sum()))
+print('a:sum(1) =') print(a:sum(1))
+print('a:sum(2) = ' .. tostring(a:sum(2)))
