@@ -404,25 +404,10 @@ static inline float round_to(int dt, float v) {
   return v;
 }
 
-static const char *type_name(int dt) {
-  switch (dt) {
-    case MT_UINT8: return "Byte";
-    case MT_INT8: return "Char";
-    case MT_INT16: return "Short";
-    case MT_INT32: return "Int";
-    case MT_INT64: return "Long";
-    case MT_FLOAT16: return "Half";
-    case MT_FLOAT32: return "Float";
-    case MT_FLOAT64: return "Double";
-    case MT_BOOL: return "Bool";
-    case MT_BFLOAT16: return "BFloat16";
-  }
-  return "?";
-}
 
 static mt_status need_float(const mt_tensor *t, const char *op, const char *kernel) {
   if (!mt_is_float(t->_dtype))
-    return mt_error(MT_EDTYPE, "%s: \"%s\" not implemented for '%s'", op, kernel, type_name(t->_dtype));
+    return mt_error(MT_EDTYPE, "%s: \"%s\" not implemented for '%s'", op, kernel, mt_type_title(t->_dtype));
   return MT_OK;
 }
 
@@ -472,7 +457,7 @@ mt_status mt_uniform_(mt_tensor *t, double from, double to, mt_generator *g) {
   if (!isfinite(c.b - c.a) || (t->_dtype != MT_FLOAT64 && !isfinite(c.fb - c.fa)))
     return mt_error(MT_EINVAL, "uniform_: uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found "
                     "to=%g and from=%g which result in to-from to exceed the limit",
-                    type_name(t->_dtype), to, from);
+                    mt_type_title(t->_dtype), to, from);
   mt_bump_version(t);
   if (t->_numel == 0) return MT_OK;
   walk w;
@@ -632,7 +617,7 @@ static int64_t type_min(int dt) {
   }
   return -type_max(dt);
 }
-static const char *c_type_name(int dt) {
+static const char *c_mt_type_title(int dt) {
   switch (dt) {
     case MT_UINT8: return "unsigned char";
     case MT_INT8: return "signed char";
@@ -659,9 +644,9 @@ mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
     return mt_error(MT_EINVAL, "random_: random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                     (long long)from, (long long)to);
   if (from < type_min(dt) || from > type_max(dt))
-    return mt_error(MT_EINVAL, "random_: from is out of bounds for %s", c_type_name(dt));
+    return mt_error(MT_EINVAL, "random_: from is out of bounds for %s", c_mt_type_title(dt));
   if (!to_end && (to - 1 < type_min(dt) || to - 1 > type_max(dt)))
-    return mt_error(MT_EINVAL, "random_: to - 1 is out of bounds for %s", c_type_name(dt));
+    return mt_error(MT_EINVAL, "random_: to - 1 is out of bounds for %s", c_mt_type_title(dt));
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = dt, .base = from};
   c.range = to_end ? (1ULL << 63) - (uint64_t)from : (uint64_t)to - (uint64_t)from;
@@ -728,7 +713,7 @@ mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g) {
   MT_TRY(check_cpu(t, "bernoulli_"));
   MT_TRY(check_cpu(p, "bernoulli_"));
   if (!mt_is_float(p->_dtype))
-    return mt_error(MT_EDTYPE, "bernoulli_: \"bernoulli_tensor_cpu_p_\" not implemented for '%s'", type_name(p->_dtype));
+    return mt_error(MT_EDTYPE, "bernoulli_: \"bernoulli_tensor_cpu_p_\" not implemented for '%s'", mt_type_title(p->_dtype));
   /* p must broadcast to t's shape */
   if (p->_ndim > t->_ndim) goto bad_shape;
   for (int i = 0; i < p->_ndim; i++) {
@@ -805,7 +790,7 @@ mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g,
       if (n > mx + 1) /* PyTorch: n may be at most 2^digits + 1 for a floating type */
         return mt_error(MT_EINVAL, "randperm: n cannot be greater than 2^%d+1 for %s type.",
                         dtype == MT_FLOAT64 ? 53 : dtype == MT_FLOAT32 ? 24 : dtype == MT_FLOAT16 ? 11 : 8,
-                        type_name(dtype));
+                        mt_type_title(dtype));
     } else if (hi > mx || lo < type_min(dtype)) {
       return mt_error(MT_EINVAL, "randperm: value cannot be converted to type %s without overflow",
                       dtype == MT_UINT8 ? "uint8_t" : dtype == MT_INT8 ? "int8_t" : dtype == MT_INT16 ? "int16_t"
@@ -871,7 +856,7 @@ mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement,
   int dt = probs->_dtype;
   if (!mt_is_float(dt))
     return mt_error(MT_EDTYPE, "multinomial: multinomial only supports floating-point dtypes for input, got: %s",
-                    type_name(dt));
+                    mt_type_title(dt));
   if (num_samples <= 0) return mt_error(MT_EINVAL, "multinomial: cannot sample n_sample <= 0 samples");
   int64_t ncat = probs->_sizes[probs->_ndim - 1];
   if (!replacement && num_samples > ncat)
