@@ -617,7 +617,7 @@ static int64_t type_min(int dt) {
   }
   return -type_max(dt);
 }
-static const char *c_mt_type_title(int dt) {
+static const char *c_type_name(int dt) {
   switch (dt) {
     case MT_UINT8: return "unsigned char";
     case MT_INT8: return "signed char";
@@ -644,9 +644,9 @@ mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
     return mt_error(MT_EINVAL, "random_: random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                     (long long)from, (long long)to);
   if (from < type_min(dt) || from > type_max(dt))
-    return mt_error(MT_EINVAL, "random_: from is out of bounds for %s", c_mt_type_title(dt));
+    return mt_error(MT_EINVAL, "random_: from is out of bounds for %s", c_type_name(dt));
   if (!to_end && (to - 1 < type_min(dt) || to - 1 > type_max(dt)))
-    return mt_error(MT_EINVAL, "random_: to - 1 is out of bounds for %s", c_mt_type_title(dt));
+    return mt_error(MT_EINVAL, "random_: to - 1 is out of bounds for %s", c_type_name(dt));
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = dt, .base = from};
   c.range = to_end ? (1ULL << 63) - (uint64_t)from : (uint64_t)to - (uint64_t)from;
