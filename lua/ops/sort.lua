@@ -1,4 +1,428 @@
--- placeholder while this module is being written
+-- Ordering and rearranging: sort, argsort, msort, topk, kthvalue, median, mode, unique,
+-- searchsorted, bincount, flip, fliplr, flipud, roll, repeat (repeat_tensor), repeat_interleave, tile.
+-- Dims are 1-based (negative from the end); returned indices are 1-based.
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+local dtype = require 'moontorch.dtype'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local methods = T.methods
+local is_tensor, take, wrap, outp, outp2, szbuf, szbuf2 = T.is_tensor, T.take, T.wrap, T.outp, T.outp2, T.szbuf,
+  T.szbuf2
+local cdim, parse_sizes, is_opts = T.cdim, T.parse_sizes, T.is_opts
+local by_id = dtype.by_id
+local type, floor, select, tostring, tonumber = type, math.floor, select, tostring, tonumber
+local nan = 0 / 0
+
+local outp3 = ffi.new('mt_tensor *[1]')
 local M = {}
-function M.install(torch) end
+local torch
+
+local function check_tensor(t, op)
+  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
+end
+local function check_int(v, op, what)
+  if type(v) ~= 'number' or v ~= floor(v) then fail(op, what .. ' must be an integer, got ' .. tostring(v)) end
+end
+local function opt_bool(v, op, what)
+  if v == nil then return false end
+  if type(v) ~= 'boolean' then fail(op, what .. ' must be a boolean, got ' .. tostring(v)) end
+  return v
+end
+-- 0-based, non-negative C dim for t (Lua-side range check, as PyTorch's message)
+local function wrapped_dim(t, d, op)
+  local c = cdim(d, op)
+  local n = t._ndim > 0 and t._ndim or 1
+  if c < -n or c >= n then
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, %d])'):format(d, -n, n))
+  end
+  return c < 0 and c + n or c
+end
+
+------------------------------------------------------------------------------ sort family
+-- sort(dim, {descending=, stable=}), sort({...}), sort(dim, descending)
+function methods.sort(t, dim, opts)
+  check_tensor(t, 'sort')
+  if type(dim) == 'table' then dim, opts = nil, dim end
+  local desc, stable = false, false
+  if type(opts) == 'boolean' then desc = opts
+  elseif opts ~= nil then
+    if type(opts) ~= 'table' then fail('sort', 'expected an options table, got ' .. type(opts)) end
+    desc = opt_bool(opts.descending, 'sort', 'descending')
+    stable = opt_bool(opts.stable, 'sort', 'stable')
+    if dim == nil then dim = opts.dim end
+  end
+  local d = dim == nil and -1 or cdim(dim, 'sort')
+  if C.mt_sort(t, d, desc and 1 or 0, stable and 1 or 0, 1, outp, outp2) ~= 0 then raise_last() end
+  local v, i = outp[0], outp2[0]
+  return wrap(v), wrap(i)
+end
+
+function methods.argsort(t, dim, opts)
+  local _, i = methods.sort(t, dim, opts)
+  return i
+end
+
+function methods.msort(t)
+  local v = methods.sort(t, 1)
+  return v
+end
+
+-- topk(k, dim, {largest=, sorted=}) or topk(k, dim, largest, sorted)
+function methods.topk(t, k, dim, opts, sorted)
+  check_tensor(t, 'topk')
+  check_int(k, 'topk', 'k')
+  if type(dim) == 'table' then dim, opts = nil, dim end
+  local largest, srt = true, true
+  if type(opts) == 'boolean' then
+    largest = opts
+    if sorted ~= nil then srt = opt_bool(sorted, 'topk', 'sorted') end
+  elseif opts ~= nil then
+    if type(opts) ~= 'table' then fail('topk', 'expected an options table, got ' .. type(opts)) end
+    if opts.largest ~= nil then largest = opt_bool(opts.largest, 'topk', 'largest') end
+    if opts.sorted ~= nil then srt = opt_bool(opts.sorted, 'topk', 'sorted') end
+    if dim == nil then dim = opts.dim end
+  end
+  local d = dim == nil and -1 or cdim(dim, 'topk')
+  if C.mt_topk(t, k, d, largest and 1 or 0, srt and 1 or 0, 1, outp, outp2) ~= 0 then raise_last() end
+  local v, i = outp[0], outp2[0]
+  return wrap(v), wrap(i)
+end
+
+-- Per line of a tensor sorted along `d` (0-based), pick the element at 0-based position pos[L]
+-- (lines in row-major order of the other dims). Returns values, indices of the reduced shape.
+local function pick_lines(vs, is, d, pos, keepdim, scalar)
+  local shape = vs:size()
+  local out = {}
+  for i = 1, #shape do
+    if i - 1 ~= d then out[#out + 1] = shape[i] elseif keepdim then out[#out + 1] = 1 end
+  end
+  if scalar then out = {} end
+  local n = shape[d + 1]
+  local vm = vs:movedim(d + 1, -1):contiguous()
+  local im = is:movedim(d + 1, -1):contiguous()
+  for i = 1, #out do szbuf[i - 1] = out[i] end
+  if C.mt_tensor_empty(szbuf, #out, vs._dtype, outp) ~= 0 then raise_last() end
+  local rv = take()
+  if C.mt_tensor_empty(szbuf, #out, 4, outp) ~= 0 then raise_last() end
+  local ri = take()
+  local isz = by_id[vs._dtype].itemsize
+  local vsrc, vdst = ffi.cast('char *', vm._data), ffi.cast('char *', rv._data)
+  local isrc, idst = ffi.cast('int64_t *', im._data), ffi.cast('int64_t *', ri._data)
+  local lines = rv:numel()
+  for L = 0, lines - 1 do
+    local p = L * n + pos[L + 1]
+    ffi.copy(vdst + L * isz, vsrc + p * isz, isz)
+    idst[L] = isrc[p]
+  end
+  return rv, ri
+end
+
+-- values of a tensor (already contiguous, sorted along its last dim) as a flat ffi array
+local function flat_values(t)
+  local n = t:numel()
+  local fl = by_id[t._dtype].is_floating_point
+  local buf = ffi.new(fl and 'double[?]' or 'int64_t[?]', n > 0 and n or 1)
+  local st = fl and C.mt_tensor_to_doubles(t, buf, n) or C.mt_tensor_to_int64s(t, buf, n)
+  if st ~= 0 then raise_last() end
+  return buf, fl
+end
+
+-- sort along a dim for the reductions below; a scalar counts as one element along dim 1
+local function sorted_lines(t, dim, op)
+  check_tensor(t, op)
+  local scalar = t._ndim == 0
+  local d = dim == nil and (scalar and 0 or t._ndim - 1) or wrapped_dim(t, dim, op)
+  local x = scalar and t:reshape(1) or t
+  if scalar then d = 0 end
+  local vs, is = methods.sort(x, d + 1)
+  return vs, is, d, scalar, x:size()
+end
+
+local function keepdim_of(keepdim, opts)
+  if type(keepdim) == 'table' then return keepdim.keepdim == true end
+  if keepdim ~= nil then return keepdim == true end
+  return opts ~= nil and opts.keepdim == true
+end
+
+-- kthvalue(k, dim, keepdim): the k-th smallest (1-based k) and its index
+function methods.kthvalue(t, k, dim, keepdim, opts)
+  if type(dim) == 'table' then dim, keepdim = nil, dim end
+  check_int(k, 'kthvalue', 'k')
+  local vs, is, d, scalar, shape = sorted_lines(t, dim, 'kthvalue')
+  local n = shape[d + 1]
+  if k < 1 or k > n then
+    fail('kthvalue', ('selected number k out of range for dimension %d (k = %d, size %d)'):format(d + 1, k, n))
+  end
+  local lines = n > 0 and vs:numel() / n or 0
+  local pos = {}
+  for L = 1, lines do pos[L] = k - 1 end
+  return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
+end
+
+-- median(): the lower median of all elements (NaN if any); median(dim, keepdim): values, indices
+function methods.median(t, dim, keepdim, opts)
+  if type(dim) == 'table' then dim, keepdim = nil, dim end
+  if dim == nil and not (type(keepdim) == 'table' and keepdim.dim) then
+    check_tensor(t, 'median')
+    local n = t:numel()
+    if n == 0 then
+      if not t:is_floating_point() then fail('median', 'median of an empty integer tensor is undefined') end
+      return torch.full({}, nan, { dtype = t.dtype })
+    end
+    local vs, is, d, scalar = sorted_lines(t:reshape(-1), 1, 'median')
+    local buf, fl = flat_values(vs)
+    local p = floor((n - 1) / 2)
+    if fl and buf[n - 1] ~= buf[n - 1] then -- a NaN sorts last: the median is NaN
+      p = n - 1
+    end
+    local v = pick_lines(vs, is, 0, { p }, false, true)
+    return v
+  end
+  if dim == nil then dim = keepdim.dim end
+  local vs, is, d, scalar, shape = sorted_lines(t, dim, 'median')
+  local n = shape[d + 1]
+  if n == 0 then fail('median', ('cannot compute the median of an empty dimension %d'):format(d + 1)) end
+  local vm = vs:movedim(d + 1, -1):contiguous()
+  local buf, fl = flat_values(vm)
+  local lines = vm:numel() / n
+  local pos = {}
+  local mid = floor((n - 1) / 2)
+  for L = 0, lines - 1 do
+    local p = mid
+    if fl then
+      -- NaNs sort last, in their original order: the first NaN of the line is the median
+      local base = L * n
+      if buf[base + n - 1] ~= buf[base + n - 1] then
+        local lo, hi = 0, n - 1
+        while lo < hi do
+          local m = floor((lo + hi) / 2)
+          if buf[base + m] ~= buf[base + m] then hi = m else lo = m + 1 end
+        end
+        p = lo
+      end
+    end
+    pos[L + 1] = p
+  end
+  return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
+end
+
+-- mode(dim, keepdim): the most frequent value (the smallest among equally frequent ones) and
+-- the index of its last occurrence
+function methods.mode(t, dim, keepdim, opts)
+  if type(dim) == 'table' then dim, keepdim = nil, dim end
+  local vs, is, d, scalar, shape = sorted_lines(t, dim, 'mode')
+  local n = shape[d + 1]
+  if n == 0 then fail('mode', ('cannot compute the mode of an empty dimension %d'):format(d + 1)) end
+  local vm = vs:movedim(d + 1, -1):contiguous()
+  local buf = flat_values(vm)
+  local lines = vm:numel() / n
+  local pos = {}
+  for L = 0, lines - 1 do
+    local base = L * n
+    local best, bestlen = 0, 0
+    local i = 0
+    while i < n do
+      local j = i
+      while j + 1 < n and buf[base + j + 1] == buf[base + i] do j = j + 1 end
+      if j - i + 1 > bestlen then best, bestlen = j, j - i + 1 end
+      i = j + 1
+    end
+    pos[L + 1] = best
+  end
+  return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
+end
+
+------------------------------------------------------------------------------ unique, searchsorted, bincount
+-- unique({sorted=, return_inverse=, return_counts=}) -> values[, inverse][, counts]
+function methods.unique(t, opts, ...)
+  check_tensor(t, 'unique')
+  local sorted, ri, rc = true, false, false
+  if type(opts) == 'boolean' then -- unique(sorted, return_inverse, return_counts)
+    sorted = opts
+    ri = opt_bool((...), 'unique', 'return_inverse')
+    rc = opt_bool(select(2, ...), 'unique', 'return_counts')
+  elseif opts ~= nil then
+    if type(opts) ~= 'table' then fail('unique', 'expected an options table, got ' .. type(opts)) end
+    if opts.sorted ~= nil then sorted = opt_bool(opts.sorted, 'unique', 'sorted') end
+    ri = opt_bool(opts.return_inverse, 'unique', 'return_inverse')
+    rc = opt_bool(opts.return_counts, 'unique', 'return_counts')
+    if opts.dim ~= nil then fail('unique', 'the dim option is not supported') end
+  end
+  outp2[0], outp3[0] = nil, nil
+  if C.mt_unique(t, sorted and 1 or 0, ri and 1 or 0, rc and 1 or 0, 1, outp, outp2, outp3) ~= 0 then
+    raise_last()
+  end
+  local v, i, c = outp[0], outp2[0], outp3[0]
+  v = wrap(v)
+  if ri then i = wrap(i) end
+  if rc then c = wrap(c) end
+  if ri and rc then return v, i, c end
+  if ri then return v, i end
+  if rc then return v, c end
+  return v
+end
+
+-- searchsorted(sorted_sequence, values, {right=, side=, out_int32=}); values may be a number
+function M.searchsorted(seq, values, opts)
+  check_tensor(seq, 'searchsorted')
+  if type(values) == 'number' then
+    if seq._ndim ~= 1 then
+      fail('searchsorted', 'input value can be a scalar only when boundaries tensor dimension is 1, but we got '
+        .. 'boundaries tensor dim(' .. seq._ndim .. ')')
+    end
+    values = torch.tensor(values, { dtype = seq.dtype })
+  end
+  check_tensor(values, 'searchsorted')
+  local right, int32 = false, false
+  if opts ~= nil then
+    if type(opts) ~= 'table' then fail('searchsorted', 'expected an options table, got ' .. type(opts)) end
+    right = opt_bool(opts.right, 'searchsorted', 'right')
+    if opts.side ~= nil then
+      if opts.side ~= 'left' and opts.side ~= 'right' then
+        fail('searchsorted', "side can only be 'left' or 'right', got " .. tostring(opts.side))
+      end
+      if right and opts.side == 'left' then
+        fail('searchsorted', "side and right can't be set to opposites, got side of left while right was true")
+      end
+      right = opts.side == 'right'
+    end
+    int32 = opt_bool(opts.out_int32, 'searchsorted', 'out_int32')
+  end
+  if C.mt_searchsorted(seq, values, right and 1 or 0, 1, outp) ~= 0 then raise_last() end
+  local r = take()
+  if int32 then r = r:to(torch.int32) end
+  return r
+end
+function methods.searchsorted(seq, values, opts) return M.searchsorted(seq, values, opts) end
+
+-- bincount({weights=, minlength=}) or bincount(weights, minlength)
+function methods.bincount(t, weights, minlength)
+  check_tensor(t, 'bincount')
+  if type(weights) == 'table' and not is_tensor(weights) then
+    weights, minlength = weights.weights, weights.minlength
+  end
+  if weights ~= nil then check_tensor(weights, 'bincount') end
+  minlength = minlength or 0
+  check_int(minlength, 'bincount', 'minlength')
+  if C.mt_bincount(t, weights, minlength, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+------------------------------------------------------------------------------ flip, roll, repeat
+-- dims as a number, an array, or varargs; into szbuf (0-based C dims), returns the count
+local function dims_list(op, buf, ...)
+  local n = select('#', ...)
+  local first = ...
+  if n == 1 and type(first) == 'table' then
+    if #first > 16 then fail(op, 'too many dimensions') end
+    for i = 1, #first do buf[i - 1] = cdim(first[i], op) end
+    return #first
+  end
+  if n > 16 then fail(op, 'too many dimensions') end
+  for i = 1, n do buf[i - 1] = cdim((select(i, ...)), op) end
+  return n
+end
+
+function methods.flip(t, ...)
+  check_tensor(t, 'flip')
+  if select('#', ...) == 0 then fail('flip', 'dims required') end
+  local n = dims_list('flip', szbuf, ...)
+  if C.mt_flip(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+function M.fliplr(t)
+  check_tensor(t, 'fliplr')
+  if t._ndim < 2 then fail('fliplr', 'Input must be >= 2-d.') end
+  return methods.flip(t, 2)
+end
+function M.flipud(t)
+  check_tensor(t, 'flipud')
+  if t._ndim < 1 then fail('flipud', 'Input must be >= 1-d.') end
+  return methods.flip(t, 1)
+end
+methods.fliplr, methods.flipud = M.fliplr, M.flipud
+
+-- roll(shifts, dims): shifts a number or array; dims nil (flattened), a number or an array
+function methods.roll(t, shifts, dims)
+  check_tensor(t, 'roll')
+  local ns
+  if type(shifts) == 'number' then
+    check_int(shifts, 'roll', 'shifts')
+    szbuf2[0] = shifts
+    ns = 1
+  elseif type(shifts) == 'table' and not is_tensor(shifts) then
+    ns = #shifts
+    if ns > 16 then fail('roll', 'too many shifts') end
+    for i = 1, ns do
+      check_int(shifts[i], 'roll', 'shifts')
+      szbuf2[i - 1] = shifts[i]
+    end
+  else
+    fail('roll', 'shifts must be a number or an array of numbers, got ' .. type(shifts))
+  end
+  if dims == nil then
+    if C.mt_roll(t, szbuf2, nil, ns, outp) ~= 0 then raise_last() end
+    return take()
+  end
+  local nd = dims_list('roll', szbuf, dims)
+  if nd ~= ns then fail('roll', ('shifts and dimensions must align. shifts: %d, dims:%d'):format(ns, nd)) end
+  if C.mt_roll(t, szbuf2, szbuf, ns, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+methods['repeat'] = function(t, ...)
+  check_tensor(t, 'repeat')
+  if select('#', ...) == 0 then fail('repeat', 'repeats required') end
+  local n = parse_sizes('repeat', ...)
+  if C.mt_repeat(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+methods.repeat_tensor = methods['repeat']
+
+-- tile(...): as repeat, with too few dims padded by leading 1s
+function methods.tile(t, ...)
+  check_tensor(t, 'tile')
+  if select('#', ...) == 0 then fail('tile', 'dims required') end
+  local n = parse_sizes('tile', ...)
+  local nd = t._ndim
+  if n < nd then
+    local pad = nd - n
+    for i = n - 1, 0, -1 do szbuf[i + pad] = szbuf[i] end
+    for i = 0, pad - 1 do szbuf[i] = 1 end
+    n = nd
+  end
+  if C.mt_repeat(t, szbuf, n, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+-- repeat_interleave(repeats, dim): repeats a number (or a one-element tensor); dim nil flattens
+function methods.repeat_interleave(t, repeats, dim, opts)
+  check_tensor(t, 'repeat_interleave')
+  if type(dim) == 'table' then dim, opts = dim.dim, dim end
+  if is_tensor(repeats) then
+    if repeats:numel() ~= 1 then
+      fail('repeat_interleave', 'only a number (or a one-element tensor) of repeats is supported')
+    end
+    repeats = repeats:item()
+  end
+  check_int(repeats, 'repeat_interleave', 'repeats')
+  local d
+  if dim == nil then d = -2147483648
+  else d = wrapped_dim(t, dim, 'repeat_interleave') end
+  if C.mt_repeat_interleave(t, repeats, d, outp) ~= 0 then raise_last() end
+  return take()
+end
+
+function M.install(tt)
+  torch = tt
+  for _, name in ipairs { 'sort', 'argsort', 'msort', 'topk', 'kthvalue', 'median', 'mode', 'unique', 'bincount',
+    'flip', 'roll', 'tile', 'repeat_interleave' } do
+    tt[name] = methods[name]
+  end
+  tt.searchsorted, tt.fliplr, tt.flipud = M.searchsorted, M.fliplr, M.flipud
+end
+
 return M
