@@ -10,6 +10,8 @@
 #define MT_TENSOR_EMBEDDED_HEAD 0x80000000u
 #define MT_STORAGE_SMALL 0x100u
 #define ALIGN 64
+/* bytes before the data in a block: the head and the storage, rounded to ALIGN */
+#define EMBED_HEAD ((sizeof(mt_tensor) + sizeof(mt_storage) + ALIGN - 1) & ~(size_t)(ALIGN - 1))
 
 static mt_stats stats;
 mt_stats *mt_get_stats(void) { return &stats; }
@@ -57,6 +59,63 @@ static void small_free(void *p) {
 #endif
 }
 
+/* Large blocks (a tensor's head and data together) are kept for reuse when freed, up to
+ * BIG_CACHE_BYTES in all: a loop that makes tensors of the same sizes again and again then
+ * touches no fresh pages (a page fault per 4 KB would cost more than the op). Looked up by exact
+ * rounded size. Off under AddressSanitizer. */
+#define BIG_ROUND 4096
+#define BIG_CACHE_SLOTS 128
+#define BIG_CACHE_BYTES ((size_t)512 << 20)
+#include <pthread.h>
+static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { void *p; size_t n; } big_cache[BIG_CACHE_SLOTS];
+static int big_count;
+static size_t big_bytes;
+
+static size_t big_round(size_t n) { return (n + BIG_ROUND - 1) & ~(size_t)(BIG_ROUND - 1); }
+
+static void *big_alloc(size_t n) {
+  n = big_round(n);
+#ifndef MT_ASAN_BUILD
+  pthread_mutex_lock(&big_mu);
+  for (int i = big_count - 1; i >= 0; i--) {
+    if (big_cache[i].n == n) {
+      void *p = big_cache[i].p;
+      big_cache[i] = big_cache[--big_count];
+      big_bytes -= n;
+      pthread_mutex_unlock(&big_mu);
+      return p;
+    }
+  }
+  pthread_mutex_unlock(&big_mu);
+#endif
+  void *p = NULL;
+  return posix_memalign(&p, ALIGN, n) == 0 ? p : NULL;
+}
+
+static void big_free(void *p, size_t n) {
+  n = big_round(n);
+#ifndef MT_ASAN_BUILD
+  pthread_mutex_lock(&big_mu);
+  if (n <= BIG_CACHE_BYTES / 4) {
+    /* make room: the oldest blocks go first */
+    while (big_count > 0 && (big_count == BIG_CACHE_SLOTS || big_bytes + n > BIG_CACHE_BYTES)) {
+      free(big_cache[0].p);
+      big_bytes -= big_cache[0].n;
+      memmove(big_cache, big_cache + 1, sizeof big_cache[0] * (size_t)--big_count);
+    }
+    big_cache[big_count].p = p;
+    big_cache[big_count].n = n;
+    big_count++;
+    big_bytes += n;
+    pthread_mutex_unlock(&big_mu);
+    return;
+  }
+  pthread_mutex_unlock(&big_mu);
+#endif
+  free(p);
+}
+
 void *mt_aligned_alloc(size_t nbytes) {
   void *p = NULL;
   if (posix_memalign(&p, ALIGN, nbytes ? nbytes : ALIGN) != 0) return NULL;
@@ -101,7 +160,7 @@ static void storage_release(mt_storage *s) {
   if (s->_flags & MT_STORAGE_EMBEDDED) {
     /* also frees the head that was allocated with it */
     if (s->_flags & MT_STORAGE_SMALL) small_free(s->_block);
-    else free(s->_block);
+    else big_free(s->_block, EMBED_HEAD + s->_nbytes);
   } else if (s->_allocator) {
     s->_allocator->free(s->_allocator->ctx, s->_block, s->_nbytes);
     free(s);
@@ -121,11 +180,11 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
   if ((uint64_t)numel > (UINT64_MAX >> 2) / item)
     return mt_error(MT_ENOMEM, "%s: size %s is too large to allocate", op, mt_shape_str(sizes, ndim));
   size_t nbytes = (size_t)numel * item;
-  size_t head = (sizeof(mt_tensor) + sizeof(mt_storage) + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+  size_t head = EMBED_HEAD;
   char *block = NULL;
   bool small = head + nbytes <= SMALL_BLOCK;
   if (small) block = small_alloc();
-  else if (posix_memalign((void **)&block, ALIGN, head + (nbytes ? nbytes : 1)) != 0) block = NULL;
+  else block = big_alloc(head + nbytes);
   if (!block)
     return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
                     mt_shape_str(sizes, ndim));

@@ -38,7 +38,10 @@ local free = ffi.new('int32_t[?]', cap)
 local nfree = 0
 for i = cap - 1, 0, -1 do free[nfree] = i; nfree = nfree + 1 end
 local slots = setmetatable({}, { __mode = 'v' })
-local GC_BYTES = 256 * 1024 * 1024
+-- C bytes allocated since the last reclaim that trigger the next one: at least GC_MIN_BYTES and
+-- at least the C memory alive after the last one (a 100% pause, as Lua's own GC has)
+local GC_MIN_BYTES = 64 * 1024 * 1024
+local gc_bytes = GC_MIN_BYTES
 
 local function scan()
   local freed = 0
@@ -83,6 +86,9 @@ end
 local function reclaim()
   collectgarbage()
   scan()
+  stats.bytes_since_gc = 0
+  local live = tonumber(stats.live_bytes)
+  gc_bytes = live > GC_MIN_BYTES and live or GC_MIN_BYTES
   local want = collectgarbage('count') * 8 -- slots per KB of live Lua heap
   if nfree < cap / 2 or cap < want then
     local ncap = cap * 2
@@ -102,10 +108,7 @@ local function wrap(p)
   local i = free[nfree]
   slots[i + 1] = h -- before ptrs[i]: a scan that runs while the table grows must skip slot i
   ptrs[i] = p
-  if stats.bytes_since_gc > GC_BYTES then
-    stats.bytes_since_gc = 0
-    reclaim()
-  end
+  if stats.bytes_since_gc > gc_bytes then reclaim() end
   return h
 end
 M.wrap = wrap
