@@ -1,0 +1,180 @@
+-- bench/run.lua: moontorch against PyTorch on this machine. Run from the repository root after
+-- building into ./build (or set MOONTORCH_BUILD_DIR):
+--   luajit bench/run.lua
+-- Every workload runs in a process of its own (bench/workloads/*.lua for us,
+-- bench/torch_workloads.py for PyTorch), so that each peak-memory figure is that workload's.
+-- Both sides run with 2 threads; PyTorch with OMP_WAIT_POLICY=PASSIVE. PyTorch is the one that
+-- /usr/bin/python3 imports (skipped when it cannot). Prints one line per figure, then a markdown
+-- table for the README. Takes about two minutes.
+local ffi = require 'ffi'
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } bench_run_timespec;
+int clock_gettime(int clk, bench_run_timespec *ts);
+]]
+local tsbuf = ffi.new('bench_run_timespec')
+local function now()
+  ffi.C.clock_gettime(1, tsbuf)
+  return tonumber(tsbuf.tv_sec) + tonumber(tsbuf.tv_nsec) * 1e-9
+end
+
+local build = os.getenv('MOONTORCH_BUILD_DIR') or 'build'
+local threads = os.getenv('BENCH_THREADS') or '2'
+local python = os.getenv('BENCH_PYTHON') or '/usr/bin/python3'
+local luajit = os.getenv('BENCH_LUAJIT') or 'luajit'
+local env = ('MOONTORCH_BUILD_DIR=%s BENCH_THREADS=%s '):format(build, threads)
+local pyenv = ('OMP_WAIT_POLICY=PASSIVE BENCH_THREADS=%s '):format(threads)
+
+local function sh(cmd)
+  local p = io.popen(cmd .. ' 2>&1')
+  local out = p:read('*a')
+  local ok = p:close()
+  return out, ok
+end
+
+-- run a command printing `key value` lines; returns the table of numbers (nil if it failed)
+local function figures(cmd)
+  local out, ok = sh(cmd)
+  local r = {}
+  local any = false
+  for k, v in out:gmatch('([%w_]+) ([%d%.eE%+%-]+)\n') do
+    r[k] = tonumber(v)
+    any = true
+  end
+  if not any or not ok then
+    io.stderr:write('bench: `', cmd, '` failed:\n', out, '\n')
+    return nil
+  end
+  return r
+end
+
+local function ours(workload, n, extra_env)
+  return figures((extra_env or '') .. env .. luajit .. ' bench/workloads/' .. workload .. '.lua ' .. (n or ''))
+end
+
+local have_torch = os.execute(python .. " -c 'import torch' >/dev/null 2>&1")
+have_torch = have_torch == true or have_torch == 0
+local function theirs(workload, n)
+  if not have_torch then return nil end
+  return figures(pyenv .. python .. ' bench/torch_workloads.py ' .. workload .. ' ' .. (n or ''))
+end
+
+local rows = {} -- for the markdown table: {name, ours, theirs, unit, better ('lower'|'higher'), ours_mem, theirs_mem}
+local function fmt(x, unit)
+  if x == nil then return 'n/a' end
+  if unit == 'GFLOP/s' or unit == 'ms' then return ('%.1f'):format(x) end
+  return ('%.2f'):format(x)
+end
+local function ratio(o, t, better)
+  if not o or not t then return nil end
+  -- >1 means we are faster
+  if better == 'lower' then return t / o end
+  return o / t
+end
+
+local function line(name, o, t, unit, better, extra)
+  local s = ('%-34s ours %10s %s'):format(name, fmt(o, unit), unit)
+  if t then
+    s = s .. ('   pytorch %10s %s   speed ratio (pytorch/ours time) %.2fx'):format(fmt(t, unit), unit, ratio(o, t, better))
+  end
+  if extra then s = s .. '   ' .. extra end
+  print(s)
+  io.stdout:flush()
+end
+
+local function mem(name, o, t)
+  local s = ('%-34s ours %8.1f MB'):format('peak RSS: ' .. name, (o or -1) / 1024)
+  if t then s = s .. ('   pytorch %8.1f MB'):format(t / 1024) end
+  print(s)
+end
+
+local t_start = now()
+print(('moontorch bench: build=%s threads=%s pytorch=%s'):format(build, threads,
+  have_torch and python or 'not available'))
+
+-- (1) a + b on 4 elements
+do
+  local o, t = ours('add_small'), theirs('add_small')
+  line('(1) a + b, 4 x float32', o and o.us, t and t.us, 'us/op', 'lower')
+  mem('a + b', o and o.peak_kb, t and t.peak_kb)
+  rows[#rows + 1] = { '`a + b`, 4 float32', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
+end
+
+-- (2) 64x64 matmul
+do
+  local o, t = ours('matmul_small', 64), theirs('matmul_small', 64)
+  line('(2) 64x64 float32 matmul', o and o.us, t and t.us, 'us/op', 'lower')
+  mem('64x64 matmul', o and o.peak_kb, t and t.peak_kb)
+  rows[#rows + 1] = { '64×64 float32 matmul', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
+end
+
+do
+  local o, t = ours('matmul_small', '64 out'), theirs('matmul_small', '64 out')
+  line('(2b) 64x64 matmul, out= reused', o and o.us, t and t.us, 'us/op', 'lower')
+  rows[#rows + 1] = { '64×64 float32 matmul into out=', o and o.us, t and t.us, 'µs/op', 'lower', nil, nil }
+end
+
+-- (3) big matmuls next to OpenBLAS's own sgemm
+for _, n in ipairs { 1024, 4096 } do
+  local o = ours('matmul_big', n)
+  local out = sh(('%s/bin/bench_sgemm %d %d'):format(build, n, n >= 4096 and 2 or 4))
+  local blas = tonumber(out:match('([%d%.]+)'))
+  if not blas then io.stderr:write('bench: bench_sgemm failed: ', out, '\n') end
+  local t = theirs('matmul_big', n)
+  local oo = n <= 1024 and ours('matmul_big', n .. ' out') or nil
+  if oo and blas then print(('(3b) %d^3 matmul, out= reused        ours %10.1f GFLOP/s (%.0f%% of openblas sgemm)'):format(n, oo.gflops, 100 * oo.gflops / blas)) end
+  local extra = blas and o and ('openblas sgemm %.1f GFLOP/s (ours at %.0f%%)'):format(blas, 100 * o.gflops / blas) or nil
+  line(('(3) %d^3 float32 matmul'):format(n), o and o.gflops, t and t.gflops, 'GFLOP/s', 'higher', extra)
+  mem(('%d^3 matmul'):format(n), o and o.peak_kb, t and t.peak_kb)
+  rows[#rows + 1] = { ('%d³ float32 matmul'):format(n), o and o.gflops, t and t.gflops, 'GFLOP/s', 'higher',
+    o and o.peak_kb, t and t.peak_kb, blas }
+end
+
+-- (4) start-up: median of fresh processes
+local function median(xs)
+  table.sort(xs)
+  local n = #xs
+  if n % 2 == 1 then return xs[(n + 1) / 2] end
+  return (xs[n / 2] + xs[n / 2 + 1]) / 2
+end
+local function time_cmd(cmd, times)
+  local xs = {}
+  for i = 1, times do
+    local t0 = now()
+    local ok = os.execute(cmd .. ' >/dev/null 2>&1')
+    xs[i] = (now() - t0) * 1e3
+    if not (ok == true or ok == 0) then return nil end
+  end
+  return median(xs)
+end
+do
+  local o = time_cmd(env .. luajit .. ' bench/workloads/startup.lua', 11)
+  local base = time_cmd(luajit .. ' -e ""', 11)
+  local t = have_torch and time_cmd(pyenv .. python .. " -c 'import torch'", 7) or nil
+  line("(4) start-up: require 'moontorch'", o, t, 'ms', 'lower',
+    base and ('(bare luajit %.1f ms)'):format(base) or nil)
+  rows[#rows + 1] = { "start-up (`require 'moontorch'` / `import torch`)", o, t, 'ms', 'lower', nil, nil }
+end
+
+-- (6) OPENBLAS_THREAD_TIMEOUT: lua/ffi.lua sets 4 unless the user set it; 28 is OpenBLAS's own
+-- default (threads spin ~2^28 cycles before sleeping)
+for _, n in ipairs { 384, 768 } do
+  local o4 = ours('matmul_loop', n)
+  local o28 = ours('matmul_loop', n, 'OPENBLAS_THREAD_TIMEOUT=28 ')
+  local t = theirs('matmul_loop', n)
+  print(('(6) %dx%d matmul loop (out=)           timeout=4 %8.1f us/op   timeout=28 %8.1f us/op%s'):format(n, n,
+    o4 and o4.us or -1, o28 and o28.us or -1, t and ('   pytorch %8.1f us/op'):format(t.us) or ''))
+end
+
+-- the table
+print()
+print('| workload | moontorch | PyTorch 1.13 | ours vs PyTorch | peak RSS ours / PyTorch |')
+print('| --- | --- | --- | --- | --- |')
+for _, r in ipairs(rows) do
+  local name, o, t, unit, better, om, tm, blas = r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
+  local rr = ratio(o, t, better)
+  local note = blas and (' (OpenBLAS sgemm: %.1f)'):format(blas) or ''
+  print(('| %s | %s %s%s | %s | %s | %s |'):format(name, fmt(o, unit), unit, note, t and (fmt(t, unit) .. ' ' .. unit) or 'n/a',
+    rr and ('%.2f× %s'):format(rr, rr >= 1 and 'faster' or 'slower') or 'n/a',
+    om and ('%.0f MB / %s'):format(om / 1024, tm and ('%.0f MB'):format(tm / 1024) or 'n/a') or '–'))
+end
+print(('\n(%d s; %s threads; speed ratio > 1 means moontorch is faster)'):format(math.floor(now() - t_start + 0.5), threads))

@@ -1,0 +1,79 @@
+"""The bench/workloads/*.lua workloads in PyTorch, printing the same `key value` lines.
+Usage: python3 bench/torch_workloads.py WORKLOAD [N]   (run.lua starts it with OMP_WAIT_POLICY=PASSIVE)"""
+import os, sys, time
+import torch
+
+torch.set_num_threads(int(os.environ.get('BENCH_THREADS', '2')))
+
+def best(fn, reps, rounds=5):
+    b = float('inf')
+    for r in range(rounds + 1):
+        t0 = time.perf_counter()
+        fn(reps)
+        t = (time.perf_counter() - t0) / reps
+        if r > 0 and t < b:
+            b = t
+    return b
+
+def peak_kb():
+    with open('/proc/self/status') as f:
+        for line in f:
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1])
+    return -1
+
+def report(k, v):
+    print(k, v, flush=True)
+
+def add_small(_):
+    a = torch.tensor([1., 2., 3., 4.])
+    b = torch.tensor([5., 6., 7., 8.])
+    def f(k):
+        for _ in range(k):
+            c = a + b
+    report('us', best(f, 200000) * 1e6)
+
+def matmul_small(n):
+    n = n or 64
+    a, b = torch.full((n, n), 0.5), torch.full((n, n), 0.25)
+    out = torch.empty(n, n)
+    def f(k):
+        if OUT:
+            for _ in range(k):
+                torch.matmul(a, b, out=out)
+        else:
+            for _ in range(k):
+                c = a @ b
+    t = best(f, 4 * 10**7 // (n * n * n) + 20, 7)
+    report('us', t * 1e6)
+    report('gflops', 2 * n * n * n / t / 1e9)
+
+def matmul_big(n):
+    n = n or 1024
+    a, b = torch.full((n, n), 0.5), torch.full((n, n), 0.25)
+    def f(k):
+        for _ in range(k):
+            c = a @ b
+    reps, rounds = (1, 2) if n >= 4096 else (4, 4)
+    t = best(f, reps, rounds)
+    report('gflops', 2 * n * n * n / t / 1e9)
+    report('ms', t * 1e3)
+
+def matmul_loop(n):
+    n = n or 384
+    a, b = torch.full((n, n), 0.5), torch.full((n, n), 0.25)
+    out = torch.empty(n, n)
+    def f(k):
+        for _ in range(k):
+            torch.matmul(a, b, out=out)
+    report('us', best(f, 2 * 10**9 // (n * n * n) + 5) * 1e6)
+
+def startup(_):
+    pass
+
+if __name__ == '__main__':
+    w = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    OUT = len(sys.argv) > 3 and sys.argv[3] == 'out'
+    globals()[w](n)
+    report('peak_kb', peak_kb())
