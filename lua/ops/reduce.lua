@@ -1,4 +1,418 @@
--- placeholder while this module is being written
+-- Reductions: sum, mean, prod, amax, amin, max, min, argmax, argmin, all, any, var, std,
+-- var_mean, std_mean, norm, logsumexp, nansum, count_nonzero, aminmax, cumsum, cumprod, softmax,
+-- log_softmax, equal, isclose, allclose. Every op is a method and a torch function.
+-- Dims are 1-based (negative from the end), given as a number or an array (`t:sum({1, 2})`);
+-- keepdim positionally or as an option, dtype/out as options: `t:sum(2, {keepdim=true, dtype=torch.float64})`.
+-- Indices that come back (max/min/argmax/argmin) are 1-based.
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local methods = T.methods
+local is_tensor, take, wrap, outp, outp2 = T.is_tensor, T.take, T.wrap, T.outp, T.outp2
+local is_opts, resolve_dtype = T.is_opts, T.resolve_dtype
+local is_dtype = require('moontorch.dtype').is_dtype
+local type, floor, huge, tostring = type, math.floor, math.huge, tostring
+local release = C.mt_tensor_release
+
 local M = {}
-function M.install(torch) end
+local torch -- set by install()
+
+-- reduction op ids, from the C list
+local R = {}
+for i = 0, 100 do
+  local n = ffi.string(C.mt_reduce_op_name(i))
+  if n == '?' then break end
+  R[n] = i
+end
+M.reduce_ops = R
+
+local dimbuf = ffi.new('int64_t[16]')
+local ibuf = ffi.new('int[1]')
+local u8p = ffi.typeof('uint8_t *')
+
+local function check_tensor(t, op)
+  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
+end
+
+-- one 1-based dim (negative from the end) of t -> 0-based, with a 1-based message
+local function one_dim(t, d, op)
+  if type(d) ~= 'number' or d ~= floor(d) then fail(op, 'dimension must be an integer, got ' .. tostring(d)) end
+  local n = t._ndim
+  local lim = n > 0 and n or 1
+  if d == 0 or d > lim or d < -lim then
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])'):format(d, -lim, lim))
+  end
+  return d > 0 and d - 1 or d
+end
+
+-- dims (nil, a number or an array) into dimbuf; returns their count (0: all dims)
+local function dims_of(t, d, op)
+  if d == nil then return 0 end
+  if type(d) == 'number' then
+    dimbuf[0] = one_dim(t, d, op)
+    return 1
+  end
+  if type(d) ~= 'table' or is_tensor(d) then
+    fail(op, 'dim must be a number or a table of numbers, got ' .. type(d))
+  end
+  local k = #d
+  if k > 16 then fail(op, 'too many dimensions (' .. k .. ')') end
+  local n = t._ndim
+  local lim = n > 0 and n or 1
+  for i = 1, k do
+    local c = one_dim(t, d[i], op)
+    dimbuf[i - 1] = c
+    local ci = c < 0 and c + lim or c
+    for j = 1, i - 1 do
+      local cj = tonumber(dimbuf[j - 1])
+      if (cj < 0 and cj + lim or cj) == ci then
+        fail(op, ('dim %d appears multiple times in the list of dims'):format(ci + 1))
+      end
+    end
+  end
+  return k
+end
+
+local function dtype_id(opts, op)
+  if opts == nil or opts.dtype == nil then return -1 end
+  return resolve_dtype(opts.dtype, op).id
+end
+
+-- (dim, keepdim, opts) from the arguments after the tensor: dim and keepdim positionally or in opts
+local function parse(a1, a2, a3, op)
+  local dim, keepdim, opts = a1, nil, nil
+  if is_opts(a1) then
+    dim, opts = nil, a1
+  elseif is_opts(a2) then
+    opts = a2
+  else
+    keepdim = a2
+    if is_opts(a3) then opts = a3 end
+  end
+  if opts then
+    if opts.dim ~= nil then dim = opts.dim end
+    if opts.keepdim ~= nil then keepdim = opts.keepdim end
+  end
+  if keepdim ~= nil and type(keepdim) ~= 'boolean' then
+    fail(op, 'keepdim must be a boolean, got ' .. tostring(keepdim))
+  end
+  return dim, keepdim and 1 or 0, opts
+end
+
+local function finish(st, out)
+  if st ~= 0 then raise_last() end
+  if out ~= nil then
+    release(outp[0])
+    return out
+  end
+  return take()
+end
+
+-- max-like reductions have no identity: an empty reduced dim is an error (1-based in the message)
+local function check_nonempty(t, nd, name)
+  if t._numel ~= 0 then return end
+  local n = t._ndim
+  if nd == 0 or n == 0 then
+    fail(name, "Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+  end
+  for i = 0, nd - 1 do
+    local d = tonumber(dimbuf[i])
+    if d < 0 then d = d + n end
+    if t._sizes[d] == 0 then fail(name, ('Expected reduction dim %d to have non-zero size.'):format(d + 1)) end
+  end
+end
+
+local function reduce(op, name, t, dim, keepdim, dtype, p, out)
+  local nd = dims_of(t, dim, name)
+  if op == R.amax or op == R.amin then check_nonempty(t, nd, name) end
+  return finish(C.mt_reduce(op, t, dimbuf, nd, keepdim, dtype, p, out, outp), out)
+end
+M.reduce = reduce
+
+-- sum-like ops: f(t, dim?, keepdim?, {dim=, keepdim=, dtype=, out=})
+local function def_reduce(name, op, use_dtype)
+  local function f(t, a1, a2, a3)
+    check_tensor(t, name)
+    local dim, keepdim, opts = parse(a1, a2, a3, name)
+    local dt = use_dtype and dtype_id(opts, name) or -1
+    return reduce(op, name, t, dim, keepdim, dt, 0, opts and opts.out or nil)
+  end
+  methods[name] = f
+  M[name] = f
+end
+def_reduce('sum', R.sum, true)
+def_reduce('nansum', R.nansum, true)
+def_reduce('mean', R.mean, true)
+def_reduce('prod', R.prod, true)
+def_reduce('amax', R.amax, false)
+def_reduce('amin', R.amin, false)
+def_reduce('logsumexp', R.logsumexp, false)
+def_reduce('count_nonzero', R.count_nonzero, false)
+
+-- all / any: a Lua boolean without a dim, a bool tensor with one
+local function def_bool(name, op)
+  local function f(t, a1, a2, a3)
+    check_tensor(t, name)
+    local dim, keepdim, opts = parse(a1, a2, a3, name)
+    if dim == nil then
+      local r = reduce(op, name, t, nil, 0, -1, 0, nil)
+      return ffi.cast(u8p, r._data)[0] ~= 0
+    end
+    return reduce(op, name, t, dim, keepdim, -1, 0, opts and opts.out or nil)
+  end
+  methods[name] = f
+  M[name] = f
+end
+def_bool('all', R.all)
+def_bool('any', R.any)
+
+-- max / min: no dim -> a 0-dim tensor; a dim -> values, indices (1-based); a tensor -> maximum/minimum
+local function def_maxmin(name, is_min)
+  local amop = is_min and R.amin or R.amax
+  local other = is_min and 'minimum' or 'maximum'
+  local function f(t, a1, a2, a3)
+    check_tensor(t, name)
+    if is_tensor(a1) then return methods[other](t, a1, a2) end
+    local dim, keepdim, opts = parse(a1, a2, a3, name)
+    if dim == nil then
+      check_nonempty(t, 0, name)
+      return reduce(amop, name, t, nil, 0, -1, 0, nil)
+    end
+    if type(dim) ~= 'number' then fail(name, 'dim must be a single number, got ' .. type(dim)) end
+    local d = one_dim(t, dim, name)
+    dimbuf[0] = d
+    check_nonempty(t, 1, name)
+    if C.mt_reduce_with_index(t, d, keepdim, is_min and 1 or 0, 1, outp, outp2) ~= 0 then raise_last() end
+    local v = take()
+    return v, wrap(outp2[0])
+  end
+  methods[name] = f
+  M[name] = f
+end
+def_maxmin('max', false)
+def_maxmin('min', true)
+
+-- argmax / argmin: 1-based; no dim -> position in the flattened tensor
+local function def_arg(name, is_min)
+  local function f(t, a1, a2, a3)
+    check_tensor(t, name)
+    local dim, keepdim, opts = parse(a1, a2, a3, name)
+    local st
+    if dim == nil then
+      check_nonempty(t, 0, name)
+      st = C.mt_argmax(t, 0, 1, keepdim, is_min and 1 or 0, 1, outp)
+    else
+      if type(dim) ~= 'number' then fail(name, 'dim must be a single number, got ' .. type(dim)) end
+      dimbuf[0] = one_dim(t, dim, name)
+      check_nonempty(t, 1, name)
+      st = C.mt_argmax(t, dimbuf[0], 0, keepdim, is_min and 1 or 0, 1, outp)
+    end
+    if st ~= 0 then raise_last() end
+    return take()
+  end
+  methods[name] = f
+  M[name] = f
+end
+def_arg('argmax', false)
+def_arg('argmin', true)
+
+-- aminmax(t, {dim=, keepdim=}) -> min, max
+function M.aminmax(t, opts)
+  check_tensor(t, 'aminmax')
+  local dim, keepdim = nil, 0
+  if opts ~= nil then
+    if not is_opts(opts) then fail('aminmax', 'expected an options table {dim=, keepdim=}') end
+    dim, keepdim = opts.dim, opts.keepdim and 1 or 0
+  end
+  if dim ~= nil and type(dim) ~= 'number' then fail('aminmax', 'dim must be a single number') end
+  return reduce(R.amin, 'aminmax', t, dim, keepdim, -1, 0, nil), reduce(R.amax, 'aminmax', t, dim, keepdim, -1, 0, nil)
+end
+methods.aminmax = M.aminmax
+
+-- var / std and var_mean / std_mean: f(t), f(t, unbiased), f(t, dim, unbiased?, keepdim?),
+-- options {dim=, correction=, unbiased=, keepdim=}
+local function parse_var(a1, a2, a3, a4, op)
+  local dim, unbiased, keepdim, opts
+  if type(a1) == 'boolean' then
+    unbiased = a1
+    if is_opts(a2) then opts = a2 end
+  elseif is_opts(a1) then
+    opts = a1
+  else
+    dim = a1
+    if is_opts(a2) then
+      opts = a2
+    else
+      unbiased = a2
+      if is_opts(a3) then
+        opts = a3
+      else
+        keepdim = a3
+        if is_opts(a4) then opts = a4 end
+      end
+    end
+  end
+  local correction
+  if opts then
+    if opts.dim ~= nil then dim = opts.dim end
+    if opts.keepdim ~= nil then keepdim = opts.keepdim end
+    if opts.unbiased ~= nil then unbiased = opts.unbiased end
+    correction = opts.correction
+  end
+  if unbiased ~= nil and type(unbiased) ~= 'boolean' then fail(op, 'unbiased must be a boolean, got ' .. tostring(unbiased)) end
+  if keepdim ~= nil and type(keepdim) ~= 'boolean' then fail(op, 'keepdim must be a boolean, got ' .. tostring(keepdim)) end
+  if correction ~= nil then
+    if unbiased ~= nil then fail(op, 'cannot specify both unbiased and correction') end
+    if type(correction) ~= 'number' then fail(op, 'correction must be a number, got ' .. tostring(correction)) end
+  else
+    correction = (unbiased == false) and 0 or 1
+  end
+  return dim, correction, keepdim and 1 or 0, opts
+end
+
+local function def_var(name, op)
+  local function f(t, a1, a2, a3, a4)
+    check_tensor(t, name)
+    local dim, correction, keepdim, opts = parse_var(a1, a2, a3, a4, name)
+    return reduce(op, name, t, dim, keepdim, -1, correction, opts and opts.out or nil)
+  end
+  methods[name] = f
+  M[name] = f
+end
+def_var('var', R.var)
+def_var('std', R.std)
+
+local function def_var_mean(name, take_sqrt)
+  local function f(t, a1, a2, a3, a4)
+    check_tensor(t, name)
+    local dim, correction, keepdim = parse_var(a1, a2, a3, a4, name)
+    local nd = dims_of(t, dim, name)
+    if C.mt_var_mean(t, dimbuf, nd, correction, keepdim, take_sqrt, outp, outp2) ~= 0 then raise_last() end
+    local v = take()
+    return v, wrap(outp2[0])
+  end
+  methods[name] = f
+  M[name] = f
+end
+def_var_mean('var_mean', 0)
+def_var_mean('std_mean', 1)
+
+-- norm(p?, dim?, keepdim?, {dtype=, keepdim=, dim=, p=}): p a number (math.huge for inf) or 'fro'
+function M.norm(t, a1, a2, a3, a4)
+  check_tensor(t, 'norm')
+  local p, dim, keepdim, opts = a1, nil, nil, nil
+  if is_opts(a1) then
+    p, opts = nil, a1
+  elseif is_opts(a2) then
+    opts = a2
+  elseif is_opts(a3) then
+    dim, opts = a2, a3
+  else
+    dim, keepdim = a2, a3
+    if is_opts(a4) then opts = a4 end
+  end
+  if opts then
+    if opts.p ~= nil then p = opts.p end
+    if opts.dim ~= nil then dim = opts.dim end
+    if opts.keepdim ~= nil then keepdim = opts.keepdim end
+  end
+  if p == nil or p == 'fro' then
+    p = 2
+  elseif type(p) ~= 'number' then
+    fail('norm', 'p must be a number, math.huge, -math.huge or "fro", got ' .. tostring(p))
+  end
+  if p ~= p then fail('norm', 'p must be a number, got nan') end
+  if keepdim ~= nil and type(keepdim) ~= 'boolean' then fail('norm', 'keepdim must be a boolean, got ' .. tostring(keepdim)) end
+  return reduce(R.norm, 'norm', t, dim, keepdim and 1 or 0, dtype_id(opts, 'norm'), p, opts and opts.out or nil)
+end
+methods.norm = M.norm
+
+-- cumsum / cumprod(dim, {dtype=, out=}); cumsum_ / cumprod_ in place
+local function def_cum(name, is_prod)
+  local function f(t, dim, opts)
+    check_tensor(t, name)
+    if is_opts(dim) then opts, dim = dim, dim.dim end
+    if dim == nil then fail(name, 'dim is required') end
+    if opts ~= nil and not is_opts(opts) then fail(name, 'expected an options table {dtype=, out=}') end
+    local out = opts and opts.out or nil
+    return finish(C.mt_cumulative(t, one_dim(t, dim, name), is_prod, dtype_id(opts, name), out, outp), out)
+  end
+  local function f_(t, dim)
+    check_tensor(t, name .. '_')
+    if dim == nil then fail(name .. '_', 'dim is required') end
+    return finish(C.mt_cumulative(t, one_dim(t, dim, name .. '_'), is_prod, t._dtype, t, outp), t)
+  end
+  methods[name], methods[name .. '_'] = f, f_
+  M[name] = f
+end
+def_cum('cumsum', 0)
+def_cum('cumprod', 1)
+
+-- softmax / log_softmax(dim, {dtype=}) (a dtype may also come positionally)
+local function def_softmax(name, log)
+  local function f(t, dim, opts)
+    check_tensor(t, name)
+    if is_opts(dim) then opts, dim = dim, dim.dim end
+    if dim == nil then fail(name, 'dim is required') end
+    local dt = -1
+    if opts ~= nil then
+      if is_dtype(opts) or type(opts) == 'string' then
+        dt = resolve_dtype(opts, name).id
+      elseif is_opts(opts) then
+        dt = dtype_id(opts, name)
+      else
+        fail(name, 'expected a dtype or an options table {dtype=}, got ' .. tostring(opts))
+      end
+    end
+    if C.mt_softmax(t, one_dim(t, dim, name), log, dt, outp) ~= 0 then raise_last() end
+    return take()
+  end
+  methods[name] = f
+  M[name] = f
+end
+def_softmax('softmax', 0)
+def_softmax('log_softmax', 1)
+
+-- equal: a Lua boolean
+function M.equal(a, b)
+  check_tensor(a, 'equal')
+  check_tensor(b, 'equal')
+  if C.mt_equal(a, b, ibuf) ~= 0 then raise_last() end
+  return ibuf[0] ~= 0
+end
+methods.equal = M.equal
+
+-- isclose / allclose(a, b, rtol?, atol?, equal_nan?) or (a, b, {rtol=, atol=, equal_nan=})
+local function close_args(a, b, r, at, en, op)
+  check_tensor(a, op)
+  if type(b) == 'number' then b = torch.tensor(b, { dtype = a.dtype }) end
+  check_tensor(b, op)
+  if is_opts(r) then r, at, en = r.rtol, r.atol, r.equal_nan end
+  r, at = r == nil and 1e-5 or r, at == nil and 1e-8 or at
+  if type(r) ~= 'number' then fail(op, 'rtol must be a number, got ' .. tostring(r)) end
+  if type(at) ~= 'number' then fail(op, 'atol must be a number, got ' .. tostring(at)) end
+  return a, b, r, at, en and 1 or 0
+end
+function M.isclose(a, b, r, at, en)
+  local x, y, rtol, atol, eqn = close_args(a, b, r, at, en, 'isclose')
+  if C.mt_isclose(x, y, rtol, atol, eqn, outp) ~= 0 then raise_last() end
+  return take()
+end
+function M.allclose(a, b, r, at, en)
+  local x, y, rtol, atol, eqn = close_args(a, b, r, at, en, 'allclose')
+  if C.mt_allclose(x, y, rtol, atol, eqn, ibuf) ~= 0 then raise_last() end
+  return ibuf[0] ~= 0
+end
+methods.isclose, methods.allclose = M.isclose, M.allclose
+
+function M.install(t)
+  torch = t
+  for k, v in pairs(M) do
+    if type(v) == 'function' and k ~= 'install' and k ~= 'reduce' then t[k] = v end
+  end
+end
+
 return M
