@@ -114,11 +114,18 @@ do
 end
 
 -- (3) big matmuls next to OpenBLAS's own sgemm
+-- ours and OpenBLAS's alternate a few times, each keeping its best, so that a noisy moment on a
+-- shared machine does not fall on one side only
 for _, n in ipairs { 1024, 4096 } do
-  local o = ours('matmul_big', n)
-  local out = sh(('%s/bin/bench_sgemm %d %d'):format(build, n, n >= 4096 and 2 or 4))
-  local blas = tonumber(out:match('([%d%.]+)'))
-  if not blas then io.stderr:write('bench: bench_sgemm failed: ', out, '\n') end
+  local o, blas
+  for _ = 1, n >= 4096 and 2 or 3 do
+    local oi = ours('matmul_big', n)
+    if oi and (not o or oi.gflops > o.gflops) then o = oi end
+    local out = sh(('%s/bin/bench_sgemm %d %d'):format(build, n, n >= 4096 and 2 or 4))
+    local bi = tonumber(out:match('([%d%.]+)'))
+    if not bi then io.stderr:write('bench: bench_sgemm failed: ', out, '\n') end
+    if bi and (not blas or bi > blas) then blas = bi end
+  end
   local t = theirs('matmul_big', n)
   local oo = n <= 1024 and ours('matmul_big', n .. ' out') or nil
   if oo and blas then print(('(3b) %d^3 matmul, out= reused        ours %10.1f GFLOP/s (%.0f%% of openblas sgemm)'):format(n, oo.gflops, 100 * oo.gflops / blas)) end

@@ -67,10 +67,12 @@ static void small_free(void *p) {
 #define BIG_CACHE_SLOTS 128
 #define BIG_CACHE_BYTES ((size_t)512 << 20)
 #include <pthread.h>
+#ifndef MT_ASAN_BUILD
 static pthread_mutex_t big_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct { void *p; size_t n; } big_cache[BIG_CACHE_SLOTS];
 static int big_count;
 static size_t big_bytes;
+#endif
 
 static size_t big_round(size_t n) { return (n + BIG_ROUND - 1) & ~(size_t)(BIG_ROUND - 1); }
 

@@ -38,9 +38,12 @@ local free = ffi.new('int32_t[?]', cap)
 local nfree = 0
 for i = cap - 1, 0, -1 do free[nfree] = i; nfree = nfree + 1 end
 local slots = setmetatable({}, { __mode = 'v' })
--- C bytes allocated since the last reclaim that trigger the next one: at least GC_MIN_BYTES and
--- at least the C memory alive after the last one (a 100% pause, as Lua's own GC has)
-local GC_MIN_BYTES = 64 * 1024 * 1024
+-- C bytes allocated since the last reclaim that trigger the next one. Small, so that freed
+-- blocks are reused while they are still in cache (as with PyTorch's prompt frees), but large
+-- enough to amortise a full collection, whose cost grows with the Lua heap: GC_HEAP_FACTOR
+-- times the Lua heap's size, at least GC_MIN_BYTES.
+local GC_MIN_BYTES = 4 * 1024 * 1024
+local GC_HEAP_FACTOR = 16
 local gc_bytes = GC_MIN_BYTES
 
 local function scan()
@@ -87,8 +90,8 @@ local function reclaim()
   collectgarbage()
   scan()
   stats.bytes_since_gc = 0
-  local live = tonumber(stats.live_bytes)
-  gc_bytes = live > GC_MIN_BYTES and live or GC_MIN_BYTES
+  local heap = collectgarbage('count') * 1024 * GC_HEAP_FACTOR
+  gc_bytes = heap > GC_MIN_BYTES and heap or GC_MIN_BYTES
   local want = collectgarbage('count') * 8 -- slots per KB of live Lua heap
   if nfree < cap / 2 or cap < want then
     local ncap = cap * 2
