@@ -341,8 +341,8 @@ mt_tensor *mt_tensor_retain(mt_tensor *t) {
   return t;
 }
 
-/* core/grad frees its metadata through this (set when autograd is linked in). */
-void (*mt_autograd_free_hook)(mt_tensor *t);
+/* core/grad/node.c: frees a tensor's autograd metadata */
+void mt_meta_free(mt_tensor *t);
 
 /* The storage whose block holds an embedded head (it may no longer be the tensor's storage
  * after an out= resize: the head keeps its home block alive). */
@@ -351,7 +351,7 @@ static inline mt_storage *home_storage(mt_tensor *t) { return (mt_storage *)((ch
 void mt_tensor_release(mt_tensor *t) {
   if (!t) return;
   if (__atomic_sub_fetch(&t->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (t->_autograd && mt_autograd_free_hook) mt_autograd_free_hook(t);
+  if (t->_autograd) mt_meta_free(t);
   stat_add(&stats.live_tensors, -1);
   mt_storage *s = t->_storage;
   if (t->_flags & MT_TENSOR_EMBEDDED_HEAD) {

@@ -405,6 +405,110 @@ MT_API mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_genera
 MT_API mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
                                 mt_generator *g, mt_tensor **result);
 
+/* ---------------------------------------------------------------- autograd (core/grad) */
+/* A node of the backward graph (PyTorch's grad_fn): refcounted, opaque. */
+typedef struct mt_node mt_node;
+
+/* Grad mode: when off, no op records a node (torch.no_grad). Inference mode also skips version
+ * bookkeeping for saved tensors. Both are process-wide. */
+MT_API void mt_set_grad_enabled(int on);
+MT_API int mt_is_grad_enabled(void);
+MT_API void mt_set_inference_mode(int on);
+MT_API int mt_is_inference_mode(void);
+
+MT_API int mt_requires_grad(const mt_tensor *t);
+/* Make a leaf require grad (or not). A non-leaf can only be set to require grad. */
+MT_API mt_status mt_set_requires_grad(mt_tensor *t, int on);
+MT_API int mt_is_leaf(const mt_tensor *t);
+/* The gradient accumulated into t (a new reference), or NULL. */
+MT_API mt_tensor *mt_get_grad(mt_tensor *t);
+/* Set (g a tensor) or clear (g NULL) t's gradient; g must match t's shape. */
+MT_API mt_status mt_set_grad(mt_tensor *t, mt_tensor *g);
+/* Keep the gradient of a non-leaf in its .grad after backward. */
+MT_API mt_status mt_retain_grad(mt_tensor *t);
+MT_API int mt_retains_grad(const mt_tensor *t);
+/* A new tensor sharing t's data, out of the graph (detach), or t itself taken out (detach_). */
+MT_API mt_status mt_detach(mt_tensor *t, mt_tensor **out);
+MT_API mt_status mt_detach_(mt_tensor *t);
+/* The version of t's data (bumped by every in-place write). */
+MT_API int64_t mt_tensor_version(const mt_tensor *t);
+
+/* grad_fn: borrowed; NULL for leaves and tensors outside the graph. */
+MT_API mt_node *mt_grad_fn(const mt_tensor *t);
+MT_API int mt_output_nr(const mt_tensor *t);
+MT_API mt_node *mt_node_retain(mt_node *n);
+MT_API void mt_node_release(mt_node *n);
+MT_API const char *mt_node_name(const mt_node *n);   /* "AddBackward0", "AccumulateGrad", ... */
+MT_API int mt_node_num_next(const mt_node *n);
+/* next_functions[i]: the node (borrowed, may be NULL) and which of its inputs the edge feeds. */
+MT_API mt_node *mt_node_next(const mt_node *n, int i, int *input_nr);
+/* The leaf an AccumulateGrad node accumulates into (borrowed), else NULL. */
+MT_API mt_tensor *mt_node_variable(const mt_node *n);
+/* A number identifying the node for the Lua layer (hooks, Lua functions); 0 if none. */
+MT_API int64_t mt_node_lua_id(const mt_node *n);
+MT_API void mt_node_set_lua_id(mt_node *n, int64_t id);
+/* Node hooks are run by the Lua layer: flags say which a node has (see mt_engine_event). */
+MT_API void mt_node_set_hook_flags(mt_node *n, int pre, int post);
+
+/* A node whose backward is done by the Lua layer (torch.autograd.Function): `nin` inputs (edges
+ * made from the given tensors, NULL for non-tensor or non-differentiable inputs), `nout` outputs
+ * attached to the given tensors. name is copied. */
+MT_API mt_status mt_node_new_lua(const char *name, mt_tensor **inputs, int nin, mt_tensor **outputs, int nout,
+                                 int64_t lua_id, mt_node **out);
+
+/* The backward engine. It runs every C node by itself and stops when the Lua layer must act:
+ * a node with Lua hooks or a Lua backward. mt_engine_run returns one event at a time. */
+typedef struct mt_engine mt_engine;
+typedef enum mt_engine_event_kind {
+  MT_EV_DONE = 0,        /* finished */
+  MT_EV_PRE_HOOK = 1,    /* node's grads (its outputs' grads) are ready: Lua may replace them */
+  MT_EV_LUA_BACKWARD = 2,/* a Lua node: compute its input grads from its output grads */
+  MT_EV_POST_HOOK = 3,   /* node ran: Lua may replace the grads it produced */
+  MT_EV_TENSOR_HOOK = 4  /* a leaf's gradient is about to be accumulated: Lua may replace it */
+} mt_engine_event_kind;
+typedef struct mt_engine_event {
+  int32_t kind;
+  int32_t count;        /* number of tensors in `grads` (NULL entries mean zero/none) */
+  mt_node *node;        /* borrowed */
+  mt_tensor **grads;    /* borrowed array; the Lua layer may replace entries with mt_engine_set_grad */
+  mt_tensor **grads_in; /* POST_HOOK: the grads the node received (count_in of them) */
+  int32_t count_in;
+  int32_t _pad;
+} mt_engine_event;
+/* Start a backward from roots with their gradients (grads[i] NULL: ones, for a scalar root).
+ * inputs != NULL: autograd.grad mode, gradients for those tensors are captured instead of
+ * accumulated into .grad (read them with mt_engine_captured). */
+MT_API mt_status mt_engine_new(mt_tensor **roots, mt_tensor **grads, int n, int retain_graph, int create_graph,
+                               mt_tensor **inputs, int ninputs, int allow_unused, mt_engine **out);
+MT_API mt_status mt_engine_run(mt_engine *e, mt_engine_event *ev);
+/* Replace grads[i] of the current event (g may be NULL for none); takes a new reference. */
+MT_API mt_status mt_engine_set_grad(mt_engine *e, int i, mt_tensor *g);
+/* For MT_EV_LUA_BACKWARD: the Lua node's input grads (count = the node's nin). */
+MT_API mt_status mt_engine_set_input_grads(mt_engine *e, mt_tensor **grads, int n);
+/* autograd.grad: the captured gradient of inputs[i] (new reference or NULL). */
+MT_API mt_tensor *mt_engine_captured(mt_engine *e, int i);
+MT_API void mt_engine_free(mt_engine *e);
+/* One call for a whole backward without Lua events (C users; fails if a Lua hook is met). */
+MT_API mt_status mt_backward(mt_tensor *root, mt_tensor *grad, int retain_graph, int create_graph);
+
+/* Anomaly mode: every node remembers a number the Lua layer gives it (a traceback id), and the
+ * engine checks each gradient for NaN, naming the node that produced it. */
+MT_API void mt_set_detect_anomaly(int on);
+MT_API int mt_is_anomaly_enabled(void);
+MT_API void mt_set_anomaly_trace(int64_t id); /* the id stored into nodes made from now on */
+MT_API int64_t mt_node_anomaly_trace(const mt_node *n);
+
+/* Tensor hooks (Lua): a tensor carries the Lua layer's id for its hooks; a leaf with one makes the
+ * engine stop with MT_EV_TENSOR_HOOK before accumulating. */
+MT_API mt_status mt_tensor_set_hooks_id(mt_tensor *t, int64_t id);
+MT_API int64_t mt_tensor_hooks_id(const mt_tensor *t);
+/* Ids (of nodes and tensor hooks) whose owner died, one per call, 0 when none: the Lua layer
+ * drops its state for them. */
+MT_API int64_t mt_grad_pop_dead_id(void);
+
+/* Live nodes (a leak check). */
+MT_API int64_t mt_live_nodes(void);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots

@@ -71,6 +71,7 @@ for _, name in ipairs(modules) do
   require('moontorch.ops.' .. name).install(torch)
 end
 require('moontorch.format').install(torch)
+require('moontorch.autograd').install(torch)
 
 T.finalize()
 

@@ -1,5 +1,5 @@
 /* copy.c -- copying between any dtypes and any strides; fill; clone; element access. */
-#include "../mt_internal.h"
+#include "../grad/grad.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -102,7 +102,7 @@ bad:
                   MT_SHAPE(dst));
 }
 
-mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src) {
+static mt_status copy_impl(mt_tensor *dst, const mt_tensor *src) {
   MT_TRY(mt_check_tensor(dst, "copy_", "self"));
   MT_TRY(mt_check_tensor(src, "copy_", "src"));
   MT_TRY(check_broadcast_to(dst, src, "copy_"));
@@ -124,7 +124,7 @@ mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src) {
   return copy_nonoverlapping(dst, src);
 }
 
-mt_status mt_clone(mt_tensor *t, mt_tensor **out) {
+static mt_status clone_impl(mt_tensor *t, mt_tensor **out) {
   MT_TRY(mt_check_tensor(t, "clone", "input"));
   mt_tensor *r;
   MT_TRY(mt_new(t->_sizes, t->_ndim, t->_dtype, "clone", &r));
@@ -133,7 +133,7 @@ mt_status mt_clone(mt_tensor *t, mt_tensor **out) {
   return MT_OK;
 }
 
-mt_status mt_to_dtype(mt_tensor *t, int dtype, int copy, mt_tensor **out) {
+static mt_status to_dtype_impl(mt_tensor *t, int dtype, int copy, mt_tensor **out) {
   MT_TRY(mt_check_tensor(t, "to", "input"));
   if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "to: invalid dtype %d", dtype);
   if (t->_dtype == dtype && !copy) {
@@ -178,7 +178,7 @@ static void encode_value(int dtype, double value, char *bytes) {
   }
 }
 
-mt_status mt_fill_(mt_tensor *t, double value) {
+static mt_status fill_impl(mt_tensor *t, double value) {
   MT_TRY(mt_check_tensor(t, "fill_", "self"));
   mt_bump_version(t);
   fill_ctx f;
@@ -262,9 +262,9 @@ mt_status mt_tensor_to_doubles(const mt_tensor *t, double *out, int64_t n) {
   int64_t one = n;
   MT_TRY(mt_tensor_from_blob(out, &one, NULL, 1, MT_FLOAT64, NULL, NULL, &view));
   mt_tensor *flat;
-  mt_status s = mt_reshape((mt_tensor *)t, &one, 1, &flat);
+  mt_status s = MT_NOGRAD(mt_reshape((mt_tensor *)t, &one, 1, &flat));
   if (s == MT_OK) {
-    s = mt_copy_(view, flat);
+    s = copy_impl(view, flat);
     mt_tensor_release(flat);
   }
   mt_tensor_release(view);
@@ -278,9 +278,9 @@ mt_status mt_tensor_to_int64s(const mt_tensor *t, int64_t *out, int64_t n) {
   mt_tensor *view, *flat;
   int64_t one = n;
   MT_TRY(mt_tensor_from_blob(out, &one, NULL, 1, MT_INT64, NULL, NULL, &view));
-  mt_status s = mt_reshape((mt_tensor *)t, &one, 1, &flat);
+  mt_status s = MT_NOGRAD(mt_reshape((mt_tensor *)t, &one, 1, &flat));
   if (s == MT_OK) {
-    s = mt_copy_(view, flat);
+    s = copy_impl(view, flat);
     mt_tensor_release(flat);
   }
   mt_tensor_release(view);
@@ -293,7 +293,41 @@ mt_status mt_tensor_from_doubles(mt_tensor *t, const double *src, int64_t n) {
     return mt_error(MT_EINVAL, "from_doubles: %lld values given, tensor has %lld", (long long)n, (long long)t->_numel);
   mt_tensor *view;
   MT_TRY(mt_tensor_from_blob((void *)src, t->_sizes, NULL, t->_ndim, MT_FLOAT64, NULL, NULL, &view));
-  mt_status s = mt_copy_(t, view);
+  mt_status s = copy_impl(t, view);
   mt_tensor_release(view);
   return s;
+}
+
+/* ---------------------------------------------------------------- autograd entry points */
+mt_status mt_clone(mt_tensor *t, mt_tensor **out) {
+  MT_TRY(clone_impl(t, out));
+  if (!mt_grad_on1(t)) return MT_OK;
+  mt_status s = mt_record_clone(t, 0, *out);
+  if (s) { mt_tensor_release(*out); *out = NULL; }
+  return s;
+}
+
+mt_status mt_to_dtype(mt_tensor *t, int dtype, int copy, mt_tensor **out) {
+  MT_TRY(to_dtype_impl(t, dtype, copy, out));
+  if (*out == t || !mt_grad_on1(t)) return MT_OK;
+  mt_status s = mt_record_clone(t, t->_dtype != dtype, *out);
+  if (s) { mt_tensor_release(*out); *out = NULL; }
+  return s;
+}
+
+/* In-place writes into the graph are not recorded yet: refused where they would lose gradients. */
+mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src) {
+  if (mt_grad_mode && dst && src) {
+    MT_TRY(mt_grad_check_inplace(dst, "copy_"));
+    MT_TRY(mt_grad_unsupported(dst, src, "copy_"));
+  }
+  return copy_impl(dst, src);
+}
+
+mt_status mt_fill_(mt_tensor *t, double value) {
+  if (mt_grad_mode && t) {
+    MT_TRY(mt_grad_check_inplace(t, "fill_"));
+    MT_TRY(mt_grad_unsupported(t, NULL, "fill_"));
+  }
+  return fill_impl(t, value);
 }

@@ -1,7 +1,7 @@
 /* elementwise.c -- unary, binary, scalar and ternary elementwise ops with broadcasting and
  * PyTorch's type promotion. Kernels are generated per op and compute dtype from the op lists
  * below; float16/bfloat16 compute in float32 (converted on the way in and out). */
-#include "../mt_internal.h"
+#include "../grad/grad.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -445,7 +445,7 @@ static mt_status finish(mt_tensor *res, mt_tensor *out, mt_tensor **result, cons
   return mt_give(res, result);
 }
 
-mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+static mt_status unary_impl(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
   if (op < 0 || op >= MT_UNARY_OP_COUNT) return mt_error(MT_EINVAL, "unary: unknown op %d", op);
   const char *name = unary_names[op];
   MT_TRY(mt_check_tensor(a, name, "input"));
@@ -612,7 +612,7 @@ done:
   return s;
 }
 
-mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+static mt_status binary_pub(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
   if (op < 0 || op >= MT_BINARY_OP_COUNT) return mt_error(MT_EINVAL, "binary: unknown op %d", op);
   const char *name = binary_names[op];
   MT_TRY(mt_check_tensor(a, name, "input"));
@@ -651,8 +651,8 @@ static void make_scalar(mt_tensor *t, double *buf, double s, int kind) {
   t->_data = (char *)buf;
 }
 
-mt_status mt_binary_scalar(int op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
-                           mt_tensor **result) {
+static mt_status binary_scalar_pub(int op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
+                                  mt_tensor **result) {
   if (op < 0 || op >= MT_BINARY_OP_COUNT) return mt_error(MT_EINVAL, "binary: unknown op %d", op);
   MT_TRY(mt_check_tensor(a, binary_names[op], "input"));
   if (scalar_kind == 1 && (s != floor(s) || fabs(s) > 9.2e18)) scalar_kind = 2;
@@ -662,7 +662,7 @@ mt_status mt_binary_scalar(int op, mt_tensor *a, double s, int scalar_kind, int 
   return reverse ? binary_impl(op, &sc, a, out, result) : binary_impl(op, a, &sc, out, result);
 }
 
-mt_status mt_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result) {
+static mt_status add_scaled_pub(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "add", "input"));
   MT_TRY(mt_check_tensor(b, "add", "other"));
   if (alpha == 1) return mt_binary(MT_OP_ADD, a, b, out, result);
@@ -702,7 +702,7 @@ static void where_loop(void *ctx_, char **p, const int64_t *st, int64_t n) {
     memcpy(o, *(const uint8_t *)c ? a : b, item);
 }
 
-mt_status mt_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+static mt_status where_pub(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
   MT_TRY(mt_check_tensor(cond, "where", "condition"));
   MT_TRY(mt_check_tensor(a, "where", "input"));
   MT_TRY(mt_check_tensor(b, "where", "other"));
@@ -744,4 +744,94 @@ mt_status mt_lerp(mt_tensor *a, mt_tensor *b, mt_tensor *w, mt_tensor *out, mt_t
   s = mt_binary(MT_OP_ADD, a, wd, out, result);
   mt_tensor_release(wd);
   return s;
+}
+
+/* ---------------------------------------------------------------- autograd entry points */
+/* The public ops: without grad recording they go straight to the kernels above; with it they
+ * refuse out= and leaves in place, keep what the backward needs and record a node
+ * (core/grad/ops.c). `x` is the input's old value for an in-place op whose backward needs it. */
+
+/* run `call` into a result we hold, then record and hand it out */
+static mt_status hand_out(mt_tensor *r, mt_status rec, mt_tensor *out, mt_tensor **result) {
+  if (rec) {
+    mt_tensor_release(r);
+    return rec;
+  }
+  if (out) {
+    mt_tensor_release(r);
+    if (result) *result = mt_tensor_retain(out);
+    return MT_OK;
+  }
+  return mt_give(r, result);
+}
+
+/* a copy of a's value (grad mode off) for an in-place op's backward */
+static mt_status old_value(mt_tensor *a, bool needed, mt_tensor **x) {
+  *x = NULL;
+  if (!needed) return MT_OK;
+  int mode = mt_grad_mode;
+  mt_grad_mode = 0;
+  mt_status s = mt_clone(a, x);
+  mt_grad_mode = mode;
+  return s;
+}
+
+static mt_status grad_checks(mt_tensor *a, mt_tensor *out, const char *op) {
+  if (out == a) return mt_grad_check_inplace(a, op);
+  return mt_grad_check_out(out, true, op);
+}
+
+mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  if (!a || !mt_grad_on1(a) || op < 0 || op >= MT_UNARY_OP_COUNT) return unary_impl(op, a, p1, p2, out, result);
+  const char *name = unary_names[op];
+  MT_TRY(grad_checks(a, out, name));
+  mt_tensor *x, *r;
+  MT_TRY(old_value(a, out == a && mt_grad_unary_needs_input(op), &x));
+  mt_status s = MT_NOGRAD(unary_impl(op, a, p1, p2, out, &r));
+  if (s == MT_OK) s = hand_out(r, mt_record_unary(op, a, x ? x : a, p1, p2, r), out, result);
+  mt_tensor_release(x);
+  return s;
+}
+
+mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  if (!a || !b || !mt_grad_on2(a, b) || op < 0 || op >= MT_BINARY_OP_COUNT) return binary_pub(op, a, b, out, result);
+  const char *name = binary_names[op];
+  MT_TRY(grad_checks(a, out, name));
+  mt_tensor *x, *r;
+  MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB, &x));
+  mt_status s = MT_NOGRAD(binary_pub(op, a, b, out, &r));
+  if (s == MT_OK) s = hand_out(r, mt_record_binary(op, a, b, x ? x : a, r), out, result);
+  mt_tensor_release(x);
+  return s;
+}
+
+mt_status mt_binary_scalar(int op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
+                           mt_tensor **result) {
+  if (!a || !mt_grad_on1(a) || op < 0 || op >= MT_BINARY_OP_COUNT)
+    return binary_scalar_pub(op, a, sv, scalar_kind, reverse, out, result);
+  const char *name = binary_names[op];
+  MT_TRY(grad_checks(a, out, name));
+  mt_tensor *x, *r;
+  MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL, &x));
+  mt_status s = MT_NOGRAD(binary_scalar_pub(op, a, sv, scalar_kind, reverse, out, &r));
+  if (s == MT_OK) s = hand_out(r, mt_record_binary_scalar(op, a, x ? x : a, sv, reverse, r), out, result);
+  mt_tensor_release(x);
+  return s;
+}
+
+mt_status mt_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result) {
+  if (!a || !b || !mt_grad_on2(a, b) || alpha == 1) return add_scaled_pub(a, b, alpha, out, result);
+  MT_TRY(grad_checks(a, out, "add"));
+  mt_tensor *r = NULL;
+  mt_status s = MT_NOGRAD(add_scaled_pub(a, b, alpha, out, &r)); /* one node for a + alpha * b */
+  if (s == MT_OK) s = hand_out(r, mt_record_add_scaled(a, b, alpha, r), out, result);
+  return s;
+}
+
+mt_status mt_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  if (!a || !b || !mt_grad_on2(a, b)) return where_pub(cond, a, b, out, result);
+  MT_TRY(mt_grad_check_out(out, true, "where"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(where_pub(cond, a, b, NULL, &r)));
+  return hand_out(r, mt_record_where(cond, a, b, r), NULL, result);
 }

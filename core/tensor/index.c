@@ -12,7 +12,7 @@
  * three operands: the plain one (walked with its strides), the indexed one (walked with its
  * strides except along `dim`, where the normalised index value times its stride is added) and
  * the index itself. */
-#include "../mt_internal.h"
+#include "../grad/grad.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -327,7 +327,7 @@ static void ix_run(ix_ctx *c, const int64_t *shape, int nd, char *plain, const i
 }
 
 /* ---------------------------------------------------------------- cat, stack */
-mt_status mt_cat(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_cat(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor **result) {
   if (!ts || n <= 0) return mt_error(MT_EINVAL, "cat: expected a non-empty list of Tensors");
   int ref = -1, dtype = -1;
   for (int i = 0; i < n; i++) {
@@ -414,7 +414,7 @@ mt_status mt_stack(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor **r
 }
 
 /* ---------------------------------------------------------------- index_select */
-mt_status mt_index_select(mt_tensor *a, int dim, mt_tensor *index, int64_t base, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_index_select(mt_tensor *a, int dim, mt_tensor *index, int64_t base, mt_tensor *out, mt_tensor **result) {
   const char *op = "index_select";
   CHECK(a, op, "input");
   CHECK(index, op, "index");
@@ -449,7 +449,7 @@ mt_status mt_index_select(mt_tensor *a, int dim, mt_tensor *index, int64_t base,
 }
 
 /* ---------------------------------------------------------------- gather, scatter */
-mt_status mt_gather(mt_tensor *a, int dim, mt_tensor *index, int64_t base, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_gather(mt_tensor *a, int dim, mt_tensor *index, int64_t base, mt_tensor *out, mt_tensor **result) {
   const char *op = "gather";
   CHECK(a, op, "input");
   CHECK(index, op, "index");
@@ -507,7 +507,7 @@ static mt_status finish_write(mt_tensor *t, mt_tensor *a, mt_tensor *out, mt_ten
   return deliver(t, out, result, op);
 }
 
-mt_status mt_scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double value, int reduce, int64_t base,
+static mt_status pub_scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double value, int reduce, int64_t base,
                      mt_tensor *out, mt_tensor **result) {
   const char *op = reduce == 1 && src ? "scatter_add" : "scatter";
   CHECK(a, op, "self");
@@ -628,7 +628,7 @@ static mt_status index_write(mt_tensor *t, int dim, mt_tensor *index, mt_tensor 
   return s;
 }
 
-mt_status mt_index_add(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double alpha, int64_t base,
+static mt_status pub_index_add(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double alpha, int64_t base,
                        mt_tensor *out, mt_tensor **result) {
   const char *op = "index_add";
   MT_TRY(check_index_src(a, &dim, index, src, base, op, 1));
@@ -639,13 +639,13 @@ mt_status mt_index_add(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, 
   return finish_write(t, a, out, result, op);
 }
 
-mt_status mt_index_copy_(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, int64_t base) {
+static mt_status pub_index_copy_(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, int64_t base) {
   const char *op = "index_copy_";
   MT_TRY(check_index_src(a, &dim, index, src, base, op, 0));
   return index_write(a, dim, index, src, K_PUT, 1.0, base, op);
 }
 
-mt_status mt_index_fill_(mt_tensor *a, int dim, mt_tensor *index, double value, int64_t base) {
+static mt_status pub_index_fill_(mt_tensor *a, int dim, mt_tensor *index, double value, int64_t base) {
   const char *op = "index_fill_";
   CHECK(a, op, "self");
   CHECK(index, op, "index");
@@ -721,7 +721,7 @@ static void mfill_loop(void *ctx, char **p, const int64_t *st, int64_t n) {
   }
 }
 
-mt_status mt_masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_tensor *out, mt_tensor **result) {
   const char *op = out == a ? "masked_fill_" : "masked_fill";
   CHECK(a, op, "self");
   MT_TRY(check_mask(mask, op));
@@ -756,7 +756,7 @@ mt_status mt_masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_tensor 
   return finish_write(t, a, out, result, op);
 }
 
-mt_status mt_masked_fill_tensor(mt_tensor *a, mt_tensor *mask, mt_tensor *value, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_masked_fill_tensor(mt_tensor *a, mt_tensor *mask, mt_tensor *value, mt_tensor *out, mt_tensor **result) {
   const char *op = out == a ? "masked_fill_" : "masked_fill";
   CHECK(value, op, "value");
   if (value->_ndim != 0)
@@ -807,7 +807,7 @@ static int64_t count_true(mt_tensor *m) {
   return cnt;
 }
 
-mt_status mt_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor **result) {
+static mt_status pub_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor **result) {
   const char *op = "masked_select";
   CHECK(a, op, "input");
   MT_TRY(check_mask(mask, op));
@@ -835,7 +835,7 @@ mt_status mt_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor **result) {
   return MT_OK;
 }
 
-mt_status mt_masked_scatter_(mt_tensor *a, mt_tensor *mask, mt_tensor *src) {
+static mt_status pub_masked_scatter_(mt_tensor *a, mt_tensor *mask, mt_tensor *src) {
   const char *op = "masked_scatter_";
   CHECK(a, op, "self");
   MT_TRY(check_mask(mask, op));
@@ -1104,7 +1104,7 @@ static void adv_job_init(adv_job *j, const adv_index *ai, int kind, char *contig
   }
 }
 
-mt_status mt_index(mt_tensor *a, mt_tensor **indices, int n, int64_t base, mt_tensor **result) {
+static mt_status pub_index(mt_tensor *a, mt_tensor **indices, int n, int64_t base, mt_tensor **result) {
   const char *op = "index";
   adv_index ai;
   MT_TRY(adv_prepare(a, indices, n, base, op, &ai));
@@ -1127,7 +1127,7 @@ mt_status mt_index(mt_tensor *a, mt_tensor **indices, int n, int64_t base, mt_te
   return MT_OK;
 }
 
-mt_status mt_index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tensor *values, int accumulate, int64_t base) {
+static mt_status pub_index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tensor *values, int accumulate, int64_t base) {
   const char *op = "index_put_";
   CHECK(a, op, "self");
   CHECK(values, op, "values");
@@ -1291,7 +1291,7 @@ mt_status mt_eye(int64_t n, int64_t m, int dtype, mt_tensor **result) {
   return MT_OK;
 }
 
-mt_status mt_diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
+static mt_status pub_diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
   const char *op = "diag";
   CHECK(a, op, "input");
   if (a->_ndim == 2) {
@@ -1337,7 +1337,7 @@ static void tri_row(void *ctx, char **p, const int64_t *st, int64_t n, const int
   for (int64_t j = lo; j < hi; j++) memset(d + j * st[0], 0, c->item);
 }
 
-mt_status mt_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out, mt_tensor **result) {
   const char *op = upper ? "triu" : "tril";
   CHECK(a, op, "input");
   if (a->_ndim < 2)
@@ -1402,4 +1402,109 @@ mt_status mt_one_hot(mt_tensor *index, int64_t num_classes, int64_t base, mt_ten
   if (s) return s;
   *result = r;
   return MT_OK;
+}
+
+/* ---------------------------------------------------------------- autograd entry points */
+mt_status mt_cat(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor **result) {
+  bool rec = false;
+  for (int i = 0; ts && i < n; i++) rec = rec || (ts[i] && mt_grad_on1(ts[i]));
+  if (!rec) return pub_cat(ts, n, dim, out, result);
+  MT_TRY(mt_grad_check_out(out, true, "cat"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_cat(ts, n, dim, NULL, &r)));
+  int d = dim < 0 ? dim + r->_ndim : dim;
+  mt_status s = mt_record_cat(ts, n, d, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+/* index_select / gather: the backward needs the index 0-based as int64 */
+static mt_status record_indexed(mt_tensor *a, int dim, mt_tensor *index, int64_t base, int gather, mt_tensor *r) {
+  mt_tensor *i64 = NULL, *i0 = NULL;
+  mt_status s = MT_NOGRAD(mt_to_dtype(index, MT_INT64, 0, &i64));
+  if (s == MT_OK) s = MT_NOGRAD(mt_binary_scalar(MT_OP_SUB, i64, (double)base, 1, 0, NULL, &i0));
+  if (s == MT_OK) s = mt_record_index(a, dim < 0 ? dim + a->_ndim : dim, i0, gather, r);
+  mt_tensor_release(i64);
+  mt_tensor_release(i0);
+  return s;
+}
+
+mt_status mt_index_select(mt_tensor *a, int dim, mt_tensor *index, int64_t base, mt_tensor *out, mt_tensor **result) {
+  if (!a || !mt_grad_on1(a)) return pub_index_select(a, dim, index, base, out, result);
+  MT_TRY(mt_grad_check_out(out, true, "index_select"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_index_select(a, dim, index, base, NULL, &r)));
+  mt_status s = record_indexed(a, dim, index, base, 0, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+mt_status mt_gather(mt_tensor *a, int dim, mt_tensor *index, int64_t base, mt_tensor *out, mt_tensor **result) {
+  if (!a || !mt_grad_on1(a)) return pub_gather(a, dim, index, base, out, result);
+  MT_TRY(mt_grad_check_out(out, true, "gather"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_gather(a, dim, index, base, NULL, &r)));
+  mt_status s = record_indexed(a, dim, index, base, 1, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+mt_status mt_masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_tensor *out, mt_tensor **result) {
+  if (!a || !mt_grad_on1(a)) return pub_masked_fill(a, mask, value, out, result);
+  if (out == a) MT_TRY(mt_grad_check_inplace(a, "masked_fill_"));
+  else MT_TRY(mt_grad_check_out(out, true, "masked_fill"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_masked_fill(a, mask, value, out, &r)));
+  mt_status s = mt_record_masked_fill(a, mask, r);
+  if (s) { mt_tensor_release(r); return s; }
+  if (out) { mt_tensor_release(r); if (result) *result = mt_tensor_retain(out); return MT_OK; }
+  return mt_give(r, result);
+}
+
+/* not differentiable yet: refused when they would have to be recorded */
+mt_status mt_scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double value, int reduce, int64_t base,
+                     mt_tensor *out, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, src, "scatter"));
+  return pub_scatter(a, dim, index, src, value, reduce, base, out, result);
+}
+mt_status mt_index_add(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double alpha, int64_t base,
+                       mt_tensor *out, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, src, "index_add"));
+  return pub_index_add(a, dim, index, src, alpha, base, out, result);
+}
+mt_status mt_index_copy_(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, int64_t base) {
+  MT_TRY(mt_grad_unsupported(a, src, "index_copy_"));
+  return pub_index_copy_(a, dim, index, src, base);
+}
+mt_status mt_index_fill_(mt_tensor *a, int dim, mt_tensor *index, double value, int64_t base) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "index_fill_"));
+  return pub_index_fill_(a, dim, index, value, base);
+}
+mt_status mt_masked_fill_tensor(mt_tensor *a, mt_tensor *mask, mt_tensor *value, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, value, "masked_fill"));
+  return pub_masked_fill_tensor(a, mask, value, out, result);
+}
+mt_status mt_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "masked_select"));
+  return pub_masked_select(a, mask, result);
+}
+mt_status mt_masked_scatter_(mt_tensor *a, mt_tensor *mask, mt_tensor *src) {
+  MT_TRY(mt_grad_unsupported(a, src, "masked_scatter_"));
+  return pub_masked_scatter_(a, mask, src);
+}
+mt_status mt_index(mt_tensor *a, mt_tensor **indices, int n, int64_t base, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "index"));
+  return pub_index(a, indices, n, base, result);
+}
+mt_status mt_index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tensor *values, int accumulate, int64_t base) {
+  MT_TRY(mt_grad_unsupported(a, values, "index_put_"));
+  return pub_index_put_(a, indices, n, values, accumulate, base);
+}
+mt_status mt_diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "diag"));
+  return pub_diag(a, diagonal, result);
+}
+mt_status mt_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, upper ? "triu" : "tril"));
+  return pub_triangle(a, diagonal, upper, out, result);
 }

@@ -16,7 +16,7 @@
  *  - integer types use a plain loop accumulating in 64-bit wrap-around arithmetic, so the result
  *    wraps as PyTorch's does.
  * Messages follow PyTorch's wording, prefixed with the op name. */
-#include "../mt_internal.h"
+#include "../grad/grad.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -659,7 +659,7 @@ static mt_status mm_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor *
   return dest_close(&d, mm_into(dest_target(&d), a, b, 1.0, 0.0), out, result);
 }
 
-mt_status mt_mm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_mm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
   return mm_impl("mm", a, b, out, result);
 }
 
@@ -689,7 +689,7 @@ static mt_status addmm_impl(const char *op, mt_tensor *c, mt_tensor *a, mt_tenso
   return dest_close(&d, s, out, result);
 }
 
-mt_status mt_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
+static mt_status pub_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
                    mt_tensor **result) {
   return addmm_impl("addmm", c, a, b, beta, alpha, out, result);
 }
@@ -749,11 +749,11 @@ static mt_status bmm_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor 
   return dest_close(&d, bmm_into(dest_target(&d), a, b, 1.0, 0.0), out, result);
 }
 
-mt_status mt_bmm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_bmm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
   return bmm_impl("bmm", a, b, out, result);
 }
 
-mt_status mt_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
+static mt_status pub_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
                      mt_tensor **result) {
   const char *op = "baddbmm";
   MT_TRY(mt_check_tensor(c, op, "self"));
@@ -803,7 +803,7 @@ static mt_status mv_impl(const char *op, mt_tensor *a, mt_tensor *v, mt_tensor *
   return dest_close(&d, gemm_run(&j), out, result);
 }
 
-mt_status mt_mv(mt_tensor *a, mt_tensor *v, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_mv(mt_tensor *a, mt_tensor *v, mt_tensor *out, mt_tensor **result) {
   return mv_impl("mv", a, v, out, result);
 }
 
@@ -842,9 +842,9 @@ static mt_status dot_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor 
   return dest_close(&d, gemm_run(&j), out, result);
 }
 
-mt_status mt_dot(mt_tensor *a, mt_tensor *b, mt_tensor **result) { return dot_impl("dot", a, b, NULL, result); }
+static mt_status pub_dot(mt_tensor *a, mt_tensor *b, mt_tensor **result) { return dot_impl("dot", a, b, NULL, result); }
 
-mt_status mt_outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
+static mt_status pub_outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "outer", "self"));
   MT_TRY(mt_check_tensor(b, "outer", "vec2"));
   if (a->_ndim != 1) return mt_error(MT_ESHAPE, "outer: Expected 1-D argument self, but got %d-D", a->_ndim);
@@ -974,7 +974,7 @@ static mt_status matmul_batched(mt_tensor *a, mt_tensor *b, int a1, int b1, mt_t
   return give_reshaped(r, rs, nr, out, result);
 }
 
-mt_status mt_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
   const char *op = "matmul";
   MT_TRY(mt_check_tensor(a, op, "self"));
   MT_TRY(mt_check_tensor(b, op, "other"));
@@ -1047,4 +1047,59 @@ mt_status mt_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **resu
     return matmul_batched(a, b, da == 1, 0, out, result);
   }
   return matmul_batched(a, b, 0, 0, out, result);
+}
+
+/* ---------------------------------------------------------------- autograd entry points */
+#define PRODUCT_OP(name, call_impl)                                             \
+  do {                                                                          \
+    if (!a || !b || !mt_grad_on2(a, b)) return call_impl(out, result);           \
+    MT_TRY(mt_grad_check_out(out, true, name));                                 \
+    mt_tensor *r_;                                                              \
+    MT_TRY(MT_NOGRAD(call_impl(NULL, &r_)));                                    \
+    mt_status s_ = mt_record_matmul(a, b, r_);                                  \
+    if (s_) { mt_tensor_release(r_); return s_; }                               \
+    return mt_give(r_, result);                                                 \
+  } while (0)
+
+#define MM_CALL(o, r) pub_mm(a, b, o, r)
+#define BMM_CALL(o, r) pub_bmm(a, b, o, r)
+#define MV_CALL(o, r) pub_mv(a, b, o, r)
+#define MATMUL_CALL(o, r) pub_matmul(a, b, o, r)
+#define DOT_CALL(o, r) pub_dot(a, b, r)
+mt_status mt_mm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) { PRODUCT_OP("mm", MM_CALL); }
+mt_status mt_bmm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) { PRODUCT_OP("bmm", BMM_CALL); }
+mt_status mt_mv(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) { PRODUCT_OP("mv", MV_CALL); }
+mt_status mt_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  PRODUCT_OP("matmul", MATMUL_CALL);
+}
+mt_status mt_dot(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
+  mt_tensor *out = NULL;
+  PRODUCT_OP("dot", DOT_CALL);
+}
+
+mt_status mt_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
+                   mt_tensor **result) {
+  bool rec = mt_grad_mode && c && a && b &&
+             ((c->_flags | a->_flags | b->_flags) & MT_TENSOR_REQUIRES_GRAD);
+  if (!rec) return pub_addmm(c, a, b, beta, alpha, out, result);
+  if (out == c) MT_TRY(mt_grad_check_inplace(c, "addmm_"));
+  else MT_TRY(mt_grad_check_out(out, true, "addmm"));
+  if (out == c) return mt_error(MT_ENOTIMPL, "addmm_: in-place addmm on a tensor that requires grad is not supported yet");
+  mt_tensor *r;
+  MT_TRY(MT_NOGRAD(pub_addmm(c, a, b, beta, alpha, NULL, &r)));
+  mt_status s = mt_record_addmm(c, a, b, beta, alpha, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+mt_status mt_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
+                     mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, b, "baddbmm"));
+  MT_TRY(mt_grad_unsupported(c, NULL, "baddbmm"));
+  return pub_baddbmm(c, a, b, beta, alpha, out, result);
+}
+
+mt_status mt_outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, b, "outer"));
+  return pub_outer(a, b, result);
 }

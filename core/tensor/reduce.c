@@ -12,7 +12,7 @@
  * the thread pool: across outputs when there are many, otherwise across fixed chunks of the inner
  * elements whose partial results are combined in chunk order (so results do not depend on the
  * number of threads). */
-#include "../mt_internal.h"
+#include "../grad/grad.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -706,7 +706,7 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
   int64_t osizes[MT_MAX_DIMS];
   int ond;
   plan(&j, a, mask, keepdim, osizes, &ond);
-  mt_tensor *r;
+  mt_tensor *r = NULL;
   MT_TRY(mt_out_or_new(out, osizes, ond, out_dt, name, &r));
   plan_out(&j, r, mask, a->_ndim, keepdim);
   j.in_data = a->_data;
@@ -728,7 +728,7 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
   return mt_give(r, result);
 }
 
-mt_status mt_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
+static mt_status pub_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
                     mt_tensor *out, mt_tensor **result) {
   const char *name = mt_reduce_op_name(op);
   if (op < 0 || op >= MT_REDUCE_OP_COUNT) return mt_error(MT_EINVAL, "reduce: unknown reduction op %d", op);
@@ -850,7 +850,7 @@ static mt_status with_index(mt_tensor *a, int dim, int keepdim, int is_min, int6
   return MT_OK;
 }
 
-mt_status mt_reduce_with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
+static mt_status pub_reduce_with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
                                mt_tensor **values, mt_tensor **indices) {
   return with_index(a, dim, keepdim, is_min, index_base, values, indices, is_min ? "min" : "max");
 }
@@ -868,7 +868,7 @@ mt_status mt_argmax(mt_tensor *a, int dim, int flat, int keepdim, int is_min, in
   mt_tensor_release(c);
   int64_t ones[MT_MAX_DIMS];
   for (int d = 0; d < a->_ndim; d++) ones[d] = 1;
-  mt_tensor *r;
+  mt_tensor *r = NULL;
   MT_TRY(mt_new(ones, keepdim ? a->_ndim : 0, MT_INT64, name, &r));
   *(int64_t *)r->_data = k + index_base;
   return mt_give(r, result);
@@ -984,14 +984,14 @@ static mt_status run_lines(mt_tensor *a, int w, mt_tensor *r, int kind, int isin
   return MT_OK;
 }
 
-mt_status mt_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result) {
+static mt_status pub_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result) {
   const char *name = is_prod ? "cumprod" : "cumsum";
   MT_TRY(mt_check_tensor(a, name, "input"));
   if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
   int w;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
   int out_dt = dtype >= 0 ? dtype : (mt_is_float(a->_dtype) ? a->_dtype : MT_INT64);
-  mt_tensor *r;
+  mt_tensor *r = NULL;
   MT_TRY(mt_out_or_new(out, a->_sizes, a->_ndim, out_dt, name, &r));
   mt_status s;
   if (out && mt_may_overlap(out, a) && r->_data != a->_data) {
@@ -1011,7 +1011,7 @@ mt_status mt_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor
   return mt_give(r, result);
 }
 
-mt_status mt_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result) {
+static mt_status pub_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result) {
   const char *name = log ? "log_softmax" : "softmax";
   MT_TRY(mt_check_tensor(a, name, "input"));
   if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
@@ -1021,7 +1021,7 @@ mt_status mt_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **resu
                     name, mt_dtype_name(out_dt), pt_name(out_dt));
   int w;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
-  mt_tensor *r;
+  mt_tensor *r = NULL;
   MT_TRY(mt_new(a->_sizes, a->_ndim, out_dt, name, &r));
   mt_status s = run_lines(a, w, r, log ? 3 : 2, 0, name);
   if (s != MT_OK) {
@@ -1032,7 +1032,7 @@ mt_status mt_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **resu
 }
 
 /* ---------------------------------------------------------------- var_mean */
-mt_status mt_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double correction, int keepdim, int take_sqrt,
+static mt_status pub_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double correction, int keepdim, int take_sqrt,
                       mt_tensor **var, mt_tensor **mean) {
   const char *name = take_sqrt ? "std_mean" : "var_mean";
   MT_TRY(mt_check_tensor(a, name, "input"));
@@ -1054,7 +1054,7 @@ mt_status mt_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double corre
 
 /* ---------------------------------------------------------------- equal / isclose / allclose */
 static mt_status all_true(mt_tensor *t, int *result, const char *name) {
-  mt_tensor *r;
+  mt_tensor *r = NULL;
   MT_TRY(reduce_impl(MT_REDUCE_ALL, t, NULL, 0, 0, MT_BOOL, 0, NULL, &r, name));
   *result = *(uint8_t *)r->_data != 0;
   mt_tensor_release(r);
@@ -1139,7 +1139,7 @@ static mt_status isclose_impl(mt_tensor *a, mt_tensor *b, double rtol, double at
     snprintf(msg, sizeof msg, "%s", mt_last_error());
     return mt_error(MT_ESHAPE, "%s: %s (shapes %s and %s)", name, msg, MT_SHAPE(a), MT_SHAPE(b));
   }
-  mt_tensor *r;
+  mt_tensor *r = NULL;
   MT_TRY(mt_new(shape, nd, MT_BOOL, name, &r));
   mt_tensor *ops[3] = {r, a, b};
   mt_iter it;
@@ -1160,4 +1160,52 @@ mt_status mt_allclose(mt_tensor *a, mt_tensor *b, double rtol, double atol, int 
   mt_status s = all_true(c, result, "allclose");
   mt_tensor_release(c);
   return s;
+}
+
+/* ---------------------------------------------------------------- autograd entry points */
+mt_status mt_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
+                    mt_tensor *out, mt_tensor **result) {
+  if (!a || !mt_grad_on1(a)) return pub_reduce(op, a, dims, ndims, keepdim, dtype, p, out, result);
+  MT_TRY(mt_grad_check_out(out, true, mt_reduce_op_name(op)));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_reduce(op, a, dims, ndims, keepdim, dtype, p, NULL, &r)));
+  mt_status s = mt_record_reduce(op, a, dims, ndims, keepdim, p, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+mt_status mt_reduce_with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
+                               mt_tensor **values, mt_tensor **indices) {
+  if (!a || !mt_grad_on1(a)) return pub_reduce_with_index(a, dim, keepdim, is_min, index_base, values, indices);
+  mt_tensor *v, *i;
+  MT_TRY(MT_NOGRAD(pub_reduce_with_index(a, dim, keepdim, is_min, index_base, &v, &i)));
+  mt_tensor *i0 = NULL;
+  int d = dim < 0 ? dim + (a->_ndim ? a->_ndim : 1) : dim;
+  mt_status s = index_base ? MT_NOGRAD(mt_binary_scalar(MT_OP_SUB, i, (double)index_base, 1, 0, NULL, &i0))
+                           : (i0 = mt_tensor_retain(i), MT_OK);
+  if (s == MT_OK) s = mt_record_reduce_index(a, d, keepdim, is_min, i0, v);
+  mt_tensor_release(i0);
+  if (s) { mt_tensor_release(v); mt_tensor_release(i); return s; }
+  mt_give(v, values);
+  return mt_give(i, indices);
+}
+
+mt_status mt_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result) {
+  if (!a || !mt_grad_on1(a)) return pub_softmax(a, dim, log, dtype, result);
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_softmax(a, dim, log, dtype, &r)));
+  mt_status s = mt_record_softmax(a, dim, log, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+mt_status mt_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, is_prod ? "cumprod" : "cumsum"));
+  return pub_cumulative(a, dim, is_prod, dtype, out, result);
+}
+
+mt_status mt_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double correction, int keepdim, int take_sqrt,
+                      mt_tensor **var, mt_tensor **mean) {
+  MT_TRY(mt_grad_unsupported(a, NULL, take_sqrt ? "std_mean" : "var_mean"));
+  return pub_var_mean(a, dims, ndims, correction, keepdim, take_sqrt, var, mean);
 }

@@ -8,7 +8,7 @@
  * The rearranging ops share one kernel: the result is contiguous and, per result dimension d,
  * a table maps each result index along d to an element offset in the source; an element's
  * source is the sum of its dims' table entries. */
-#include "../mt_internal.h"
+#include "../grad/grad.h"
 
 #include <stdlib.h>
 
@@ -221,7 +221,7 @@ fail:
   return s;
 }
 
-mt_status mt_sort(mt_tensor *a, int dim, int descending, int stable, int64_t index_base, mt_tensor **values,
+static mt_status pub_sort(mt_tensor *a, int dim, int descending, int stable, int64_t index_base, mt_tensor **values,
                   mt_tensor **indices) {
   (void)stable; /* always stable */
   MT_TRY(mt_check_tensor(a, "sort", "input"));
@@ -231,7 +231,7 @@ mt_status mt_sort(mt_tensor *a, int dim, int descending, int stable, int64_t ind
   return sort_impl(a, d, descending, n, index_base, "sort", values, indices);
 }
 
-mt_status mt_topk(mt_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base, mt_tensor **values,
+static mt_status pub_topk(mt_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base, mt_tensor **values,
                   mt_tensor **indices) {
   (void)sorted; /* the kept elements always come out in sorted order, which `sorted=false` allows */
   MT_TRY(mt_check_tensor(a, "topk", "input"));
@@ -512,7 +512,7 @@ static int64_t pos_mod(int64_t a, int64_t n) {
   return r < 0 ? r + n : r;
 }
 
-mt_status mt_flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **result) {
+static mt_status pub_flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "flip", "input"));
   int nd = a->_ndim;
   bool flip[MT_MAX_DIMS + 1] = {false};
@@ -542,7 +542,7 @@ mt_status mt_flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **result) 
   return mt_give(r, result);
 }
 
-mt_status mt_roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, int n, mt_tensor **result) {
+static mt_status pub_roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, int n, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "roll", "input"));
   int nd = a->_ndim;
   if (n < 1) return mt_error(MT_EINVAL, "roll: `shifts` required");
@@ -592,7 +592,7 @@ fail:
   return s;
 }
 
-mt_status mt_repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor **result) {
+static mt_status pub_repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "repeat", "input"));
   int nd = a->_ndim;
   if (n < nd)
@@ -630,7 +630,7 @@ mt_status mt_repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor **res
   return mt_give(r, result);
 }
 
-mt_status mt_repeat_interleave(mt_tensor *a, int64_t repeats, int dim, mt_tensor **result) {
+static mt_status pub_repeat_interleave(mt_tensor *a, int64_t repeats, int dim, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "repeat_interleave", "input"));
   if (repeats < 0) return mt_error(MT_EINVAL, "repeat_interleave: repeats can not be negative, got %lld",
                                    (long long)repeats);
@@ -674,4 +674,33 @@ fail:
   free(block);
   release2(r, src);
   return s;
+}
+
+/* ---------------------------------------------------------------- autograd entry points */
+/* not differentiable yet: refused when they would have to be recorded */
+mt_status mt_sort(mt_tensor *a, int dim, int descending, int stable, int64_t index_base, mt_tensor **values,
+                  mt_tensor **indices) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "sort"));
+  return pub_sort(a, dim, descending, stable, index_base, values, indices);
+}
+mt_status mt_topk(mt_tensor *a, int64_t k, int dim, int largest, int sorted, int64_t index_base, mt_tensor **values,
+                  mt_tensor **indices) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "topk"));
+  return pub_topk(a, k, dim, largest, sorted, index_base, values, indices);
+}
+mt_status mt_flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "flip"));
+  return pub_flip(a, dims, n, result);
+}
+mt_status mt_roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, int n, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "roll"));
+  return pub_roll(a, shifts, dims, n, result);
+}
+mt_status mt_repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "repeat"));
+  return pub_repeat(a, repeats, n, result);
+}
+mt_status mt_repeat_interleave(mt_tensor *a, int64_t repeats, int dim, mt_tensor **result) {
+  MT_TRY(mt_grad_unsupported(a, NULL, "repeat_interleave"));
+  return pub_repeat_interleave(a, repeats, dim, result);
 }

@@ -1,0 +1,472 @@
+/* engine.c -- the backward engine: finds the graph below the roots, counts each node's
+ * dependencies, and runs nodes when all their gradients have arrived (latest-made first), summing
+ * gradients for inputs used more than once. No recursion: a 100 000-node chain is a loop.
+ *
+ * It is steppable: mt_engine_run returns to the caller whenever the Lua layer must act (Lua hooks,
+ * Lua backward functions), and the caller calls it again to go on. The C core never calls Lua. */
+#include "grad.h"
+
+#include <stdlib.h>
+
+enum { GOP_ACCUMULATE = 0, GOP_LUA = 1 };
+
+typedef enum { ST_POP, ST_PRE_DONE, ST_LUA_DONE, ST_HOOK_DONE, ST_POST_DONE } stage;
+
+struct mt_engine {
+  int retain_graph, create_graph, allow_unused;
+  uint64_t epoch;
+  /* every node reached, to clean up */
+  mt_node **nodes;
+  size_t nnodes, cap;
+  /* ready nodes: a max-heap on seq */
+  mt_node **heap;
+  size_t nheap, heapcap;
+  /* the node being run and its state */
+  mt_node *cur;
+  stage st;
+  mt_tensor **gin; /* the current node's input gradients (cur->nin) */
+  /* autograd.grad: capture targets */
+  int ncap;
+  mt_node **cap_node;
+  int *cap_nr;
+  mt_tensor **captured;
+  int saved_grad_mode;
+  int finished;
+};
+
+static uint64_t engine_epoch;
+
+static mt_status oom(void) { return mt_error(MT_ENOMEM, "backward: out of memory"); }
+
+static void heap_push(mt_engine *e, mt_node *n) {
+  size_t i = e->nheap++;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (e->heap[p]->seq >= n->seq) break;
+    e->heap[i] = e->heap[p];
+    i = p;
+  }
+  e->heap[i] = n;
+}
+
+static mt_node *heap_pop(mt_engine *e) {
+  mt_node *top = e->heap[0];
+  mt_node *last = e->heap[--e->nheap];
+  size_t i = 0, n = e->nheap;
+  for (;;) {
+    size_t l = 2 * i + 1, r = l + 1, m = i;
+    mt_node *best = last;
+    if (l < n && e->heap[l]->seq > best->seq) { m = l; best = e->heap[l]; }
+    if (r < n && e->heap[r]->seq > best->seq) { m = r; best = e->heap[r]; }
+    if (m == i) break;
+    e->heap[i] = e->heap[m];
+    i = m;
+  }
+  if (n > 0) e->heap[i] = last;
+  return top;
+}
+
+/* Mark a node as part of this run (first visit) */
+static mt_status visit(mt_engine *e, mt_node *n, bool *first) {
+  *first = n->epoch != e->epoch;
+  if (!*first) return MT_OK;
+  n->epoch = e->epoch;
+  n->deps = 0;
+  n->buf = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof(mt_tensor *));
+  if (!n->buf) return oom();
+  if (e->nnodes == e->cap) {
+    size_t nc = e->cap ? e->cap * 2 : 64;
+    mt_node **nn = realloc(e->nodes, nc * sizeof *nn);
+    if (!nn) return oom();
+    e->nodes = nn;
+    e->cap = nc;
+  }
+  e->nodes[e->nnodes++] = mt_node_retain(n);
+  return MT_OK;
+}
+
+/* Discover the graph below `roots` and count dependencies (iterative DFS). */
+static mt_status discover(mt_engine *e, mt_node **roots, int n) {
+  size_t cap = 64, len = 0;
+  mt_node **stack = malloc(cap * sizeof *stack);
+  if (!stack) return oom();
+  mt_status s = MT_OK;
+  for (int i = 0; i < n && s == MT_OK; i++) {
+    bool first;
+    if ((s = visit(e, roots[i], &first))) break;
+    if (!first) continue;
+    stack[len++] = roots[i];
+    while (len > 0 && s == MT_OK) {
+      mt_node *d = stack[--len];
+      for (int k = 0; k < d->nin; k++) {
+        mt_node *c = d->next[k].node;
+        if (!c) continue;
+        if ((s = visit(e, c, &first))) break;
+        c->deps++;
+        if (first) {
+          if (len == cap) {
+            mt_node **ns = realloc(stack, cap * 2 * sizeof *ns);
+            if (!ns) { s = oom(); break; }
+            stack = ns;
+            cap *= 2;
+          }
+          stack[len++] = c;
+        }
+      }
+    }
+  }
+  free(stack);
+  if (s == MT_OK) {
+    e->heapcap = e->nnodes + 1;
+    e->heap = malloc(e->heapcap * sizeof *e->heap);
+    if (!e->heap) s = oom();
+  }
+  return s;
+}
+
+/* buf[i] += g (g borrowed); out of place so that create_graph records the sum */
+static mt_status accumulate_into(mt_tensor **slot, mt_tensor *g) {
+  if (!g) return MT_OK;
+  if (!*slot) {
+    *slot = mt_tensor_retain(g);
+    return MT_OK;
+  }
+  mt_tensor *sum;
+  MT_TRY(mt_binary(MT_OP_ADD, *slot, g, NULL, &sum));
+  mt_tensor_release(*slot);
+  *slot = sum;
+  return MT_OK;
+}
+
+static bool has_nan(const mt_tensor *g) {
+  if (!g || !mt_is_float(g->_dtype)) return false;
+  mt_tensor *isn = NULL;
+  int any = 0;
+  if (mt_unary(MT_OP_ISNAN, (mt_tensor *)g, 0, 0, NULL, &isn) == MT_OK) {
+    mt_tensor *r = NULL;
+    if (mt_reduce(MT_REDUCE_ANY, isn, NULL, 0, 0, -1, 0, NULL, &r) == MT_OK) {
+      any = *(uint8_t *)r->_data;
+      mt_tensor_release(r);
+    }
+    mt_tensor_release(isn);
+  }
+  return any != 0;
+}
+
+mt_status mt_engine_new(mt_tensor **roots, mt_tensor **grads, int n, int retain_graph, int create_graph,
+                        mt_tensor **inputs, int ninputs, int allow_unused, mt_engine **out) {
+  if (n <= 0) return mt_error(MT_EINVAL, "backward: no tensors to differentiate");
+  mt_engine *e = calloc(1, sizeof *e);
+  if (!e) return oom();
+  e->retain_graph = retain_graph;
+  e->create_graph = create_graph;
+  e->allow_unused = allow_unused;
+  e->epoch = ++engine_epoch;
+  e->saved_grad_mode = mt_grad_mode;
+  mt_status s = MT_OK;
+  mt_node **rn = calloc((size_t)n, sizeof *rn);
+  int *rnr = calloc((size_t)n, sizeof *rnr);
+  if (!rn || !rnr) { s = oom(); goto fail; }
+  for (int i = 0; i < n; i++) {
+    mt_tensor *r = roots[i];
+    if ((s = mt_check_tensor(r, "backward", "tensor"))) goto fail;
+    if (!(r->_flags & MT_TENSOR_REQUIRES_GRAD)) {
+      s = mt_error(MT_ESTATE, "backward: element %d of tensors does not require grad and does not have a grad_fn", i);
+      goto fail;
+    }
+    mt_edge edge;
+    if ((s = mt_tensor_edge(r, &edge))) goto fail;
+    rn[i] = edge.node;
+    rnr[i] = edge.input_nr;
+    mt_tensor *g = grads ? grads[i] : NULL;
+    if (g) {
+      bool same = g->_ndim == r->_ndim && !memcmp(g->_sizes, r->_sizes, sizeof(int64_t) * (size_t)r->_ndim);
+      if (!same) {
+        s = mt_error(MT_ESHAPE, "backward: Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a "
+                                "shape of %s.", i, MT_SHAPE(g), i, MT_SHAPE(r));
+        goto fail;
+      }
+    } else if (r->_numel != 1) {
+      s = mt_error(MT_ESTATE, "backward: grad can be implicitly created only for scalar outputs");
+      goto fail;
+    }
+  }
+  if ((s = discover(e, rn, n))) goto fail;
+  /* seed the roots' gradients */
+  for (int i = 0; i < n; i++) {
+    mt_tensor *g = grads ? grads[i] : NULL;
+    mt_tensor *ones = NULL;
+    if (!g) {
+      if ((s = mt_tensor_full(roots[i]->_sizes, roots[i]->_ndim, roots[i]->_dtype, 1.0, &ones))) goto fail;
+      g = ones;
+    }
+    s = accumulate_into(&rn[i]->buf[rnr[i]], g);
+    mt_tensor_release(ones);
+    if (s) goto fail;
+  }
+  for (int i = 0; i < n; i++) {
+    if (rn[i]->deps == 0 && rn[i]->heap_pos != -2) {
+      rn[i]->heap_pos = -2; /* queued */
+      heap_push(e, rn[i]);
+    }
+  }
+  /* autograd.grad targets */
+  if (inputs && ninputs > 0) {
+    e->ncap = ninputs;
+    e->cap_node = calloc((size_t)ninputs, sizeof *e->cap_node);
+    e->cap_nr = calloc((size_t)ninputs, sizeof *e->cap_nr);
+    e->captured = calloc((size_t)ninputs, sizeof *e->captured);
+    if (!e->cap_node || !e->cap_nr || !e->captured) { s = oom(); goto fail; }
+    for (int i = 0; i < ninputs; i++) {
+      mt_tensor *t = inputs[i];
+      if ((s = mt_check_tensor(t, "grad", "inputs"))) goto fail;
+      if (!(t->_flags & MT_TENSOR_REQUIRES_GRAD)) {
+        s = mt_error(MT_ESTATE, "grad: One of the differentiated Tensors does not require grad");
+        goto fail;
+      }
+      mt_edge edge;
+      if ((s = mt_tensor_edge(t, &edge))) goto fail;
+      e->cap_node[i] = edge.node; /* owned */
+      e->cap_nr[i] = edge.input_nr;
+    }
+  }
+  for (int i = 0; i < n; i++) mt_node_release(rn[i]);
+  free(rn);
+  free(rnr);
+  *out = e;
+  return MT_OK;
+fail:
+  if (rn) for (int i = 0; i < n; i++) mt_node_release(rn[i]);
+  free(rn);
+  free(rnr);
+  mt_engine_free(e);
+  return s;
+}
+
+void mt_engine_free(mt_engine *e) {
+  if (!e) return;
+  for (size_t i = 0; i < e->nnodes; i++) {
+    mt_node *d = e->nodes[i];
+    if (d->buf) {
+      for (int k = 0; k < d->nout; k++) mt_tensor_release(d->buf[k]);
+      free(d->buf);
+      d->buf = NULL;
+    }
+    d->epoch = 0;
+    d->heap_pos = -1;
+    mt_node_release(d);
+  }
+  if (e->gin && e->cur) {
+    for (int k = 0; k < e->cur->nin; k++) mt_tensor_release(e->gin[k]);
+  }
+  free(e->gin);
+  free(e->nodes);
+  free(e->heap);
+  for (int i = 0; i < e->ncap; i++) {
+    mt_node_release(e->cap_node ? e->cap_node[i] : NULL);
+    mt_tensor_release(e->captured ? e->captured[i] : NULL);
+  }
+  free(e->cap_node);
+  free(e->cap_nr);
+  free(e->captured);
+  mt_grad_mode = e->saved_grad_mode;
+  free(e);
+}
+
+mt_tensor *mt_engine_captured(mt_engine *e, int i) {
+  if (!e || i < 0 || i >= e->ncap) return NULL;
+  return mt_tensor_retain(e->captured[i]);
+}
+
+mt_status mt_engine_set_grad(mt_engine *e, int i, mt_tensor *g) {
+  mt_node *n = e->cur;
+  if (!n) return mt_error(MT_ESTATE, "backward: no event to answer");
+  mt_tensor **arr;
+  int count;
+  if (e->st == ST_POST_DONE) { arr = e->gin; count = n->nin; }
+  else { arr = n->buf; count = n->nout; }
+  if (i < 0 || i >= count) return mt_error(MT_ERANGE, "backward: gradient %d of %d", i, count);
+  mt_tensor_retain(g);
+  mt_tensor_release(arr[i]);
+  arr[i] = g;
+  return MT_OK;
+}
+
+mt_status mt_engine_set_input_grads(mt_engine *e, mt_tensor **grads, int n) {
+  mt_node *d = e->cur;
+  if (!d || e->st != ST_LUA_DONE) return mt_error(MT_ESTATE, "backward: no Lua backward to answer");
+  if (n != d->nin)
+    return mt_error(MT_EINVAL, "backward: function %s returned an incorrect number of gradients (expected %d, got %d)",
+                    mt_node_name(d), d->nin, n);
+  for (int k = 0; k < n; k++) {
+    mt_tensor_release(e->gin[k]);
+    e->gin[k] = mt_tensor_retain(grads[k]);
+  }
+  return MT_OK;
+}
+
+/* A leaf's gradient arrives: accumulate it into .grad (PyTorch's AccumulateGrad). */
+static mt_status accumulate_grad(mt_engine *e, mt_node *n, mt_tensor *g) {
+  mt_tensor *v = n->variable;
+  if (!v || !g) return MT_OK;
+  mt_meta *m = mt_meta_get(v);
+  if (!m) return oom();
+  if (!m->grad) {
+    if (e->create_graph) {
+      m->grad = mt_tensor_retain(g);
+    } else {
+      /* a gradient of its own: detached, and not shared with anyone else */
+      mt_tensor *c;
+      MT_TRY(mt_clone(g, &c));
+      m->grad = c;
+    }
+    return MT_OK;
+  }
+  if (e->create_graph) {
+    mt_tensor *sum;
+    MT_TRY(mt_binary(MT_OP_ADD, m->grad, g, NULL, &sum));
+    mt_tensor_release(m->grad);
+    m->grad = sum;
+    return MT_OK;
+  }
+  int mode = mt_grad_mode;
+  mt_grad_mode = 0;
+  mt_status s = mt_binary(MT_OP_ADD, m->grad, g, m->grad, NULL);
+  mt_grad_mode = mode;
+  return s;
+}
+
+/* Hand the node's input gradients to the next nodes, then retire the node. */
+static mt_status propagate(mt_engine *e, mt_node *n) {
+  for (int k = 0; k < n->nin; k++) {
+    mt_node *c = n->next[k].node;
+    mt_tensor *g = e->gin ? e->gin[k] : NULL;
+    if (!c) continue;
+    if (g) MT_TRY(accumulate_into(&c->buf[n->next[k].input_nr], g));
+    if (--c->deps == 0 && c->heap_pos != -2) {
+      c->heap_pos = -2;
+      heap_push(e, c);
+    }
+  }
+  if (e->gin) {
+    for (int k = 0; k < n->nin; k++) mt_tensor_release(e->gin[k]);
+    free(e->gin);
+    e->gin = NULL;
+  }
+  for (int k = 0; k < n->nout; k++) {
+    mt_tensor_release(n->buf[k]);
+    n->buf[k] = NULL;
+  }
+  if (!e->retain_graph && (n->flags & NODE_HAS_SAVED)) {
+    for (int k = 0; k < MT_NODE_MAX_SAVED; k++) {
+      mt_tensor_release(n->saved[k].t);
+      n->saved[k].t = NULL;
+    }
+    n->flags |= NODE_RELEASED;
+  }
+  e->cur = NULL;
+  return MT_OK;
+}
+
+static void set_event(mt_engine_event *ev, int kind, mt_node *n, mt_tensor **grads, int count, mt_tensor **gin,
+                      int count_in) {
+  ev->kind = kind;
+  ev->node = n;
+  ev->grads = grads;
+  ev->count = count;
+  ev->grads_in = gin;
+  ev->count_in = count_in;
+}
+
+/* Run the C backward of n into e->gin. */
+static mt_status run_c_backward(mt_engine *e, mt_node *n) {
+  mt_backward_fn bw = mt_grad_op_backward(n->op);
+  if (!bw) return mt_error(MT_ENOTIMPL, "backward: %s has no backward", mt_node_name(n));
+  mt_grad_mode = e->create_graph;
+  mt_status s = bw(n, n->buf, e->gin);
+  mt_grad_mode = e->saved_grad_mode;
+  if (s) return s;
+  if (mt_is_anomaly_enabled()) {
+    for (int k = 0; k < n->nin; k++)
+      if (has_nan(e->gin[k]))
+        return mt_error(MT_ESTATE, "backward: Function '%s' returned nan values in its %dth output. [anomaly:%lld]",
+                        mt_node_name(n), k, (long long)n->anomaly_id);
+  }
+  return MT_OK;
+}
+
+mt_status mt_engine_run(mt_engine *e, mt_engine_event *ev) {
+  mt_status s;
+  for (;;) {
+    mt_node *n = e->cur;
+    if (!n) {
+      if (e->nheap == 0) {
+        set_event(ev, MT_EV_DONE, NULL, NULL, 0, NULL, 0);
+        return MT_OK;
+      }
+      n = e->cur = heap_pop(e);
+      e->st = ST_POP;
+      /* autograd.grad: capture what arrives for a target */
+      for (int i = 0; i < e->ncap; i++)
+        if (e->cap_node[i] == n) {
+          mt_tensor_release(e->captured[i]);
+          e->captured[i] = mt_tensor_retain(n->buf[e->cap_nr[i]]);
+        }
+      if (n->flags & NODE_PRE_HOOK) {
+        e->st = ST_PRE_DONE;
+        set_event(ev, MT_EV_PRE_HOOK, n, n->buf, n->nout, NULL, 0);
+        return MT_OK;
+      }
+      e->st = ST_PRE_DONE;
+    }
+    if (e->st == ST_PRE_DONE) {
+      e->gin = calloc((size_t)(n->nin > 0 ? n->nin : 1), sizeof(mt_tensor *));
+      if (!e->gin) return oom();
+      if (n->op == GOP_ACCUMULATE) {
+        mt_meta *m = n->variable ? n->variable->_autograd : NULL;
+        if (m && (m->flags & META_HAS_HOOKS)) {
+          e->st = ST_HOOK_DONE;
+          set_event(ev, MT_EV_TENSOR_HOOK, n, n->buf, 1, NULL, 0);
+          return MT_OK;
+        }
+        e->st = ST_HOOK_DONE;
+      } else if (n->op == GOP_LUA) {
+        e->st = ST_LUA_DONE;
+        set_event(ev, MT_EV_LUA_BACKWARD, n, n->buf, n->nout, e->gin, n->nin);
+        return MT_OK;
+      } else {
+        /* the output's own tensor hooks and retain_grad are pre hooks of its grad_fn (Lua) */
+        if ((s = run_c_backward(e, n))) return s;
+        e->st = ST_LUA_DONE;
+      }
+    }
+    if (e->st == ST_HOOK_DONE) {
+      /* AccumulateGrad: into .grad unless autograd.grad is capturing */
+      if (e->ncap == 0 && (s = accumulate_grad(e, n, n->buf[0]))) return s;
+      e->st = ST_LUA_DONE;
+    }
+    if (e->st == ST_LUA_DONE) {
+      if (n->flags & NODE_POST_HOOK) {
+        e->st = ST_POST_DONE;
+        set_event(ev, MT_EV_POST_HOOK, n, e->gin, n->nin, n->buf, n->nout);
+        return MT_OK;
+      }
+      e->st = ST_POST_DONE;
+    }
+    if ((s = propagate(e, n))) return s;
+  }
+}
+
+mt_status mt_backward(mt_tensor *root, mt_tensor *grad, int retain_graph, int create_graph) {
+  mt_engine *e;
+  mt_tensor *roots[1] = {root}, *grads[1] = {grad};
+  MT_TRY(mt_engine_new(roots, grads, 1, retain_graph, create_graph, NULL, 0, 0, &e));
+  mt_engine_event ev;
+  mt_status s;
+  while ((s = mt_engine_run(e, &ev)) == MT_OK && ev.kind != MT_EV_DONE) {
+    s = mt_error(MT_ESTATE, "backward: the graph has Lua hooks or functions; run it from Lua");
+    break;
+  }
+  mt_engine_free(e);
+  return s;
+}

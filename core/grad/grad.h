@@ -1,0 +1,152 @@
+/* grad.h -- autograd internals: graph nodes, per-tensor autograd metadata, recording. */
+#ifndef MT_GRAD_H
+#define MT_GRAD_H
+
+#include "../mt_internal.h"
+
+#define MT_NODE_MAX_SAVED 4
+
+typedef struct mt_edge {
+  mt_node *node;     /* strong reference; NULL where the input needs no gradient */
+  int32_t input_nr;  /* which output of `node` (= which gradient slot) this edge feeds */
+  int32_t _pad;
+} mt_edge;
+
+typedef struct mt_saved {
+  mt_tensor *t;      /* strong reference, NULL once released */
+  int64_t version;   /* the storage version when saved */
+  int32_t output_nr; /* >= 0 when t is an output of this node (saved without its grad_fn) */
+  int32_t _pad;
+} mt_saved;
+
+/* A shape (and dtype) remembered for the backward: input shapes for unbroadcasting. */
+typedef struct mt_shape {
+  int32_t ndim, dtype;
+  int64_t sizes[MT_MAX_DIMS];
+} mt_shape;
+
+enum {
+  NODE_RELEASED = 1,  /* saved tensors were freed by a backward without retain_graph */
+  NODE_PRE_HOOK = 2,  /* the Lua layer has pre hooks on this node */
+  NODE_POST_HOOK = 4, /* ... post hooks */
+  NODE_HAS_SAVED = 8  /* some saved tensors were stored (a second backward needs them) */
+};
+
+struct mt_node {
+  int64_t refcount;
+  int32_t op;        /* mt_grad_op */
+  int16_t nin;       /* edges: one per differentiable input of the forward op */
+  int16_t nout;      /* gradients coming in: one per output of the forward op */
+  uint64_t seq;      /* creation order: later nodes run first */
+  uint32_t flags;
+  int32_t ip[6];     /* integer parameters of the op (dims, op codes, keepdim, ...) */
+  double dp[4];      /* number parameters (alpha, exponents, bounds, ...) */
+  int64_t lua_id;
+  int64_t anomaly_id;
+  mt_tensor *variable;   /* AccumulateGrad: the leaf (strong reference) */
+  char *name;            /* Lua nodes: their name (owned) */
+  mt_saved saved[MT_NODE_MAX_SAVED];
+  mt_shape shape[2];     /* e.g. the inputs' shapes */
+  /* engine scratch, valid while engine `epoch` runs */
+  uint64_t epoch;
+  int32_t deps;
+  int32_t heap_pos;
+  mt_tensor **buf;       /* nout incoming gradients being summed */
+  mt_edge next[];        /* nin edges */
+};
+
+/* Per-tensor autograd metadata (mt_tensor._autograd), made on demand. */
+typedef struct mt_meta {
+  mt_node *grad_fn;  /* strong; NULL for leaves */
+  mt_node *grad_acc; /* weak: a leaf's AccumulateGrad node, cleared when that node dies */
+  mt_tensor *grad;   /* strong */
+  int32_t output_nr;
+  uint32_t flags;    /* META_* */
+  int64_t lua_hooks; /* the Lua layer's id for tensor hooks (0: none) */
+} mt_meta;
+
+enum { META_RETAINS_GRAD = 1, META_HAS_HOOKS = 2 };
+
+extern int mt_grad_mode;      /* 1: record */
+extern int mt_inference_mode; /* 1: no recording, no version bookkeeping */
+
+/* Does an op over these inputs need recording? (cheap: grad mode and the inputs' flag) */
+static inline bool mt_grad_on1(const mt_tensor *a) {
+  return mt_grad_mode && (a->_flags & MT_TENSOR_REQUIRES_GRAD);
+}
+static inline bool mt_grad_on2(const mt_tensor *a, const mt_tensor *b) {
+  return mt_grad_mode && ((a->_flags | (b ? b->_flags : 0)) & MT_TENSOR_REQUIRES_GRAD);
+}
+
+mt_meta *mt_meta_get(mt_tensor *t); /* made if missing; NULL when out of memory */
+
+/* Recording: a node for op with one edge per input (NULL inputs, or inputs that need no grad,
+ * get no edge), then its outputs attached. */
+mt_status mt_node_make(int op, mt_tensor **inputs, int nin, int nout, mt_node **out);
+mt_status mt_node_save(mt_node *n, int slot, mt_tensor *t);
+mt_status mt_node_save_output(mt_node *n, int slot, mt_tensor *out, int output_nr);
+void mt_node_set_shape(mt_node *n, int k, const mt_tensor *t);
+/* Attach `out` as output `nr` of n: out.grad_fn = n, out requires grad. */
+mt_status mt_node_attach(mt_node *n, mt_tensor *out, int nr);
+/* A saved tensor for the backward (a new reference, NULL if none was saved); an error when it was
+ * released or modified in place. */
+mt_status mt_node_get_saved(mt_node *n, int slot, mt_tensor **t);
+
+/* The edge a tensor contributes as an input: its grad_fn, or its AccumulateGrad for a leaf. */
+mt_status mt_tensor_edge(mt_tensor *t, mt_edge *e);
+
+/* An in-place op on t is about to run with grad recording: leaves are refused. */
+mt_status mt_grad_check_inplace(mt_tensor *t, const char *op);
+/* out= arguments and autograd do not mix (as in PyTorch). */
+mt_status mt_grad_check_out(mt_tensor *out, bool recording, const char *op);
+
+/* The backward of every op, by mt_grad_op (ops.c). */
+typedef mt_status (*mt_backward_fn)(mt_node *n, mt_tensor **gout, mt_tensor **gin);
+const char *mt_grad_op_name(const mt_node *n);
+mt_backward_fn mt_grad_op_backward(int op);
+
+/* Sum g down to a shape (undoing broadcasting): a new reference. */
+mt_status mt_sum_to(mt_tensor *g, const int64_t *sizes, int ndim, mt_tensor **out);
+mt_status mt_sum_to_shape(mt_tensor *g, const mt_shape *s, mt_tensor **out);
+
+/* Recording, called by the forward ops (ops.c). `x`: the input's value for the backward (a copy
+ * of it for an in-place op), `out`: the result. */
+bool mt_grad_unary_needs_input(int op);
+mt_status mt_record_unary(int op, mt_tensor *a, mt_tensor *x, double p1, double p2, mt_tensor *out);
+mt_status mt_record_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *xa, mt_tensor *out);
+mt_status mt_record_binary_scalar(int op, mt_tensor *a, mt_tensor *x, double s, int reverse, mt_tensor *out);
+mt_status mt_record_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out);
+mt_status mt_record_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, double p,
+                           mt_tensor *out);
+mt_status mt_record_reduce_index(mt_tensor *a, int dim, int keepdim, int is_min, mt_tensor *indices,
+                                 mt_tensor *values);
+enum { MT_RS_VIEW, MT_RS_RESHAPE_COPY, MT_RS_UNSQUEEZE, MT_RS_SQUEEZE, MT_RS_SQUEEZE_DIM, MT_RS_FLATTEN };
+mt_status mt_record_reshape(int kind, mt_tensor *a, mt_tensor *out);
+mt_status mt_record_transpose(mt_tensor *a, int d0, int d1, int is_t, mt_tensor *out);
+mt_status mt_record_permute(mt_tensor *a, const int64_t *dims, int ndim, mt_tensor *out);
+mt_status mt_record_expand(mt_tensor *a, mt_tensor *out);
+mt_status mt_record_select(mt_tensor *a, int dim, int64_t index, mt_tensor *out);
+mt_status mt_record_slice(mt_tensor *a, int dim, int64_t start, int64_t stop, int64_t step, mt_tensor *out);
+mt_status mt_record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out);
+mt_status mt_record_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out);
+mt_status mt_record_softmax(mt_tensor *a, int dim, int log, mt_tensor *out);
+mt_status mt_record_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out);
+mt_status mt_record_clone(mt_tensor *a, int to_dtype, mt_tensor *out);
+mt_status mt_record_cat(mt_tensor **ts, int count, int dim, mt_tensor *out);
+mt_status mt_record_index(mt_tensor *a, int dim, mt_tensor *index, int gather, mt_tensor *out);
+mt_status mt_record_masked_fill(mt_tensor *a, mt_tensor *mask, mt_tensor *out);
+
+/* Run a kernel with recording off (conversions and copies inside it are not part of the graph). */
+#define MT_NOGRAD(expr)             \
+  ({                                \
+    int mode_ = mt_grad_mode;       \
+    mt_grad_mode = 0;               \
+    mt_status s_ = (expr);          \
+    mt_grad_mode = mode_;           \
+    s_;                             \
+  })
+
+/* For ops without a backward yet: an error when the op would have to be recorded. */
+mt_status mt_grad_unsupported(const mt_tensor *a, const mt_tensor *b, const char *op);
+
+#endif

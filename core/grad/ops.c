@@ -1,0 +1,1041 @@
+/* ops.c -- the table of differentiable ops: for each, its recording (what a forward op keeps for
+ * the backward) and its backward, side by side, and its name as PyTorch prints it. Backward
+ * formulas are written with the public ops, so they record themselves when create_graph is on:
+ * double backward comes for free. */
+#include "grad.h"
+
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------- temporaries */
+/* A scope of temporaries: every helper below returns a borrowed tensor owned by the scope (or
+ * NULL once an op failed, the first failure kept in sc->s). */
+typedef struct {
+  mt_tensor *t[48];
+  int n;
+  mt_status s;
+} scope;
+
+/* keep(sc, op(..., &r), &r): `r` is read through its address after the op ran (C leaves the
+ * order of argument evaluation open, so passing `r` itself could read it before the call). */
+static mt_tensor *keep(scope *sc, mt_status s, mt_tensor **rp) {
+  mt_tensor *r = *rp;
+  if (s) { if (!sc->s) sc->s = s; return NULL; }
+  if (sc->n == 48) { mt_tensor_release(r); sc->s = mt_error(MT_ENOMEM, "backward: too many temporaries"); return NULL; }
+  sc->t[sc->n++] = r;
+  return r;
+}
+static void scope_end(scope *sc) {
+  for (int i = 0; i < sc->n; i++) mt_tensor_release(sc->t[i]);
+  sc->n = 0;
+}
+#define LIVE(sc) ((sc)->s == MT_OK)
+static mt_tensor *bin(scope *sc, int op, mt_tensor *a, mt_tensor *b) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !a || !b) return NULL;
+  return keep(sc, mt_binary(op, a, b, NULL, &r), &r);
+}
+static mt_tensor *bins(scope *sc, int op, mt_tensor *a, double s) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !a) return NULL;
+  return keep(sc, mt_binary_scalar(op, a, s, 2, 0, NULL, &r), &r);
+}
+static mt_tensor *un(scope *sc, int op, mt_tensor *a, double p1, double p2) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !a) return NULL;
+  return keep(sc, mt_unary(op, a, p1, p2, NULL, &r), &r);
+}
+#define MUL(a, b) bin(sc, MT_OP_MUL, a, b)
+#define DIV(a, b) bin(sc, MT_OP_DIV, a, b)
+#define ADD(a, b) bin(sc, MT_OP_ADD, a, b)
+#define SUB(a, b) bin(sc, MT_OP_SUB, a, b)
+#define MULS(a, s) bins(sc, MT_OP_MUL, a, s)
+#define ADDS(a, s) bins(sc, MT_OP_ADD, a, s)
+#define NEG(a) un(sc, MT_OP_NEG, a, 0, 0)
+/* a bool mask as a's dtype: 1 where cond holds */
+static mt_tensor *mask_as(scope *sc, mt_tensor *cond, mt_tensor *like) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !cond) return NULL;
+  return keep(sc, mt_to_dtype(cond, like->_dtype, 0, &r), &r);
+}
+#define CMP(op, a, b) bin(sc, op, a, b)
+#define CMPS(op, a, s) bins(sc, op, a, s)
+
+/* hand a scope tensor out as gin[k] (a new reference) */
+static void give(mt_tensor **gin, int k, mt_tensor *t) { gin[k] = mt_tensor_retain(t); }
+
+static mt_tensor *saved(scope *sc, mt_node *n, int slot) {
+  mt_tensor *t = NULL;
+  if (!LIVE(sc)) return NULL;
+  mt_status s = mt_node_get_saved(n, slot, &t);
+  if (s) { sc->s = s; return NULL; }
+  return t ? keep(sc, MT_OK, &t) : NULL;
+}
+
+static mt_tensor *sum_to_shape(scope *sc, mt_tensor *g, const mt_shape *shp) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !g) return NULL;
+  return keep(sc, mt_sum_to_shape(g, shp, &r), &r);
+}
+
+mt_status mt_sum_to(mt_tensor *g, const int64_t *sizes, int ndim, mt_tensor **out) {
+  int lead = g->_ndim - ndim;
+  int64_t dims[MT_MAX_DIMS];
+  int nd = 0;
+  for (int i = 0; i < g->_ndim; i++) {
+    if (i < lead) dims[nd++] = i;
+    else if (sizes[i - lead] == 1 && g->_sizes[i] != 1) dims[nd++] = i;
+  }
+  if (nd == 0) {
+    if (lead == 0) { *out = mt_tensor_retain(g); return MT_OK; }
+    return mt_reshape(g, sizes, ndim, out);
+  }
+  mt_tensor *s;
+  MT_TRY(mt_reduce(MT_REDUCE_SUM, g, dims, nd, 1, -1, 0, NULL, &s));
+  mt_status st = mt_reshape(s, sizes, ndim, out);
+  mt_tensor_release(s);
+  return st;
+}
+mt_status mt_sum_to_shape(mt_tensor *g, const mt_shape *s, mt_tensor **out) {
+  return mt_sum_to(g, s->sizes, s->ndim, out);
+}
+
+/* ---------------------------------------------------------------- the op list */
+#define GRAD_OP_LIST(X)                                                              \
+  X(ACCUMULATE, "AccumulateGrad") X(LUA, "LuaFunctionBackward") X(UNARY, "")       \
+  X(BINARY, "") X(BINARY_SCALAR, "") X(ADD_SCALED, "") X(REDUCE, "")               \
+  X(REDUCE_INDEX, "") X(RESHAPE, "") X(TRANSPOSE, "") X(PERMUTE, "PermuteBackward0") \
+  X(EXPAND, "ExpandBackward0") X(SELECT, "SelectBackward0") X(SLICE, "SliceBackward0") \
+  X(MATMUL, "") X(ADDMM, "AddmmBackward0") X(SOFTMAX, "") X(WHERE, "WhereBackward0") \
+  X(CLONE, "") X(CAT, "CatBackward0") X(INDEX_SELECT, "IndexSelectBackward0")       \
+  X(GATHER, "GatherBackward0") X(MASKED_FILL, "MaskedFillBackward0")
+
+enum {
+#define X(NAME, str) GOP_##NAME,
+  GRAD_OP_LIST(X)
+#undef X
+  GOP_COUNT
+};
+
+/* Names: fixed ones from the list, the rest by the op's parameters. */
+static const char *const fixed_names[] = {
+#define X(NAME, str) str,
+    GRAD_OP_LIST(X)
+#undef X
+};
+
+static const char *unary_grad_name(int op) {
+  switch (op) {
+#define N(OP, S) case MT_OP_##OP: return S;
+    N(NEG, "NegBackward0") N(ABS, "AbsBackward0") N(SIGN, "SignBackward0") N(EXP, "ExpBackward0")
+    N(EXP2, "Exp2Backward0") N(LOG, "LogBackward0") N(LOG2, "Log2Backward0") N(LOG10, "Log10Backward0")
+    N(LOG1P, "Log1PBackward0") N(EXPM1, "Expm1Backward0") N(SQRT, "SqrtBackward0") N(RSQRT, "RsqrtBackward0")
+    N(SIN, "SinBackward0") N(COS, "CosBackward0") N(TAN, "TanBackward0") N(ASIN, "AsinBackward0")
+    N(ACOS, "AcosBackward0") N(ATAN, "AtanBackward0") N(SINH, "SinhBackward0") N(COSH, "CoshBackward0")
+    N(TANH, "TanhBackward0") N(SIGMOID, "SigmoidBackward0") N(RELU, "ReluBackward0") N(GELU, "GeluBackward0")
+    N(GELU_TANH, "GeluBackward0") N(SILU, "SiluBackward0") N(ERF, "ErfBackward0") N(ERFC, "ErfcBackward0")
+    N(FLOOR, "FloorBackward0") N(CEIL, "CeilBackward0") N(ROUND, "RoundBackward0") N(TRUNC, "TruncBackward0")
+    N(FRAC, "FracBackward0") N(RECIPROCAL, "ReciprocalBackward0") N(SQUARE, "PowBackward0")
+    N(SOFTPLUS, "SoftplusBackward0") N(LGAMMA, "LgammaBackward0") N(CLAMP, "ClampBackward1")
+    N(POW_SCALAR, "PowBackward0") N(RPOW_SCALAR, "PowBackward2") N(LEAKY_RELU, "LeakyReluBackward0")
+    N(ELU, "EluBackward0") N(HARDTANH, "HardtanhBackward0") N(THRESHOLD, "ThresholdBackward0")
+    N(ROUND_DECIMALS, "RoundBackward1") N(NAN_TO_NUM, "NanToNumBackward0")
+#undef N
+    default: return NULL;
+  }
+}
+
+static const char *binary_grad_name(int op, int scalar, int reverse) {
+  switch (op) {
+    case MT_OP_ADD: return scalar ? "AddBackward1" : "AddBackward0";
+    case MT_OP_SUB: return scalar ? (reverse ? "RsubBackward1" : "SubBackward1") : "SubBackward0";
+    case MT_OP_MUL: return scalar ? "MulBackward1" : "MulBackward0";
+    case MT_OP_DIV: return scalar ? (reverse ? "DivBackward0" : "DivBackward1") : "DivBackward0";
+    case MT_OP_POW: return scalar ? (reverse ? "PowBackward2" : "PowBackward0") : "PowBackward1";
+    case MT_OP_MAXIMUM: return scalar ? "ClampMinBackward0" : "MaximumBackward0";
+    case MT_OP_MINIMUM: return scalar ? "ClampMaxBackward0" : "MinimumBackward0";
+    case MT_OP_FMAX: return "FmaxBackward0";
+    case MT_OP_FMIN: return "FminBackward0";
+    case MT_OP_FMOD: return scalar ? "FmodBackward0" : "FmodBackward1";
+    case MT_OP_REMAINDER: return scalar ? "RemainderBackward0" : "RemainderBackward1";
+    case MT_OP_ATAN2: return "Atan2Backward0";
+    case MT_OP_HYPOT: return "HypotBackward0";
+    case MT_OP_XLOGY: return scalar ? "XlogyBackward1" : "XlogyBackward0";
+    case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR: return "DivBackward2";
+    default: return NULL;
+  }
+}
+
+static const char *reduce_grad_name(int op, int all) {
+  switch (op) {
+    case MT_REDUCE_SUM: return all ? "SumBackward0" : "SumBackward1";
+    case MT_REDUCE_MEAN: return all ? "MeanBackward0" : "MeanBackward1";
+    case MT_REDUCE_PROD: return all ? "ProdBackward0" : "ProdBackward1";
+    case MT_REDUCE_AMAX: return "AmaxBackward0";
+    case MT_REDUCE_AMIN: return "AminBackward0";
+    case MT_REDUCE_VAR: return "VarBackward0";
+    case MT_REDUCE_STD: return "StdBackward0";
+    case MT_REDUCE_NORM: return all ? "NormBackward0" : "NormBackward1";
+    case MT_REDUCE_LOGSUMEXP: return "LogsumexpBackward0";
+    case MT_REDUCE_NANSUM: return "NansumBackward0";
+    default: return NULL;
+  }
+}
+
+enum { MM_DOT, MM_MV, MM_VM, MM_MM, MM_BMM, MM_ND };
+static const char *const matmul_names[] = {"DotBackward0", "MvBackward0", "SqueezeBackward4", "MmBackward0",
+                                           "BmmBackward0", "UnsafeViewBackward0"};
+enum { RS_VIEW, RS_RESHAPE_COPY, RS_UNSQUEEZE, RS_SQUEEZE, RS_SQUEEZE_DIM, RS_FLATTEN };
+static const char *const reshape_names[] = {"ViewBackward0", "UnsafeViewBackward0", "UnsqueezeBackward0",
+                                            "SqueezeBackward0", "SqueezeBackward1", "ViewBackward0"};
+
+const char *mt_grad_op_name(const mt_node *n) {
+  switch (n->op) {
+    case GOP_UNARY: { const char *s = unary_grad_name(n->ip[0]); return s ? s : "?"; }
+    case GOP_BINARY: { const char *s = binary_grad_name(n->ip[0], 0, 0); return s ? s : "?"; }
+    case GOP_BINARY_SCALAR: { const char *s = binary_grad_name(n->ip[0], 1, n->ip[1]); return s ? s : "?"; }
+    case GOP_ADD_SCALED: return n->dp[0] >= 0 ? "AddBackward0" : "SubBackward0";
+    case GOP_REDUCE: { const char *s = reduce_grad_name(n->ip[0], n->ip[3]); return s ? s : "?"; }
+    case GOP_REDUCE_INDEX: return n->ip[2] ? "MinBackward0" : "MaxBackward0";
+    case GOP_RESHAPE: return reshape_names[n->ip[0]];
+    case GOP_TRANSPOSE: return n->ip[2] ? "TBackward0" : "TransposeBackward0";
+    case GOP_MATMUL: return matmul_names[n->ip[0]];
+    case GOP_SOFTMAX: return n->ip[1] ? "LogSoftmaxBackward0" : "SoftmaxBackward0";
+    case GOP_CLONE: return n->ip[0] ? "ToCopyBackward0" : "CloneBackward0";
+    default: return n->op >= 0 && n->op < GOP_COUNT ? fixed_names[n->op] : "?";
+  }
+}
+
+/* ---------------------------------------------------------------- backward formulas */
+/* Each takes the node, its outputs' gradients gout[nout] (NULL: none arrived) and fills
+ * gin[nin] with new references (NULL where the input needs no gradient). */
+
+static bool wants(const mt_node *n, int k) { return n->next[k].node != NULL; }
+
+static mt_status bw_unary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *x = saved(sc, n, 0), *y = saved(sc, n, 1), *r = NULL;
+  double p1 = n->dp[0], p2 = n->dp[1];
+  if (!g || !wants(n, 0)) goto done;
+  switch (n->ip[0]) {
+    case MT_OP_NEG: r = NEG(g); break;
+    case MT_OP_ABS: r = MUL(g, un(sc, MT_OP_SIGN, x, 0, 0)); break;
+    case MT_OP_SIGN: case MT_OP_FLOOR: case MT_OP_CEIL: case MT_OP_ROUND: case MT_OP_TRUNC:
+    case MT_OP_ROUND_DECIMALS:
+      r = MULS(g, 0); break;
+    case MT_OP_EXP: r = MUL(g, y); break;
+    case MT_OP_EXP2: r = MULS(MUL(g, y), M_LN2); break;
+    case MT_OP_LOG: r = DIV(g, x); break;
+    case MT_OP_LOG2: r = DIV(g, MULS(x, M_LN2)); break;
+    case MT_OP_LOG10: r = DIV(g, MULS(x, M_LN10)); break;
+    case MT_OP_LOG1P: r = DIV(g, ADDS(x, 1)); break;
+    case MT_OP_EXPM1: r = MUL(g, ADDS(y, 1)); break;
+    case MT_OP_SQRT: r = DIV(g, MULS(y, 2)); break;
+    case MT_OP_RSQRT: r = MUL(g, MULS(un(sc, MT_OP_POW_SCALAR, y, 3, 0), -0.5)); break;
+    case MT_OP_SIN: r = MUL(g, un(sc, MT_OP_COS, x, 0, 0)); break;
+    case MT_OP_COS: r = MUL(g, NEG(un(sc, MT_OP_SIN, x, 0, 0))); break;
+    case MT_OP_TAN: r = MUL(g, ADDS(MUL(y, y), 1)); break;
+    case MT_OP_ASIN: r = DIV(g, un(sc, MT_OP_SQRT, NEG(ADDS(MUL(x, x), -1)), 0, 0)); break;
+    case MT_OP_ACOS: r = NEG(DIV(g, un(sc, MT_OP_SQRT, NEG(ADDS(MUL(x, x), -1)), 0, 0))); break;
+    case MT_OP_ATAN: r = DIV(g, ADDS(MUL(x, x), 1)); break;
+    case MT_OP_SINH: r = MUL(g, un(sc, MT_OP_COSH, x, 0, 0)); break;
+    case MT_OP_COSH: r = MUL(g, un(sc, MT_OP_SINH, x, 0, 0)); break;
+    case MT_OP_TANH: r = MUL(g, NEG(ADDS(MUL(y, y), -1))); break;
+    case MT_OP_SIGMOID: r = MUL(g, MUL(y, NEG(ADDS(y, -1)))); break;
+    case MT_OP_RELU: r = MUL(g, mask_as(sc, CMPS(MT_OP_GT, y, 0), g)); break;
+    case MT_OP_GELU: {
+      mt_tensor *cdf = MULS(ADDS(un(sc, MT_OP_ERF, MULS(x, M_SQRT1_2), 0, 0), 1), 0.5);
+      mt_tensor *pdf = MULS(un(sc, MT_OP_EXP, MULS(MUL(x, x), -0.5), 0, 0), 0.3989422804014327);
+      r = MUL(g, ADD(cdf, MUL(x, pdf)));
+      break;
+    }
+    case MT_OP_GELU_TANH: {
+      const double k = 0.7978845608028654, c = 0.044715;
+      mt_tensor *x2 = MUL(x, x);
+      mt_tensor *inner = MULS(MUL(x, ADDS(MULS(x2, c), 1)), k);
+      mt_tensor *t = un(sc, MT_OP_TANH, inner, 0, 0);
+      mt_tensor *dinner = MULS(ADDS(MULS(x2, 3 * c), 1), k);
+      mt_tensor *left = MULS(ADDS(t, 1), 0.5);
+      mt_tensor *right = MUL(MULS(x, 0.5), MUL(NEG(ADDS(MUL(t, t), -1)), dinner));
+      r = MUL(g, ADD(left, right));
+      break;
+    }
+    case MT_OP_SILU: {
+      mt_tensor *s = un(sc, MT_OP_SIGMOID, x, 0, 0);
+      r = MUL(g, MUL(s, ADDS(MUL(x, NEG(ADDS(s, -1))), 1)));
+      break;
+    }
+    case MT_OP_ERF: r = MUL(g, MULS(un(sc, MT_OP_EXP, NEG(MUL(x, x)), 0, 0), 1.1283791670955126)); break;
+    case MT_OP_ERFC: r = MUL(g, MULS(un(sc, MT_OP_EXP, NEG(MUL(x, x)), 0, 0), -1.1283791670955126)); break;
+    case MT_OP_FRAC: r = g; break;
+    case MT_OP_RECIPROCAL: r = MUL(g, NEG(MUL(y, y))); break;
+    case MT_OP_SQUARE: r = MUL(g, MULS(x, 2)); break;
+    case MT_OP_SOFTPLUS: r = MUL(g, un(sc, MT_OP_SIGMOID, x, 0, 0)); break;
+    case MT_OP_LGAMMA: r = MUL(g, un(sc, MT_OP_DIGAMMA, x, 0, 0)); break;
+    case MT_OP_CLAMP: {
+      mt_tensor *m = NULL;
+      if (!isnan(p1)) m = CMPS(MT_OP_GE, x, p1);
+      if (!isnan(p2)) { mt_tensor *m2 = CMPS(MT_OP_LE, x, p2); m = m ? bin(sc, MT_OP_LOGICAL_AND, m, m2) : m2; }
+      r = m ? MUL(g, mask_as(sc, m, g)) : g;
+      break;
+    }
+    case MT_OP_POW_SCALAR:
+      if (p1 == 0) r = MULS(g, 0);
+      else r = MUL(g, MULS(un(sc, MT_OP_POW_SCALAR, x, p1 - 1, 0), p1));
+      break;
+    case MT_OP_RPOW_SCALAR: r = MULS(MUL(g, y), log(p1)); break;
+    case MT_OP_LEAKY_RELU: {
+      mt_tensor *pos = mask_as(sc, CMPS(MT_OP_GT, x, 0), g);
+      r = MUL(g, ADDS(MULS(pos, 1 - p1), p1));
+      break;
+    }
+    case MT_OP_ELU: {
+      mt_tensor *pos = mask_as(sc, CMPS(MT_OP_GT, x, 0), g);
+      mt_tensor *neg = ADDS(y, p1); /* alpha * exp(x) where x <= 0 */
+      r = MUL(g, ADD(pos, MUL(NEG(ADDS(pos, -1)), neg)));
+      break;
+    }
+    case MT_OP_HARDTANH:
+      r = MUL(g, mask_as(sc, bin(sc, MT_OP_LOGICAL_AND, CMPS(MT_OP_GT, x, p1), CMPS(MT_OP_LT, x, p2)), g));
+      break;
+    case MT_OP_THRESHOLD: r = MUL(g, mask_as(sc, CMPS(MT_OP_GT, x, p1), g)); break;
+    case MT_OP_NAN_TO_NUM: r = MUL(g, mask_as(sc, un(sc, MT_OP_ISFINITE, x, 0, 0), g)); break;
+    default:
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", mt_unary_op_name(n->ip[0]));
+  }
+  if (LIVE(sc) && r) give(gin, 0, r);
+done:;
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+static mt_status bw_binary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *a = saved(sc, n, 0), *b = saved(sc, n, 1), *y = saved(sc, n, 2);
+  mt_tensor *ga = NULL, *gb = NULL;
+  bool wa = wants(n, 0), wb = wants(n, 1);
+  switch (n->ip[0]) {
+    case MT_OP_ADD: ga = g; gb = g; break;
+    case MT_OP_SUB: ga = g; if (wb) gb = NEG(g); break;
+    case MT_OP_MUL: if (wa) ga = MUL(g, b); if (wb) gb = MUL(g, a); break;
+    case MT_OP_DIV:
+      if (wa) ga = DIV(g, b);
+      if (wb) gb = NEG(DIV(MUL(g, a), MUL(b, b)));
+      break;
+    case MT_OP_POW:
+      if (wa) ga = MUL(g, MUL(b, bin(sc, MT_OP_POW, a, ADDS(b, -1))));
+      if (wb) {
+        /* where a == 0 and b >= 0 the derivative is 0 (log(0) would give nan) */
+        mt_tensor *safe = bin(sc, MT_OP_MUL, MUL(g, y), un(sc, MT_OP_LOG, a, 0, 0));
+        mt_tensor *zero_base = bin(sc, MT_OP_LOGICAL_AND, CMPS(MT_OP_EQ, a, 0), CMPS(MT_OP_GE, b, 0));
+        mt_tensor *z = NULL;
+        if (LIVE(sc)) keep(sc, mt_tensor_full(NULL, 0, g->_dtype, 0, &z), &z);
+        mt_tensor *r = NULL;
+        if (LIVE(sc)) keep(sc, mt_where(zero_base, z, safe, NULL, &r), &r);
+        gb = r;
+      }
+      break;
+    case MT_OP_MAXIMUM: case MT_OP_MINIMUM: case MT_OP_FMAX: case MT_OP_FMIN: {
+      bool mx = n->ip[0] == MT_OP_MAXIMUM || n->ip[0] == MT_OP_FMAX;
+      mt_tensor *eq = mask_as(sc, CMP(MT_OP_EQ, a, b), g);
+      mt_tensor *win = mask_as(sc, CMP(mx ? MT_OP_GT : MT_OP_LT, a, b), g);
+      mt_tensor *share = ADD(win, MULS(eq, 0.5)); /* a's share; ties split evenly */
+      if (wa) ga = MUL(g, share);
+      if (wb) gb = MUL(g, NEG(ADDS(share, -1)));
+      break;
+    }
+    case MT_OP_ATAN2: {
+      mt_tensor *den = ADD(MUL(a, a), MUL(b, b));
+      if (wa) ga = MUL(g, DIV(b, den));
+      if (wb) gb = MUL(g, NEG(DIV(a, den)));
+      break;
+    }
+    case MT_OP_HYPOT:
+      if (wa) ga = MUL(g, DIV(a, y));
+      if (wb) gb = MUL(g, DIV(b, y));
+      break;
+    case MT_OP_FMOD: case MT_OP_REMAINDER:
+      ga = g;
+      if (wb) gb = NEG(MUL(g, bin(sc, n->ip[0] == MT_OP_FMOD ? MT_OP_DIV_TRUNC : MT_OP_DIV_FLOOR, a, b)));
+      break;
+    case MT_OP_XLOGY:
+      if (wa) ga = MUL(g, un(sc, MT_OP_LOG, b, 0, 0));
+      if (wb) gb = MUL(g, DIV(a, b));
+      break;
+    case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR:
+      if (wa) ga = MULS(g, 0);
+      if (wb) gb = MULS(g, 0);
+      break;
+    default:
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", mt_binary_op_name(n->ip[0]));
+  }
+  if (wa && ga) ga = sum_to_shape(sc, ga, &n->shape[0]);
+  if (wb && gb) gb = sum_to_shape(sc, gb, &n->shape[1]);
+  if (LIVE(sc)) {
+    if (wa && ga) give(gin, 0, ga);
+    if (wb && gb) give(gin, 1, gb);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* x (op) s, or s (op) x when ip[1] (reverse); s = dp[0] */
+static mt_status bw_binary_scalar(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *r = NULL;
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *x = saved(sc, n, 0), *y = saved(sc, n, 2);
+  double s = n->dp[0];
+  bool rev = n->ip[1] != 0;
+  switch (n->ip[0]) {
+    case MT_OP_ADD: r = g; break;
+    case MT_OP_SUB: r = rev ? NEG(g) : g; break;
+    case MT_OP_MUL: r = MULS(g, s); break;
+    case MT_OP_DIV: r = rev ? NEG(DIV(MUL(g, y), x)) : MULS(g, 1 / s); break;
+    case MT_OP_POW:
+      if (rev) r = MULS(MUL(g, y), log(s));
+      else r = s == 0 ? MULS(g, 0) : MUL(g, MULS(un(sc, MT_OP_POW_SCALAR, x, s - 1, 0), s));
+      break;
+    case MT_OP_MAXIMUM: case MT_OP_FMAX: r = MUL(g, mask_as(sc, CMPS(MT_OP_GE, x, s), g)); break;
+    case MT_OP_MINIMUM: case MT_OP_FMIN: r = MUL(g, mask_as(sc, CMPS(MT_OP_LE, x, s), g)); break;
+    case MT_OP_FMOD: case MT_OP_REMAINDER:
+      if (!rev) r = g;
+      else S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of a number modulo a tensor is not implemented");
+      break;
+    case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR: r = MULS(g, 0); break;
+    default:
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s with a number is not implemented",
+                     mt_binary_op_name(n->ip[0]));
+  }
+  if (LIVE(sc) && r) give(gin, 0, sum_to_shape(sc, r, &n->shape[0]));
+  mt_status st = S.s;
+  scope_end(sc);
+  return st;
+}
+
+/* a + alpha * b */
+static mt_status bw_add_scaled(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  if (wants(n, 0)) give(gin, 0, sum_to_shape(sc, g, &n->shape[0]));
+  if (wants(n, 1)) give(gin, 1, sum_to_shape(sc, MULS(g, n->dp[1]), &n->shape[1]));
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* ---------------------------------------------------------------- views */
+static mt_tensor *view_op(scope *sc, mt_status s, mt_tensor **r) { return keep(sc, s, r); }
+
+/* a reduction's gradient (shape of the output) back at the input's shape */
+static mt_tensor *unreduce(scope *sc, mt_tensor *g, const mt_node *n) {
+  if (!LIVE(sc) || !g) return NULL;
+  const mt_shape *in = &n->shape[0];
+  int mask = n->ip[2];
+  mt_tensor *r = g, *t = NULL;
+  if (!n->ip[1]) {
+    for (int d = 0; d < in->ndim; d++)
+      if (mask & (1 << d)) {
+        r = view_op(sc, mt_unsqueeze(r, d, &t), &t);
+        if (!r) return NULL;
+      }
+  }
+  return view_op(sc, mt_expand(r, in->sizes, in->ndim, &t), &t);
+}
+
+/* a keepdim result (reduce_keep) expanded back to the input's shape */
+static mt_tensor *expand_kept(scope *sc, mt_tensor *k, const mt_node *n) {
+  mt_tensor *t = NULL;
+  if (!LIVE(sc) || !k) return NULL;
+  return view_op(sc, mt_expand(k, n->shape[0].sizes, n->shape[0].ndim, &t), &t);
+}
+
+static int64_t reduced_count(const mt_node *n) {
+  int64_t c = 1;
+  for (int d = 0; d < n->shape[0].ndim; d++)
+    if (n->ip[2] & (1 << d)) c *= n->shape[0].sizes[d];
+  return c;
+}
+
+static mt_tensor *reduce_keep(scope *sc, int op, mt_tensor *x, const mt_node *n) {
+  int64_t dims[MT_MAX_DIMS];
+  int nd = 0;
+  for (int d = 0; d < n->shape[0].ndim; d++)
+    if (n->ip[2] & (1 << d)) dims[nd++] = d;
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !x) return NULL;
+  return keep(sc, mt_reduce(op, x, dims, nd, 1, -1, 0, NULL, &r), &r);
+}
+
+static mt_status bw_reduce(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *r = NULL;
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *x = saved(sc, n, 0), *y = saved(sc, n, 1);
+  mt_tensor *ge = unreduce(sc, g, n);
+  double p = n->dp[0];
+  switch (n->ip[0]) {
+    case MT_REDUCE_SUM: r = ge; break;
+    case MT_REDUCE_NANSUM: r = MUL(ge, mask_as(sc, un(sc, MT_OP_LOGICAL_NOT, un(sc, MT_OP_ISNAN, x, 0, 0), 0, 0), ge)); break;
+    case MT_REDUCE_MEAN: r = MULS(ge, 1.0 / (double)reduced_count(n)); break;
+    case MT_REDUCE_PROD: r = MUL(ge, DIV(unreduce(sc, y, n), x)); break;
+    case MT_REDUCE_AMAX: case MT_REDUCE_AMIN: {
+      mt_tensor *m = mask_as(sc, CMP(MT_OP_EQ, x, unreduce(sc, y, n)), ge);
+      r = MUL(ge, DIV(m, expand_kept(sc, reduce_keep(sc, MT_REDUCE_SUM, m, n), n)));
+      break;
+    }
+    case MT_REDUCE_VAR: case MT_REDUCE_STD: {
+      mt_tensor *mean = reduce_keep(sc, MT_REDUCE_MEAN, x, n);
+      double dof = (double)reduced_count(n) - p;
+      mt_tensor *dev = SUB(x, mean);
+      if (n->ip[0] == MT_REDUCE_VAR) r = MUL(ge, MULS(dev, 2.0 / dof));
+      else r = MUL(ge, DIV(MULS(dev, 1.0 / dof), unreduce(sc, y, n)));
+      break;
+    }
+    case MT_REDUCE_NORM: {
+      mt_tensor *ny = unreduce(sc, y, n);
+      if (p == 2) r = MUL(ge, DIV(x, ny));
+      else if (p == 1) r = MUL(ge, un(sc, MT_OP_SIGN, x, 0, 0));
+      else if (isinf(p)) {
+        mt_tensor *ax = un(sc, MT_OP_ABS, x, 0, 0);
+        mt_tensor *m = mask_as(sc, CMP(MT_OP_EQ, ax, ny), ge);
+        r = MUL(MUL(ge, un(sc, MT_OP_SIGN, x, 0, 0)), DIV(m, expand_kept(sc, reduce_keep(sc, MT_REDUCE_SUM, m, n), n)));
+      } else {
+        mt_tensor *ax = un(sc, MT_OP_ABS, x, 0, 0);
+        r = MUL(ge, DIV(MUL(x, un(sc, MT_OP_POW_SCALAR, ax, p - 2, 0)), un(sc, MT_OP_POW_SCALAR, ny, p - 1, 0)));
+      }
+      break;
+    }
+    case MT_REDUCE_LOGSUMEXP: r = MUL(ge, un(sc, MT_OP_EXP, SUB(x, unreduce(sc, y, n)), 0, 0)); break;
+    default: S.s = mt_error(MT_ENOTIMPL, "backward: %s is not differentiable", mt_reduce_op_name(n->ip[0]));
+  }
+  if (LIVE(sc) && r) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* max/min along a dim: the gradient goes to the chosen index (saved[0], 0-based int64) */
+static mt_status bw_reduce_index(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *idx = saved(sc, n, 0), *t = NULL, *z = NULL, *r = NULL;
+  int dim = n->ip[0];
+  if (!n->ip[1]) {
+    g = view_op(sc, mt_unsqueeze(g, dim, &t), &t);
+    idx = view_op(sc, mt_unsqueeze(idx, dim, &t), &t);
+  }
+  if (LIVE(sc)) keep(sc, mt_tensor_full(n->shape[0].sizes, n->shape[0].ndim, g->_dtype, 0, &z), &z);
+  if (LIVE(sc)) keep(sc, mt_scatter(z, dim, idx, g, 0, 1, 0, NULL, &r), &r);
+  if (LIVE(sc)) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+static mt_status bw_reshape(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *t = NULL;
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *r = keep(sc, mt_reshape(g, n->shape[0].sizes, n->shape[0].ndim, &t), &t);
+  if (LIVE(sc)) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+static mt_status bw_transpose(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  return mt_transpose(g, n->ip[0], n->ip[1], &gin[0]);
+}
+
+static mt_status bw_permute(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  int64_t inv[MT_MAX_DIMS];
+  for (int i = 0; i < n->shape[1].ndim; i++) inv[n->shape[1].sizes[i]] = i;
+  return mt_permute(g, inv, n->shape[1].ndim, &gin[0]);
+}
+
+static mt_status bw_expand(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  return mt_sum_to_shape(g, &n->shape[0], &gin[0]);
+}
+
+/* select / slice: the gradient lands in a zero tensor of the input's shape */
+static mt_status bw_select_slice(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *z, *v;
+  MT_TRY(mt_tensor_full(n->shape[0].sizes, n->shape[0].ndim, g->_dtype, 0, &z));
+  mt_status s = n->op == GOP_SELECT ? mt_select(z, n->ip[0], n->ip[1], &v)
+                                     : mt_slice(z, n->ip[0], n->ip[1], n->ip[2], n->ip[3], &v);
+  if (s == MT_OK) {
+    int mode = mt_grad_mode;
+    mt_grad_mode = 0;
+    s = mt_copy_(v, g);
+    mt_grad_mode = mode;
+    mt_tensor_release(v);
+  }
+  if (s) { mt_tensor_release(z); return s; }
+  gin[0] = z;
+  return MT_OK;
+}
+
+/* ---------------------------------------------------------------- linear algebra */
+static mt_tensor *mm_(scope *sc, mt_tensor *a, mt_tensor *b) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !a || !b) return NULL;
+  return keep(sc, mt_matmul(a, b, NULL, &r), &r);
+}
+static mt_tensor *tr(scope *sc, mt_tensor *a) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !a) return NULL;
+  return keep(sc, mt_transpose(a, -1, -2, &r), &r);
+}
+static mt_tensor *unsq(scope *sc, mt_tensor *a, int d) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !a) return NULL;
+  return keep(sc, mt_unsqueeze(a, d, &r), &r);
+}
+static mt_tensor *sq(scope *sc, mt_tensor *a, int d) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !a) return NULL;
+  return keep(sc, mt_squeeze(a, d, 0, &r), &r);
+}
+
+static mt_status bw_matmul(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *ga = NULL, *gb = NULL;
+  if (!g) return MT_OK;
+  mt_tensor *a = saved(sc, n, 0), *b = saved(sc, n, 1);
+  bool wa = wants(n, 0), wb = wants(n, 1);
+  switch (n->ip[0]) {
+    case MM_DOT:
+      if (wa) ga = MUL(g, b);
+      if (wb) gb = MUL(g, a);
+      break;
+    case MM_MV:
+      if (wa) ga = MUL(unsq(sc, g, -1), b);
+      if (wb) gb = sq(sc, mm_(sc, tr(sc, a), unsq(sc, g, -1)), -1);
+      break;
+    case MM_VM:
+      if (wa) ga = sq(sc, mm_(sc, unsq(sc, g, -2), tr(sc, b)), -2);
+      if (wb) gb = MUL(unsq(sc, a, -1), unsq(sc, g, -2));
+      break;
+    default:
+      if (wa) ga = mm_(sc, g, tr(sc, b));
+      if (wb) gb = mm_(sc, tr(sc, a), g);
+  }
+  if (wa && ga) ga = sum_to_shape(sc, ga, &n->shape[0]);
+  if (wb && gb) gb = sum_to_shape(sc, gb, &n->shape[1]);
+  if (LIVE(sc)) {
+    if (wa && ga) give(gin, 0, ga);
+    if (wb && gb) give(gin, 1, gb);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* beta * c + alpha * (a @ b): inputs c, a, b; dp = beta, alpha; ip[0]: batched */
+static mt_status bw_addmm(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *a = saved(sc, n, 0), *b = saved(sc, n, 1);
+  double beta = n->dp[0], alpha = n->dp[1];
+  mt_tensor *gc = NULL, *ga = NULL, *gb = NULL;
+  if (wants(n, 0)) gc = sum_to_shape(sc, beta == 1 ? g : MULS(g, beta), &n->shape[0]);
+  if (wants(n, 1)) { ga = mm_(sc, g, tr(sc, b)); if (alpha != 1) ga = MULS(ga, alpha); }
+  if (wants(n, 2)) { gb = mm_(sc, tr(sc, a), g); if (alpha != 1) gb = MULS(gb, alpha); }
+  if (LIVE(sc)) {
+    if (gc) give(gin, 0, gc);
+    if (ga) give(gin, 1, ga);
+    if (gb) give(gin, 2, gb);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* ---------------------------------------------------------------- others */
+/* softmax / log_softmax along ip[0] (ip[1]: log); saved[1] the output */
+static mt_status bw_softmax(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *r = NULL, *t = NULL;
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *y = saved(sc, n, 1);
+  int64_t dim = n->ip[0];
+  if (n->ip[1]) {
+    mt_tensor *gs = LIVE(sc) ? keep(sc, mt_reduce(MT_REDUCE_SUM, g, &dim, 1, 1, -1, 0, NULL, &t), &t) : NULL;
+    r = SUB(g, MUL(un(sc, MT_OP_EXP, y, 0, 0), gs));
+  } else {
+    mt_tensor *gy = MUL(g, y);
+    mt_tensor *gs = LIVE(sc) ? keep(sc, mt_reduce(MT_REDUCE_SUM, gy, &dim, 1, 1, -1, 0, NULL, &t), &t) : NULL;
+    r = MUL(y, SUB(g, gs));
+  }
+  if (LIVE(sc) && r) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* where(cond, a, b): inputs a, b; saved[0] cond */
+static mt_status bw_where(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *z = NULL, *r = NULL;
+  if (!g) return MT_OK;
+  mt_tensor *c = saved(sc, n, 0);
+  if (LIVE(sc)) keep(sc, mt_tensor_full(NULL, 0, g->_dtype, 0, &z), &z);
+  if (wants(n, 0) && LIVE(sc)) {
+    keep(sc, mt_where(c, g, z, NULL, &r), &r);
+    give(gin, 0, sum_to_shape(sc, r, &n->shape[0]));
+  }
+  if (wants(n, 1) && LIVE(sc)) {
+    keep(sc, mt_where(c, z, g, NULL, &r), &r);
+    give(gin, 1, sum_to_shape(sc, r, &n->shape[1]));
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* clone / contiguous (ip[0] 0) and dtype conversions (ip[0] 1: back to shape[0].dtype) */
+static mt_status bw_clone(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  if (n->ip[0]) return mt_to_dtype(g, n->shape[0].dtype, 0, &gin[0]);
+  gin[0] = mt_tensor_retain(g);
+  return MT_OK;
+}
+
+/* cat along ip[0]: each input's size along it in saved[0] (an int64 tensor) */
+static mt_status bw_cat(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *sizes;
+  MT_TRY(mt_node_get_saved(n, 0, &sizes));
+  const int64_t *sz = (const int64_t *)sizes->_data;
+  int64_t start = 0;
+  mt_status s = MT_OK;
+  for (int k = 0; k < n->nin && s == MT_OK; k++) {
+    if (wants(n, k)) s = mt_narrow(g, n->ip[0], start, sz[k], &gin[k]);
+    start += sz[k];
+  }
+  mt_tensor_release(sizes);
+  return s;
+}
+
+/* index_select / gather: the gradient is added back at the indices (saved[0], 0-based int64) */
+static mt_status bw_index(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *idx, *z;
+  MT_TRY(mt_node_get_saved(n, 0, &idx));
+  mt_status s = mt_tensor_full(n->shape[0].sizes, n->shape[0].ndim, g->_dtype, 0, &z);
+  if (s == MT_OK) {
+    s = n->op == GOP_INDEX_SELECT ? mt_index_add(z, n->ip[0], idx, g, 1, 0, NULL, &gin[0])
+                                  : mt_scatter(z, n->ip[0], idx, g, 0, 1, 0, NULL, &gin[0]);
+    mt_tensor_release(z);
+  }
+  mt_tensor_release(idx);
+  return s;
+}
+
+/* masked_fill with a number: no gradient where the mask is set (saved[0] the mask) */
+static mt_status bw_masked_fill(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *m, *r;
+  MT_TRY(mt_node_get_saved(n, 0, &m));
+  mt_status s = mt_masked_fill(g, m, 0, NULL, &r);
+  mt_tensor_release(m);
+  if (s) return s;
+  s = mt_sum_to_shape(r, &n->shape[0], &gin[0]);
+  mt_tensor_release(r);
+  return s;
+}
+
+static const mt_backward_fn backward_table[GOP_COUNT] = {
+    [GOP_UNARY] = bw_unary, [GOP_BINARY] = bw_binary, [GOP_BINARY_SCALAR] = bw_binary_scalar,
+    [GOP_ADD_SCALED] = bw_add_scaled, [GOP_REDUCE] = bw_reduce, [GOP_REDUCE_INDEX] = bw_reduce_index,
+    [GOP_RESHAPE] = bw_reshape, [GOP_TRANSPOSE] = bw_transpose, [GOP_PERMUTE] = bw_permute,
+    [GOP_EXPAND] = bw_expand, [GOP_SELECT] = bw_select_slice, [GOP_SLICE] = bw_select_slice,
+    [GOP_MATMUL] = bw_matmul, [GOP_ADDMM] = bw_addmm, [GOP_SOFTMAX] = bw_softmax, [GOP_WHERE] = bw_where,
+    [GOP_CLONE] = bw_clone, [GOP_CAT] = bw_cat, [GOP_INDEX_SELECT] = bw_index, [GOP_GATHER] = bw_index,
+    [GOP_MASKED_FILL] = bw_masked_fill,
+};
+
+mt_backward_fn mt_grad_op_backward(int op) { return op >= 0 && op < GOP_COUNT ? backward_table[op] : NULL; }
+
+/* ---------------------------------------------------------------- recording */
+/* Each mt_record_* is called by a forward op after it ran, when grad mode is on and an input
+ * requires grad; `out` is the result (for an in-place op: the input itself, `x` then holds a copy
+ * of its old value when the backward needs it). */
+
+static mt_status finish_node(mt_node *n, mt_tensor *out) {
+  mt_status s = mt_node_attach(n, out, 0);
+  mt_node_release(n);
+  return s;
+}
+
+static bool unary_needs_input(int op) {
+  switch (op) {
+    case MT_OP_NEG: case MT_OP_EXP: case MT_OP_EXP2: case MT_OP_EXPM1: case MT_OP_SQRT: case MT_OP_RSQRT:
+    case MT_OP_TAN: case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RELU: case MT_OP_RECIPROCAL:
+    case MT_OP_RPOW_SCALAR: case MT_OP_SIGN: case MT_OP_FLOOR: case MT_OP_CEIL: case MT_OP_ROUND:
+    case MT_OP_TRUNC: case MT_OP_FRAC: case MT_OP_ROUND_DECIMALS:
+      return false;
+    default:
+      return true;
+  }
+}
+bool mt_grad_unary_needs_input(int op) { return unary_needs_input(op); }
+
+mt_status mt_record_unary(int op, mt_tensor *a, mt_tensor *x, double p1, double p2, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || unary_grad_name(op) == NULL) return MT_OK; /* not differentiable */
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_UNARY, &a, 1, 1, &n));
+  n->ip[0] = op;
+  n->dp[0] = p1;
+  n->dp[1] = p2;
+  mt_node_set_shape(n, 0, a);
+  if (unary_needs_input(op)) mt_node_save(n, 0, x);
+  mt_node_save_output(n, 1, out, 0);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *xa, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || binary_grad_name(op, 0, 0) == NULL) return MT_OK;
+  mt_tensor *in[2] = {a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_BINARY, in, 2, 1, &n));
+  n->ip[0] = op;
+  mt_node_set_shape(n, 0, a);
+  mt_node_set_shape(n, 1, b);
+  if (op != MT_OP_ADD && op != MT_OP_SUB) {
+    mt_node_save(n, 0, xa);
+    mt_node_save(n, 1, b);
+  }
+  if (op == MT_OP_POW || op == MT_OP_HYPOT) mt_node_save_output(n, 2, out, 0);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_binary_scalar(int op, mt_tensor *a, mt_tensor *x, double s, int reverse, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || binary_grad_name(op, 1, reverse) == NULL) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_BINARY_SCALAR, &a, 1, 1, &n));
+  n->ip[0] = op;
+  n->ip[1] = reverse;
+  n->dp[0] = s;
+  mt_node_set_shape(n, 0, a);
+  if (op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL) mt_node_save(n, 0, x);
+  if (op == MT_OP_DIV || op == MT_OP_POW) mt_node_save_output(n, 2, out, 0);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_ADD_SCALED, in, 2, 1, &n));
+  n->dp[0] = alpha >= 0 ? 1 : -1; /* the name: Add or Sub */
+  n->dp[1] = alpha;
+  mt_node_set_shape(n, 0, a);
+  mt_node_set_shape(n, 1, b);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, double p,
+                           mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || reduce_grad_name(op, 1) == NULL) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_REDUCE, &a, 1, 1, &n));
+  int mask = 0;
+  if (ndims == 0) mask = (1 << a->_ndim) - 1;
+  for (int i = 0; i < ndims; i++) mask |= 1 << (dims[i] < 0 ? dims[i] + a->_ndim : dims[i]);
+  n->ip[0] = op;
+  n->ip[1] = keepdim;
+  n->ip[2] = mask;
+  n->ip[3] = ndims == 0;
+  n->dp[0] = p;
+  mt_node_set_shape(n, 0, a);
+  if (op != MT_REDUCE_SUM && op != MT_REDUCE_MEAN) mt_node_save(n, 0, a);
+  if (op == MT_REDUCE_PROD || op == MT_REDUCE_AMAX || op == MT_REDUCE_AMIN || op == MT_REDUCE_STD ||
+      op == MT_REDUCE_NORM || op == MT_REDUCE_LOGSUMEXP)
+    mt_node_save_output(n, 1, out, 0);
+  return finish_node(n, out);
+}
+
+/* values of max/min along dim; `indices` are 0-based (the caller converts its copy) */
+mt_status mt_record_reduce_index(mt_tensor *a, int dim, int keepdim, int is_min, mt_tensor *indices,
+                                 mt_tensor *values) {
+  if (!mt_is_float(values->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_REDUCE_INDEX, &a, 1, 1, &n));
+  n->ip[0] = dim;
+  n->ip[1] = keepdim;
+  n->ip[2] = is_min;
+  mt_node_set_shape(n, 0, a);
+  mt_node_save(n, 0, indices);
+  return finish_node(n, values);
+}
+
+/* kind: RS_* (view, reshape that copied, unsqueeze, squeeze, ...) */
+mt_status mt_record_reshape(int kind, mt_tensor *a, mt_tensor *out) {
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_RESHAPE, &a, 1, 1, &n));
+  n->ip[0] = kind;
+  mt_node_set_shape(n, 0, a);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_transpose(mt_tensor *a, int d0, int d1, int is_t, mt_tensor *out) {
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_TRANSPOSE, &a, 1, 1, &n));
+  n->ip[0] = d0;
+  n->ip[1] = d1;
+  n->ip[2] = is_t;
+  return finish_node(n, out);
+}
+
+mt_status mt_record_permute(mt_tensor *a, const int64_t *dims, int ndim, mt_tensor *out) {
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_PERMUTE, &a, 1, 1, &n));
+  n->shape[1].ndim = ndim;
+  for (int i = 0; i < ndim; i++) n->shape[1].sizes[i] = dims[i] < 0 ? dims[i] + ndim : dims[i];
+  return finish_node(n, out);
+}
+
+mt_status mt_record_expand(mt_tensor *a, mt_tensor *out) {
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_EXPAND, &a, 1, 1, &n));
+  mt_node_set_shape(n, 0, a);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_select(mt_tensor *a, int dim, int64_t index, mt_tensor *out) {
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_SELECT, &a, 1, 1, &n));
+  n->ip[0] = dim;
+  n->ip[1] = (int32_t)index;
+  mt_node_set_shape(n, 0, a);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_slice(mt_tensor *a, int dim, int64_t start, int64_t stop, int64_t step, mt_tensor *out) {
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_SLICE, &a, 1, 1, &n));
+  n->ip[0] = dim;
+  n->ip[1] = (int32_t)start;
+  n->ip[2] = (int32_t)stop;
+  n->ip[3] = (int32_t)step;
+  mt_node_set_shape(n, 0, a);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_MATMUL, in, 2, 1, &n));
+  int kind;
+  if (a->_ndim == 1 && b->_ndim == 1) kind = MM_DOT;
+  else if (b->_ndim == 1) kind = MM_MV;
+  else if (a->_ndim == 1) kind = MM_VM;
+  else if (a->_ndim == 2 && b->_ndim == 2) kind = MM_MM;
+  else if (a->_ndim == 3 && b->_ndim == 3) kind = MM_BMM;
+  else kind = MM_ND;
+  n->ip[0] = kind;
+  mt_node_set_shape(n, 0, a);
+  mt_node_set_shape(n, 1, b);
+  if (b->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, 0, a);
+  if (a->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, 1, b);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[3] = {c, a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_ADDMM, in, 3, 1, &n));
+  n->dp[0] = beta;
+  n->dp[1] = alpha;
+  mt_node_set_shape(n, 0, c);
+  if (b->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, 0, a);
+  if (a->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, 1, b);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_softmax(mt_tensor *a, int dim, int log, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_SOFTMAX, &a, 1, 1, &n));
+  n->ip[0] = dim < 0 ? dim + (a->_ndim ? a->_ndim : 1) : dim;
+  n->ip[1] = log;
+  mt_node_save_output(n, 1, out, 0);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_WHERE, in, 2, 1, &n));
+  mt_node_set_shape(n, 0, a);
+  mt_node_set_shape(n, 1, b);
+  mt_node_save(n, 0, cond);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_clone(mt_tensor *a, int to_dtype, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_CLONE, &a, 1, 1, &n));
+  n->ip[0] = to_dtype;
+  mt_node_set_shape(n, 0, a);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_cat(mt_tensor **ts, int count, int dim, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_CAT, ts, count, 1, &n));
+  int64_t len = count;
+  mt_tensor *sizes;
+  mt_status s = mt_tensor_empty(&len, 1, MT_INT64, &sizes);
+  if (s) { mt_node_release(n); return s; }
+  for (int i = 0; i < count; i++) ((int64_t *)sizes->_data)[i] = ts[i]->_ndim ? ts[i]->_sizes[dim] : 0;
+  n->ip[0] = dim;
+  mt_node_save(n, 0, sizes);
+  mt_tensor_release(sizes);
+  return finish_node(n, out);
+}
+
+/* index_select (gather == 0) or gather: `index` 0-based int64 of the op's index shape */
+mt_status mt_record_index(mt_tensor *a, int dim, mt_tensor *index, int gather, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(gather ? GOP_GATHER : GOP_INDEX_SELECT, &a, 1, 1, &n));
+  n->ip[0] = dim;
+  mt_node_set_shape(n, 0, a);
+  mt_node_save(n, 0, index);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_masked_fill(mt_tensor *a, mt_tensor *mask, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_MASKED_FILL, &a, 1, 1, &n));
+  mt_node_set_shape(n, 0, a);
+  mt_node_save(n, 0, mask);
+  return finish_node(n, out);
+}
