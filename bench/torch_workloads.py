@@ -68,6 +68,48 @@ def matmul_loop(n):
             torch.matmul(a, b, out=out)
     report('us', best(f, 2 * 10**9 // (n * n * n) + 5) * 1e6)
 
+def add_small_grad(_):
+    a = torch.tensor([1., 2., 3., 4.], requires_grad=True)
+    b = torch.tensor([5., 6., 7., 8.], requires_grad=True)
+    def f(k):
+        for _ in range(k):
+            c = a + b
+    report('us', best(f, 200000) * 1e6)
+
+def train_plain(n):
+    # the same loop as bench/workloads/train_plain.lua
+    n = n or 10000
+    torch.manual_seed(0)
+    w0 = torch.randn(4, 3, requires_grad=True)
+    b0 = torch.randn(3, requires_grad=True)
+    w1 = torch.randn(3, 1, requires_grad=True)
+    b1 = torch.randn(1, requires_grad=True)
+    params = [w0, b0, w1, b1]
+    bufs = [None] * 4
+    lr, momentum, wd = 1e-4, 0.9, 1e-2
+    def step():
+        with torch.no_grad():
+            for i, p in enumerate(params):
+                d = p.grad + p * wd
+                if bufs[i] is None:
+                    bufs[i] = d.clone()
+                else:
+                    bufs[i].mul_(momentum).add_(d)
+                p.sub_(bufs[i] * lr)
+    def iteration():
+        x = torch.randn(4)
+        out = (x @ w0 + b0).relu() @ w1 + b1
+        loss = out.abs()
+        for p in params:
+            if p.grad is not None:
+                p.grad.zero_()
+        loss.backward()
+        step()
+    def f(k):
+        for _ in range(k):
+            iteration()
+    report('us', best(f, n, 3) * 1e6)
+
 def startup(_):
     pass
 

@@ -7,11 +7,11 @@
 
 #include <stdlib.h>
 
-#define MT_TENSOR_EMBEDDED_HEAD 0x80000000u
 #define MT_STORAGE_SMALL 0x100u
+#define MT_STORAGE_HALF 0x200u
 #define ALIGN 64
 /* bytes before the data in a block: the head and the storage, rounded to ALIGN */
-#define EMBED_HEAD ((sizeof(mt_tensor) + sizeof(mt_storage) + ALIGN - 1) & ~(size_t)(ALIGN - 1))
+#define EMBED_HEAD ((sizeof(mt_tensor) + sizeof(mt_storage) + MT_META_BYTES + ALIGN - 1) & ~(size_t)(ALIGN - 1))
 
 static mt_stats stats;
 mt_stats *mt_get_stats(void) { return &stats; }
@@ -24,40 +24,47 @@ static inline void stat_add(int64_t *p, int64_t v) { *p += v; }
  * fed by slabs: a small op's allocation is a pop and its release a push. The blocks are kept
  * for reuse (as PyTorch's caching allocator keeps memory). Under AddressSanitizer every block
  * is a malloc of its own, so that use-after-free is caught. */
-#define SMALL_BLOCK 1024
-#define SLAB_BLOCKS 64
+#define SMALL_BLOCK MT_SMALL_BLOCK
+#define SLAB_BYTES (64 * 1024)
+/* two classes: 512-byte blocks (a head with up to 64 bytes of data) and 1024-byte ones */
+static const size_t class_size[2] = {SMALL_BLOCK / 2, SMALL_BLOCK};
 #ifndef MT_ASAN_BUILD
-static _Thread_local void *small_list;
+static _Thread_local void *small_list[2];
 #endif
 
-static void *small_alloc(void) {
+static void *small_alloc(int cls) {
 #ifdef MT_ASAN_BUILD
   void *q = NULL;
-  return posix_memalign(&q, ALIGN, SMALL_BLOCK) == 0 ? q : NULL;
+  return posix_memalign(&q, ALIGN, class_size[cls]) == 0 ? q : NULL;
 #else
-  void *p = small_list;
+  void *p = small_list[cls];
   if (p) {
-    small_list = *(void **)p;
+    small_list[cls] = *(void **)p;
     return p;
   }
   char *slab = NULL;
-  if (posix_memalign((void **)&slab, ALIGN, (size_t)SMALL_BLOCK * SLAB_BLOCKS) != 0) return NULL;
-  for (int i = SLAB_BLOCKS - 1; i >= 1; i--) {
-    void *b = slab + (size_t)i * SMALL_BLOCK;
-    *(void **)b = small_list;
-    small_list = b;
+  if (posix_memalign((void **)&slab, ALIGN, SLAB_BYTES) != 0) return NULL;
+  size_t n = SLAB_BYTES / class_size[cls];
+  for (size_t i = n - 1; i >= 1; i--) {
+    void *blk = slab + i * class_size[cls];
+    *(void **)blk = small_list[cls];
+    small_list[cls] = blk;
   }
   return slab;
 #endif
 }
-static void small_free(void *p) {
+static void small_free(void *p, int cls) {
 #ifdef MT_ASAN_BUILD
+  (void)cls;
   free(p);
 #else
-  *(void **)p = small_list;
-  small_list = p;
+  *(void **)p = small_list[cls];
+  small_list[cls] = p;
 #endif
 }
+
+void *mt_small_alloc(void) { return small_alloc(1); }
+void mt_small_free(void *p) { small_free(p, 1); }
 
 /* Large blocks (a tensor's head and data together) are kept for reuse when freed, up to
  * BIG_CACHE_BYTES in all: a loop that makes tensors of the same sizes again and again then
@@ -161,7 +168,7 @@ static void storage_release(mt_storage *s) {
   stat_add(&stats.live_bytes, -(int64_t)s->_nbytes);
   if (s->_flags & MT_STORAGE_EMBEDDED) {
     /* also frees the head that was allocated with it */
-    if (s->_flags & MT_STORAGE_SMALL) small_free(s->_block);
+    if (s->_flags & MT_STORAGE_SMALL) small_free(s->_block, (s->_flags & MT_STORAGE_HALF) ? 0 : 1);
     else big_free(s->_block, EMBED_HEAD + s->_nbytes);
   } else if (s->_allocator) {
     s->_allocator->free(s->_allocator->ctx, s->_block, s->_nbytes);
@@ -185,7 +192,8 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
   size_t head = EMBED_HEAD;
   char *block = NULL;
   bool small = head + nbytes <= SMALL_BLOCK;
-  if (small) block = small_alloc();
+  bool half = head + nbytes <= SMALL_BLOCK / 2;
+  if (small) block = small_alloc(half ? 0 : 1);
   else block = big_alloc(head + nbytes);
   if (!block)
     return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
@@ -198,7 +206,7 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
   s->_device_type = MT_CPU;
   s->_device_index = 0;
   s->_version = 0;
-  s->_flags = MT_STORAGE_EMBEDDED | (small ? MT_STORAGE_SMALL : 0);
+  s->_flags = MT_STORAGE_EMBEDDED | (small ? MT_STORAGE_SMALL : 0) | (half ? MT_STORAGE_HALF : 0);
   s->_pad = 0;
   s->_allocator = NULL;
   s->_block = block;

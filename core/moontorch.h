@@ -497,6 +497,8 @@ MT_API void mt_set_detect_anomaly(int on);
 MT_API int mt_is_anomaly_enabled(void);
 MT_API void mt_set_anomaly_trace(int64_t id); /* the id stored into nodes made from now on */
 MT_API int64_t mt_node_anomaly_trace(const mt_node *n);
+/* Set a node's traceback id afterwards (the Lua layer tags each new grad_fn as its tensor reaches Lua). */
+MT_API void mt_node_set_anomaly_trace(mt_node *n, int64_t id);
 
 /* Tensor hooks (Lua): a tensor carries the Lua layer's id for its hooks; a leaf with one makes the
  * engine stop with MT_EV_TENSOR_HOOK before accumulating. */

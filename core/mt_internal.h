@@ -85,6 +85,15 @@ static inline size_t mt_itemsize(int dt) { return mt_dtype_size(dt); }
 
 /* ---------------------------------------------------------------- allocation */
 void *mt_aligned_alloc(size_t nbytes);
+/* Blocks of MT_SMALL_BLOCK bytes from a per-thread free list (tensor heads, graph nodes). */
+#define MT_SMALL_BLOCK 1024
+void *mt_small_alloc(void);
+void mt_small_free(void *p);
+/* An embedded tensor head's block also holds its autograd metadata (core/grad's mt_meta, at most
+ * MT_META_BYTES), right after the storage. */
+#define MT_META_BYTES 48
+#define MT_EMBEDDED_META_OFFSET (sizeof(mt_tensor) + sizeof(mt_storage))
+#define MT_TENSOR_EMBEDDED_HEAD 0x80000000u
 void mt_aligned_free(void *p);
 /* A new contiguous tensor; contents uninitialised. `op` names the caller in error messages. */
 mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out);

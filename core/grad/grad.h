@@ -26,6 +26,7 @@ typedef struct mt_shape {
 } mt_shape;
 
 enum {
+  NODE_SMALL = 16,    /* allocated from the small-block list */
   NODE_RELEASED = 1,  /* saved tensors were freed by a backward without retain_graph */
   NODE_PRE_HOOK = 2,  /* the Lua layer has pre hooks on this node */
   NODE_POST_HOOK = 4, /* ... post hooks */
@@ -65,7 +66,8 @@ typedef struct mt_meta {
   int64_t lua_hooks; /* the Lua layer's id for tensor hooks (0: none) */
 } mt_meta;
 
-enum { META_RETAINS_GRAD = 1, META_HAS_HOOKS = 2 };
+enum { META_RETAINS_GRAD = 1, META_HAS_HOOKS = 2, META_EMBEDDED = 4 };
+_Static_assert(sizeof(mt_meta) <= MT_META_BYTES, "mt_meta must fit the space reserved in a tensor block");
 
 extern int mt_grad_mode;      /* 1: record */
 extern int mt_inference_mode; /* 1: no recording, no version bookkeeping */

@@ -40,7 +40,13 @@ int64_t mt_grad_pop_dead_id(void) { return ndead ? dead_ids[--ndead] : 0; }
 mt_meta *mt_meta_get(mt_tensor *t) {
   mt_meta *m = t->_autograd;
   if (m) return m;
-  m = calloc(1, sizeof *m);
+  if (t->_flags & MT_TENSOR_EMBEDDED_HEAD) { /* the slot reserved in the tensor's own block */
+    m = (mt_meta *)((char *)t + MT_EMBEDDED_META_OFFSET);
+    memset(m, 0, sizeof *m);
+    m->flags = META_EMBEDDED;
+  } else {
+    m = calloc(1, sizeof *m);
+  }
   t->_autograd = m;
   return m;
 }
@@ -53,7 +59,7 @@ void mt_meta_free(mt_tensor *t) {
   push_dead(m->lua_hooks);
   mt_node_release(m->grad_fn);
   mt_tensor_release(m->grad);
-  free(m);
+  if (!(m->flags & META_EMBEDDED)) free(m);
 }
 
 int mt_requires_grad(const mt_tensor *t) { return t && (t->_flags & MT_TENSOR_REQUIRES_GRAD) != 0; }
@@ -145,8 +151,19 @@ mt_status mt_detach_(mt_tensor *t) {
 
 /* ---------------------------------------------------------------- nodes */
 static mt_node *node_alloc(int op, int nin, int nout) {
-  mt_node *n = calloc(1, sizeof(mt_node) + sizeof(mt_edge) * (size_t)(nin > 0 ? nin : 1));
-  if (!n) return NULL;
+  size_t size = sizeof(mt_node) + sizeof(mt_edge) * (size_t)(nin > 0 ? nin : 1);
+  mt_node *n;
+  if (size <= MT_SMALL_BLOCK) {
+    n = mt_small_alloc();
+    if (!n) return NULL;
+    /* everything but the shapes (written by whoever uses them) starts zeroed */
+    memset(n, 0, offsetof(mt_node, shape));
+    memset(&n->epoch, 0, size - offsetof(mt_node, epoch));
+    n->flags = NODE_SMALL;
+  } else {
+    n = calloc(1, size);
+    if (!n) return NULL;
+  }
   n->refcount = 1;
   n->op = op;
   n->nin = (int16_t)nin;
@@ -167,10 +184,10 @@ mt_node *mt_node_retain(mt_node *n) {
  * Dying nodes' edges go on an explicit list. */
 void mt_node_release(mt_node *n) {
   if (!n || --n->refcount > 0) return;
-  size_t cap = 16, len = 0;
-  mt_node **todo = malloc(cap * sizeof *todo);
-  mt_node *local[16];
-  if (!todo) { todo = local; cap = 16; }
+  enum { LOCAL = 32 };
+  mt_node *local[LOCAL];
+  mt_node **todo = local;
+  size_t cap = LOCAL, len = 0;
   todo[len++] = n;
   while (len > 0) {
     mt_node *d = todo[--len];
@@ -178,9 +195,9 @@ void mt_node_release(mt_node *n) {
       mt_node *c = d->next[i].node;
       if (c && --c->refcount == 0) {
         if (len == cap) {
-          if (todo == local) break; /* cannot grow: leak rather than crash (out of memory) */
-          mt_node **nt = realloc(todo, cap * 2 * sizeof *nt);
-          if (!nt) break;
+          mt_node **nt = todo == local ? malloc(cap * 2 * sizeof *nt) : realloc(todo, cap * 2 * sizeof *nt);
+          if (!nt) { c->refcount = 1; continue; } /* out of memory: leak this branch rather than crash */
+          if (todo == local) memcpy(nt, local, sizeof local);
           todo = nt;
           cap *= 2;
         }
@@ -200,7 +217,8 @@ void mt_node_release(mt_node *n) {
     free(d->name);
     push_dead(d->lua_id);
     live_nodes--;
-    free(d);
+    if (d->flags & NODE_SMALL) mt_small_free(d);
+    else free(d);
   }
   if (todo != local) free(todo);
 }
@@ -384,3 +402,5 @@ int64_t mt_tensor_hooks_id(const mt_tensor *t) {
   const mt_meta *m = t->_autograd;
   return m ? m->lua_hooks : 0;
 }
+
+void mt_node_set_anomaly_trace(mt_node *n, int64_t id) { if (n) n->anomaly_id = id; }
