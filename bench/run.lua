@@ -174,6 +174,22 @@ do
   rows[#rows + 1] = { "start-up (`require 'moontorch'` / `import torch`)", o, t, 'ms', 'lower', nil, nil }
 end
 
+-- (7) autograd: `c = a + b` with a, b requiring grad; (8) the plain-tensor training loop of the
+-- Modules note (10 000 iterations); (9) resident memory over 1 000 000 forward/backward iterations
+do
+  local o, t = alternate('add_small_grad', nil, 'us', 3)
+  line('(7) a + b with grad, 4 x float32', o and o.us, t and t.us, 'us/op', 'lower')
+  rows[#rows + 1] = { '`c = a + b` with grad, 4 float32', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
+  o, t = alternate('train_plain', 10000, 'us', 2)
+  line('(8) training loop, plain tensors', o and o.us, t and t.us, 'us/iter', 'lower')
+  rows[#rows + 1] = { '4-3-1 training loop on plain tensors', o and o.us, t and t.us, 'µs/iter', 'lower', o and o.peak_kb, t and t.peak_kb }
+  local m = ours('grad_memory', os.getenv('BENCH_GRAD_ITERS') or 1000000)
+  if m then
+    print(('(9) 1M forward/backward iterations: RSS %.1f MB after 10%%, %.1f MB at the end, %.2f us/iter, live nodes %d')
+      :format(m.rss_kb_10pct / 1024, m.rss_kb_end / 1024, m.us_per_iter, m.live_nodes))
+  end
+end
+
 -- (6) OPENBLAS_THREAD_TIMEOUT: lua/ffi.lua sets 4 unless the user set it; 28 is OpenBLAS's own
 -- default (threads spin ~2^28 cycles before sleeping)
 for _, n in ipairs { 384, 768 } do
