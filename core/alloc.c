@@ -238,7 +238,8 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
 
 mt_status mt_new_view(mt_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
                       mt_tensor **out) {
-  mt_tensor *t = malloc(sizeof(mt_tensor));
+  _Static_assert(sizeof(mt_tensor) <= SMALL_BLOCK / 2, "a view head fits a small block");
+  mt_tensor *t = small_alloc(0);
   if (!t) return mt_error(MT_ENOMEM, "view: out of memory for a tensor head");
   t->_refcount = 1;
   t->_storage = base->_storage;
@@ -367,7 +368,7 @@ void mt_tensor_release(mt_tensor *t) {
     if (s != home) storage_release(s);
     storage_release(home); /* frees the block with the head in it */
   } else {
-    free(t);
+    small_free(t, 0); /* view heads come from the small-block list */
     storage_release(s);
   }
 }

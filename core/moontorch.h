@@ -455,6 +455,10 @@ MT_API void mt_node_set_hook_flags(mt_node *n, int pre, int post);
  * attached to the given tensors. name is copied. */
 MT_API mt_status mt_node_new_lua(const char *name, mt_tensor **inputs, int nin, mt_tensor **outputs, int nout,
                                  int64_t lua_id, mt_node **out);
+/* A new head over t's data that is output `nr` of node n (grad_fn n): how a Lua node's saved
+ * output, kept detached (keeping the output itself would keep the node alive), is unpacked for a
+ * backward that records (create_graph). */
+MT_API mt_status mt_node_output_alias(mt_node *n, mt_tensor *t, int nr, mt_tensor **out);
 
 /* The backward engine. It runs every C node by itself and stops when the Lua layer must act:
  * a node with Lua hooks or a Lua backward. mt_engine_run returns one event at a time. */
@@ -510,6 +514,9 @@ MT_API int64_t mt_grad_pop_dead_id(void);
 
 /* Live nodes (a leak check). */
 MT_API int64_t mt_live_nodes(void);
+/* Every backward name the core can give a node ("AddBackward0", ...): a walkable list for tests. */
+MT_API int mt_grad_op_count(void);
+MT_API const char *mt_grad_op_list_name(int i); /* 0 <= i < mt_grad_op_count(), else NULL */
 
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array

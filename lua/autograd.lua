@@ -19,6 +19,7 @@ local torch
 -- the owner dies C queues its id and drain() forgets the state.
 local next_id = 0
 local entries = {}
+local id_tables = { entries } -- every table keyed by these ids (M.per_id adds more)
 local function new_id()
   next_id = next_id + 1
   return next_id
@@ -27,8 +28,15 @@ local function drain()
   while true do
     local id = tonumber(C.mt_grad_pop_dead_id())
     if id == 0 then break end
-    entries[id] = nil
+    for i = 1, #id_tables do id_tables[i][id] = nil end
   end
+end
+M.new_id, M.drain = new_id, drain
+-- A table of per-id state (Function contexts, anomaly tracebacks) that drain() clears when the
+-- owner of an id dies.
+function M.per_id(t)
+  id_tables[#id_tables + 1] = t
+  return t
 end
 
 local Handle = {}
@@ -283,9 +291,9 @@ local function on_tensor(e)
   if entry then call_tensor_hooks(e, entry.tensor, 0, ev.grads) end
 end
 
-local lua_backward -- set by the Function module
+local lua_backward -- set by the Function module: lua_backward(e, ev, create_graph, retain_graph)
 
-local function loop(e)
+local function loop(e, create, retain)
   while true do
     if C.mt_engine_run(e, ev) ~= 0 then raise_last() end
     local k = ev.kind
@@ -295,7 +303,7 @@ local function loop(e)
     elseif k == EV_TENSOR then on_tensor(e)
     elseif k == EV_LUA then
       if not lua_backward then fail('backward', 'a Lua function node was met but Functions are not loaded') end
-      lua_backward(e, ev)
+      lua_backward(e, ev, create, retain)
     end
   end
 end
@@ -329,7 +337,8 @@ local function run_backward(op, roots, grads, retain, create, inputs, allow_unus
     raise_last()
   end
   local e = engp[0]
-  local ok, err = pcall(loop, e)
+  local ok, err = pcall(loop, e, create, retain)
+  if not ok and M.rewrite_error then err = M.rewrite_error(err) end
   local captured
   if ok and ni > 0 then
     captured = {}
@@ -425,8 +434,6 @@ function M.install(t)
     return with_mode(set_grad_mode, get_grad, false)(f)
   end
   t.is_inference_mode_enabled = get_inf
-  autograd.set_detect_anomaly = function(b) C.mt_set_detect_anomaly(b and 1 or 0) end
-  autograd.is_anomaly_enabled = function() return C.mt_is_anomaly_enabled() ~= 0 end
   autograd.no_grad, autograd.enable_grad = t.no_grad, t.enable_grad
   t.autograd = autograd
   -- factories' {requires_grad=true}
@@ -435,6 +442,7 @@ function M.install(t)
     return x
   end
   require('moontorch.gradcheck').install(t, autograd)
+  require('moontorch.function').install(t, autograd, M) -- torch.autograd.Function, anomaly mode
 end
 
 return M

@@ -110,6 +110,10 @@ M.sweep = function()
 end
 M.scan_pending = function() if cycle_ended then cycle_ended = false; scan() end end
 
+-- anomaly mode (function.lua): tags a new tensor's grad_fn with the traceback of its forward
+local anomaly_hook
+function M.set_anomaly_hook(f) anomaly_hook = f end
+
 local function wrap(p)
   local h = p[0]
   if cycle_ended then cycle_ended = false; scan() end
@@ -119,6 +123,7 @@ local function wrap(p)
   slots[i + 1] = h -- before ptrs[i]: a scan that runs while the table grows must skip slot i
   ptrs[i] = p
   if stats.bytes_since_gc > gc_bytes then reclaim() end
+  if anomaly_hook then anomaly_hook(p) end
   return h
 end
 M.wrap = wrap

@@ -138,6 +138,37 @@ mt_status mt_record_cat(mt_tensor **ts, int count, int dim, mt_tensor *out);
 mt_status mt_record_index(mt_tensor *a, int dim, mt_tensor *index, int gather, mt_tensor *out);
 mt_status mt_record_masked_fill(mt_tensor *a, mt_tensor *mask, mt_tensor *out);
 
+/* The rest of the recorded ops (ops.c). Indices handed to these are 0-based int64. */
+mt_status mt_record_cumulative(mt_tensor *a, int dim, int is_prod, mt_tensor *out);
+mt_status mt_record_var_mean(mt_tensor *a, const int64_t *dims, int ndims, int keepdim, double correction,
+                             int take_sqrt, mt_tensor *var, mt_tensor *mean);
+mt_status mt_record_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out);
+enum { MT_SC_SRC, MT_SC_VALUE, MT_SC_ADD_SRC };
+mt_status mt_record_scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, int kind, mt_tensor *out);
+/* which: 0 index_add (alpha), 1 index_copy_, 2 index_fill_ (src NULL) */
+mt_status mt_record_index_write(int which, mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double alpha,
+                                mt_tensor *out);
+mt_status mt_record_masked_fill_tensor(mt_tensor *a, mt_tensor *mask, mt_tensor *value, mt_tensor *out);
+mt_status mt_record_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor *out);
+mt_status mt_record_masked_scatter(mt_tensor *a, mt_tensor *mask, mt_tensor *src, mt_tensor *out);
+/* Ops whose output elements are input elements: `pos` (int64, the output's shape) holds each
+ * output element's flat position in a (see mt_grad_positions). param: diag's diagonal. */
+enum { MT_GF_INDEX, MT_GF_AS_STRIDED, MT_GF_UNFOLD, MT_GF_DIAGONAL, MT_GF_DIAG };
+mt_status mt_record_gather_flat(int kind, mt_tensor *a, mt_tensor *pos, int64_t param, mt_tensor *out);
+mt_status mt_record_index_put(mt_tensor *a, mt_tensor *values, mt_tensor *pos, int accumulate, mt_tensor *out);
+mt_status mt_record_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out);
+mt_status mt_record_sort(mt_tensor *a, int dim, mt_tensor *index, int topk, mt_tensor *values);
+mt_status mt_record_flip(mt_tensor *a, const int64_t *dims, int count, mt_tensor *out);
+mt_status mt_record_roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, int count, mt_tensor *out);
+mt_status mt_record_repeat(mt_tensor *a, const int64_t *repeats, int count, mt_tensor *out);
+mt_status mt_record_stack(mt_tensor **ts, int count, int dim, mt_tensor *out);
+/* copy_ (src) or fill_ (src NULL) over the whole of dst, recorded after the write */
+mt_status mt_record_copy(mt_tensor *dst, mt_tensor *src);
+/* An in-place write that autograd records must cover the whole of t's storage, t not a view. */
+mt_status mt_grad_check_whole_write(mt_tensor *t, const char *op);
+/* int64 0, 1, 2, ... in t's shape (no grad) */
+mt_status mt_grad_positions(const mt_tensor *t, mt_tensor **out);
+
 /* Run a kernel with recording off (conversions and copies inside it are not part of the graph). */
 #define MT_NOGRAD(expr)             \
   ({                                \

@@ -5,6 +5,7 @@
 #include "grad.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* ---------------------------------------------------------------- temporaries */
 /* A scope of temporaries: every helper below returns a borrowed tensor owned by the scope (or
@@ -99,6 +100,76 @@ mt_status mt_sum_to_shape(mt_tensor *g, const mt_shape *s, mt_tensor **out) {
   return mt_sum_to(g, s->sizes, s->ndim, out);
 }
 
+
+/* T_(call): run a public op writing its result through &r_, kept by the scope. */
+#define T_(call)                                   \
+  ({                                               \
+    mt_tensor *r_ = NULL;                          \
+    LIVE(sc) ? keep(sc, (call), &r_) : NULL;       \
+  })
+static mt_tensor *zeros_(scope *sc, const int64_t *sizes, int ndim, int dtype) {
+  return T_(mt_tensor_full(sizes, ndim, dtype, 0, &r_));
+}
+static mt_tensor *reshape_(scope *sc, mt_tensor *t, const int64_t *sizes, int ndim) {
+  if (!t) return NULL;
+  return T_(mt_reshape(t, sizes, ndim, &r_));
+}
+static mt_tensor *flat_(scope *sc, mt_tensor *t) {
+  if (!t) return NULL;
+  int64_t n = t->_numel;
+  return reshape_(sc, t, &n, 1);
+}
+static mt_tensor *to_dtype_(scope *sc, mt_tensor *t, int dtype) {
+  if (!t || t->_dtype == dtype) return t;
+  return T_(mt_to_dtype(t, dtype, 0, &r_));
+}
+static mt_tensor *cum_(scope *sc, mt_tensor *t, int dim, int is_prod) {
+  if (!t) return NULL;
+  return T_(mt_cumulative(t, dim, is_prod, -1, NULL, &r_));
+}
+static mt_tensor *sum_dim_(scope *sc, mt_tensor *t, int64_t dim, int keepdim) {
+  if (!t) return NULL;
+  return T_(mt_reduce(MT_REDUCE_SUM, t, &dim, 1, keepdim, -1, 0, NULL, &r_));
+}
+static mt_tensor *cat2_(scope *sc, mt_tensor *a, mt_tensor *b, int dim) {
+  if (!a || !b) return NULL;
+  mt_tensor *ts[2] = {a, b};
+  return T_(mt_cat(ts, 2, dim, NULL, &r_));
+}
+static mt_tensor *flip1_(scope *sc, mt_tensor *t, int64_t dim) {
+  if (!t) return NULL;
+  return T_(mt_flip(t, &dim, 1, &r_));
+}
+/* t padded with zeros at the end of every dim up to `shp` (t no larger than shp anywhere) */
+static mt_tensor *pad_to_(scope *sc, mt_tensor *t, const mt_shape *shp) {
+  for (int d = 0; t && d < shp->ndim && d < t->_ndim; d++) {
+    if (t->_sizes[d] >= shp->sizes[d]) continue;
+    int64_t zs[MT_MAX_DIMS];
+    memcpy(zs, t->_sizes, sizeof zs);
+    zs[d] = shp->sizes[d] - t->_sizes[d];
+    t = cat2_(sc, t, zeros_(sc, zs, t->_ndim, t->_dtype), d);
+  }
+  return t;
+}
+
+/* d/dx_j of the product of a line: (prod_{i<j} x_i) * (prod_{i>j} x_i), exact with zeros. Lines
+ * along the last dim of x (size len >= 1). */
+static mt_tensor *prod_grad_lines(scope *sc, mt_tensor *x) {
+  if (!LIVE(sc) || !x) return NULL;
+  int nd = x->_ndim;
+  int64_t len = x->_sizes[nd - 1];
+  int64_t os[MT_MAX_DIMS];
+  memcpy(os, x->_sizes, sizeof os);
+  os[nd - 1] = 1;
+  mt_tensor *one = T_(mt_tensor_full(os, nd, x->_dtype, 1, &r_));
+  mt_tensor *head = T_(mt_narrow(x, nd - 1, 0, len - 1, &r_));
+  mt_tensor *before = cum_(sc, cat2_(sc, one, head, nd - 1), nd - 1, 1);
+  mt_tensor *xf = flip1_(sc, x, nd - 1);
+  mt_tensor *headf = xf ? T_(mt_narrow(xf, nd - 1, 0, len - 1, &r_)) : NULL;
+  mt_tensor *after = flip1_(sc, cum_(sc, cat2_(sc, one, headf, nd - 1), nd - 1, 1), nd - 1);
+  return MUL(before, after);
+}
+
 /* ---------------------------------------------------------------- the op list */
 #define GRAD_OP_LIST(X)                                                              \
   X(ACCUMULATE, "AccumulateGrad") X(LUA, "LuaFunctionBackward") X(UNARY, "")       \
@@ -107,7 +178,17 @@ mt_status mt_sum_to_shape(mt_tensor *g, const mt_shape *s, mt_tensor **out) {
   X(EXPAND, "ExpandBackward0") X(SELECT, "SelectBackward0") X(SLICE, "SliceBackward0") \
   X(MATMUL, "") X(ADDMM, "AddmmBackward0") X(SOFTMAX, "") X(WHERE, "WhereBackward0") \
   X(CLONE, "") X(CAT, "CatBackward0") X(INDEX_SELECT, "IndexSelectBackward0")       \
-  X(GATHER, "GatherBackward0") X(MASKED_FILL, "MaskedFillBackward0")
+  X(GATHER, "GatherBackward0") X(MASKED_FILL, "MaskedFillBackward0")                \
+  X(CUMSUM, "CumsumBackward0") X(CUMPROD, "CumprodBackward0") X(VAR_MEAN, "")        \
+  X(BADDBMM, "BaddbmmBackward0") X(SCATTER, "") X(INDEX_ADD, "IndexAddBackward0")     \
+  X(INDEX_COPY, "IndexCopyBackward0") X(INDEX_FILL, "IndexFillBackward0")             \
+  X(MASKED_FILL_T, "MaskedFillBackward1") X(MASKED_SELECT, "MaskedSelectBackward0")   \
+  X(MASKED_SCATTER, "MaskedScatterBackward0") X(INDEX, "IndexBackward0")              \
+  X(INDEX_PUT, "IndexPutBackward0") X(DIAG, "DiagBackward0") X(TRIANGLE, "")          \
+  X(AS_STRIDED, "AsStridedBackward0") X(UNFOLD, "UnfoldBackward0")                    \
+  X(DIAGONAL, "DiagonalBackward0") X(SORT, "SortBackward0") X(TOPK, "TopkBackward0")  \
+  X(FLIP, "FlipBackward0") X(ROLL, "RollBackward0") X(REPEAT, "RepeatBackward0")      \
+  X(STACK, "StackBackward0") X(COPY, "CopyBackwards") X(FILL, "FillBackward2")
 
 enum {
 #define X(NAME, str) GOP_##NAME,
@@ -159,7 +240,7 @@ static const char *binary_grad_name(int op, int scalar, int reverse) {
     case MT_OP_REMAINDER: return scalar ? "RemainderBackward0" : "RemainderBackward1";
     case MT_OP_ATAN2: return "Atan2Backward0";
     case MT_OP_HYPOT: return "HypotBackward0";
-    case MT_OP_XLOGY: return scalar ? "XlogyBackward1" : "XlogyBackward0";
+    case MT_OP_XLOGY: return scalar ? (reverse ? "XlogyBackward1" : "XlogyBackward2") : "XlogyBackward0";
     case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR: return "DivBackward2";
     default: return NULL;
   }
@@ -201,6 +282,10 @@ const char *mt_grad_op_name(const mt_node *n) {
     case GOP_MATMUL: return matmul_names[n->ip[0]];
     case GOP_SOFTMAX: return n->ip[1] ? "LogSoftmaxBackward0" : "SoftmaxBackward0";
     case GOP_CLONE: return n->ip[0] ? "ToCopyBackward0" : "CloneBackward0";
+    case GOP_VAR_MEAN: return n->ip[3] ? "StdMeanBackward0" : "VarMeanBackward0";
+    case GOP_SCATTER: return n->ip[1] == MT_SC_ADD_SRC ? "ScatterAddBackward0"
+                             : n->ip[1] == MT_SC_VALUE ? "ScatterBackward1" : "ScatterBackward0";
+    case GOP_TRIANGLE: return n->ip[1] ? "TriuBackward0" : "TrilBackward0";
     default: return n->op >= 0 && n->op < GOP_COUNT ? fixed_names[n->op] : "?";
   }
 }
@@ -406,6 +491,11 @@ static mt_status bw_binary_scalar(mt_node *n, mt_tensor **gout, mt_tensor **gin)
       else S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of a number modulo a tensor is not implemented");
       break;
     case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR: r = MULS(g, 0); break;
+    case MT_OP_ATAN2: /* atan2(x, s): s / (x^2 + s^2); atan2(s, x): -s / (x^2 + s^2) */
+      r = MULS(DIV(g, ADDS(MUL(x, x), s * s)), rev ? -s : s);
+      break;
+    case MT_OP_HYPOT: r = MUL(g, DIV(x, un(sc, MT_OP_SQRT, ADDS(MUL(x, x), s * s), 0, 0))); break;
+    case MT_OP_XLOGY: r = rev ? MULS(DIV(g, x), s) : MULS(g, log(s)); break; /* s*log(x) : x*log(s) */
     default:
       S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s with a number is not implemented",
                      mt_binary_op_name(n->ip[0]));
@@ -482,7 +572,29 @@ static mt_status bw_reduce(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     case MT_REDUCE_SUM: r = ge; break;
     case MT_REDUCE_NANSUM: r = MUL(ge, mask_as(sc, un(sc, MT_OP_LOGICAL_NOT, un(sc, MT_OP_ISNAN, x, 0, 0), 0, 0), ge)); break;
     case MT_REDUCE_MEAN: r = MULS(ge, 1.0 / (double)reduced_count(n)); break;
-    case MT_REDUCE_PROD: r = MUL(ge, DIV(unreduce(sc, y, n), x)); break;
+    case MT_REDUCE_PROD: {
+      /* kept dims first, reduced dims flattened last: the product of each line, zeros allowed */
+      const mt_shape *in = &n->shape[0];
+      if (in->ndim == 0) { r = ge; break; }
+      int64_t perm[MT_MAX_DIMS], inv[MT_MAX_DIMS], ls[MT_MAX_DIMS], ps[MT_MAX_DIMS];
+      int k = 0, nk = 0;
+      int64_t len = 1;
+      for (int d = 0; d < in->ndim; d++)
+        if (!(n->ip[2] & (1 << d))) { perm[k] = d; ls[nk++] = in->sizes[d]; ps[k++] = in->sizes[d]; }
+      for (int d = 0; d < in->ndim; d++)
+        if (n->ip[2] & (1 << d)) { perm[k] = d; len *= in->sizes[d]; ps[k++] = in->sizes[d]; }
+      for (int d = 0; d < in->ndim; d++) inv[perm[d]] = d;
+      if (len == 0) { r = MULS(ge, 0); break; }
+      ls[nk] = len;
+      mt_tensor *xl = reshape_(sc, T_(mt_permute(x, perm, in->ndim, &r_)), ls, nk + 1);
+      ls[nk] = 1;
+      mt_tensor *gl = reshape_(sc, g, ls, nk + 1);
+      mt_tensor *rl = MUL(prod_grad_lines(sc, xl), gl);
+      mt_tensor *rp = reshape_(sc, rl, ps, in->ndim);
+      r = rp ? T_(mt_permute(rp, inv, in->ndim, &r_)) : NULL;
+      (void)y;
+      break;
+    }
     case MT_REDUCE_AMAX: case MT_REDUCE_AMIN: {
       mt_tensor *m = mask_as(sc, CMP(MT_OP_EQ, x, unreduce(sc, y, n)), ge);
       r = MUL(ge, DIV(m, expand_kept(sc, reduce_keep(sc, MT_REDUCE_SUM, m, n), n)));
@@ -764,6 +876,327 @@ static mt_status bw_masked_fill(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   return s;
 }
 
+/* ---------------------------------------------------------------- cumulative, var_mean */
+/* cumsum along ip[0]: each input gets the sum of the output gradients from its position on */
+static mt_status bw_cumsum(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *r;
+  if (!g || !wants(n, 0)) return MT_OK;
+  int d = n->ip[0];
+  if (n->shape[0].ndim == 0) r = g;
+  else r = ADD(SUB(g, cum_(sc, g, d, 0)), sum_dim_(sc, g, d, 1));
+  r = to_dtype_(sc, r, n->shape[0].dtype);
+  if (LIVE(sc) && r) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* cumprod along ip[0]; saved[0] the input. dy_k/dx_j = prod_{i<=k, i!=j} x_i for k >= j, built as
+ * an (n, n) matrix per line (row j: the line with x_j replaced by 1, cumulated), so that zeros in
+ * the input are exact. */
+static mt_status bw_cumprod(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *r = NULL;
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *x = saved(sc, n, 0);
+  int d = n->ip[0], nd = n->shape[0].ndim;
+  if (nd == 0) {
+    r = g;
+  } else if (n->shape[0].sizes[d] == 0) {
+    r = MULS(g, 0);
+  } else {
+    if (LIVE(sc) && x->_dtype != g->_dtype) x = to_dtype_(sc, x, g->_dtype);
+    int64_t len = n->shape[0].sizes[d];
+    mt_tensor *xt = T_(mt_transpose(x, d, -1, &r_));
+    mt_tensor *gt = T_(mt_transpose(g, d, -1, &r_));
+    int64_t es[MT_MAX_DIMS + 1];
+    for (int i = 0; i < nd; i++) es[i] = xt ? xt->_sizes[i] : 0;
+    es[nd] = len;
+    es[nd - 1] = len; /* (..., j, i) */
+    mt_tensor *e = xt ? T_(mt_expand(unsq(sc, xt, -2), es, nd + 1, &r_)) : NULL;
+    mt_tensor *eye = T_(mt_eye(len, len, g->_dtype, &r_));
+    mt_tensor *m = ADD(MUL(e, NEG(ADDS(eye, -1))), eye);
+    mt_tensor *p = cum_(sc, m, nd, 1); /* p[j, k] = prod_{i<=k, i!=j} x_i */
+    mt_tensor *ones = T_(mt_tensor_full(es + nd - 1, 2, g->_dtype, 1, &r_));
+    mt_tensor *upper = ones ? T_(mt_triangle(ones, 0, 1, NULL, &r_)) : NULL; /* k >= j */
+    mt_tensor *t = MUL(MUL(p, unsq(sc, gt, -2)), upper);
+    mt_tensor *rt = sum_dim_(sc, t, -1, 0);
+    r = rt ? T_(mt_transpose(rt, d, -1, &r_)) : NULL;
+  }
+  r = to_dtype_(sc, r, n->shape[0].dtype);
+  if (LIVE(sc) && r) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* var_mean / std_mean (ip[3]: std): outputs (var or std, mean); saved[0] the input, saved[1] the
+ * std; ip[1] keepdim, ip[2] the reduced dims' mask, dp[0] the correction */
+static mt_status bw_var_mean(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *gv = gout[0], *gm = gout[1], *r = NULL;
+  if (!wants(n, 0) || (!gv && !gm)) return MT_OK;
+  double count = (double)reduced_count(n);
+  if (gv) {
+    mt_tensor *x = saved(sc, n, 0);
+    mt_tensor *dev = SUB(x, reduce_keep(sc, MT_REDUCE_MEAN, x, n));
+    double dof = count - n->dp[0];
+    mt_tensor *ge = unreduce(sc, gv, n);
+    if (n->ip[3]) r = MUL(ge, DIV(MULS(dev, 1.0 / dof), unreduce(sc, saved(sc, n, 1), n)));
+    else r = MUL(ge, MULS(dev, 2.0 / dof));
+  }
+  if (gm) {
+    mt_tensor *m = MULS(unreduce(sc, gm, n), 1.0 / count);
+    r = r ? ADD(r, m) : m;
+  }
+  if (LIVE(sc) && r) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* ---------------------------------------------------------------- writes at indices */
+/* scatter (ip[1]: MT_SC_*) along ip[0]: inputs self, src; saved[0] the index (0-based int64) */
+static mt_status bw_scatter(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *idx = saved(sc, n, 0);
+  int dim = n->ip[0], kind = n->ip[1];
+  if (wants(n, 0)) {
+    mt_tensor *ga = kind == MT_SC_ADD_SRC ? g : T_(mt_scatter(g, dim, idx, NULL, 0, 0, 0, NULL, &r_));
+    if (LIVE(sc)) give(gin, 0, ga);
+  }
+  if (n->nin > 1 && wants(n, 1)) {
+    mt_tensor *gs = pad_to_(sc, T_(mt_gather(g, dim, idx, 0, NULL, &r_)), &n->shape[1]);
+    if (LIVE(sc)) give(gin, 1, gs);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* index_add (alpha dp[0]) / index_copy_ / index_fill_ along ip[0]; inputs self, src; saved[0] the
+ * index (0-based int64) */
+static mt_status bw_index_write(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *idx = saved(sc, n, 0);
+  int dim = n->ip[0];
+  if (wants(n, 0)) {
+    mt_tensor *ga = g;
+    if (n->op != GOP_INDEX_ADD) {
+      ga = T_(mt_clone(g, &r_));
+      if (LIVE(sc)) { mt_status s = mt_index_fill_(ga, dim, idx, 0, 0); if (s) S.s = s; }
+    }
+    if (LIVE(sc)) give(gin, 0, ga);
+  }
+  if (n->nin > 1 && wants(n, 1)) {
+    mt_tensor *gs = T_(mt_index_select(g, dim, idx, 0, NULL, &r_));
+    if (n->op == GOP_INDEX_ADD && n->dp[0] != 1) gs = MULS(gs, n->dp[0]);
+    gs = reshape_(sc, gs, n->shape[1].sizes, n->shape[1].ndim);
+    if (LIVE(sc)) give(gin, 1, gs);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* masked_fill with a 0-dim tensor value: inputs self, value; saved[0] the mask */
+static mt_status bw_masked_fill_t(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *m = saved(sc, n, 0);
+  mt_tensor *kept = T_(mt_masked_fill(g, m, 0, NULL, &r_));
+  if (wants(n, 0)) {
+    mt_tensor *ga = sum_to_shape(sc, kept, &n->shape[0]);
+    if (LIVE(sc)) give(gin, 0, ga);
+  }
+  if (wants(n, 1)) {
+    mt_tensor *gv = SUB(g, kept);
+    gv = gv ? T_(mt_reduce(MT_REDUCE_SUM, gv, NULL, 0, 0, -1, 0, NULL, &r_)) : NULL;
+    gv = to_dtype_(sc, reshape_(sc, gv, n->shape[1].sizes, n->shape[1].ndim), n->shape[1].dtype);
+    if (LIVE(sc)) give(gin, 1, gv);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* masked_select: saved[0] the mask; shape[0] the input, shape[1] the broadcast shape */
+static mt_status bw_masked_select(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  mt_tensor *m = saved(sc, n, 0);
+  mt_tensor *z = zeros_(sc, n->shape[1].sizes, n->shape[1].ndim, g->_dtype);
+  if (LIVE(sc)) { mt_status s = mt_masked_scatter_(z, m, g); if (s) S.s = s; }
+  mt_tensor *r = sum_to_shape(sc, z, &n->shape[0]);
+  if (LIVE(sc)) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* masked_scatter_: inputs self, src; saved[0] the mask */
+static mt_status bw_masked_scatter(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *m = saved(sc, n, 0);
+  if (wants(n, 0)) {
+    mt_tensor *ga = T_(mt_masked_fill(g, m, 0, NULL, &r_));
+    if (LIVE(sc)) give(gin, 0, ga);
+  }
+  if (wants(n, 1)) {
+    mt_tensor *sel = T_(mt_masked_select(g, m, &r_));
+    int64_t total = 1;
+    for (int d = 0; d < n->shape[1].ndim; d++) total *= n->shape[1].sizes[d];
+    if (sel && sel->_numel < total) {
+      int64_t rest = total - sel->_numel;
+      sel = cat2_(sc, sel, zeros_(sc, &rest, 1, g->_dtype), 0);
+    }
+    mt_tensor *gs = reshape_(sc, sel, n->shape[1].sizes, n->shape[1].ndim);
+    if (LIVE(sc)) give(gin, 1, gs);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* index_put_ (ip[0]: accumulate): inputs self (its old value), values; saved[0] the flat
+ * positions in self of the indexed elements (the shape of the indexing result) */
+static mt_status bw_index_put(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *pos = flat_(sc, saved(sc, n, 0));
+  if (wants(n, 0)) {
+    mt_tensor *ga = g;
+    if (!n->ip[0]) {
+      mt_tensor *gv = flat_(sc, g);
+      mt_tensor *gf = gv ? T_(mt_clone(gv, &r_)) : NULL; /* a whole tensor of its own (not a view) */
+      if (LIVE(sc)) { mt_status s = mt_index_fill_(gf, 0, pos, 0, 0); if (s) S.s = s; }
+      ga = reshape_(sc, gf, n->shape[0].sizes, n->shape[0].ndim);
+    }
+    if (LIVE(sc)) give(gin, 0, ga);
+  }
+  if (wants(n, 1)) {
+    mt_tensor *p0 = saved(sc, n, 0);
+    mt_tensor *gv = T_(mt_index_select(flat_(sc, g), 0, pos, 0, NULL, &r_));
+    gv = p0 ? reshape_(sc, gv, p0->_sizes, p0->_ndim) : NULL;
+    gv = sum_to_shape(sc, gv, &n->shape[1]);
+    if (LIVE(sc)) give(gin, 1, gv);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* ---------------------------------------------------------------- gathers of elements */
+/* Ops whose output elements are input elements (advanced indexing, as_strided, unfold,
+ * diagonal, diag of a matrix): saved[0] holds, for each output element, its flat position in the
+ * input; the gradient is added back there (repeated positions add up). diag of a vector
+ * (ip[1] == 1): the diagonal ip[0] of the gradient. */
+static mt_status bw_gather_flat(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0], *r;
+  if (!g || !wants(n, 0)) return MT_OK;
+  if (n->op == GOP_DIAG && n->ip[1] == 1) {
+    r = T_(mt_diagonal(g, n->ip[0], 0, 1, &r_));
+  } else {
+    mt_tensor *pos = flat_(sc, saved(sc, n, 0));
+    int64_t numel = 1;
+    for (int d = 0; d < n->shape[0].ndim; d++) numel *= n->shape[0].sizes[d];
+    mt_tensor *z = zeros_(sc, &numel, 1, g->_dtype);
+    r = T_(mt_index_add(z, 0, pos, flat_(sc, g), 1, 0, NULL, &r_));
+    r = reshape_(sc, r, n->shape[0].sizes, n->shape[0].ndim);
+  }
+  if (LIVE(sc) && r) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* tril / triu (ip[1]) with diagonal ip[0] */
+static mt_status bw_triangle(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  return mt_triangle(g, n->ip[0], n->ip[1], NULL, &gin[0]);
+}
+
+/* flip over the ip[0] dims in shape[1].sizes */
+static mt_status bw_flip(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  return mt_flip(g, n->shape[1].sizes, n->ip[0], &gin[0]);
+}
+
+/* roll by the ip[0] shifts in shape[1].sizes over the dims in shape[0].sizes (ip[1] == 0: flat) */
+static mt_status bw_roll(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  int64_t back[MT_MAX_DIMS];
+  for (int i = 0; i < n->ip[0]; i++) back[i] = -n->shape[1].sizes[i];
+  return mt_roll(g, back, n->ip[1] ? n->shape[0].sizes : NULL, n->ip[0], &gin[0]);
+}
+
+/* repeat by shape[1].sizes (shape[1].ndim of them) of an input of shape[0]: the gradient seen as
+ * (r0, s0, r1, s1, ...) summed over the r's */
+static mt_status bw_repeat(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g || !wants(n, 0)) return MT_OK;
+  int k = n->shape[1].ndim, lead = k - n->shape[0].ndim;
+  if (2 * k > MT_MAX_DIMS)
+    return mt_error(MT_ENOTIMPL, "backward: repeat over more than %d dims is not differentiable", MT_MAX_DIMS / 2);
+  int64_t is[2 * MT_MAX_DIMS] = {0}, dims[MT_MAX_DIMS];
+  for (int i = 0; i < k; i++) {
+    is[2 * i] = n->shape[1].sizes[i];
+    is[2 * i + 1] = i < lead ? 1 : n->shape[0].sizes[i - lead];
+    dims[i] = 2 * i;
+  }
+  mt_tensor *gi = reshape_(sc, g, is, 2 * k);
+  mt_tensor *r = k ? (gi ? T_(mt_reduce(MT_REDUCE_SUM, gi, dims, k, 0, -1, 0, NULL, &r_)) : NULL) : gi;
+  r = reshape_(sc, r, n->shape[0].sizes, n->shape[0].ndim);
+  if (LIVE(sc) && r) give(gin, 0, r);
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
+/* stack along ip[0]: input k gets the slice k */
+static mt_status bw_stack(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_status s = MT_OK;
+  for (int k = 0; k < n->nin && s == MT_OK; k++)
+    if (wants(n, k)) s = mt_select(g, n->ip[0], k, &gin[k]);
+  return s;
+}
+
+/* copy_ of a whole tensor (inputs: its old value, src) and fill_ (input: its old value): the old
+ * value gets zeros, src the gradient summed to its shape, in its dtype */
+static mt_status bw_copy(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  if (wants(n, 0)) {
+    mt_tensor *z = zeros_(sc, n->shape[0].sizes, n->shape[0].ndim, n->shape[0].dtype);
+    if (LIVE(sc)) give(gin, 0, z);
+  }
+  if (n->nin > 1 && wants(n, 1)) {
+    mt_tensor *gs = to_dtype_(sc, sum_to_shape(sc, g, &n->shape[1]), n->shape[1].dtype);
+    if (LIVE(sc)) give(gin, 1, gs);
+  }
+  mt_status s = S.s;
+  scope_end(sc);
+  return s;
+}
+
 static const mt_backward_fn backward_table[GOP_COUNT] = {
     [GOP_UNARY] = bw_unary, [GOP_BINARY] = bw_binary, [GOP_BINARY_SCALAR] = bw_binary_scalar,
     [GOP_ADD_SCALED] = bw_add_scaled, [GOP_REDUCE] = bw_reduce, [GOP_REDUCE_INDEX] = bw_reduce_index,
@@ -771,7 +1204,15 @@ static const mt_backward_fn backward_table[GOP_COUNT] = {
     [GOP_EXPAND] = bw_expand, [GOP_SELECT] = bw_select_slice, [GOP_SLICE] = bw_select_slice,
     [GOP_MATMUL] = bw_matmul, [GOP_ADDMM] = bw_addmm, [GOP_SOFTMAX] = bw_softmax, [GOP_WHERE] = bw_where,
     [GOP_CLONE] = bw_clone, [GOP_CAT] = bw_cat, [GOP_INDEX_SELECT] = bw_index, [GOP_GATHER] = bw_index,
-    [GOP_MASKED_FILL] = bw_masked_fill,
+    [GOP_MASKED_FILL] = bw_masked_fill, [GOP_CUMSUM] = bw_cumsum, [GOP_CUMPROD] = bw_cumprod,
+    [GOP_VAR_MEAN] = bw_var_mean, [GOP_BADDBMM] = bw_addmm, [GOP_SCATTER] = bw_scatter,
+    [GOP_INDEX_ADD] = bw_index_write, [GOP_INDEX_COPY] = bw_index_write, [GOP_INDEX_FILL] = bw_index_write,
+    [GOP_MASKED_FILL_T] = bw_masked_fill_t, [GOP_MASKED_SELECT] = bw_masked_select,
+    [GOP_MASKED_SCATTER] = bw_masked_scatter, [GOP_INDEX] = bw_gather_flat, [GOP_INDEX_PUT] = bw_index_put,
+    [GOP_DIAG] = bw_gather_flat, [GOP_TRIANGLE] = bw_triangle, [GOP_AS_STRIDED] = bw_gather_flat,
+    [GOP_UNFOLD] = bw_gather_flat, [GOP_DIAGONAL] = bw_gather_flat, [GOP_SORT] = bw_index, [GOP_TOPK] = bw_index,
+    [GOP_FLIP] = bw_flip, [GOP_ROLL] = bw_roll, [GOP_REPEAT] = bw_repeat, [GOP_STACK] = bw_stack,
+    [GOP_COPY] = bw_copy, [GOP_FILL] = bw_copy,
 };
 
 mt_backward_fn mt_grad_op_backward(int op) { return op >= 0 && op < GOP_COUNT ? backward_table[op] : NULL; }
@@ -1038,4 +1479,294 @@ mt_status mt_record_masked_fill(mt_tensor *a, mt_tensor *mask, mt_tensor *out) {
   mt_node_set_shape(n, 0, a);
   mt_node_save(n, 0, mask);
   return finish_node(n, out);
+}
+
+/* ---------------------------------------------------------------- recording: the rest */
+/* a node over `nin` inputs with shapes of the first two kept, attached to out as output 0 */
+static mt_status make_node(int op, mt_tensor **in, int nin, mt_node **n) {
+  MT_TRY(mt_node_make(op, in, nin, 1, n));
+  for (int k = 0; k < nin && k < 2; k++)
+    if (in[k]) mt_node_set_shape(*n, k, in[k]);
+  return MT_OK;
+}
+
+mt_status mt_record_cumulative(mt_tensor *a, int dim, int is_prod, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(make_node(is_prod ? GOP_CUMPROD : GOP_CUMSUM, &a, 1, &n));
+  n->ip[0] = a->_ndim ? (dim < 0 ? dim + a->_ndim : dim) : 0;
+  if (is_prod) mt_node_save(n, 0, a);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_var_mean(mt_tensor *a, const int64_t *dims, int ndims, int keepdim, double correction,
+                             int take_sqrt, mt_tensor *var, mt_tensor *mean) {
+  if (!mt_is_float(var->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_VAR_MEAN, &a, 1, 2, &n));
+  int mask = 0;
+  if (ndims == 0) mask = (1 << a->_ndim) - 1;
+  for (int i = 0; i < ndims; i++) mask |= 1 << (dims[i] < 0 ? dims[i] + a->_ndim : dims[i]);
+  n->ip[1] = keepdim;
+  n->ip[2] = mask;
+  n->ip[3] = take_sqrt;
+  n->dp[0] = correction;
+  mt_node_set_shape(n, 0, a);
+  mt_node_save(n, 0, a);
+  if (take_sqrt) mt_node_save_output(n, 1, var, 0);
+  mt_status s = mt_node_attach(n, var, 0);
+  if (s == MT_OK) s = mt_node_attach(n, mean, 1);
+  mt_node_release(n);
+  return s;
+}
+
+mt_status mt_record_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[3] = {c, a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_BADDBMM, in, 3, 1, &n));
+  n->dp[0] = beta;
+  n->dp[1] = alpha;
+  mt_node_set_shape(n, 0, c);
+  if (b->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, 0, a);
+  if (a->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, 1, b);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, int kind, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, src};
+  mt_node *n;
+  MT_TRY(make_node(GOP_SCATTER, in, src ? 2 : 1, &n));
+  n->ip[0] = dim;
+  n->ip[1] = kind;
+  mt_node_save(n, 0, index);
+  return finish_node(n, out);
+}
+
+/* index_add (op 0, alpha), index_copy_ (op 1), index_fill_ (op 2, src NULL) */
+mt_status mt_record_index_write(int which, mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double alpha,
+                                mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  static const int ops[3] = {GOP_INDEX_ADD, GOP_INDEX_COPY, GOP_INDEX_FILL};
+  mt_tensor *in[2] = {a, src};
+  mt_node *n;
+  MT_TRY(make_node(ops[which], in, src ? 2 : 1, &n));
+  n->ip[0] = dim;
+  n->dp[0] = alpha;
+  mt_node_save(n, 0, index);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_masked_fill_tensor(mt_tensor *a, mt_tensor *mask, mt_tensor *value, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, value};
+  mt_node *n;
+  MT_TRY(make_node(GOP_MASKED_FILL_T, in, 2, &n));
+  mt_node_save(n, 0, mask);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  int64_t bs[MT_MAX_DIMS];
+  int bn;
+  MT_TRY(mt_broadcast_shapes(a->_sizes, a->_ndim, mask->_sizes, mask->_ndim, bs, &bn));
+  mt_node *n;
+  MT_TRY(make_node(GOP_MASKED_SELECT, &a, 1, &n));
+  n->shape[1].ndim = bn;
+  n->shape[1].dtype = a->_dtype;
+  memcpy(n->shape[1].sizes, bs, sizeof(int64_t) * (size_t)bn);
+  mt_node_save(n, 0, mask);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_masked_scatter(mt_tensor *a, mt_tensor *mask, mt_tensor *src, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, src};
+  mt_node *n;
+  MT_TRY(make_node(GOP_MASKED_SCATTER, in, 2, &n));
+  mt_node_save(n, 0, mask);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_gather_flat(int kind, mt_tensor *a, mt_tensor *pos, int64_t param, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  static const int ops[] = {[MT_GF_INDEX] = GOP_INDEX, [MT_GF_AS_STRIDED] = GOP_AS_STRIDED,
+                            [MT_GF_UNFOLD] = GOP_UNFOLD, [MT_GF_DIAGONAL] = GOP_DIAGONAL, [MT_GF_DIAG] = GOP_DIAG};
+  mt_node *n;
+  MT_TRY(make_node(ops[kind], &a, 1, &n));
+  n->ip[0] = (int32_t)param;
+  n->ip[1] = a->_ndim;
+  if (pos) mt_node_save(n, 0, pos);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_index_put(mt_tensor *a, mt_tensor *values, mt_tensor *pos, int accumulate, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, values};
+  mt_node *n;
+  MT_TRY(make_node(GOP_INDEX_PUT, in, 2, &n));
+  n->ip[0] = accumulate;
+  mt_node_save(n, 0, pos);
+  return finish_node(n, out);
+}
+
+mt_status mt_record_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(make_node(GOP_TRIANGLE, &a, 1, &n));
+  n->ip[0] = (int32_t)diagonal;
+  n->ip[1] = upper;
+  return finish_node(n, out);
+}
+
+mt_status mt_record_sort(mt_tensor *a, int dim, mt_tensor *index, int topk, mt_tensor *values) {
+  if (!mt_is_float(values->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(make_node(topk ? GOP_TOPK : GOP_SORT, &a, 1, &n));
+  n->ip[0] = dim;
+  mt_node_save(n, 0, index);
+  return finish_node(n, values);
+}
+
+mt_status mt_record_flip(mt_tensor *a, const int64_t *dims, int count, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(make_node(GOP_FLIP, &a, 1, &n));
+  n->ip[0] = count;
+  for (int i = 0; i < count; i++) n->shape[1].sizes[i] = dims[i];
+  return finish_node(n, out);
+}
+
+mt_status mt_record_roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, int count, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_ROLL, &a, 1, 1, &n));
+  n->ip[0] = count;
+  n->ip[1] = dims != NULL;
+  for (int i = 0; i < count; i++) {
+    n->shape[1].sizes[i] = shifts[i];
+    n->shape[0].sizes[i] = dims ? dims[i] : 0;
+  }
+  return finish_node(n, out);
+}
+
+mt_status mt_record_repeat(mt_tensor *a, const int64_t *repeats, int count, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(make_node(GOP_REPEAT, &a, 1, &n));
+  n->shape[1].ndim = count;
+  for (int i = 0; i < count; i++) n->shape[1].sizes[i] = repeats[i];
+  return finish_node(n, out);
+}
+
+mt_status mt_record_stack(mt_tensor **ts, int count, int dim, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(GOP_STACK, ts, count, 1, &n));
+  n->ip[0] = dim;
+  return finish_node(n, out);
+}
+
+/* copy_ (src given) or fill_ (src NULL) of the whole of dst, after the write */
+mt_status mt_record_copy(mt_tensor *dst, mt_tensor *src) {
+  if (!mt_is_float(dst->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {dst, src};
+  mt_node *n;
+  MT_TRY(make_node(src ? GOP_COPY : GOP_FILL, in, src ? 2 : 1, &n));
+  return finish_node(n, dst);
+}
+
+/* ---------------------------------------------------------------- helpers for the entry points */
+/* An int64 tensor of t's shape holding 0, 1, 2, ...: run an op that moves elements on it to learn
+ * where each output element comes from. */
+mt_status mt_grad_positions(const mt_tensor *t, mt_tensor **out) {
+  mt_tensor *r, *v;
+  MT_TRY(MT_NOGRAD(mt_arange(0, (double)t->_numel, 1, MT_INT64, &r)));
+  mt_status s = MT_NOGRAD(mt_reshape(r, t->_sizes, t->_ndim, &v));
+  mt_tensor_release(r);
+  if (s) return s;
+  *out = v;
+  return MT_OK;
+}
+
+/* ---------------------------------------------------------------- the list of names */
+static const char *all_names[512];
+static int n_all_names = -1;
+
+static void add_name(const char *s) {
+  if (!s || !*s || !strcmp(s, "?")) return;
+  for (int i = 0; i < n_all_names; i++)
+    if (!strcmp(all_names[i], s)) return;
+  if (n_all_names < (int)(sizeof all_names / sizeof all_names[0])) all_names[n_all_names++] = s;
+}
+
+static void build_names(void) {
+  mt_node *n = calloc(1, sizeof(mt_node));
+  n_all_names = 0;
+  if (!n) return;
+  for (int op = 0; op < GOP_COUNT; op++) {
+    int r0 = 1, r1 = 1, r2 = 1, r3 = 1;
+    switch (op) {
+      case GOP_UNARY: r0 = MT_UNARY_OP_COUNT; break;
+      case GOP_BINARY: r0 = MT_BINARY_OP_COUNT; break;
+      case GOP_BINARY_SCALAR: r0 = MT_BINARY_OP_COUNT; r1 = 2; break;
+      case GOP_REDUCE: r0 = MT_REDUCE_OP_COUNT; r3 = 2; break;
+      case GOP_REDUCE_INDEX: r2 = 2; break;
+      case GOP_RESHAPE: r0 = (int)(sizeof reshape_names / sizeof *reshape_names); break;
+      case GOP_MATMUL: r0 = (int)(sizeof matmul_names / sizeof *matmul_names); break;
+      case GOP_TRANSPOSE: break; /* TBackward0 (ip[2]) has no caller yet: t() records TransposeBackward0 */
+      case GOP_SOFTMAX: r1 = 2; break;
+      case GOP_CLONE: r0 = 2; break;
+      case GOP_VAR_MEAN: r3 = 2; break;
+      case GOP_SCATTER: r1 = 3; break;
+      case GOP_TRIANGLE: r1 = 2; break;
+    }
+    n->op = op;
+    for (int a = 0; a < r0; a++)
+      for (int b = 0; b < r1; b++)
+        for (int c = 0; c < r2; c++)
+          for (int d = 0; d < r3; d++)
+            for (int e = 0; e < 2; e++) {
+              n->ip[0] = a; n->ip[1] = b; n->ip[2] = c; n->ip[3] = d;
+              n->dp[0] = e ? -1 : 1;
+              add_name(mt_grad_op_name(n));
+            }
+  }
+  free(n);
+}
+
+int mt_grad_op_count(void) {
+  if (n_all_names < 0) build_names();
+  return n_all_names;
+}
+
+const char *mt_grad_op_list_name(int i) {
+  if (n_all_names < 0) build_names();
+  return i >= 0 && i < n_all_names ? all_names[i] : NULL;
+}
+
+/* In-place writes recorded over a whole tensor: a view (or part of a storage) cannot be written
+ * into with autograd, since the tensor it views would not learn of it (PyTorch's CopySlices). */
+mt_status mt_grad_check_whole_write(mt_tensor *t, const char *op) {
+  const mt_meta *m = t->_autograd;
+  bool view = false;
+  if (m && m->grad_fn) {
+    switch (m->grad_fn->op) {
+      case GOP_RESHAPE: view = m->grad_fn->ip[0] != RS_RESHAPE_COPY && m->grad_fn->ip[0] != RS_FLATTEN; break;
+      case GOP_TRANSPOSE: case GOP_PERMUTE: case GOP_EXPAND: case GOP_SELECT: case GOP_SLICE:
+      case GOP_AS_STRIDED: case GOP_UNFOLD: case GOP_DIAGONAL:
+        view = true;
+        break;
+    }
+  }
+  bool whole = t->_offset == 0 && (t->_flags & MT_TENSOR_CONTIGUOUS) &&
+               (size_t)t->_numel * mt_itemsize(t->_dtype) == t->_storage->_nbytes;
+  if (view || !whole)
+    return mt_error(MT_ENOTIMPL,
+                    "%s: an in-place write into a view (or part) of a tensor is not supported when autograd records it "
+                    "(write into the whole tensor, or build the result with cat, where, index_put_ or masked_scatter_)",
+                    op);
+  return MT_OK;
 }

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* One conversion loop per (dst, src) dtype pair: 100 small functions. */
 #define DEF_CONV(DD, TD, SD, DS, TS, LS, SS)                                                  \
@@ -315,19 +316,22 @@ mt_status mt_to_dtype(mt_tensor *t, int dtype, int copy, mt_tensor **out) {
   return s;
 }
 
-/* In-place writes into the graph are not recorded yet: refused where they would lose gradients. */
+/* In-place writes into the graph: a copy_ or fill_ over a whole tensor is recorded (PyTorch's
+ * CopyBackwards / FillBackward2: the old value gets a zero gradient, src the gradient). Writes
+ * into part of a tensor would need PyTorch's CopySlices, which moontorch does not have: they are
+ * refused when the graph is involved. */
 mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src) {
-  if (mt_grad_mode && dst && src) {
-    MT_TRY(mt_grad_check_inplace(dst, "copy_"));
-    MT_TRY(mt_grad_unsupported(dst, src, "copy_"));
-  }
-  return copy_impl(dst, src);
+  if (!(mt_grad_mode && dst && src && mt_grad_on2(dst, src))) return copy_impl(dst, src);
+  MT_TRY(mt_grad_check_inplace(dst, "copy_"));
+  MT_TRY(mt_grad_check_whole_write(dst, "copy_"));
+  MT_TRY(copy_impl(dst, src));
+  return mt_record_copy(dst, (mt_tensor *)src);
 }
 
 mt_status mt_fill_(mt_tensor *t, double value) {
-  if (mt_grad_mode && t) {
-    MT_TRY(mt_grad_check_inplace(t, "fill_"));
-    MT_TRY(mt_grad_unsupported(t, NULL, "fill_"));
-  }
-  return fill_impl(t, value);
+  if (!(t && mt_grad_on1(t))) return fill_impl(t, value);
+  MT_TRY(mt_grad_check_inplace(t, "fill_"));
+  MT_TRY(mt_grad_check_whole_write(t, "fill_"));
+  MT_TRY(fill_impl(t, value));
+  return mt_record_copy(t, NULL);
 }

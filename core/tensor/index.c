@@ -383,7 +383,7 @@ static mt_status pub_cat(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tens
   return deliver(r, out, result, "cat");
 }
 
-mt_status mt_stack(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor **result) {
+static mt_status stack_impl(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor **result) {
   if (!ts || n <= 0) return mt_error(MT_EINVAL, "stack: stack expects a non-empty TensorList");
   for (int i = 0; i < n; i++) {
     if (!ts[i]) return mt_error(MT_EINVAL, "stack: expected a tensor at position %d, got nothing", i);
@@ -1461,50 +1461,149 @@ mt_status mt_masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_tensor 
   return mt_give(r, result);
 }
 
-/* not differentiable yet: refused when they would have to be recorded */
+mt_status mt_stack(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor **result) {
+  bool rec = false;
+  for (int i = 0; ts && i < n; i++) rec = rec || (ts[i] && mt_grad_on1(ts[i]));
+  if (!rec) return stack_impl(ts, n, dim, out, result);
+  MT_TRY(mt_grad_check_out(out, true, "stack"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(stack_impl(ts, n, dim, NULL, &r)));
+  int d = dim < 0 ? dim + r->_ndim : dim;
+  mt_status s = mt_record_stack(ts, n, d, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+/* an index tensor 0-based as int64 (a new reference) */
+static mt_status index0(mt_tensor *index, int64_t base, mt_tensor **out) {
+  mt_tensor *i64 = NULL;
+  mt_status s = MT_NOGRAD(mt_to_dtype(index, MT_INT64, 1, &i64));
+  if (s == MT_OK && base) {
+    s = MT_NOGRAD(mt_binary_scalar(MT_OP_SUB, i64, (double)base, 1, 0, NULL, out));
+    mt_tensor_release(i64);
+    return s;
+  }
+  if (s == MT_OK) *out = i64;
+  return s;
+}
+static int wrap0(int dim, const mt_tensor *a) { return dim < 0 ? dim + (a->_ndim ? a->_ndim : 1) : dim; }
+
+/* in place on a (out == a) or out of place (out NULL) with recording: refuse leaves, views and out= */
+static mt_status check_write(mt_tensor *a, mt_tensor *out, const char *op_, const char *op) {
+  if (out == a) {
+    MT_TRY(mt_grad_check_inplace(a, op_));
+    return mt_grad_check_whole_write(a, op_);
+  }
+  return mt_grad_check_out(out, true, op);
+}
+
+/* run `call` (writing its result through &r_) without recording, then `record` (may use r_, i0) */
+#define WRITE_OP(call, record)                                  \
+  do {                                                          \
+    mt_tensor *r_ = NULL, *i0 = NULL;                           \
+    MT_TRY(MT_NOGRAD(call));                                    \
+    mt_status s_ = index ? index0(index, base, &i0) : MT_OK;    \
+    if (s_ == MT_OK) s_ = (record);                             \
+    mt_tensor_release(i0);                                      \
+    if (s_) { mt_tensor_release(r_); return s_; }               \
+    return mt_give(r_, result);                                 \
+  } while (0)
+
 mt_status mt_scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double value, int reduce, int64_t base,
                      mt_tensor *out, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, src, "scatter"));
-  return pub_scatter(a, dim, index, src, value, reduce, base, out, result);
+  if (!a || !mt_grad_on2(a, src)) return pub_scatter(a, dim, index, src, value, reduce, base, out, result);
+  const char *op = reduce == 1 && src ? "scatter_add" : "scatter";
+  MT_TRY(check_write(a, out, reduce == 1 && src ? "scatter_add_" : "scatter_", op));
+  if (reduce == 2 || (reduce == 1 && !src))
+    return mt_error(MT_ENOTIMPL, "%s: scatter with reduce='%s' is not differentiable (in PyTorch neither)", op,
+                    reduce == 2 ? "multiply" : "add");
+  int kind = !src ? MT_SC_VALUE : reduce == 1 ? MT_SC_ADD_SRC : MT_SC_SRC;
+  WRITE_OP(pub_scatter(a, dim, index, src, value, reduce, base, out, &r_),
+           mt_record_scatter(a, wrap0(dim, a), i0, src, kind, r_));
 }
 mt_status mt_index_add(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, double alpha, int64_t base,
                        mt_tensor *out, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, src, "index_add"));
-  return pub_index_add(a, dim, index, src, alpha, base, out, result);
+  if (!a || !mt_grad_on2(a, src)) return pub_index_add(a, dim, index, src, alpha, base, out, result);
+  MT_TRY(check_write(a, out, "index_add_", "index_add"));
+  WRITE_OP(pub_index_add(a, dim, index, src, alpha, base, out, &r_),
+           mt_record_index_write(0, a, wrap0(dim, a), i0, src, alpha, r_));
 }
 mt_status mt_index_copy_(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src, int64_t base) {
-  MT_TRY(mt_grad_unsupported(a, src, "index_copy_"));
-  return pub_index_copy_(a, dim, index, src, base);
+  if (!a || !mt_grad_on2(a, src)) return pub_index_copy_(a, dim, index, src, base);
+  MT_TRY(check_write(a, a, "index_copy_", "index_copy_"));
+  mt_tensor **result = NULL;
+  WRITE_OP(pub_index_copy_(a, dim, index, src, base), mt_record_index_write(1, a, wrap0(dim, a), i0, src, 1, a));
 }
 mt_status mt_index_fill_(mt_tensor *a, int dim, mt_tensor *index, double value, int64_t base) {
-  MT_TRY(mt_grad_unsupported(a, NULL, "index_fill_"));
-  return pub_index_fill_(a, dim, index, value, base);
+  if (!a || !mt_grad_on1(a)) return pub_index_fill_(a, dim, index, value, base);
+  MT_TRY(check_write(a, a, "index_fill_", "index_fill_"));
+  mt_tensor **result = NULL;
+  WRITE_OP(pub_index_fill_(a, dim, index, value, base), mt_record_index_write(2, a, wrap0(dim, a), i0, NULL, 0, a));
 }
 mt_status mt_masked_fill_tensor(mt_tensor *a, mt_tensor *mask, mt_tensor *value, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, value, "masked_fill"));
-  return pub_masked_fill_tensor(a, mask, value, out, result);
+  if (!a || !mt_grad_on2(a, value)) return pub_masked_fill_tensor(a, mask, value, out, result);
+  MT_TRY(check_write(a, out, "masked_fill_", "masked_fill"));
+  mt_tensor *index = NULL;
+  int64_t base = 0;
+  WRITE_OP(pub_masked_fill_tensor(a, mask, value, out, &r_), mt_record_masked_fill_tensor(a, mask, value, r_));
 }
 mt_status mt_masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, NULL, "masked_select"));
-  return pub_masked_select(a, mask, result);
+  if (!a || !mt_grad_on1(a)) return pub_masked_select(a, mask, result);
+  mt_tensor *index = NULL;
+  int64_t base = 0;
+  WRITE_OP(pub_masked_select(a, mask, &r_), mt_record_masked_select(a, mask, r_));
 }
 mt_status mt_masked_scatter_(mt_tensor *a, mt_tensor *mask, mt_tensor *src) {
-  MT_TRY(mt_grad_unsupported(a, src, "masked_scatter_"));
-  return pub_masked_scatter_(a, mask, src);
+  if (!a || !mt_grad_on2(a, src)) return pub_masked_scatter_(a, mask, src);
+  MT_TRY(check_write(a, a, "masked_scatter_", "masked_scatter_"));
+  mt_tensor *index = NULL, **result = NULL;
+  int64_t base = 0;
+  WRITE_OP(pub_masked_scatter_(a, mask, src), mt_record_masked_scatter(a, mask, src, a));
 }
+/* advanced indexing: the same indexing of a's positions tells the backward where elements came from */
 mt_status mt_index(mt_tensor *a, mt_tensor **indices, int n, int64_t base, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, NULL, "index"));
-  return pub_index(a, indices, n, base, result);
+  if (!a || !mt_grad_on1(a)) return pub_index(a, indices, n, base, result);
+  mt_tensor *pos = NULL, *p = NULL, *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_index(a, indices, n, base, &r)));
+  mt_status s = mt_grad_positions(a, &pos);
+  if (s == MT_OK) s = MT_NOGRAD(pub_index(pos, indices, n, base, &p));
+  if (s == MT_OK) s = mt_record_gather_flat(MT_GF_INDEX, a, p, 0, r);
+  mt_tensor_release(pos);
+  mt_tensor_release(p);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
 }
 mt_status mt_index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tensor *values, int accumulate, int64_t base) {
-  MT_TRY(mt_grad_unsupported(a, values, "index_put_"));
-  return pub_index_put_(a, indices, n, values, accumulate, base);
+  if (!a || !mt_grad_on2(a, values)) return pub_index_put_(a, indices, n, values, accumulate, base);
+  MT_TRY(check_write(a, a, "index_put_", "index_put_"));
+  mt_tensor *pos = NULL, *p = NULL;
+  mt_status s = mt_grad_positions(a, &pos);
+  if (s == MT_OK) s = MT_NOGRAD(pub_index(pos, indices, n, base, &p));
+  if (s == MT_OK) s = MT_NOGRAD(pub_index_put_(a, indices, n, values, accumulate, base));
+  if (s == MT_OK) s = mt_record_index_put(a, values, p, accumulate, a);
+  mt_tensor_release(pos);
+  mt_tensor_release(p);
+  return s;
 }
 mt_status mt_diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, NULL, "diag"));
-  return pub_diag(a, diagonal, result);
+  if (!a || !mt_grad_on1(a) || (a->_ndim != 1 && a->_ndim != 2)) return pub_diag(a, diagonal, result);
+  mt_tensor *pos = NULL, *p = NULL, *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_diag(a, diagonal, &r)));
+  mt_status s = MT_OK;
+  if (a->_ndim == 2) {
+    s = mt_grad_positions(a, &pos);
+    if (s == MT_OK) s = MT_NOGRAD(pub_diag(pos, diagonal, &p));
+  }
+  if (s == MT_OK) s = mt_record_gather_flat(MT_GF_DIAG, a, p, diagonal, r);
+  mt_tensor_release(pos);
+  mt_tensor_release(p);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
 }
 mt_status mt_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, NULL, upper ? "triu" : "tril"));
-  return pub_triangle(a, diagonal, upper, out, result);
+  if (!a || !mt_grad_on1(a)) return pub_triangle(a, diagonal, upper, out, result);
+  MT_TRY(check_write(a, out, upper ? "triu_" : "tril_", upper ? "triu" : "tril"));
+  mt_tensor *index = NULL;
+  int64_t base = 0;
+  WRITE_OP(pub_triangle(a, diagonal, upper, out, &r_), mt_record_triangle(a, diagonal, upper, r_));
 }

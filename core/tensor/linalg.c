@@ -1094,12 +1094,27 @@ mt_status mt_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double
 
 mt_status mt_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
                      mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, b, "baddbmm"));
-  MT_TRY(mt_grad_unsupported(c, NULL, "baddbmm"));
-  return pub_baddbmm(c, a, b, beta, alpha, out, result);
+  bool rec = mt_grad_mode && c && a && b &&
+             ((c->_flags | a->_flags | b->_flags) & MT_TENSOR_REQUIRES_GRAD);
+  if (!rec) return pub_baddbmm(c, a, b, beta, alpha, out, result);
+  if (out == c) MT_TRY(mt_grad_check_inplace(c, "baddbmm_"));
+  else MT_TRY(mt_grad_check_out(out, true, "baddbmm"));
+  if (out == c)
+    return mt_error(MT_ENOTIMPL, "baddbmm_: in-place baddbmm on a tensor that requires grad is not supported (use baddbmm)");
+  mt_tensor *r;
+  MT_TRY(MT_NOGRAD(pub_baddbmm(c, a, b, beta, alpha, NULL, &r)));
+  mt_status s = mt_record_baddbmm(c, a, b, beta, alpha, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
 }
 
+/* outer with grad: a[:, None] * b, as PyTorch 1.13 records it (MulBackward0) */
 mt_status mt_outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, b, "outer"));
-  return pub_outer(a, b, result);
+  if (!a || !b || !mt_grad_on2(a, b)) return pub_outer(a, b, result);
+  if (a->_ndim != 1 || b->_ndim != 1) return pub_outer(a, b, result); /* its error message */
+  mt_tensor *ua;
+  MT_TRY(mt_unsqueeze(a, 1, &ua));
+  mt_status s = mt_binary(MT_OP_MUL, ua, b, NULL, result);
+  mt_tensor_release(ua);
+  return s;
 }

@@ -1200,12 +1200,22 @@ mt_status mt_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **resu
 }
 
 mt_status mt_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(mt_grad_unsupported(a, NULL, is_prod ? "cumprod" : "cumsum"));
-  return pub_cumulative(a, dim, is_prod, dtype, out, result);
+  if (!a || !mt_grad_on1(a)) return pub_cumulative(a, dim, is_prod, dtype, out, result);
+  MT_TRY(mt_grad_check_out(out, true, is_prod ? "cumprod" : "cumsum"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(pub_cumulative(a, dim, is_prod, dtype, NULL, &r)));
+  mt_status s = mt_record_cumulative(a, dim, is_prod, r);
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
 }
 
 mt_status mt_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double correction, int keepdim, int take_sqrt,
                       mt_tensor **var, mt_tensor **mean) {
-  MT_TRY(mt_grad_unsupported(a, NULL, take_sqrt ? "std_mean" : "var_mean"));
-  return pub_var_mean(a, dims, ndims, correction, keepdim, take_sqrt, var, mean);
+  if (!a || !mt_grad_on1(a)) return pub_var_mean(a, dims, ndims, correction, keepdim, take_sqrt, var, mean);
+  mt_tensor *v = NULL, *m = NULL;
+  MT_TRY(MT_NOGRAD(pub_var_mean(a, dims, ndims, correction, keepdim, take_sqrt, &v, &m)));
+  mt_status s = mt_record_var_mean(a, dims, ndims, keepdim, correction, take_sqrt, v, m);
+  if (s) { mt_tensor_release(v); mt_tensor_release(m); return s; }
+  mt_give(v, var);
+  return mt_give(m, mean);
 }

@@ -404,16 +404,73 @@ mt_status mt_contiguous(mt_tensor *t, mt_tensor **out) {
   /* contiguous() of a contiguous tensor is the tensor itself; otherwise a recorded clone */
   return contiguous_impl(t, out);
 }
+/* The views below move elements about: the same view of t's positions (mt_grad_positions)
+ * tells the backward where each element came from. */
+static mt_status record_moved(int kind, mt_tensor *t, mt_tensor *pos, mt_tensor *out) {
+  mt_tensor *c = NULL;
+  mt_status s = MT_NOGRAD(mt_clone(pos, &c)); /* its own compact storage */
+  if (s == MT_OK) s = mt_record_gather_flat(kind, t, c, 0, out);
+  mt_tensor_release(c);
+  mt_tensor_release(pos);
+  return s;
+}
+#define MOVED_VIEW(kind, impl_call_t, impl_call_p)                  \
+  do {                                                             \
+    MT_TRY(impl_call_t);                                           \
+    if (!mt_grad_on1(t)) return MT_OK;                             \
+    mt_tensor *p_ = NULL, *pv_ = NULL;                             \
+    mt_status s_ = mt_grad_positions(t, &p_);                      \
+    if (s_ == MT_OK) s_ = impl_call_p;                             \
+    mt_tensor_release(p_);                                         \
+    if (s_ == MT_OK) s_ = record_moved(kind, t, pv_, *out);        \
+    if (s_) { mt_tensor_release(*out); *out = NULL; }              \
+    return s_;                                                     \
+  } while (0)
+
+/* as_strided addresses t's storage: a map of that storage holding t's positions (-1 elsewhere)
+ * viewed the same way; an element outside t cannot get a gradient. */
+static mt_status as_strided_positions(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim,
+                                      int64_t offset, mt_tensor **pos) {
+  int64_t len = (int64_t)(t->_storage->_nbytes / mt_itemsize(t->_dtype));
+  mt_tensor *map, *in_t = NULL, *mine = NULL, *v = NULL, *c = NULL;
+  MT_TRY(mt_tensor_full(&len, 1, MT_INT64, -1, &map));
+  mt_status s = as_strided_impl(map, t->_sizes, t->_strides, t->_ndim, t->_offset, &in_t);
+  if (s == MT_OK) s = mt_grad_positions(t, &mine);
+  if (s == MT_OK) s = MT_NOGRAD(mt_copy_(in_t, mine));
+  if (s == MT_OK) s = as_strided_impl(map, sizes, strides, ndim, offset < 0 ? t->_offset : offset, &v);
+  if (s == MT_OK) s = MT_NOGRAD(mt_clone(v, &c));
+  if (s == MT_OK) {
+    const int64_t *p = (const int64_t *)c->_data;
+    for (int64_t i = 0; i < c->_numel; i++)
+      if (p[i] < 0) {
+        s = mt_error(MT_EINVAL, "as_strided: the view reaches storage outside its input, whose elements cannot "
+                                "get a gradient (take as_strided of the base tensor)");
+        break;
+      }
+  }
+  mt_tensor_release(map);
+  mt_tensor_release(in_t);
+  mt_tensor_release(mine);
+  mt_tensor_release(v);
+  if (s) { mt_tensor_release(c); return s; }
+  *pos = c;
+  return MT_OK;
+}
+
 mt_status mt_as_strided(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
                         mt_tensor **out) {
-  MT_TRY(mt_grad_unsupported(t, NULL, "as_strided"));
-  return as_strided_impl(t, sizes, strides, ndim, offset, out);
+  MT_TRY(as_strided_impl(t, sizes, strides, ndim, offset, out));
+  if (!mt_grad_on1(t)) return MT_OK;
+  mt_tensor *pos = NULL;
+  mt_status s = as_strided_positions(t, sizes, strides, ndim, offset, &pos);
+  if (s == MT_OK) s = mt_record_gather_flat(MT_GF_AS_STRIDED, t, pos, 0, *out);
+  mt_tensor_release(pos);
+  if (s) { mt_tensor_release(*out); *out = NULL; }
+  return s;
 }
 mt_status mt_unfold(mt_tensor *t, int dim, int64_t size, int64_t step, mt_tensor **out) {
-  MT_TRY(mt_grad_unsupported(t, NULL, "unfold"));
-  return unfold_impl(t, dim, size, step, out);
+  MOVED_VIEW(MT_GF_UNFOLD, unfold_impl(t, dim, size, step, out), unfold_impl(p_, dim, size, step, &pv_));
 }
 mt_status mt_diagonal(mt_tensor *t, int64_t offset, int d0, int d1, mt_tensor **out) {
-  MT_TRY(mt_grad_unsupported(t, NULL, "diagonal"));
-  return diagonal_impl(t, offset, d0, d1, out);
+  MOVED_VIEW(MT_GF_DIAGONAL, diagonal_impl(t, offset, d0, d1, out), diagonal_impl(p_, offset, d0, d1, &pv_));
 }
