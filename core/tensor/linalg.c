@@ -27,25 +27,9 @@
 #endif
 
 /* ---------------------------------------------------------------- names */
-/* PyTorch's ScalarType names, as its messages print them. */
-static const char *scalar_name(int dt) {
-  switch (dt) {
-  case MT_FLOAT32: return "Float";
-  case MT_FLOAT64: return "Double";
-  case MT_FLOAT16: return "Half";
-  case MT_BFLOAT16: return "BFloat16";
-  case MT_INT64: return "Long";
-  case MT_INT32: return "Int";
-  case MT_INT16: return "Short";
-  case MT_INT8: return "Char";
-  case MT_UINT8: return "Byte";
-  case MT_BOOL: return "Bool";
-  default: return "?";
-  }
-}
 
 static mt_status dtype_mismatch(const char *op, int expected, int found) {
-  return mt_error(MT_EDTYPE, "%s: expected scalar type %s but found %s", op, scalar_name(expected), scalar_name(found));
+  return mt_error(MT_EDTYPE, "%s: expected scalar type %s but found %s", op, mt_type_title(expected), mt_type_title(found));
 }
 
 /* The C++ type names PyTorch's out= messages print. */
@@ -594,7 +578,7 @@ static mt_status check_expand(const char *op, const mt_tensor *c, const int64_t 
     return mt_error(MT_ESHAPE,
                     "%s: expand(torch.%sTensor{%s}, size=%s): the number of sizes provided (%d) must be greater or "
                     "equal to the number of dimensions in the tensor (%d)",
-                    op, scalar_name(c->_dtype), MT_SHAPE(c), mt_shape_str(sizes, nd), nd, c->_ndim);
+                    op, mt_type_title(c->_dtype), MT_SHAPE(c), mt_shape_str(sizes, nd), nd, c->_ndim);
   for (int i = 0; i < c->_ndim; i++) {
     int d = nd - c->_ndim + i;
     if (c->_sizes[i] != 1 && c->_sizes[i] != sizes[d])
@@ -814,7 +798,7 @@ static mt_status dot_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor 
     return mt_error(MT_ESHAPE, "%s: 1D tensors expected, but got %dD and %dD tensors", op, a->_ndim, b->_ndim);
   if (a->_dtype != b->_dtype)
     return mt_error(MT_EDTYPE, "%s: expected both vectors to have same dtype, but found %s and %s", op,
-                    scalar_name(a->_dtype), scalar_name(b->_dtype));
+                    mt_type_title(a->_dtype), mt_type_title(b->_dtype));
   if (a->_sizes[0] != b->_sizes[0])
     return mt_error(MT_ESHAPE,
                     "%s: inconsistent tensor size, expected tensor [%lld] and src [%lld] to have the same number of "

@@ -25,22 +25,6 @@ static const char *const reduce_names[] = {
 };
 const char *mt_reduce_op_name(int op) { return op >= 0 && op < MT_REDUCE_OP_COUNT ? reduce_names[op] : "?"; }
 
-/* PyTorch's ScalarType names, for messages that quote PyTorch's wording */
-static const char *pt_name(int dt) {
-  switch (dt) {
-    case MT_UINT8: return "Byte";
-    case MT_INT8: return "Char";
-    case MT_INT16: return "Short";
-    case MT_INT32: return "Int";
-    case MT_INT64: return "Long";
-    case MT_FLOAT16: return "Half";
-    case MT_FLOAT32: return "Float";
-    case MT_FLOAT64: return "Double";
-    case MT_BOOL: return "Bool";
-    case MT_BFLOAT16: return "BFloat16";
-    default: return "?";
-  }
-}
 
 /* ---------------------------------------------------------------- row loads and stores */
 /* n elements from p (stride st bytes) into a buffer of doubles / int64s, and back. */
@@ -638,12 +622,12 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
         return mt_error(MT_EDTYPE,
                         "mean(): could not infer output dtype. Optional dtype must be either a floating point or "
                         "complex dtype. Got: %s",
-                        pt_name(dtype));
+                        mt_type_title(dtype));
       if (dtype < 0 && !in_float)
         return mt_error(MT_EDTYPE,
                         "mean(): could not infer output dtype. Input dtype must be either a floating point or "
                         "complex dtype. Got: %s",
-                        pt_name(in_dt));
+                        mt_type_title(in_dt));
       out_dt = dtype >= 0 ? dtype : in_dt;
       break;
     case MT_REDUCE_AMAX:
@@ -671,7 +655,7 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
     case MT_REDUCE_NORM:
       if (!in_float)
         return mt_error(MT_EDTYPE, "norm(): input dtype should be either floating point or complex. Got %s instead.",
-                        pt_name(in_dt));
+                        mt_type_title(in_dt));
       if (dtype >= 0 && !mt_is_float(dtype))
         return mt_error(MT_EDTYPE, "%s: the dtype must be a floating point dtype, got %s", name, mt_dtype_name(dtype));
       if (isnan(p)) return mt_error(MT_EINVAL, "%s: the order p must be a number, got nan", name);
@@ -1018,7 +1002,7 @@ static mt_status pub_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tenso
   int out_dt = dtype >= 0 ? dtype : a->_dtype;
   if (!mt_is_float(out_dt))
     return mt_error(MT_EDTYPE, "%s: expected a floating point tensor or dtype, got %s (PyTorch: not implemented for '%s')",
-                    name, mt_dtype_name(out_dt), pt_name(out_dt));
+                    name, mt_dtype_name(out_dt), mt_type_title(out_dt));
   int w;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
   mt_tensor *r = NULL;
