@@ -38,6 +38,13 @@ describe('autograd semantics', function()
     H.near(b.grad, { 1, 2, 3 })
   end)
 
+  it('accumulates a gradient in the leaf\'s own dtype', function()
+    local x = torch.ones(3, { requires_grad = true })
+    x:sum({ dtype = torch.float64 }):backward()
+    assert.are.equal(torch.float32, x.grad.dtype)
+    H.near(x.grad, { 1, 1, 1 })
+  end)
+
   it('sums the gradient of an input used twice', function()
     local x = leaf({ 3 })
     local y = x * x + x

@@ -311,6 +311,14 @@ static mt_status accumulate_grad(mt_engine *e, mt_node *n, mt_tensor *g) {
   if (!v || !g) return MT_OK;
   mt_meta *m = mt_meta_get(v);
   if (!m) return oom();
+  if (g->_dtype != v->_dtype) {
+    /* a gradient arrives in the leaf's own dtype (an op with a dtype= argument can differ) */
+    mt_tensor *c;
+    MT_TRY(mt_to_dtype(g, v->_dtype, 0, &c));
+    mt_status s = accumulate_grad(e, n, c);
+    mt_tensor_release(c);
+    return s;
+  }
   if (!m->grad) {
     if (e->create_graph) {
       m->grad = mt_tensor_retain(g);
