@@ -133,7 +133,7 @@ typedef struct mt_storage {
   void *_block;             /* what to hand back to the allocator */
 } mt_storage;
 
-enum { MT_STORAGE_EMBEDDED = 1, MT_STORAGE_EXTERNAL = 2, MT_STORAGE_MMAP = 4 };
+enum { MT_STORAGE_EMBEDDED = 1, MT_STORAGE_EXTERNAL = 2, MT_STORAGE_MMAP = 4, MT_STORAGE_LEAF_GRAD = 8 /* holds a leaf that requires grad */ };
 
 /* The tensor head: Lua reads these fields directly. Names start with '_' so that they never
  * shadow the Lua API's properties (t.dtype, t.device, t.data are Lua objects, not fields). */

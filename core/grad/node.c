@@ -89,8 +89,13 @@ mt_status mt_set_requires_grad(mt_tensor *t, int on) {
   if (on && !mt_is_float(t->_dtype))
     return mt_error(MT_EDTYPE, "requires_grad_: only Tensors of floating point dtype can require gradients (got %s)",
                     mt_dtype_name(t->_dtype));
-  if (on) t->_flags |= MT_TENSOR_REQUIRES_GRAD;
-  else t->_flags &= ~(uint32_t)MT_TENSOR_REQUIRES_GRAD;
+  if (on) {
+    t->_flags |= MT_TENSOR_REQUIRES_GRAD;
+    t->_storage->_flags |= MT_STORAGE_LEAF_GRAD; /* its views must not be written in place */
+  } else {
+    t->_flags &= ~(uint32_t)MT_TENSOR_REQUIRES_GRAD;
+    t->_storage->_flags &= ~(uint32_t)MT_STORAGE_LEAF_GRAD;
+  }
   return MT_OK;
 }
 
@@ -354,6 +359,10 @@ mt_status mt_node_get_saved(mt_node *n, int slot, mt_tensor **t) {
 mt_status mt_grad_check_inplace(mt_tensor *t, const char *op) {
   if (mt_is_leaf(t) && (t->_flags & MT_TENSOR_REQUIRES_GRAD))
     return mt_error(MT_ESTATE, "%s: a leaf Variable that requires grad is being used in an in-place operation.", op);
+  /* a recorded tensor over a leaf's storage can only be a view of that leaf */
+  if ((t->_flags & MT_TENSOR_REQUIRES_GRAD) && (t->_storage->_flags & MT_STORAGE_LEAF_GRAD))
+    return mt_error(MT_ESTATE,
+                    "%s: a view of a leaf Variable that requires grad is being used in an in-place operation.", op);
   return MT_OK;
 }
 
