@@ -631,3 +631,20 @@ for c in cases:
     print('  ' + lua(e) + ',')
 print('}')
 ]==]
+
+-- The 1-D @ 2-D fast path (stack heads straight into mm). Values from /usr/bin/python3 (torch 1.13):
+--   torch.arange(8).float()[0:8:2] @ torch.arange(12).float().view(4, 3) -> [84., 96., 108.]
+describe('matmul: vector @ matrix', function()
+  local H2 = require 'spec.support.helper'
+  local torch2 = H2.torch
+  it('takes strided vectors, transposed matrices, empty k and integer dtypes', function()
+    local a = torch2.arange(8):float()[{ { 1, 8, 2 } }]
+    local b = torch2.arange(12):float():view(4, 3)
+    H2.near(a:matmul(b), { 84, 96, 108 })
+    H2.near(a:matmul(b:t():contiguous():t()), { 84, 96, 108 })
+    H2.near(torch2.zeros(0):matmul(torch2.zeros(0, 3)), { 0, 0, 0 })
+    local ai = torch2.tensor({ 1, 2 }, { dtype = torch2.int64 })
+    assert.are.same({ 7, 10 }, ai:matmul(torch2.tensor({ { 1, 2 }, { 3, 4 } }, { dtype = torch2.int64 })):tolist())
+    H2.errors_with(function() return a:matmul(torch2.ones(3, 2)) end, 'cannot be multiplied')
+  end)
+end)

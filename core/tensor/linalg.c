@@ -975,6 +975,27 @@ static mt_status pub_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tenso
       return mt_error(MT_ESHAPE, "%s: mat1 and mat2 shapes cannot be multiplied (1x%lld and %lldx%lld)", op,
                       (long long)a->_sizes[0], (long long)b->_sizes[0], (long long)b->_sizes[1]);
     if (a->_dtype != b->_dtype) return dtype_mismatch(op, a->_dtype, b->_dtype);
+    if (!out && a->_dtype != MT_BOOL) {
+      /* a (1 x k) @ (k x n) product straight into a 1-D result: stack heads, no batch machinery */
+      int64_t k = a->_sizes[0], n = b->_sizes[1];
+      mt_tensor av = *a, rv;
+      av._ndim = 2;
+      av._sizes[0] = 1;
+      av._sizes[1] = k;
+      av._strides[0] = k > 0 ? k * a->_strides[0] : 1;
+      av._strides[1] = a->_strides[0];
+      mt_tensor *r;
+      MT_TRY(mt_new(&n, 1, a->_dtype, op, &r));
+      rv = *r;
+      rv._ndim = 2;
+      rv._sizes[0] = 1;
+      rv._sizes[1] = n;
+      rv._strides[0] = n > 0 ? n : 1;
+      rv._strides[1] = 1;
+      mt_status s = mm_into(&rv, &av, b, 1.0, 0.0);
+      if (s != MT_OK) { mt_tensor_release(r); return s; }
+      return mt_give(r, result);
+    }
     return matmul_batched(a, b, 1, 0, out, result);
   }
   if (da >= 3 && db <= 2) {
