@@ -326,7 +326,7 @@ static mt_status bw_unary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     case MT_OP_COSH: r = MUL(g, un(sc, MT_OP_SINH, x, 0, 0)); break;
     case MT_OP_TANH: r = MUL(g, NEG(ADDS(MUL(y, y), -1))); break;
     case MT_OP_SIGMOID: r = MUL(g, MUL(y, NEG(ADDS(y, -1)))); break;
-    case MT_OP_RELU: r = MUL(g, mask_as(sc, CMPS(MT_OP_GT, y, 0), g)); break;
+    case MT_OP_RELU: r = MUL(g, mask_as(sc, CMPS(MT_OP_GT, x, 0), g)); break; /* x > 0 iff relu(x) > 0 */
     case MT_OP_GELU: {
       mt_tensor *cdf = MULS(ADDS(un(sc, MT_OP_ERF, MULS(x, M_SQRT1_2), 0, 0), 1), 0.5);
       mt_tensor *pdf = MULS(un(sc, MT_OP_EXP, MULS(MUL(x, x), -0.5), 0, 0), 0.3989422804014327);
@@ -1231,7 +1231,7 @@ static mt_status finish_node(mt_node *n, mt_tensor *out) {
 static bool unary_needs_input(int op) {
   switch (op) {
     case MT_OP_NEG: case MT_OP_EXP: case MT_OP_EXP2: case MT_OP_EXPM1: case MT_OP_SQRT: case MT_OP_RSQRT:
-    case MT_OP_TAN: case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RELU: case MT_OP_RECIPROCAL:
+    case MT_OP_TAN: case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RECIPROCAL:
     case MT_OP_RPOW_SCALAR: case MT_OP_SIGN: case MT_OP_FLOOR: case MT_OP_CEIL: case MT_OP_ROUND:
     case MT_OP_TRUNC: case MT_OP_FRAC: case MT_OP_ROUND_DECIMALS:
       return false;
@@ -1241,6 +1241,17 @@ static bool unary_needs_input(int op) {
 }
 bool mt_grad_unary_needs_input(int op) { return unary_needs_input(op); }
 
+/* the ops whose derivative is written with their output */
+static bool unary_needs_output(int op) {
+  switch (op) {
+    case MT_OP_EXP: case MT_OP_EXP2: case MT_OP_EXPM1: case MT_OP_SQRT: case MT_OP_RSQRT: case MT_OP_TAN:
+    case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RECIPROCAL: case MT_OP_RPOW_SCALAR: case MT_OP_ELU:
+      return true;
+    default:
+      return false;
+  }
+}
+
 mt_status mt_record_unary(int op, mt_tensor *a, mt_tensor *x, double p1, double p2, mt_tensor *out) {
   if (!mt_is_float(out->_dtype) || unary_grad_name(op) == NULL) return MT_OK; /* not differentiable */
   mt_node *n;
@@ -1248,9 +1259,8 @@ mt_status mt_record_unary(int op, mt_tensor *a, mt_tensor *x, double p1, double 
   n->ip[0] = op;
   n->dp[0] = p1;
   n->dp[1] = p2;
-  mt_node_set_shape(n, 0, a);
   if (unary_needs_input(op)) mt_node_save(n, 0, x);
-  mt_node_save_output(n, 1, out, 0);
+  if (unary_needs_output(op)) mt_node_save_output(n, 1, out, 0);
   return finish_node(n, out);
 }
 
