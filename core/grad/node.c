@@ -161,10 +161,26 @@ static mt_node *node_alloc(int op, int nin, int nout) {
   if (size <= MT_SMALL_BLOCK) {
     n = mt_small_alloc();
     if (!n) return NULL;
-    /* everything but the shapes (written by whoever uses them) starts zeroed */
-    memset(n, 0, offsetof(mt_node, shape));
-    memset(&n->epoch, 0, size - offsetof(mt_node, epoch));
+    /* field by field: a memset of the whole head (rep stos) costs more than the rest of a small op;
+     * the shapes are written by whoever uses them, the edges by mt_node_make */
     n->flags = NODE_SMALL;
+    for (int i = 0; i < 6; i++) n->ip[i] = 0;
+    for (int i = 0; i < 4; i++) n->dp[i] = 0;
+    n->lua_id = 0;
+    n->variable = NULL;
+    n->name = NULL;
+    for (int i = 0; i < MT_NODE_MAX_SAVED; i++) {
+      n->saved[i].t = NULL;
+      n->saved[i].version = 0;
+      n->saved[i].output_nr = -1;
+    }
+    n->epoch = 0;
+    n->deps = 0;
+    n->buf = NULL;
+    for (int i = 0; i < nin; i++) {
+      n->next[i].node = NULL;
+      n->next[i].input_nr = 0;
+    }
   } else {
     n = calloc(1, size);
     if (!n) return NULL;
