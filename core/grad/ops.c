@@ -394,6 +394,20 @@ done:;
   return s;
 }
 
+/* The end of a two-input backward: each gradient summed down to its input's shape (undoing
+ * broadcasting), handed out, and the scope closed. */
+static mt_status finish_two(scope *sc, mt_node *n, mt_tensor **gin, mt_tensor *ga, mt_tensor *gb) {
+  if (ga) ga = sum_to_shape(sc, ga, &n->shape[0]);
+  if (gb) gb = sum_to_shape(sc, gb, &n->shape[1]);
+  if (LIVE(sc)) {
+    if (ga) give(gin, 0, ga);
+    if (gb) give(gin, 1, gb);
+  }
+  mt_status s = sc->s;
+  scope_end(sc);
+  return s;
+}
+
 static mt_status bw_binary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   scope S = {0}, *sc = &S;
   mt_tensor *g = gout[0];
@@ -456,15 +470,7 @@ static mt_status bw_binary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     default:
       S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", mt_binary_op_name(n->ip[0]));
   }
-  if (wa && ga) ga = sum_to_shape(sc, ga, &n->shape[0]);
-  if (wb && gb) gb = sum_to_shape(sc, gb, &n->shape[1]);
-  if (LIVE(sc)) {
-    if (wa && ga) give(gin, 0, ga);
-    if (wb && gb) give(gin, 1, gb);
-  }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return finish_two(sc, n, gin, wa ? ga : NULL, wb ? gb : NULL);
 }
 
 /* x (op) s, or s (op) x when ip[1] (reverse); s = dp[0] */
@@ -746,15 +752,7 @@ static mt_status bw_matmul(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
       if (wa) ga = mm_(sc, g, tr(sc, b));
       if (wb) gb = mm_(sc, tr(sc, a), g);
   }
-  if (wa && ga) ga = sum_to_shape(sc, ga, &n->shape[0]);
-  if (wb && gb) gb = sum_to_shape(sc, gb, &n->shape[1]);
-  if (LIVE(sc)) {
-    if (wa && ga) give(gin, 0, ga);
-    if (wb && gb) give(gin, 1, gb);
-  }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return finish_two(sc, n, gin, wa ? ga : NULL, wb ? gb : NULL);
 }
 
 /* beta * c + alpha * (a @ b): inputs c, a, b; dp = beta, alpha; ip[0]: batched */
