@@ -265,7 +265,7 @@ static const char *reduce_grad_name(int op, int all) {
 enum { MM_DOT, MM_MV, MM_VM, MM_MM, MM_BMM, MM_ND };
 static const char *const matmul_names[] = {"DotBackward0", "MvBackward0", "SqueezeBackward4", "MmBackward0",
                                            "BmmBackward0", "UnsafeViewBackward0"};
-enum { RS_VIEW, RS_RESHAPE_COPY, RS_UNSQUEEZE, RS_SQUEEZE, RS_SQUEEZE_DIM, RS_FLATTEN };
+/* indexed by MT_RS_* (grad.h) */
 static const char *const reshape_names[] = {"ViewBackward0", "UnsafeViewBackward0", "UnsqueezeBackward0",
                                             "SqueezeBackward0", "SqueezeBackward1", "ViewBackward0"};
 
@@ -1762,7 +1762,7 @@ mt_status mt_grad_check_whole_write(mt_tensor *t, const char *op) {
   bool view = false;
   if (m && m->grad_fn) {
     switch (m->grad_fn->op) {
-      case GOP_RESHAPE: view = m->grad_fn->ip[0] != RS_RESHAPE_COPY && m->grad_fn->ip[0] != RS_FLATTEN; break;
+      case GOP_RESHAPE: view = m->grad_fn->ip[0] != MT_RS_RESHAPE_COPY && m->grad_fn->ip[0] != MT_RS_FLATTEN; break;
       case GOP_TRANSPOSE: case GOP_PERMUTE: case GOP_EXPAND: case GOP_SELECT: case GOP_SLICE:
       case GOP_AS_STRIDED: case GOP_UNFOLD: case GOP_DIAGONAL:
         view = true;
