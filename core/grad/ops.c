@@ -29,6 +29,12 @@ static void scope_end(scope *sc) {
   for (int i = 0; i < sc->n; i++) mt_tensor_release(sc->t[i]);
   sc->n = 0;
 }
+/* the end of a backward: release the temporaries, report the first failure */
+static mt_status scope_close(scope *sc) {
+  mt_status s = sc->s;
+  scope_end(sc);
+  return s;
+}
 #define LIVE(sc) ((sc)->s == MT_OK)
 static mt_tensor *bin(scope *sc, int op, mt_tensor *a, mt_tensor *b) {
   mt_tensor *r = NULL;
@@ -389,9 +395,7 @@ static mt_status bw_unary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   }
   if (LIVE(sc) && r) give(gin, 0, r);
 done:;
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* The end of a two-input backward: each gradient summed down to its input's shape (undoing
@@ -403,9 +407,7 @@ static mt_status finish_two(scope *sc, mt_node *n, mt_tensor **gin, mt_tensor *g
     if (ga) give(gin, 0, ga);
     if (gb) give(gin, 1, gb);
   }
-  mt_status s = sc->s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 static mt_status bw_binary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
@@ -507,9 +509,7 @@ static mt_status bw_binary_scalar(mt_node *n, mt_tensor **gout, mt_tensor **gin)
                      mt_binary_op_name(n->ip[0]));
   }
   if (LIVE(sc) && r) give(gin, 0, sum_to_shape(sc, r, &n->shape[0]));
-  mt_status st = S.s;
-  scope_end(sc);
-  return st;
+  return scope_close(sc);
 }
 
 /* a + alpha * b */
@@ -519,9 +519,7 @@ static mt_status bw_add_scaled(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   if (!g) return MT_OK;
   if (wants(n, 0)) give(gin, 0, sum_to_shape(sc, g, &n->shape[0]));
   if (wants(n, 1)) give(gin, 1, sum_to_shape(sc, MULS(g, n->dp[1]), &n->shape[1]));
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* ---------------------------------------------------------------- views */
@@ -632,9 +630,7 @@ static mt_status bw_reduce(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     default: S.s = mt_error(MT_ENOTIMPL, "backward: %s is not differentiable", mt_reduce_op_name(n->ip[0]));
   }
   if (LIVE(sc) && r) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* max/min along a dim: the gradient goes to the chosen index (saved[0], 0-based int64) */
@@ -651,9 +647,7 @@ static mt_status bw_reduce_index(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
   if (LIVE(sc)) keep(sc, mt_tensor_full(n->shape[0].sizes, n->shape[0].ndim, g->_dtype, 0, &z), &z);
   if (LIVE(sc)) keep(sc, mt_scatter(z, dim, idx, g, 0, 1, 0, NULL, &r), &r);
   if (LIVE(sc)) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 static mt_status bw_reshape(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
@@ -662,9 +656,7 @@ static mt_status bw_reshape(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   if (!g || !wants(n, 0)) return MT_OK;
   mt_tensor *r = keep(sc, mt_reshape(g, n->shape[0].sizes, n->shape[0].ndim, &t), &t);
   if (LIVE(sc)) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 static mt_status bw_transpose(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
@@ -771,9 +763,7 @@ static mt_status bw_addmm(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     if (ga) give(gin, 1, ga);
     if (gb) give(gin, 2, gb);
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* ---------------------------------------------------------------- others */
@@ -793,9 +783,7 @@ static mt_status bw_softmax(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     r = MUL(y, SUB(g, gs));
   }
   if (LIVE(sc) && r) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* where(cond, a, b): inputs a, b; saved[0] cond */
@@ -813,9 +801,7 @@ static mt_status bw_where(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     keep(sc, mt_where(c, z, g, NULL, &r), &r);
     give(gin, 1, sum_to_shape(sc, r, &n->shape[1]));
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* clone / contiguous (ip[0] 0) and dtype conversions (ip[0] 1: back to shape[0].dtype) */
@@ -885,9 +871,7 @@ static mt_status bw_cumsum(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   else r = ADD(SUB(g, cum_(sc, g, d, 0)), sum_dim_(sc, g, d, 1));
   r = to_dtype_(sc, r, n->shape[0].dtype);
   if (LIVE(sc) && r) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* cumprod along ip[0]; saved[0] the input. dy_k/dx_j = prod_{i<=k, i!=j} x_i for k >= j, built as
@@ -924,9 +908,7 @@ static mt_status bw_cumprod(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   }
   r = to_dtype_(sc, r, n->shape[0].dtype);
   if (LIVE(sc) && r) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* var_mean / std_mean (ip[3]: std): outputs (var or std, mean); saved[0] the input, saved[1] the
@@ -949,9 +931,7 @@ static mt_status bw_var_mean(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     r = r ? ADD(r, m) : m;
   }
   if (LIVE(sc) && r) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* ---------------------------------------------------------------- writes at indices */
@@ -970,9 +950,7 @@ static mt_status bw_scatter(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     mt_tensor *gs = pad_to_(sc, T_(mt_gather(g, dim, idx, 0, NULL, &r_)), &n->shape[1]);
     if (LIVE(sc)) give(gin, 1, gs);
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* index_add (alpha dp[0]) / index_copy_ / index_fill_ along ip[0]; inputs self, src; saved[0] the
@@ -997,9 +975,7 @@ static mt_status bw_index_write(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     gs = reshape_(sc, gs, n->shape[1].sizes, n->shape[1].ndim);
     if (LIVE(sc)) give(gin, 1, gs);
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* masked_fill with a 0-dim tensor value: inputs self, value; saved[0] the mask */
@@ -1019,9 +995,7 @@ static mt_status bw_masked_fill_t(mt_node *n, mt_tensor **gout, mt_tensor **gin)
     gv = to_dtype_(sc, reshape_(sc, gv, n->shape[1].sizes, n->shape[1].ndim), n->shape[1].dtype);
     if (LIVE(sc)) give(gin, 1, gv);
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* masked_select: saved[0] the mask; shape[0] the input, shape[1] the broadcast shape */
@@ -1034,9 +1008,7 @@ static mt_status bw_masked_select(mt_node *n, mt_tensor **gout, mt_tensor **gin)
   if (LIVE(sc)) { mt_status s = mt_masked_scatter_(z, m, g); if (s) S.s = s; }
   mt_tensor *r = sum_to_shape(sc, z, &n->shape[0]);
   if (LIVE(sc)) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* masked_scatter_: inputs self, src; saved[0] the mask */
@@ -1060,9 +1032,7 @@ static mt_status bw_masked_scatter(mt_node *n, mt_tensor **gout, mt_tensor **gin
     mt_tensor *gs = reshape_(sc, sel, n->shape[1].sizes, n->shape[1].ndim);
     if (LIVE(sc)) give(gin, 1, gs);
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* index_put_ (ip[0]: accumulate): inputs self (its old value), values; saved[0] the flat
@@ -1089,9 +1059,7 @@ static mt_status bw_index_put(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     gv = sum_to_shape(sc, gv, &n->shape[1]);
     if (LIVE(sc)) give(gin, 1, gv);
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* ---------------------------------------------------------------- gathers of elements */
@@ -1114,9 +1082,7 @@ static mt_status bw_gather_flat(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     r = reshape_(sc, r, n->shape[0].sizes, n->shape[0].ndim);
   }
   if (LIVE(sc) && r) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* tril / triu (ip[1]) with diagonal ip[0] */
@@ -1161,9 +1127,7 @@ static mt_status bw_repeat(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   mt_tensor *r = k ? (gi ? T_(mt_reduce(MT_REDUCE_SUM, gi, dims, k, 0, -1, 0, NULL, &r_)) : NULL) : gi;
   r = reshape_(sc, r, n->shape[0].sizes, n->shape[0].ndim);
   if (LIVE(sc) && r) give(gin, 0, r);
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 /* stack along ip[0]: input k gets the slice k */
@@ -1190,9 +1154,7 @@ static mt_status bw_copy(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     mt_tensor *gs = to_dtype_(sc, sum_to_shape(sc, g, &n->shape[1]), n->shape[1].dtype);
     if (LIVE(sc)) give(gin, 1, gs);
   }
-  mt_status s = S.s;
-  scope_end(sc);
-  return s;
+  return scope_close(sc);
 }
 
 static const mt_backward_fn backward_table[GOP_COUNT] = {
