@@ -117,7 +117,6 @@ local function add_like(op, name, sign)
     local out = out_of(opts)
     local alpha = type(opts) == 'table' and not is_tensor(opts) and opts.alpha or nil
     if alpha == nil or alpha == 1 then
-      if sign < 0 then return binary(op, name, a, b, out) end
       return binary(op, name, a, b, out)
     end
     if type(b) == 'number' then return binary(op, name, a, b * alpha, out) end
