@@ -361,12 +361,7 @@ mt_status mt_node_get_saved(mt_node *n, int slot, mt_tensor **t) {
   if (sv->output_nr >= 0 && mt_grad_mode) {
     /* an output saved by its own node, unpacked for a backward that records (create_graph): a
      * fresh head that has the node as its grad_fn again, so second derivatives flow through it */
-    mt_tensor *alias;
-    MT_TRY(mt_tensor_alias(sv->t, &alias));
-    mt_status s = mt_node_attach(n, alias, sv->output_nr);
-    if (s) { mt_tensor_release(alias); return s; }
-    *t = alias;
-    return MT_OK;
+    return mt_node_output_alias(n, sv->t, sv->output_nr, t);
   }
   *t = mt_tensor_retain(sv->t);
   return MT_OK;
