@@ -378,6 +378,30 @@ mt_status mt_tensor_alias(mt_tensor *t, mt_tensor **out) {
   return mt_new_view(t, t->_sizes, t->_strides, t->_ndim, t->_offset, out);
 }
 
+mt_status mt_tensor_set_data(mt_tensor *t, mt_tensor *src) {
+  MT_TRY(mt_check_tensor(t, "set_data", "tensor"));
+  MT_TRY(mt_check_tensor(src, "set_data", "data"));
+  if (t == src) return MT_OK;
+  mt_storage *old = t->_storage, *s = src->_storage;
+  __atomic_add_fetch(&s->_refcount, 1, __ATOMIC_RELAXED);
+  t->_storage = s;
+  t->_data = src->_data;
+  t->_offset = src->_offset;
+  t->_numel = src->_numel;
+  t->_dtype = src->_dtype;
+  t->_ndim = src->_ndim;
+  t->_device_type = src->_device_type;
+  t->_device_index = src->_device_index;
+  memcpy(t->_sizes, src->_sizes, sizeof t->_sizes);
+  memcpy(t->_strides, src->_strides, sizeof t->_strides);
+  t->_flags = (t->_flags & ~(uint32_t)MT_TENSOR_CONTIGUOUS) | (src->_flags & MT_TENSOR_CONTIGUOUS);
+  /* a leaf that requires grad marks its storage (its views must not be written in place) */
+  if ((t->_flags & MT_TENSOR_REQUIRES_GRAD) && mt_is_leaf(t)) s->_flags |= MT_STORAGE_LEAF_GRAD;
+  /* an embedded head lives in its home block: that reference goes when the head goes */
+  if (!((t->_flags & MT_TENSOR_EMBEDDED_HEAD) && old == home_storage(t))) storage_release(old);
+  return MT_OK;
+}
+
 bool mt_may_overlap(const mt_tensor *a, const mt_tensor *b) {
   if (a->_storage != b->_storage) return false;
   if (a->_numel == 0 || b->_numel == 0) return false;

@@ -176,6 +176,9 @@ MT_API mt_tensor *mt_tensor_retain(mt_tensor *t);
 MT_API void mt_tensor_release(mt_tensor *t);
 /* A new head over the same storage (same sizes/strides/offset), as PyTorch's alias / .data. */
 MT_API mt_status mt_tensor_alias(mt_tensor *t, mt_tensor **out);
+/* t.data = src: t takes src's storage, geometry, dtype and device, keeping its own identity and
+ * autograd state (nn.Module.to() converts parameters this way). src must not require grad. */
+MT_API mt_status mt_tensor_set_data(mt_tensor *t, mt_tensor *src);
 
 /* Number of live tensor heads and storages (a leak check), and bytes held by storages. */
 typedef struct mt_stats {

@@ -155,8 +155,9 @@ setters.grad = function(t, g)
   if C.mt_set_grad(t, g) ~= 0 then raise_last() end
 end
 setters.data = function(t, v)
-  if not is_tensor(v) then fail('data', 'expected a tensor') end
-  if C.mt_copy_(t, v) ~= 0 then raise_last() end
+  -- t.data = v: t takes v's storage, shape and dtype, keeping its identity and autograd state
+  if not is_tensor(v) then fail('data', 'assigned data expected to be a Tensor') end
+  if C.mt_tensor_set_data(t, v) ~= 0 then raise_last() end
 end
 
 function methods.requires_grad_(t, on)

@@ -6,16 +6,24 @@ local M = {}
 local registry = {}  -- name -> class
 M.registry = registry
 
+-- classes of moontorch's own packages register when their package loads: a name such as
+-- 'nn.Module' loads moontorch.nn first
+local packages = { nn = 'moontorch.nn', optim = 'moontorch.optim' }
 local function find(name)
   local c = registry[name]
   if c then return c end
+  local pkg = packages[name:match('^(%w+)%.')]
+  if pkg and not package.loaded[pkg] then
+    require(pkg)
+    return registry[name]
+  end
   return nil
 end
 M.find = find
 
 -- metamethods copied down so that subclasses keep their parents' operators
 local inherited_meta = { '__tostring', '__call', '__len', '__eq', '__lt', '__le', '__add', '__sub', '__mul',
-  '__div', '__unm', '__concat', '__pairs' }
+  '__div', '__unm', '__concat', '__pairs', '__newindex' }
 
 function M.class(name, parent, mod)
   if type(name) ~= 'string' then error('torch.class: class name must be a string', 2) end
@@ -38,6 +46,9 @@ function M.class(name, parent, mod)
     for _, mm in ipairs(inherited_meta) do
       if rawget(cls, mm) == nil and parent[mm] ~= nil then cls[mm] = parent[mm] end
     end
+    -- a class whose instances look fields up with a function (nn.Module) passes it down
+    local pindex = rawget(parent, '__index')
+    if type(pindex) == 'function' then cls.__index = pindex end
     -- methods resolve through the parent: an __index chain one level per class
     setmetatable(cls, {
       __index = parent,

@@ -1,0 +1,1090 @@
+-- nn.Module: the base class of every layer, and nn.Parameter.
+--
+-- Storage. A module's registered values never live in its own (raw) table, so that every
+-- assignment `m.name = v` reaches __newindex and registers, replaces or refuses v whenever it
+-- happens (PyTorch's __setattr__), and every read `m.name` goes through __index:
+--   _parameters   name -> Parameter, or false for a name reserved by register_parameter(name, nil)
+--   _buffers      name -> tensor, or false (reserved)
+--   _modules      name -> module, or false (reserved)
+--   _attrs        every other attribute (plain Lua values, `training`)
+--   _order        the names of each kind in registration order: _order.p, _order.b, _order.m
+--   _non_persistent  set of buffer names left out of state_dict
+--   _hooks        nil, or lists of hook entries by kind (see register_* below)
+-- Reads check parameters, buffers, modules, attributes, then the class: an attribute set on an
+-- instance shadows a method, as in Python. `m.name = nil` deletes whatever `name` holds.
+local ffi = require 'ffi'
+local bit = require 'bit'
+local torch = require 'moontorch'
+local class = require 'moontorch.class'
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+
+local C = core.C
+local fail = core.fail
+local is_tensor = T.is_tensor
+local rawget, rawset, type, select, pairs, ipairs, tostring = rawget, rawset, type, select, pairs, ipairs, tostring
+local getmetatable, setmetatable, unpack, pcall, error = getmetatable, setmetatable, unpack, pcall, error
+local band, bor = bit.band, bit.bor
+
+local M = {}
+
+------------------------------------------------------------------------------ Parameter
+local PARAMETER = 2 -- MT_TENSOR_PARAMETER
+local tensor_ct = ffi.typeof('mt_tensor &')
+local function is_parameter(x) return ffi.istype(tensor_ct, x) and band(x._flags, PARAMETER) ~= 0 end
+M.is_parameter = is_parameter
+
+-- nn.Parameter(data, requires_grad): a leaf sharing data's memory, marked as a parameter.
+-- torch.isinstance(p, nn.Parameter) tells one.
+local Parameter = setmetatable({ __typename = 'nn.Parameter', __istensorclass = is_parameter }, {
+  __call = function(_, data, requires_grad)
+    if data == nil then data = torch.empty(0) end
+    if not is_tensor(data) then
+      fail('nn.Parameter', ('data must be a tensor (got %s)'):format(type(data)))
+    end
+    local p = data:detach()
+    p._flags = bor(p._flags, PARAMETER)
+    if requires_grad ~= false then p:requires_grad_(true) end
+    return p
+  end,
+  __tostring = function() return 'nn.Parameter' end,
+})
+M.Parameter = Parameter
+
+------------------------------------------------------------------------------ hook handles
+local next_hook_id = 0
+local Handle = {}
+Handle.__index = Handle
+function Handle:remove()
+  local list = self._list
+  if not list then return end -- removing twice is harmless
+  for i = 1, #list do
+    if list[i].id == self.id then table.remove(list, i) break end
+  end
+  self._list = nil
+  if self._on_remove then self._on_remove() end
+end
+M.RemovableHandle = Handle
+
+-- add a hook entry to a list: {id, fn, with_kwargs, always_call}; opts.prepend puts it first
+local function add_hook(list, fn, opts, what)
+  if type(fn) ~= 'function' and not (type(fn) == 'table' and getmetatable(fn) and getmetatable(fn).__call) then
+    fail(what, ('hook must be a function (got %s)'):format(type(fn)))
+  end
+  next_hook_id = next_hook_id + 1
+  local e = { id = next_hook_id, fn = fn }
+  if opts then
+    if type(opts) ~= 'table' then fail(what, 'options must be a table') end
+    e.with_kwargs = opts.with_kwargs and true or nil
+    e.always_call = opts.always_call and true or nil
+  end
+  if opts and opts.prepend then table.insert(list, 1, e) else list[#list + 1] = e end
+  return setmetatable({ id = e.id, _list = list }, Handle)
+end
+
+-- module hooks registered on nn (nn.register_module_forward_hook, ...): they run for every module
+local global = { forward_pre = {}, forward = {}, backward_pre = {}, backward = {} }
+local nglobal = 0 -- how many global hooks exist (the call fast path checks this one number)
+M.global_hooks = global
+local function count_global()
+  nglobal = #global.forward_pre + #global.forward + #global.backward_pre + #global.backward
+end
+function M.register_global(kind, fn, opts, what)
+  local h = add_hook(global[kind], fn, opts, what)
+  h._on_remove = count_global
+  count_global()
+  return h
+end
+
+------------------------------------------------------------------------------ the class
+local Module = class.class('nn.Module')
+M.Module = Module
+
+
+local function typename_of(v)
+  if is_tensor(v) then return v:type() end
+  local tn = class.typename(v)
+  if tn then return tn end
+  return type(v)
+end
+
+local function is_module(v) return type(v) == 'table' and class.isinstance(v, Module) end
+M.is_module = is_module
+
+local function short_name(self)
+  local tn = class.typename(self) or 'Module'
+  return (tn:match('([^.]+)$'))
+end
+
+-- registered values and attributes, then the class
+function Module.__index(self, k)
+  local params = rawget(self, '_parameters')
+  if params then
+    local v = params[k]
+    if v ~= nil then return v or nil end
+    v = rawget(self, '_buffers')[k]
+    if v ~= nil then return v or nil end
+    v = rawget(self, '_modules')[k]
+    if v ~= nil then return v or nil end
+    v = rawget(self, '_attrs')[k]
+    if v ~= nil then return v end
+  end
+  return getmetatable(self)[k]
+end
+
+local function remove_name(order, name)
+  for i = 1, #order do
+    if order[i] == name then table.remove(order, i) return end
+  end
+end
+
+-- take `name` out of every kind but `keep`
+local function forget(self, name, keep)
+  if keep ~= 'p' and rawget(self, '_parameters')[name] ~= nil then
+    rawget(self, '_parameters')[name] = nil
+    remove_name(rawget(self, '_order').p, name)
+  end
+  if keep ~= 'b' and rawget(self, '_buffers')[name] ~= nil then
+    rawget(self, '_buffers')[name] = nil
+    remove_name(rawget(self, '_order').b, name)
+    rawget(self, '_non_persistent')[name] = nil
+  end
+  if keep ~= 'm' and rawget(self, '_modules')[name] ~= nil then
+    rawget(self, '_modules')[name] = nil
+    remove_name(rawget(self, '_order').m, name)
+  end
+  if keep ~= 'a' then rawget(self, '_attrs')[name] = nil end
+end
+
+local function put(self, kind, store, name, v)
+  local t = rawget(self, store)
+  if t[name] == nil then
+    local order = rawget(self, '_order')[kind]
+    order[#order + 1] = name
+  end
+  t[name] = v
+end
+
+local function not_ready(what)
+  fail(what, 'cannot assign ' .. what .. ' before Module.__init(self) call')
+end
+
+function Module.__newindex(self, k, v)
+  local params = rawget(self, '_parameters')
+  if params == nil then
+    if is_parameter(v) then not_ready('parameters') end
+    if is_module(v) then not_ready('module') end
+    rawset(self, k, v) -- Module.__init moves it among the attributes
+    return
+  end
+  if is_parameter(v) then
+    forget(self, k, 'p')
+    self:register_parameter(k, v)
+  elseif params[k] ~= nil then
+    if v ~= nil then
+      fail('nn.Module', ("cannot assign '%s' as parameter '%s' (nn.Parameter or nil expected)")
+        :format(typename_of(v), tostring(k)))
+    end
+    forget(self, k)
+  elseif is_module(v) then
+    forget(self, k, 'm')
+    put(self, 'm', '_modules', k, v)
+  elseif rawget(self, '_modules')[k] ~= nil then
+    if v ~= nil then
+      fail('nn.Module', ("cannot assign '%s' as child module '%s' (nn.Module or nil expected)")
+        :format(typename_of(v), tostring(k)))
+    end
+    forget(self, k)
+  elseif rawget(self, '_buffers')[k] ~= nil then
+    if v == nil then
+      forget(self, k)
+    elseif is_tensor(v) then
+      rawget(self, '_buffers')[k] = v
+    else
+      fail('nn.Module', ("cannot assign '%s' as buffer '%s' (torch.Tensor or nil expected)")
+        :format(typename_of(v), tostring(k)))
+    end
+  else
+    rawget(self, '_attrs')[k] = v
+  end
+end
+
+-- Module.__init(self): every subclass's __init calls it first
+function Module:__init()
+  local early = {}
+  for k, v in pairs(self) do early[k] = v end
+  for k in pairs(early) do rawset(self, k, nil) end
+  rawset(self, '_parameters', {})
+  rawset(self, '_buffers', {})
+  rawset(self, '_modules', {})
+  rawset(self, '_attrs', { training = true })
+  rawset(self, '_order', { p = {}, b = {}, m = {} })
+  rawset(self, '_non_persistent', {})
+  for k, v in pairs(early) do self[k] = v end -- values assigned before __init ran
+end
+
+function Module:forward()
+  fail('nn.Module', ('Module [%s] is missing the required "forward" function'):format(short_name(self)))
+end
+
+-- does the module (or its class) have anything called `name` other than a `kind` entry?
+local function has_attr(self, name, kind)
+  if kind ~= 'p' and rawget(self, '_parameters')[name] ~= nil then return true end
+  if kind ~= 'b' and rawget(self, '_buffers')[name] ~= nil then return true end
+  if kind ~= 'm' and rawget(self, '_modules')[name] ~= nil then return true end
+  if rawget(self, '_attrs')[name] ~= nil then return true end
+  return getmetatable(self)[name] ~= nil
+end
+
+local function check_name(self, what, op, name, kind)
+  if rawget(self, '_parameters') == nil then not_ready(what == 'module' and 'module' or what .. 's') end
+  if type(name) ~= 'string' then
+    fail(op, ('%s name should be a string. Got %s'):format(what, typename_of(name)))
+  end
+  if name:find('.', 1, true) then fail(op, ('%s name can\'t contain ".", got: %s'):format(what, name)) end
+  if name == '' then fail(op, ('%s name can\'t be empty string ""'):format(what)) end
+  if has_attr(self, name, kind) then fail(op, ("attribute '%s' already exists"):format(name)) end
+end
+
+function Module:register_parameter(name, param)
+  check_name(self, 'parameter', 'register_parameter', name, 'p')
+  if param == nil then
+    put(self, 'p', '_parameters', name, false)
+    return
+  end
+  if not is_parameter(param) then
+    fail('register_parameter', ("cannot assign '%s' object to parameter '%s' (nn.Parameter or nil required)")
+      :format(typename_of(param), name))
+  end
+  if param.grad_fn ~= nil then
+    fail('register_parameter', ("Cannot assign non-leaf Tensor to parameter '%s'. Model parameters must be created " ..
+      "explicitly. To express '%s' as a function of another Tensor, compute the value in the forward() method.")
+      :format(name, name))
+  end
+  put(self, 'p', '_parameters', name, param)
+end
+
+function Module:register_buffer(name, tensor, opts)
+  local persistent = true
+  if type(opts) == 'table' then
+    if opts.persistent ~= nil then persistent = opts.persistent and true or false end
+  elseif opts ~= nil then
+    persistent = opts and true or false
+  end
+  check_name(self, 'buffer', 'register_buffer', name, 'b')
+  if tensor ~= nil and not is_tensor(tensor) then
+    fail('register_buffer', ("cannot assign '%s' object to buffer '%s' (torch Tensor or nil required)")
+      :format(typename_of(tensor), name))
+  end
+  put(self, 'b', '_buffers', name, tensor == nil and false or tensor)
+  rawget(self, '_non_persistent')[name] = (not persistent) or nil
+end
+
+function Module:add_module(name, module)
+  if module ~= nil and not is_module(module) then
+    fail('add_module', ('%s is not a Module subclass'):format(typename_of(module)))
+  end
+  check_name(self, 'module', 'add_module', name, 'm')
+  put(self, 'm', '_modules', name, module == nil and false or module)
+end
+Module.register_module = Module.add_module
+
+------------------------------------------------------------------------------ walking
+-- containers keep their items at raw Lua positions too (seq[1], #list, ipairs): `seq[2] = m`
+-- changes a raw slot without telling anyone, so every walk first brings the registry in line
+local function sync(m)
+  local s = getmetatable(m)._sync
+  if s then s(m) end
+end
+M.sync = sync
+
+local function opt(opts, pos, key, default)
+  -- an option given in a trailing table or positionally
+  if type(opts) == 'table' and not is_tensor(opts) then
+    local v = opts[key]
+    if v == nil then return default end
+    return v
+  end
+  if pos == nil then return default end
+  return pos
+end
+
+local function iter(list)
+  local i = 0
+  return function()
+    i = i + 1
+    local e = list[i]
+    if e then return e[1], e[2] end
+  end
+end
+
+-- [(prefix, module)] in PyTorch's order: self, then each child's subtree
+local function collect_modules(self, memo, prefix, remove_duplicate, out)
+  if memo[self] then return out end
+  if remove_duplicate then memo[self] = true end
+  sync(self)
+  out[#out + 1] = { prefix, self }
+  local order, mods = rawget(self, '_order').m, rawget(self, '_modules')
+  for i = 1, #order do
+    local name = order[i]
+    local child = mods[name]
+    if child then
+      collect_modules(child, memo, prefix == '' and name or prefix .. '.' .. name, remove_duplicate, out)
+    end
+  end
+  return out
+end
+
+-- named_modules({memo=, prefix=, remove_duplicate=}) or named_modules(memo, prefix, remove_duplicate)
+function Module:named_modules(memo, prefix, remove_duplicate)
+  local opts = memo
+  if type(opts) == 'table' and (opts.prefix ~= nil or opts.memo ~= nil or opts.remove_duplicate ~= nil) then
+    memo, prefix, remove_duplicate = opts.memo, opts.prefix, opts.remove_duplicate
+  end
+  if remove_duplicate == nil then remove_duplicate = true end
+  return iter(collect_modules(self, memo or {}, prefix or '', remove_duplicate, {}))
+end
+
+function Module:modules()
+  local list = collect_modules(self, {}, '', true, {})
+  local out = {}
+  for i = 1, #list do out[i] = list[i][2] end
+  return out
+end
+
+local function named_children_list(self)
+  sync(self)
+  local out, memo = {}, {}
+  local order, mods = rawget(self, '_order').m, rawget(self, '_modules')
+  for i = 1, #order do
+    local child = mods[order[i]]
+    if child and not memo[child] then
+      memo[child] = true
+      out[#out + 1] = { order[i], child }
+    end
+  end
+  return out
+end
+function Module:named_children() return iter(named_children_list(self)) end
+function Module:children()
+  local list, out = named_children_list(self), {}
+  for i = 1, #list do out[i] = list[i][2] end
+  return out
+end
+
+-- [(name, value)] of parameters ('_parameters', 'p') or buffers ('_buffers', 'b'), each object once
+local function named_members(self, store, kind, prefix, recurse, remove_duplicate)
+  local mods
+  if recurse then mods = collect_modules(self, {}, prefix, remove_duplicate, {})
+  else sync(self); mods = { { prefix, self } } end
+  local out, memo = {}, {}
+  for i = 1, #mods do
+    local mp, m = mods[i][1], mods[i][2]
+    local order, vals = rawget(m, '_order')[kind], rawget(m, store)
+    for j = 1, #order do
+      local v = vals[order[j]]
+      if v and not memo[v] then
+        if remove_duplicate then memo[v] = true end
+        out[#out + 1] = { mp == '' and order[j] or mp .. '.' .. order[j], v }
+      end
+    end
+  end
+  return out
+end
+
+local function member_opts(a, b, c)
+  -- (prefix, recurse, remove_duplicate) or ({prefix=, recurse=, remove_duplicate=})
+  local prefix, recurse, dup = a, b, c
+  if type(a) == 'table' then prefix, recurse, dup = a.prefix, a.recurse, a.remove_duplicate end
+  if recurse == nil then recurse = true end
+  if dup == nil then dup = true end
+  return prefix or '', recurse, dup
+end
+
+function Module:named_parameters(a, b, c)
+  local prefix, recurse, dup = member_opts(a, b, c)
+  return iter(named_members(self, '_parameters', 'p', prefix, recurse, dup))
+end
+function Module:named_buffers(a, b, c)
+  local prefix, recurse, dup = member_opts(a, b, c)
+  return iter(named_members(self, '_buffers', 'b', prefix, recurse, dup))
+end
+
+-- every parameter once, in PyTorch's order (no names: zero_grad and requires_grad_ use it)
+local function param_list(self)
+  local named = named_members(self, '_parameters', 'p', '', true, true)
+  local list = {}
+  for i = 1, #named do list[i] = named[i][2] end
+  return list
+end
+M.param_list = param_list
+
+function Module:parameters(recurse)
+  if type(recurse) == 'table' then recurse = recurse.recurse end
+  if recurse == false then
+    local named, out = named_members(self, '_parameters', 'p', '', false, true), {}
+    for i = 1, #named do out[i] = named[i][2] end
+    return out
+  end
+  local list, out = param_list(self), {}
+  for i = 1, #list do out[i] = list[i] end
+  return out
+end
+function Module:buffers(recurse)
+  if type(recurse) == 'table' then recurse = recurse.recurse end
+  local named, out = named_members(self, '_buffers', 'b', '', recurse ~= false, true), {}
+  for i = 1, #named do out[i] = named[i][2] end
+  return out
+end
+
+function Module:get_submodule(target)
+  if target == nil or target == '' then return self end
+  local mod = self
+  for item in tostring(target):gmatch('[^.]+') do
+    local mods = rawget(mod, '_modules')
+    local child = mods and mods[item]
+    if not child then
+      local what = mods and mods[item] == nil and (rawget(mod, '_parameters')[item] or rawget(mod, '_buffers')[item]
+        or rawget(mod, '_attrs')[item])
+      if what then fail('get_submodule', ('`%s` is not an nn.Module'):format(item)) end
+      fail('get_submodule', ('%s has no attribute `%s`'):format(short_name(mod), item))
+    end
+    mod = child
+  end
+  return mod
+end
+
+local function split_last(target)
+  local mod_path, name = tostring(target):match('^(.*)%.([^.]*)$')
+  if not mod_path then return '', tostring(target) end
+  return mod_path, name
+end
+
+function Module:get_parameter(target)
+  local path, name = split_last(target)
+  local mod = self:get_submodule(path)
+  local p = rawget(mod, '_parameters')[name]
+  if p == nil then
+    if has_attr(mod, name) then fail('get_parameter', ('`%s` is not an nn.Parameter'):format(name)) end
+    fail('get_parameter', ('%s has no attribute `%s`'):format(short_name(mod), name))
+  end
+  return p or nil
+end
+
+function Module:get_buffer(target)
+  local path, name = split_last(target)
+  local mod = self:get_submodule(path)
+  local b = rawget(mod, '_buffers')[name]
+  if b == nil then
+    if has_attr(mod, name) then fail('get_buffer', ('`%s` is not a buffer'):format(name)) end
+    fail('get_buffer', ('%s has no attribute `%s`'):format(short_name(mod), name))
+  end
+  return b or nil
+end
+
+------------------------------------------------------------------------------ modes, grads
+function Module:apply(fn)
+  for _, child in ipairs(self:children()) do child:apply(fn) end
+  fn(self)
+  return self
+end
+
+function Module:train(mode)
+  if mode == nil then mode = true end
+  if type(mode) ~= 'boolean' then fail('train', 'training mode is expected to be boolean') end
+  rawget(self, '_attrs').training = mode
+  for _, child in ipairs(self:children()) do child:train(mode) end
+  return self
+end
+function Module:eval() return self:train(false) end
+
+function Module:requires_grad_(requires_grad)
+  if requires_grad == nil then requires_grad = true end
+  for _, p in ipairs(param_list(self)) do p:requires_grad_(requires_grad) end
+  return self
+end
+
+-- zero_grad(set_to_none) or zero_grad{set_to_none=}: PyTorch 1.13's default keeps zeroed grads
+local grad_buf = ffi.new('mt_tensor *[1]')
+function Module:zero_grad(set_to_none)
+  if type(set_to_none) == 'table' then set_to_none = set_to_none.set_to_none end
+  local list = param_list(self)
+  for i = 1, #list do
+    local p = list[i]
+    local g = C.mt_get_grad(p)
+    if g ~= nil then
+      if set_to_none then
+        C.mt_tensor_release(g)
+        p.grad = nil
+      else
+        grad_buf[0] = g
+        local gt = grad_buf[0][0]
+        if C.mt_grad_fn(gt) ~= nil then
+          C.mt_detach_(gt)
+        else
+          C.mt_set_requires_grad(gt, 0)
+        end
+        local s = C.mt_zero_(gt)
+        C.mt_tensor_release(g)
+        if s ~= 0 then core.raise_last() end
+      end
+    end
+  end
+end
+
+------------------------------------------------------------------------------ conversion
+-- _apply(fn): fn over every parameter (in place: a parameter stays the same object), its
+-- gradient, and every buffer (replaced), children first
+function Module:_apply(fn)
+  for _, child in ipairs(self:children()) do child:_apply(fn) end
+  local prev = C.mt_is_grad_enabled()
+  C.mt_set_grad_enabled(0)
+  local ok, err = pcall(function()
+    local params, order = rawget(self, '_parameters'), rawget(self, '_order').p
+    for i = 1, #order do
+      local p = params[order[i]]
+      if p then
+        local applied = fn(p)
+        if not rawequal(applied, p) then p.data = applied end
+        local g = p.grad
+        if g then
+          local ga = fn(g)
+          if not rawequal(ga, g) then
+            if ga.dtype == p.dtype then g.data = ga else p.grad = ga end
+          end
+        end
+      end
+    end
+    local bufs, border = rawget(self, '_buffers'), rawget(self, '_order').b
+    for i = 1, #border do
+      local b = bufs[border[i]]
+      if b then bufs[border[i]] = fn(b) end
+    end
+  end)
+  C.mt_set_grad_enabled(prev)
+  if not ok then error(err, 0) end
+  return self
+end
+
+local dtype_mod = require 'moontorch.dtype'
+
+-- to(device) / to(dtype) / to(tensor) / to(device, dtype) / to{device=, dtype=, non_blocking=}
+function Module:to(a, b)
+  local dev, dt
+  local function take(x)
+    if x == nil then return end
+    if is_tensor(x) then dev, dt = x.device, x.dtype return end
+    if type(x) == 'table' and dtype_mod.is_dtype(x) then dt = x return end
+    if type(x) == 'table' and dtype_mod.is_device(x) then dev = x return end
+    if type(x) == 'string' then
+      local d = dtype_mod.resolve(x)
+      if d then dt = d else dev = dtype_mod.device(x) end
+      return
+    end
+    if type(x) == 'table' then
+      if x.dtype ~= nil then dt = dtype_mod.resolve(x.dtype) or x.dtype end
+      if x.device ~= nil then dev = dtype_mod.device(x.device) end
+      if x.tensor ~= nil then take(x.tensor) end
+      return
+    end
+    fail('nn.Module.to', 'unexpected argument ' .. tostring(x))
+  end
+  take(a); take(b)
+  if dt ~= nil then
+    if not dtype_mod.is_dtype(dt) then fail('nn.Module.to', 'unknown dtype ' .. tostring(dt)) end
+    if not dt.is_floating_point then
+      fail('nn.Module.to', ('nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=%s')
+        :format(tostring(dt)))
+    end
+  end
+  if dev and dev.type ~= 'cpu' then
+    fail('nn.Module.to', ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
+  end
+  return self:_apply(function(t)
+    if dt and t:is_floating_point() then return t:to(dt) end
+    return t
+  end)
+end
+
+local function float_caster(d)
+  return function(self)
+    return self:_apply(function(t) if t:is_floating_point() then return t:to(d) end return t end)
+  end
+end
+function Module:float() return float_caster(torch.float32)(self) end
+function Module:double() return float_caster(torch.float64)(self) end
+function Module:half() return float_caster(torch.float16)(self) end
+function Module:bfloat16() return float_caster(torch.bfloat16)(self) end
+function Module:cpu() return self end
+function Module:cuda(device)
+  fail('nn.Module.cuda', ('device %s is not available: moontorch was built without CUDA')
+    :format(device and tostring(device) or 'cuda'))
+end
+-- type(dst_type): every parameter and buffer cast to dst_type (a dtype or a type name)
+function Module:type(dst_type)
+  if dst_type == nil then return class.typename(self) end
+  return self:_apply(function(t) return t:type(dst_type) end)
+end
+
+------------------------------------------------------------------------------ printing
+function Module:extra_repr() return '' end
+function Module:_get_name() return short_name(self) end
+
+local function addindent(s, n)
+  local pad = (' '):rep(n)
+  local first = true
+  return (s:gsub('\n', '\n' .. pad)), first
+end
+
+function Module:__tostring()
+  local lines = {}
+  local extra = self:extra_repr()
+  local nextra = 0
+  sync(self)
+  if extra and extra ~= '' then
+    for line in (extra .. '\n'):gmatch('(.-)\n') do lines[#lines + 1] = line; nextra = nextra + 1 end
+  end
+  local order, mods = rawget(self, '_order').m, rawget(self, '_modules')
+  for i = 1, #order do
+    local child = mods[order[i]]
+    local s = child and tostring(child) or 'None'
+    lines[#lines + 1] = '(' .. order[i] .. '): ' .. addindent(s, 2)
+  end
+  local main = self:_get_name() .. '('
+  if #lines > 0 then
+    if nextra == 1 and #lines == 1 then
+      main = main .. lines[1]
+    else
+      main = main .. '\n  ' .. table.concat(lines, '\n  ') .. '\n'
+    end
+  end
+  return main .. ')'
+end
+
+------------------------------------------------------------------------------ state_dict
+local OrderedDict -- torch.OrderedDict, on first use
+local function odict()
+  OrderedDict = OrderedDict or torch.OrderedDict
+  return OrderedDict()
+end
+
+local function hook_list(self, kind)
+  local hooks = rawget(self, '_hooks')
+  if not hooks then
+    hooks = {}
+    rawset(self, '_hooks', hooks)
+  end
+  local list = hooks[kind]
+  if not list then
+    list = {}
+    hooks[kind] = list
+  end
+  return list
+end
+local function hooks_of(self, kind)
+  local hooks = rawget(self, '_hooks')
+  local list = hooks and hooks[kind]
+  if list and #list > 0 then return list end
+  return nil
+end
+
+function Module:_save_to_state_dict(destination, prefix, keep_vars)
+  local params, order = rawget(self, '_parameters'), rawget(self, '_order')
+  for i = 1, #order.p do
+    local p = params[order.p[i]]
+    if p then destination[prefix .. order.p[i]] = keep_vars and p or p:detach() end
+  end
+  local bufs, np = rawget(self, '_buffers'), rawget(self, '_non_persistent')
+  for i = 1, #order.b do
+    local name = order.b[i]
+    local b = bufs[name]
+    if b and not np[name] then destination[prefix .. name] = keep_vars and b or b:detach() end
+  end
+  if self.get_extra_state ~= Module.get_extra_state then
+    destination[prefix .. '_extra_state'] = self:get_extra_state()
+  end
+end
+
+function Module:get_extra_state()
+  fail('get_extra_state', 'Reached a code path in Module.get_extra_state() that should never be called.')
+end
+function Module:set_extra_state()
+  fail('set_extra_state', 'Reached a code path in Module.set_extra_state() that should never be called.')
+end
+
+local function state_dict_into(self, dest, prefix, keep_vars)
+  local pre = hooks_of(self, 'state_dict_pre')
+  if pre then for _, h in ipairs(pre) do h.fn(self, prefix, keep_vars) end end
+  sync(self)
+  self:_save_to_state_dict(dest, prefix, keep_vars)
+  local order, mods = rawget(self, '_order').m, rawget(self, '_modules')
+  for i = 1, #order do
+    local child = mods[order[i]]
+    if child then state_dict_into(child, dest, prefix .. order[i] .. '.', keep_vars) end
+  end
+  local post = hooks_of(self, 'state_dict')
+  if post then
+    for _, h in ipairs(post) do
+      local r = h.fn(self, dest, prefix, {})
+      if r ~= nil then dest = r end
+    end
+  end
+  return dest
+end
+
+-- state_dict({destination=, prefix=, keep_vars=}): a torch.OrderedDict of parameters and
+-- persistent buffers (detached unless keep_vars)
+function Module:state_dict(opts, prefix, keep_vars)
+  local dest
+  if type(opts) == 'table' and not (getmetatable(opts) and class.typename(opts) == 'torch.OrderedDict') then
+    dest, prefix, keep_vars = opts.destination, opts.prefix, opts.keep_vars
+  else
+    dest = opts
+  end
+  return state_dict_into(self, dest or odict(), prefix or '', keep_vars and true or false)
+end
+
+local function shape_repr(t)
+  return 'torch.Size([' .. table.concat(t:size(), ', ') .. '])'
+end
+
+-- the state_dict entries, whatever kind of dict it is: (lookup fn, keys array)
+local function sd_access(sd)
+  if type(sd) == 'table' and type(sd.keys) == 'function' and class.typename(sd) == 'torch.OrderedDict' then
+    return function(k) return sd[k] end, sd:keys()
+  end
+  local keys = {}
+  for k in pairs(sd) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  return function(k) return rawget(sd, k) end, keys
+end
+
+local function starts_with(s, p) return type(s) == 'string' and s:sub(1, #p) == p end
+
+function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+  local pre = hooks_of(self, 'load_pre')
+  if pre then
+    for _, h in ipairs(pre) do
+      if h.with_module then
+        h.fn(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+      else
+        h.fn(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
+      end
+    end
+  end
+  local get = state_dict.get
+  local local_state = {}
+  local order = rawget(self, '_order')
+  local params, bufs, np = rawget(self, '_parameters'), rawget(self, '_buffers'), rawget(self, '_non_persistent')
+  local names = {}
+  for i = 1, #order.p do
+    local n = order.p[i]
+    if params[n] then names[#names + 1] = n; local_state[n] = params[n] end
+  end
+  for i = 1, #order.b do
+    local n = order.b[i]
+    if bufs[n] and not np[n] then names[#names + 1] = n; local_state[n] = bufs[n] end
+  end
+  local prev = C.mt_is_grad_enabled()
+  for _, name in ipairs(names) do
+    local param = local_state[name]
+    local key = prefix .. name
+    local input = get(key)
+    if input ~= nil then
+      if not is_tensor(input) then
+        error_msgs[#error_msgs + 1] = ('While copying the parameter named "%s", expected torch.Tensor or ' ..
+          'Tensor-like object from checkpoint but received %s'):format(key, typename_of(input))
+      else
+        if param:dim() == 0 and input:dim() == 1 then input = input[1] end
+        local same = param:dim() == input:dim()
+        if same then
+          for d = 1, param:dim() do if param:size(d) ~= input:size(d) then same = false break end end
+        end
+        if not same then
+          error_msgs[#error_msgs + 1] = ('size mismatch for %s: copying a param with shape %s from checkpoint, ' ..
+            'the shape in current model is %s.'):format(key, shape_repr(input), shape_repr(param))
+        else
+          C.mt_set_grad_enabled(0)
+          local ok, err = pcall(param.copy_, param, input)
+          C.mt_set_grad_enabled(prev)
+          if not ok then
+            error_msgs[#error_msgs + 1] = ('While copying the parameter named "%s", whose dimensions in the model ' ..
+              'are %s and whose dimensions in the checkpoint are %s, an exception occurred : %s.')
+              :format(key, shape_repr(param), shape_repr(input), tostring(err))
+          end
+        end
+      end
+    elseif strict then
+      missing_keys[#missing_keys + 1] = key
+    end
+  end
+  local extra_key = prefix .. '_extra_state'
+  if self.set_extra_state ~= Module.set_extra_state then
+    local v = get(extra_key)
+    if v ~= nil then self:set_extra_state(v)
+    elseif strict then missing_keys[#missing_keys + 1] = extra_key end
+  elseif strict and get(extra_key) ~= nil then
+    unexpected_keys[#unexpected_keys + 1] = extra_key
+  end
+  if strict then
+    local mods = rawget(self, '_modules')
+    for _, key in ipairs(state_dict.keys) do
+      if starts_with(key, prefix) and key ~= extra_key then
+        local input_name = key:sub(#prefix + 1):match('^[^.]*')
+        if mods[input_name] == nil and local_state[input_name] == nil then
+          unexpected_keys[#unexpected_keys + 1] = key
+        end
+      end
+    end
+  end
+end
+
+local function quote_list(list)
+  local q = {}
+  for i, k in ipairs(list) do q[i] = '"' .. tostring(k) .. '"' end
+  return table.concat(q, ', ')
+end
+local function py_list(list)
+  local q = {}
+  for i, k in ipairs(list) do q[i] = "'" .. tostring(k) .. "'" end
+  return '[' .. table.concat(q, ', ') .. ']'
+end
+
+local IncompatibleKeys = {}
+IncompatibleKeys.__index = IncompatibleKeys
+IncompatibleKeys.__tostring = function(r)
+  if #r.missing_keys == 0 and #r.unexpected_keys == 0 then return '<All keys matched successfully>' end
+  return ('_IncompatibleKeys(missing_keys=%s, unexpected_keys=%s)'):format(py_list(r.missing_keys),
+    py_list(r.unexpected_keys))
+end
+M.IncompatibleKeys = IncompatibleKeys
+
+-- load_state_dict(sd, {strict=true}) or load_state_dict(sd, strict)
+function Module:load_state_dict(state_dict, opts)
+  local strict = true
+  if type(opts) == 'table' then
+    if opts.strict ~= nil then strict = opts.strict and true or false end
+  elseif opts ~= nil then
+    strict = opts and true or false
+  end
+  if type(state_dict) ~= 'table' or is_module(state_dict) then
+    fail('load_state_dict', ('Expected state_dict to be dict-like, got %s.'):format(typename_of(state_dict)))
+  end
+  local get, keys = sd_access(state_dict)
+  local missing, unexpected, error_msgs = {}, {}, {}
+  local function load(module, sub, prefix)
+    sync(module)
+    module:_load_from_state_dict(sub, prefix, {}, true, missing, unexpected, error_msgs)
+    local order, mods = rawget(module, '_order').m, rawget(module, '_modules')
+    for i = 1, #order do
+      local child = mods[order[i]]
+      if child then
+        local cp = prefix .. order[i] .. '.'
+        local ck = {}
+        for _, k in ipairs(sub.keys) do if starts_with(k, cp) then ck[#ck + 1] = k end end
+        load(child, { get = sub.get, keys = ck }, cp)
+      end
+    end
+  end
+  load(self, { get = get, keys = keys }, '')
+  local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
+  -- post hooks (every module), which may edit missing/unexpected in place
+  for _, mod in ipairs(self:modules()) do
+    local post = hooks_of(mod, 'load_post')
+    if post then
+      for _, h in ipairs(post) do
+        local r = h.fn(mod, result)
+        if r ~= nil then
+          fail('load_state_dict', 'Hooks registered with register_load_state_dict_post_hook are not expected to ' ..
+            'return new values, if incompatible_keys need to be modified, it should be done inplace.')
+        end
+      end
+    end
+  end
+  if strict then
+    if #unexpected > 0 then
+      table.insert(error_msgs, 1, ('Unexpected key(s) in state_dict: %s. '):format(quote_list(unexpected)))
+    end
+    if #missing > 0 then
+      table.insert(error_msgs, 1, ('Missing key(s) in state_dict: %s. '):format(quote_list(missing)))
+    end
+  end
+  if #error_msgs > 0 then
+    fail('load_state_dict', ('Error(s) in loading state_dict for %s:\n\t%s'):format(short_name(self),
+      table.concat(error_msgs, '\n\t')))
+  end
+  return result
+end
+
+function Module:register_state_dict_pre_hook(fn) return add_hook(hook_list(self, 'state_dict_pre'), fn, nil,
+  'register_state_dict_pre_hook') end
+function Module:register_state_dict_hook(fn) return add_hook(hook_list(self, 'state_dict'), fn, nil,
+  'register_state_dict_hook') end
+Module._register_state_dict_hook = Module.register_state_dict_hook
+-- hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs);
+-- {with_module=true} passes the module first. state_dict has get(key) and keys (the entries
+-- under this module).
+function Module:register_load_state_dict_pre_hook(fn, opts)
+  local h = add_hook(hook_list(self, 'load_pre'), fn, nil, 'register_load_state_dict_pre_hook')
+  local list = hook_list(self, 'load_pre')
+  if type(opts) == 'table' and opts.with_module or opts == true then list[#list].with_module = true end
+  return h
+end
+Module._register_load_state_dict_pre_hook = Module.register_load_state_dict_pre_hook
+function Module:register_load_state_dict_post_hook(fn) return add_hook(hook_list(self, 'load_post'), fn, nil,
+  'register_load_state_dict_post_hook') end
+
+------------------------------------------------------------------------------ calls and hooks
+local function mark_hooked(self)
+  rawset(self, '_hooked', true)
+end
+
+function Module:register_forward_pre_hook(fn, opts)
+  mark_hooked(self)
+  return add_hook(hook_list(self, 'forward_pre'), fn, opts, 'register_forward_pre_hook')
+end
+function Module:register_forward_hook(fn, opts)
+  mark_hooked(self)
+  return add_hook(hook_list(self, 'forward'), fn, opts, 'register_forward_hook')
+end
+function Module:register_full_backward_pre_hook(fn, opts)
+  mark_hooked(self)
+  return add_hook(hook_list(self, 'backward_pre'), fn, opts, 'register_full_backward_pre_hook')
+end
+function Module:register_full_backward_hook(fn, opts)
+  mark_hooked(self)
+  return add_hook(hook_list(self, 'backward'), fn, opts, 'register_full_backward_hook')
+end
+
+local BackwardHook = require 'moontorch.nn.backward_hook'
+
+local function pack(...) return { n = select('#', ...), ... } end
+
+-- the hooks of one kind that apply to this call: global ones first
+local function call_hooks(self, kind)
+  local g, l = global[kind], hooks_of(self, kind)
+  if #g == 0 then return l end
+  if not l then return g end
+  local all = {}
+  for i = 1, #g do all[#all + 1] = g[i] end
+  for i = 1, #l do all[#all + 1] = l[i] end
+  return all
+end
+
+-- a plain Lua array (not a tensor, module or other class instance)
+local function is_array(v) return type(v) == 'table' and getmetatable(v) == nil end
+
+-- a trailing options table among the arguments (keyword arguments)
+local function split_kwargs(args)
+  local last = args[args.n]
+  if args.n > 0 and type(last) == 'table' and getmetatable(last) == nil and last[1] == nil and next(last) ~= nil then
+    local pos = { n = args.n - 1 }
+    for i = 1, args.n - 1 do pos[i] = args[i] end
+    return pos, last
+  end
+  return args, {}
+end
+
+local function call_hooked(self, ...)
+  local args = pack(...)
+  local pre = call_hooks(self, 'forward_pre')
+  if pre then
+    for _, h in ipairs(pre) do
+      if h.with_kwargs then
+        local pos, kw = split_kwargs(args)
+        local r = h.fn(self, pos, kw)
+        if r ~= nil then
+          if not (is_array(r) and r[1] ~= nil or r.n) then
+            fail('nn.Module', 'forward pre-hook must return nil or an array of (new_args, new_kwargs)')
+          end
+          local na, nk = r[1], r[2]
+          args = { n = table.maxn(na) }
+          for i = 1, args.n do args[i] = na[i] end
+          if nk and next(nk) ~= nil then args.n = args.n + 1; args[args.n] = nk end
+        end
+      else
+        local r = h.fn(self, args)
+        if r ~= nil then
+          if is_array(r) then
+            local n = r.n or table.maxn(r)
+            args = { n = n }
+            for i = 1, n do args[i] = r[i] end
+          else
+            args = { n = 1, r }
+          end
+        end
+      end
+    end
+  end
+  local bw_hooks, bw_pre = call_hooks(self, 'backward'), call_hooks(self, 'backward_pre')
+  local bw
+  if (bw_hooks or bw_pre) and C.mt_is_grad_enabled() ~= 0 then
+    bw = BackwardHook.new(self, bw_hooks or {}, bw_pre or {})
+    args = bw:setup_input(args)
+  end
+  local post = call_hooks(self, 'forward')
+  local res
+  local always = false
+  if post then for _, h in ipairs(post) do if h.always_call then always = true end end end
+  if always then
+    res = pack(pcall(self.forward, self, unpack(args, 1, args.n)))
+    if not res[1] then
+      local err = res[2]
+      for _, h in ipairs(post) do
+        if h.always_call then pcall(h.fn, self, args, nil) end
+      end
+      error(err, 0)
+    end
+    table.remove(res, 1)
+    res.n = res.n - 1
+  else
+    res = pack(self.forward(self, unpack(args, 1, args.n)))
+  end
+  local multi = res.n > 1
+  local out
+  if multi then out = res else out = res[1] end
+  if post then
+    for _, h in ipairs(post) do
+      local r
+      if h.with_kwargs then
+        local pos, kw = split_kwargs(args)
+        r = h.fn(self, pos, kw, out)
+      else
+        r = h.fn(self, args, out)
+      end
+      if r ~= nil then out = r end
+    end
+  end
+  if bw then out = bw:setup_output(out, multi) end
+  if multi and is_array(out) then return unpack(out, 1, out.n or table.maxn(out)) end
+  return out
+end
+
+-- m(...): hooks (when any are registered), then forward
+function Module.__call(self, ...)
+  if rawget(self, '_hooked') or nglobal > 0 then return call_hooked(self, ...) end
+  return self.forward(self, ...)
+end
+
+------------------------------------------------------------------------------ serialization
+-- torch.save keeps a module's registered values, attributes and training mode; hooks are code
+-- and are not saved (a loaded module has none).
+local saved_fields = { '_parameters', '_buffers', '_modules', '_attrs', '_order', '_non_persistent' }
+function Module:__serialize()
+  sync(self)
+  local s = {}
+  for _, f in ipairs(saved_fields) do s[f] = rawget(self, f) end
+  return s
+end
+function Module.__deserialize(cls, s)
+  local m = setmetatable({}, cls)
+  for _, f in ipairs(saved_fields) do
+    local v = s[f]
+    if type(v) ~= 'table' then fail('load', ('a saved %s has no %s table'):format(tostring(cls), f)) end
+    rawset(m, f, v)
+  end
+  return m
+end
+
+return M
