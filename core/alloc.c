@@ -4,6 +4,7 @@
  * storage are freed with the data, when the storage's last reference goes (a view keeps the
  * block alive after its base head died). Views get heads of their own. */
 #include "mt_internal.h"
+#include "grad/grad.h"
 
 #include <stdlib.h>
 
@@ -26,10 +27,32 @@ static inline void stat_add(int64_t *p, int64_t v) { *p += v; }
  * is a malloc of its own, so that use-after-free is caught. */
 #define SMALL_BLOCK MT_SMALL_BLOCK
 #define SLAB_BYTES (64 * 1024)
-/* two classes: 512-byte blocks (a head with up to 64 bytes of data) and 1024-byte ones */
-static const size_t class_size[2] = {SMALL_BLOCK / 2, SMALL_BLOCK};
+/* three classes: 512-byte blocks (a head with up to 64 bytes of data, view heads), 1024-byte
+ * ones, and graph nodes (core/grad) */
+enum { NODE_CLASS = 2, NCLASS = 3 };
+static const size_t class_size[NCLASS] = {SMALL_BLOCK / 2, SMALL_BLOCK, MT_NODE_BLOCK};
+/* Blocks come back a GC cycle after their last use (lua/tensor.lua), cold. Taking one from the
+ * list fetches the next one's lines that its next user will touch (bit k: line k), so that the
+ * next allocation does not stall on them: a tensor block's head, strides, storage, autograd
+ * metadata and first data line (lines 0, 1, 3, 5, 6, 7: see mt_new); a node's first three lines
+ * (struct mt_node). */
 #ifndef MT_ASAN_BUILD
-static _Thread_local void *small_list[2];
+static const unsigned class_lines[NCLASS] = {0xEB, 0x1EB, 0x7};
+/* The free lists: the first thread that allocates (the Lua thread, as a rule) owns one set,
+ * reached without thread-local storage (whose address lookup in a shared library is a call);
+ * other threads have their own. */
+static void *owner_list[NCLASS];
+static void *owner_tp;
+static _Thread_local void *small_list[NCLASS];
+static inline void **lists(void) {
+  void *tp = __builtin_thread_pointer();
+  void *owner = __atomic_load_n(&owner_tp, __ATOMIC_RELAXED);
+  if (__builtin_expect(tp == owner, 1)) return owner_list;
+  void *expect = NULL;
+  if (!owner && __atomic_compare_exchange_n(&owner_tp, &expect, tp, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    return owner_list;
+  return small_list;
+}
 #endif
 
 static void *small_alloc(int cls) {
@@ -37,9 +60,14 @@ static void *small_alloc(int cls) {
   void *q = NULL;
   return posix_memalign(&q, ALIGN, class_size[cls]) == 0 ? q : NULL;
 #else
-  void *p = small_list[cls];
+  void **list = lists();
+  void *p = list[cls];
   if (p) {
-    small_list[cls] = *(void **)p;
+    char *next = *(void **)p;
+    list[cls] = next;
+    if (next)
+      for (unsigned m = class_lines[cls], k = 0; m; m >>= 1, k++)
+        if (m & 1) __builtin_prefetch(next + 64 * k, 1, 3);
     return p;
   }
   char *slab = NULL;
@@ -47,8 +75,8 @@ static void *small_alloc(int cls) {
   size_t n = SLAB_BYTES / class_size[cls];
   for (size_t i = n - 1; i >= 1; i--) {
     void *blk = slab + i * class_size[cls];
-    *(void **)blk = small_list[cls];
-    small_list[cls] = blk;
+    *(void **)blk = list[cls];
+    list[cls] = blk;
   }
   return slab;
 #endif
@@ -58,13 +86,14 @@ static void small_free(void *p, int cls) {
   (void)cls;
   free(p);
 #else
-  *(void **)p = small_list[cls];
-  small_list[cls] = p;
+  void **list = lists();
+  *(void **)p = list[cls];
+  list[cls] = p;
 #endif
 }
 
-void *mt_small_alloc(void) { return small_alloc(1); }
-void mt_small_free(void *p) { small_free(p, 1); }
+void *mt_small_alloc(void) { return small_alloc(NODE_CLASS); }
+void mt_small_free(void *p) { small_free(p, NODE_CLASS); }
 
 /* Large blocks (a tensor's head and data together) are kept for reuse when freed, up to
  * BIG_CACHE_BYTES in all: a loop that makes tensors of the same sizes again and again then
@@ -181,6 +210,9 @@ static void storage_release(mt_storage *s) {
   }
 }
 
+static mt_status new_block(const int64_t *sizes, int ndim, int64_t numel, int dtype, size_t item, const char *op,
+                           mt_tensor **out);
+
 mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out) {
   int64_t numel;
   MT_TRY(mt_check_sizes(sizes, ndim, op, &numel));
@@ -188,6 +220,16 @@ mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_t
   size_t item = mt_itemsize(dtype);
   if ((uint64_t)numel > (UINT64_MAX >> 2) / item)
     return mt_error(MT_ENOMEM, "%s: size %s is too large to allocate", op, mt_shape_str(sizes, ndim));
+  return new_block(sizes, ndim, numel, dtype, item, op, out);
+}
+
+mt_status mt_new_like(const mt_tensor *t, int dtype, const char *op, mt_tensor **out) {
+  size_t item = dtype == MT_FLOAT32 ? 4 : dtype == MT_FLOAT64 ? 8 : mt_itemsize(dtype);
+  return new_block(t->_sizes, t->_ndim, t->_numel, dtype, item, op, out);
+}
+
+static mt_status new_block(const int64_t *sizes, int ndim, int64_t numel, int dtype, size_t item, const char *op,
+                           mt_tensor **out) {
   size_t nbytes = (size_t)numel * item;
   size_t head = EMBED_HEAD;
   char *block = NULL;
@@ -370,6 +412,38 @@ void mt_tensor_release(mt_tensor *t) {
   } else {
     small_free(t, 0); /* view heads come from the small-block list */
     storage_release(s);
+  }
+}
+
+/* What releasing t reads: its head, and for a head embedded in its block the storage and the
+ * autograd metadata beside it (harmless addresses inside a view head's block otherwise). */
+static inline void release_prefetch_head(const mt_tensor *t) {
+  const char *c = (const char *)t;
+  __builtin_prefetch(c, 1, 3);
+  __builtin_prefetch(c + 64, 0, 3);
+  __builtin_prefetch(c + sizeof(mt_tensor), 1, 3);
+  __builtin_prefetch(c + MT_EMBEDDED_META_OFFSET, 1, 3);
+}
+/* ... then (once the head is in cache) a view's storage and the node the tensor keeps alive */
+static inline void release_prefetch_deps(const mt_tensor *t) {
+  if (!(t->_flags & MT_TENSOR_EMBEDDED_HEAD)) __builtin_prefetch(t->_storage, 1, 3);
+  const mt_meta *m = t->_autograd;
+  if (m && m->grad_fn) {
+    __builtin_prefetch(m->grad_fn, 1, 3);
+    __builtin_prefetch((const char *)m->grad_fn + 64, 0, 3);
+  }
+}
+
+void mt_tensor_release_many(mt_tensor **ts, int64_t n) {
+  /* a software pipeline: the memory of the tensors a few places ahead is fetched while this one
+   * is released, so that their cache misses overlap instead of following one another */
+  enum { AHEAD_HEAD = 8, AHEAD_DEPS = 4 };
+  for (int64_t i = 0; i < n && i < AHEAD_HEAD; i++) release_prefetch_head(ts[i]);
+  for (int64_t i = 0; i < n && i < AHEAD_DEPS; i++) release_prefetch_deps(ts[i]);
+  for (int64_t i = 0; i < n; i++) {
+    if (i + AHEAD_HEAD < n) release_prefetch_head(ts[i + AHEAD_HEAD]);
+    if (i + AHEAD_DEPS < n) release_prefetch_deps(ts[i + AHEAD_DEPS]);
+    mt_tensor_release(ts[i]);
   }
 }
 

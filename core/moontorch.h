@@ -528,6 +528,8 @@ MT_API const char *mt_grad_op_list_name(int i); /* 0 <= i < mt_grad_op_count(), 
 MT_API mt_tensor **mt_handles_resize(int64_t cap);
 /* Release every reference in the array and free it (the Lua state is closing). */
 MT_API void mt_handles_release_all(void);
+/* mt_tensor_release of ts[0..n), fetching ahead (the registry's references die in batches, cold). */
+MT_API void mt_tensor_release_many(mt_tensor **ts, int64_t n);
 
 /* ---------------------------------------------------------------- threads */
 MT_API void mt_set_num_threads(int n);

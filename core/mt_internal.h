@@ -85,8 +85,10 @@ static inline size_t mt_itemsize(int dt) { return mt_dtype_size(dt); }
 
 /* ---------------------------------------------------------------- allocation */
 void *mt_aligned_alloc(size_t nbytes);
-/* Blocks of MT_SMALL_BLOCK bytes from a per-thread free list (tensor heads, graph nodes). */
+/* Tensor blocks of up to MT_SMALL_BLOCK bytes come from per-thread free lists (alloc.c); so do
+ * graph nodes, blocks of MT_NODE_BLOCK bytes (mt_small_alloc). */
 #define MT_SMALL_BLOCK 1024
+#define MT_NODE_BLOCK 640
 void *mt_small_alloc(void);
 void mt_small_free(void *p);
 /* An embedded tensor head's block also holds its autograd metadata (core/grad's mt_meta, at most
@@ -97,6 +99,9 @@ void mt_small_free(void *p);
 void mt_aligned_free(void *p);
 /* A new contiguous tensor; contents uninitialised. `op` names the caller in error messages. */
 mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out);
+/* A new contiguous tensor of t's sizes (checked when t was made) and `dtype`, whose itemsize is
+ * at most t's (so that the size cannot overflow). */
+mt_status mt_new_like(const mt_tensor *t, int dtype, const char *op, mt_tensor **out);
 /* A new head over `t`'s storage with the given geometry. */
 mt_status mt_new_view(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
                       mt_tensor **out);

@@ -24,12 +24,16 @@ local function new_id()
   next_id = next_id + 1
   return next_id
 end
-local function drain()
-  while true do
-    local id = tonumber(C.mt_grad_pop_dead_id())
-    if id == 0 then break end
+local function drain_from(id)
+  while id ~= 0 do
     for i = 1, #id_tables do id_tables[i][id] = nil end
+    id = tonumber(C.mt_grad_pop_dead_id())
   end
+end
+-- no loop unless there is something to forget: hot callers (backward) stay compilable
+local function drain()
+  local id = tonumber(C.mt_grad_pop_dead_id())
+  if id ~= 0 then drain_from(id) end
 end
 M.new_id, M.drain = new_id, drain
 -- A table of per-id state (Function contexts, anomaly tracebacks) that drain() clears when the
@@ -137,10 +141,22 @@ M.Node = Node
 props.requires_grad = function(t) return C.mt_requires_grad(t) ~= 0 end
 props.is_leaf = function(t) return C.mt_is_leaf(t) ~= 0 end
 props.grad_fn = function(t) return node_obj(C.mt_grad_fn(t)) end
+-- t.grad: the same handle while one for that gradient tensor lives (PyTorch's p.grad is one
+-- object too), so that reading .grad in a loop makes no handles for the GC to find
+local grad_handles = setmetatable({}, { __mode = 'v' }) -- C address -> handle
+local intptr_ct = ffi.typeof('intptr_t')
 props.grad = function(t)
   local p = C.mt_get_grad(t)
   if p == nil then return nil end
-  return wrap(p)
+  local key = tonumber(ffi.cast(intptr_ct, p))
+  local h = grad_handles[key]
+  if h ~= nil then
+    C.mt_tensor_release(p) -- the handle owns a reference already
+    return h
+  end
+  h = wrap(p)
+  grad_handles[key] = h
+  return h
 end
 props.retains_grad = function(t) return C.mt_retains_grad(t) ~= 0 end
 props.output_nr = function(t) return C.mt_output_nr(t) end
@@ -294,9 +310,8 @@ end
 
 local lua_backward -- set by the Function module: lua_backward(e, ev, create_graph, retain_graph)
 
-local function loop(e, create, retain)
+local function loop_events(e, create, retain)
   while true do
-    if C.mt_engine_run(e, ev) ~= 0 then raise_last() end
     local k = ev.kind
     if k == EV_DONE then return end
     if k == EV_PRE then on_pre(e)
@@ -306,10 +321,41 @@ local function loop(e, create, retain)
       if not lua_backward then fail('backward', 'a Lua function node was met but Functions are not loaded') end
       lua_backward(e, ev, create, retain)
     end
+    if C.mt_engine_run(e, ev) ~= 0 then raise_last() end
   end
+end
+-- without Lua hooks and functions the first run finishes: no loop on that path
+local function loop(e, create, retain)
+  if C.mt_engine_run(e, ev) ~= 0 then raise_last() end
+  if ev.kind ~= EV_DONE then loop_events(e, create, retain) end
 end
 
 local engp = ffi.new('mt_engine *[1]')
+local function run_engine(op, rarr, garr, n, retain, create, iarr, inputs, ni, allow_unused)
+  if C.mt_engine_new(rarr, garr, n, retain and 1 or 0, create and 1 or 0, iarr, ni, allow_unused and 1 or 0, engp) ~= 0 then
+    raise_last()
+  end
+  local e = engp[0]
+  local ok, err = pcall(loop, e, create, retain)
+  if not ok and M.rewrite_error then err = M.rewrite_error(err) end
+  local captured
+  if ok and ni > 0 then
+    captured = {}
+    for i = 1, ni do
+      local p = C.mt_engine_captured(e, i - 1)
+      if p ~= nil then captured[i] = wrap(p)
+      elseif not allow_unused then
+        C.mt_engine_free(e)
+        fail(op, 'One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.')
+      end
+    end
+  end
+  C.mt_engine_free(e)
+  drain()
+  if not ok then error(err, 0) end
+  return captured
+end
+
 -- run a backward: roots, grads (arrays, grads may hold nils), options; inputs for autograd.grad
 local function run_backward(op, roots, grads, retain, create, inputs, allow_unused)
   drain()
@@ -334,39 +380,28 @@ local function run_backward(op, roots, grads, retain, create, inputs, allow_unus
     if not is_tensor(inputs[i]) then fail(op, 'inputs must be tensors') end
     iarr[i - 1] = inputs[i]
   end
-  if C.mt_engine_new(rarr, garr, n, retain and 1 or 0, create and 1 or 0, iarr, ni, allow_unused and 1 or 0, engp) ~= 0 then
-    raise_last()
-  end
-  local e = engp[0]
-  local ok, err = pcall(loop, e, create, retain)
-  if not ok and M.rewrite_error then err = M.rewrite_error(err) end
-  local captured
-  if ok and ni > 0 then
-    captured = {}
-    for i = 1, ni do
-      local p = C.mt_engine_captured(e, i - 1)
-      if p ~= nil then captured[i] = wrap(p)
-      elseif not allow_unused then
-        C.mt_engine_free(e)
-        fail(op, 'One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.')
-      end
-    end
-  end
-  C.mt_engine_free(e)
-  drain()
-  if not ok then error(err, 0) end
-  return captured
+  return run_engine(op, rarr, garr, n, retain, create, iarr, inputs, ni, allow_unused)
 end
 M.run_backward = run_backward
 function M.set_lua_backward(f) lua_backward = f end
 
 -- t:backward(gradient, {retain_graph=, create_graph=, inputs=})
+local root1 = ffi.new('mt_tensor *[1]')
+local grad1 = ffi.new('mt_tensor *[1]')
 function methods.backward(t, gradient, opts)
   if type(gradient) == 'table' and not is_tensor(gradient) and opts == nil then gradient, opts = nil, gradient end
   local create = opts and opts.create_graph or false
   local retain = opts and opts.retain_graph
   if retain == nil then retain = create end
-  run_backward('backward', { t }, { gradient }, retain, create)
+  if gradient ~= nil and not is_tensor(gradient) then
+    return run_backward('backward', { t }, { gradient }, retain, create)
+  end
+  -- one root: no tables, no loops (the usual loss:backward() compiles)
+  if not is_tensor(t) then fail('backward', 'expected tensors to differentiate, got ' .. type(t)) end
+  drain()
+  root1[0] = t
+  grad1[0] = gradient -- (mt_engine_new takes what it needs from both before it returns)
+  run_engine('backward', root1, grad1, 1, retain, create, nil, nil, 0, false)
 end
 
 ------------------------------------------------------------------------------ torch.autograd
@@ -404,15 +439,18 @@ end
 
 ------------------------------------------------------------------------------ grad modes
 local function with_mode(setter, getter, value)
+  -- restore the mode, then re-raise or return fn's results (no table: the wrapper compiles)
+  local function finish(prev, ok, ...)
+    setter(prev)
+    if not ok then error((...), 0) end
+    return ...
+  end
   return function(fn)
     if type(fn) ~= 'function' then fail('no_grad', 'expected a function to wrap') end
     return function(...)
       local prev = getter()
       setter(value)
-      local res = { pcall(fn, ...) }
-      setter(prev)
-      if not res[1] then error(res[2], 0) end
-      return unpack(res, 2, table.maxn(res))
+      return finish(prev, pcall(fn, ...))
     end
   end
 end

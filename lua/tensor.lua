@@ -22,7 +22,6 @@ local outp = ffi.new('mt_tensor *[1]')
 local outp2 = ffi.new('mt_tensor *[1]')
 local szbuf = ffi.new('int64_t[16]')
 local szbuf2 = ffi.new('int64_t[16]')
-local release = C.mt_tensor_release
 local stats = C.mt_get_stats()
 M.outp, M.outp2, M.szbuf, M.szbuf2 = outp, outp2, szbuf, szbuf2
 
@@ -30,21 +29,30 @@ M.outp, M.outp2, M.szbuf, M.szbuf2 = outp, outp2, szbuf, szbuf2
 -- finalizers cost ~1 us each, more than a whole small op). Handle i sits in the weak-valued
 -- table `slots` and the reference it owns in the C array `ptrs`; when the GC has collected a
 -- handle, a scan finds ptrs[i] set with slots[i+1] empty and releases the reference. Scans run at
--- the end of every GC cycle (a sentinel's __gc), when the free list is empty (after a full
--- collection), and when much C memory was allocated since the last one.
+-- the end of every GC cycle (a sentinel's __gc), when the free list is empty (after finishing
+-- the GC cycle under way), and when the bytes held by tensors grew by much since the last one.
 local ptrs = C.mt_handles_resize(4096)
 local cap = 4096
 local free = ffi.new('int32_t[?]', cap)
 local nfree = 0
 for i = cap - 1, 0, -1 do free[nfree] = i; nfree = nfree + 1 end
 local slots = setmetatable({}, { __mode = 'v' })
--- C bytes allocated since the last reclaim that trigger the next one. Small, so that freed
--- blocks are reused while they are still in cache (as with PyTorch's prompt frees), but large
--- enough to amortise a full collection, whose cost grows with the Lua heap: GC_HEAP_FACTOR
--- times the Lua heap's size, at least GC_MIN_BYTES.
+-- Growth of the bytes held by tensors since the last reclaim that triggers the next one (big
+-- tensors held by dead handles must not wait for the Lua GC, which sees only small handles;
+-- temporaries the C core freed at once do not count). Large enough to amortise a full
+-- collection, whose cost grows with the Lua heap: GC_HEAP_FACTOR times the Lua heap's size, at
+-- least GC_MIN_BYTES.
 local GC_MIN_BYTES = 4 * 1024 * 1024
 local GC_HEAP_FACTOR = 16
-local gc_bytes = GC_MIN_BYTES
+-- Registry slots per KB of live Lua heap (a full registry forces a GC cycle). More slots mean
+-- rarer cycles but more dead tensors and graph nodes waiting for their release, whose memory is
+-- cold by then: 4 measured best on the benchmarks (4096 slots for moontorch's own heap).
+local SLOTS_PER_KB = 4
+local gc_limit = GC_MIN_BYTES -- stats.live_bytes above which the next wrap reclaims
+
+-- the references a scan found dead, released together by C (which fetches ahead: they are cold)
+local dead = ffi.new('mt_tensor *[?]', cap)
+local release_many = C.mt_tensor_release_many
 
 local function scan()
   local freed = 0
@@ -54,10 +62,11 @@ local function scan()
       ptrs[i] = nil
       free[nfree] = i
       nfree = nfree + 1
+      dead[freed] = p
       freed = freed + 1
-      release(p)
     end
   end
+  if freed > 0 then release_many(dead, freed) end
   return freed
 end
 
@@ -82,17 +91,30 @@ local function grow(ncap)
   ffi.copy(nf, free, 4 * nfree)
   for i = ncap - 1, cap, -1 do nf[nfree] = i; nfree = nfree + 1 end
   free, ptrs, cap = nf, np, ncap
+  dead = ffi.new('mt_tensor *[?]', ncap)
 end
 
--- a full collection and scan; grows the registry when little was free, so that collections
--- stay rare relative to the Lua heap's size
+-- Run the GC until the cycle under way ends: every handle dead before its atomic phase is then
+-- known (a full collection would throw away the marking done so far and sweep twice).
+local function finish_cycle()
+  while not collectgarbage('step', 1024) do end
+end
+
+-- a GC cycle and a scan (two when the first one's marking was already over and found too
+-- little); grows the registry when little was free, so that collections stay rare relative to
+-- the Lua heap's size
 local function reclaim()
-  collectgarbage()
-  scan()
+  finish_cycle()
+  cycle_ended = false
+  if scan() < cap / 4 then
+    finish_cycle()
+    cycle_ended = false
+    scan()
+  end
   stats.bytes_since_gc = 0
   local heap = collectgarbage('count') * 1024 * GC_HEAP_FACTOR
-  gc_bytes = heap > GC_MIN_BYTES and heap or GC_MIN_BYTES
-  local want = collectgarbage('count') * 8 -- slots per KB of live Lua heap
+  gc_limit = tonumber(stats.live_bytes) + (heap > GC_MIN_BYTES and heap or GC_MIN_BYTES)
+  local want = collectgarbage('count') * SLOTS_PER_KB
   if nfree < cap / 2 or cap < want then
     local ncap = cap * 2
     while ncap < want do ncap = ncap * 2 end
@@ -122,7 +144,7 @@ local function wrap(p)
   local i = free[nfree]
   slots[i + 1] = h -- before ptrs[i]: a scan that runs while the table grows must skip slot i
   ptrs[i] = p
-  if stats.bytes_since_gc > gc_bytes then reclaim() end
+  if stats.live_bytes > gc_limit then reclaim() end
   if anomaly_hook then anomaly_hook(p) end
   return h
 end
@@ -152,6 +174,11 @@ local function is_opts(x) return type(x) == 'table' and x[1] == nil and next(x) 
 local function parse_sizes(op, ...)
   local n = select('#', ...)
   local first = ...
+  -- one size, the usual randn(4): no loop, so that callers stay compilable in a trace
+  if n == 1 and type(first) == 'number' and first == floor(first) then
+    szbuf[0] = first
+    return 1, nil
+  end
   local opts
   if n > 0 then
     local last = select(n, ...)

@@ -6,11 +6,20 @@
  * Lua backward functions), and the caller calls it again to go on. The C core never calls Lua. */
 #include "grad.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 enum { GOP_ACCUMULATE = 0, GOP_LUA = 1 };
 
 typedef enum { ST_POP, ST_PRE_DONE, ST_LUA_DONE, ST_HOOK_DONE, ST_POST_DONE } stage;
+
+enum { E_INLINE = 32, E_INLINE_GIN = 8, E_INLINE_SLOTS = 64, E_CHUNK_SLOTS = 256 };
+
+/* more gradient slots (nodes' buf arrays), when the inline ones run out */
+typedef struct slot_chunk {
+  struct slot_chunk *next;
+  mt_tensor *slots[];
+} slot_chunk;
 
 struct mt_engine {
   int retain_graph, create_graph, allow_unused;
@@ -24,7 +33,13 @@ struct mt_engine {
   /* the node being run and its state */
   mt_node *cur;
   stage st;
-  mt_tensor **gin; /* the current node's input gradients (cur->nin) */
+  mt_tensor **gin; /* the current node's input gradients (cur->nin), NULL between nodes */
+  mt_tensor **gin_buf;
+  int gin_cap;
+  /* where nodes' buf arrays come from: slots_in, then chunks */
+  mt_tensor **slots;
+  size_t slots_left;
+  slot_chunk *chunks;
   /* autograd.grad: capture targets */
   int ncap;
   mt_node **cap_node;
@@ -32,7 +47,15 @@ struct mt_engine {
   mt_tensor **captured;
   int saved_grad_mode;
   int finished;
+  /* small graphs need no allocation beyond the engine itself */
+  mt_node *nodes_in[E_INLINE];
+  mt_node *heap_in[E_INLINE + 1];
+  mt_tensor *gin_in[E_INLINE_GIN];
+  mt_tensor *slots_in[E_INLINE_SLOTS];
 };
+
+/* One finished engine is kept for the next backward (taken and given back atomically). */
+static mt_engine *spare_engine;
 
 static uint64_t engine_epoch;
 
@@ -66,30 +89,49 @@ static mt_node *heap_pop(mt_engine *e) {
   return top;
 }
 
+/* n zeroed gradient slots that live as long as the engine */
+static mt_tensor **take_slots(mt_engine *e, size_t n) {
+  if (e->slots_left < n) {
+    size_t len = n > E_CHUNK_SLOTS ? n : E_CHUNK_SLOTS;
+    slot_chunk *c = malloc(sizeof *c + len * sizeof(mt_tensor *));
+    if (!c) return NULL;
+    c->next = e->chunks;
+    e->chunks = c;
+    e->slots = c->slots;
+    e->slots_left = len;
+  }
+  mt_tensor **r = e->slots;
+  for (size_t i = 0; i < n; i++) r[i] = NULL;
+  e->slots += n;
+  e->slots_left -= n;
+  return r;
+}
+
 /* Mark a node as part of this run (first visit) */
 static mt_status visit(mt_engine *e, mt_node *n, bool *first) {
   *first = n->epoch != e->epoch;
   if (!*first) return MT_OK;
   n->epoch = e->epoch;
   n->deps = 0;
-  n->buf = calloc((size_t)(n->nout > 0 ? n->nout : 1), sizeof(mt_tensor *));
+  n->buf = take_slots(e, (size_t)(n->nout > 0 ? n->nout : 1));
   if (!n->buf) return oom();
   if (e->nnodes == e->cap) {
-    size_t nc = e->cap ? e->cap * 2 : 64;
-    mt_node **nn = realloc(e->nodes, nc * sizeof *nn);
+    size_t nc = e->cap * 2;
+    mt_node **nn = e->nodes == e->nodes_in ? malloc(nc * sizeof *nn) : realloc(e->nodes, nc * sizeof *nn);
     if (!nn) return oom();
+    if (e->nodes == e->nodes_in) memcpy(nn, e->nodes_in, sizeof e->nodes_in);
     e->nodes = nn;
     e->cap = nc;
   }
-  e->nodes[e->nnodes++] = mt_node_retain(n);
+  e->nodes[e->nnodes++] = node_ref(n);
   return MT_OK;
 }
 
 /* Discover the graph below `roots` and count dependencies (iterative DFS). */
 static mt_status discover(mt_engine *e, mt_node **roots, int n) {
+  mt_node *local[64];
   size_t cap = 64, len = 0;
-  mt_node **stack = malloc(cap * sizeof *stack);
-  if (!stack) return oom();
+  mt_node **stack = local;
   mt_status s = MT_OK;
   for (int i = 0; i < n && s == MT_OK; i++) {
     bool first;
@@ -105,8 +147,9 @@ static mt_status discover(mt_engine *e, mt_node **roots, int n) {
         c->deps++;
         if (first) {
           if (len == cap) {
-            mt_node **ns = realloc(stack, cap * 2 * sizeof *ns);
+            mt_node **ns = stack == local ? malloc(cap * 2 * sizeof *ns) : realloc(stack, cap * 2 * sizeof *ns);
             if (!ns) { s = oom(); break; }
+            if (stack == local) memcpy(ns, local, sizeof local);
             stack = ns;
             cap *= 2;
           }
@@ -115,8 +158,8 @@ static mt_status discover(mt_engine *e, mt_node **roots, int n) {
       }
     }
   }
-  free(stack);
-  if (s == MT_OK) {
+  if (stack != local) free(stack);
+  if (s == MT_OK && e->nnodes + 1 > e->heapcap) {
     e->heapcap = e->nnodes + 1;
     e->heap = malloc(e->heapcap * sizeof *e->heap);
     if (!e->heap) s = oom();
@@ -156,16 +199,29 @@ static bool has_nan(const mt_tensor *g) {
 mt_status mt_engine_new(mt_tensor **roots, mt_tensor **grads, int n, int retain_graph, int create_graph,
                         mt_tensor **inputs, int ninputs, int allow_unused, mt_engine **out) {
   if (n <= 0) return mt_error(MT_EINVAL, "backward: no tensors to differentiate");
-  mt_engine *e = calloc(1, sizeof *e);
+  mt_engine *e = __atomic_exchange_n(&spare_engine, NULL, __ATOMIC_ACQUIRE);
+  if (!e) e = malloc(sizeof *e);
   if (!e) return oom();
+  /* everything but the inline arrays */
+  memset(e, 0, offsetof(mt_engine, nodes_in));
+  e->nodes = e->nodes_in;
+  e->cap = E_INLINE;
+  e->heap = e->heap_in;
+  e->heapcap = E_INLINE + 1;
+  e->gin_buf = e->gin_in;
+  e->gin_cap = E_INLINE_GIN;
+  e->slots = e->slots_in;
+  e->slots_left = E_INLINE_SLOTS;
   e->retain_graph = retain_graph;
   e->create_graph = create_graph;
   e->allow_unused = allow_unused;
   e->epoch = ++engine_epoch;
   e->saved_grad_mode = mt_grad_mode;
   mt_status s = MT_OK;
-  mt_node **rn = calloc((size_t)n, sizeof *rn);
-  int *rnr = calloc((size_t)n, sizeof *rnr);
+  mt_node *rn_in[4] = {0};
+  int rnr_in[4] = {0};
+  mt_node **rn = n <= 4 ? rn_in : calloc((size_t)n, sizeof *rn);
+  int *rnr = n <= 4 ? rnr_in : calloc((size_t)n, sizeof *rnr);
   if (!rn || !rnr) { s = oom(); goto fail; }
   for (int i = 0; i < n; i++) {
     mt_tensor *r = roots[i];
@@ -231,14 +287,14 @@ mt_status mt_engine_new(mt_tensor **roots, mt_tensor **grads, int n, int retain_
     }
   }
   for (int i = 0; i < n; i++) mt_node_release(rn[i]);
-  free(rn);
-  free(rnr);
+  if (rn != rn_in) free(rn);
+  if (rnr != rnr_in) free(rnr);
   *out = e;
   return MT_OK;
 fail:
   if (rn) for (int i = 0; i < n; i++) mt_node_release(rn[i]);
-  free(rn);
-  free(rnr);
+  if (rn != rn_in) free(rn);
+  if (rnr != rnr_in) free(rnr);
   mt_engine_free(e);
   return s;
 }
@@ -249,7 +305,6 @@ void mt_engine_free(mt_engine *e) {
     mt_node *d = e->nodes[i];
     if (d->buf) {
       for (int k = 0; k < d->nout; k++) mt_tensor_release(d->buf[k]);
-      free(d->buf);
       d->buf = NULL;
     }
     d->epoch = 0;
@@ -259,9 +314,14 @@ void mt_engine_free(mt_engine *e) {
   if (e->gin && e->cur) {
     for (int k = 0; k < e->cur->nin; k++) mt_tensor_release(e->gin[k]);
   }
-  free(e->gin);
-  free(e->nodes);
-  free(e->heap);
+  if (e->gin_buf != e->gin_in) free(e->gin_buf);
+  if (e->nodes != e->nodes_in) free(e->nodes);
+  if (e->heap != e->heap_in) free(e->heap);
+  while (e->chunks) {
+    slot_chunk *c = e->chunks;
+    e->chunks = c->next;
+    free(c);
+  }
   for (int i = 0; i < e->ncap; i++) {
     mt_node_release(e->cap_node ? e->cap_node[i] : NULL);
     mt_tensor_release(e->captured ? e->captured[i] : NULL);
@@ -270,7 +330,12 @@ void mt_engine_free(mt_engine *e) {
   free(e->cap_nr);
   free(e->captured);
   mt_grad_mode = e->saved_grad_mode;
-  free(e);
+#ifdef MT_ASAN_BUILD
+  free(e); /* every engine a malloc of its own, so that a use after free is caught */
+#else
+  mt_engine *old = __atomic_exchange_n(&spare_engine, e, __ATOMIC_RELEASE);
+  free(old);
+#endif
 }
 
 mt_tensor *mt_engine_captured(mt_engine *e, int i) {
@@ -358,7 +423,6 @@ static mt_status propagate(mt_engine *e, mt_node *n) {
   }
   if (e->gin) {
     for (int k = 0; k < n->nin; k++) mt_tensor_release(e->gin[k]);
-    free(e->gin);
     e->gin = NULL;
   }
   for (int k = 0; k < n->nout; k++) {
@@ -428,8 +492,15 @@ mt_status mt_engine_run(mt_engine *e, mt_engine_event *ev) {
       e->st = ST_PRE_DONE;
     }
     if (e->st == ST_PRE_DONE) {
-      e->gin = calloc((size_t)(n->nin > 0 ? n->nin : 1), sizeof(mt_tensor *));
-      if (!e->gin) return oom();
+      if (n->nin > e->gin_cap) {
+        mt_tensor **g = malloc(sizeof *g * (size_t)n->nin);
+        if (!g) return oom();
+        if (e->gin_buf != e->gin_in) free(e->gin_buf);
+        e->gin_buf = g;
+        e->gin_cap = n->nin;
+      }
+      e->gin = e->gin_buf;
+      for (int k = 0; k < n->nin; k++) e->gin[k] = NULL;
       if (n->op == GOP_ACCUMULATE) {
         mt_meta *m = n->variable ? n->variable->_autograd : NULL;
         if (m && (m->flags & META_HAS_HOOKS)) {

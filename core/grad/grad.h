@@ -30,31 +30,52 @@ enum {
   NODE_RELEASED = 1,  /* saved tensors were freed by a backward without retain_graph */
   NODE_PRE_HOOK = 2,  /* the Lua layer has pre hooks on this node */
   NODE_POST_HOOK = 4, /* ... post hooks */
-  NODE_HAS_SAVED = 8  /* some saved tensors were stored (a second backward needs them) */
+  NODE_HAS_SAVED = 8, /* saved[] is initialised (some saved tensors were stored) */
+  NODE_EXTRA = 32     /* variable, name or lua_id may be set (releasing looks at them) */
 };
 
+#define MT_NODE_INLINE_EDGES 2
+
+/* A graph node. Laid out by use, in 64-byte lines, because graphs are released a GC cycle after
+ * they were made (lua/tensor.lua), when their memory is cold: recording writes lines 0-2 (and the
+ * shapes and saved slots it uses), releasing reads lines 0-1 (and saved[] when NODE_HAS_SAVED). */
 struct mt_node {
+  /* line 0: recording, releasing, the engine */
   int64_t refcount;
   int32_t op;        /* mt_grad_op */
   int16_t nin;       /* edges: one per differentiable input of the forward op */
   int16_t nout;      /* gradients coming in: one per output of the forward op */
-  uint64_t seq;      /* creation order: later nodes run first */
   uint32_t flags;
-  int32_t ip[6];     /* integer parameters of the op (dims, op codes, keepdim, ...) */
-  double dp[4];      /* number parameters (alpha, exponents, bounds, ...) */
+  int32_t deps;      /* engine scratch, valid while engine `epoch` runs */
+  uint64_t seq;      /* creation order: later nodes run first */
+  mt_edge *next;     /* nin edges: edge_in, or tail */
+  mt_tensor **buf;   /* engine: nout incoming gradients being summed */
+  uint64_t epoch;
+  int32_t heap_pos;
+  int32_t _pad0;
+  /* line 1 */
+  mt_edge edge_in[MT_NODE_INLINE_EDGES];
   int64_t lua_id;
   int64_t anomaly_id;
   mt_tensor *variable;   /* AccumulateGrad: the leaf (strong reference) */
   char *name;            /* Lua nodes: their name (owned) */
+  /* line 2 */
+  int32_t ip[6];     /* integer parameters of the op (dims, op codes, keepdim, ...) */
+  uint32_t same_shape; /* bit k: input k had the output's shape (shape[k] not stored; see mt_node_keep_shape) */
+  int32_t _pad1;
+  double dp[4];      /* number parameters (alpha, exponents, bounds, ...) */
+  /* written and read only by the ops that use them */
   mt_saved saved[MT_NODE_MAX_SAVED];
   mt_shape shape[2];     /* e.g. the inputs' shapes */
-  /* engine scratch, valid while engine `epoch` runs */
-  uint64_t epoch;
-  int32_t deps;
-  int32_t heap_pos;
-  mt_tensor **buf;       /* nout incoming gradients being summed */
-  mt_edge next[];        /* nin edges */
+  mt_edge tail[];        /* edges beyond MT_NODE_INLINE_EDGES */
 };
+_Static_assert(sizeof(mt_node) <= MT_NODE_BLOCK, "a node with its inline edges fits a node block");
+
+/* mt_node_retain for the core's own use (no call through the library's PLT) */
+static inline mt_node *node_ref(mt_node *n) {
+  if (n) n->refcount++;
+  return n;
+}
 
 /* Per-tensor autograd metadata (mt_tensor._autograd), made on demand. */
 typedef struct mt_meta {
@@ -88,8 +109,21 @@ mt_status mt_node_make(int op, mt_tensor **inputs, int nin, int nout, mt_node **
 mt_status mt_node_save(mt_node *n, int slot, mt_tensor *t);
 mt_status mt_node_save_output(mt_node *n, int slot, mt_tensor *out, int output_nr);
 void mt_node_set_shape(mt_node *n, int k, const mt_tensor *t);
+/* Remember input k's shape for unbroadcasting its gradient: nothing but a bit when it is the
+ * output's shape (then mt_node_to_input_shape hands the gradient on as it is). */
+static inline void mt_node_keep_shape(mt_node *n, int k, const mt_tensor *t, const mt_tensor *out) {
+  bool same = t->_ndim == out->_ndim;
+  for (int i = 0; same && i < t->_ndim; i++) same = t->_sizes[i] == out->_sizes[i];
+  if (same) n->same_shape |= 1u << k;
+  else mt_node_set_shape(n, k, t);
+}
+/* g (a gradient of the output) summed down to input k's shape kept by mt_node_keep_shape: a new
+ * reference */
+mt_status mt_node_to_input_shape(mt_node *n, int k, mt_tensor *g, mt_tensor **out);
 /* Attach `out` as output `nr` of n: out.grad_fn = n, out requires grad. */
 mt_status mt_node_attach(mt_node *n, mt_tensor *out, int nr);
+/* The same as output 0, handing over the caller's reference to n (released on failure). */
+mt_status mt_node_attach_new(mt_node *n, mt_tensor *out);
 /* A saved tensor for the backward (a new reference, NULL if none was saved); an error when it was
  * released or modified in place. */
 mt_status mt_node_get_saved(mt_node *n, int slot, mt_tensor **t);

@@ -156,50 +156,46 @@ mt_status mt_detach_(mt_tensor *t) {
 
 /* ---------------------------------------------------------------- nodes */
 static mt_node *node_alloc(int op, int nin, int nout) {
-  size_t size = sizeof(mt_node) + sizeof(mt_edge) * (size_t)(nin > 0 ? nin : 1);
+  int extra = nin > MT_NODE_INLINE_EDGES ? nin : 0;
+  size_t size = sizeof(mt_node) + sizeof(mt_edge) * (size_t)extra;
   mt_node *n;
-  if (size <= MT_SMALL_BLOCK) {
+  if (size <= MT_NODE_BLOCK) {
     n = mt_small_alloc();
     if (!n) return NULL;
-    /* field by field: a memset of the whole head (rep stos) costs more than the rest of a small op;
-     * the shapes are written by whoever uses them, the edges by mt_node_make */
     n->flags = NODE_SMALL;
-    for (int i = 0; i < 6; i++) n->ip[i] = 0;
-    for (int i = 0; i < 4; i++) n->dp[i] = 0;
-    n->lua_id = 0;
-    n->variable = NULL;
-    n->name = NULL;
-    for (int i = 0; i < MT_NODE_MAX_SAVED; i++) {
-      n->saved[i].t = NULL;
-      n->saved[i].version = 0;
-      n->saved[i].output_nr = -1;
-    }
-    n->epoch = 0;
-    n->deps = 0;
-    n->buf = NULL;
-    for (int i = 0; i < nin; i++) {
-      n->next[i].node = NULL;
-      n->next[i].input_nr = 0;
-    }
   } else {
-    n = calloc(1, size);
+    n = malloc(size);
     if (!n) return NULL;
+    n->flags = 0;
   }
+  /* field by field, lines 0-2 only (see struct mt_node): saved[] is initialised by the first save,
+   * the shapes by whoever uses them */
   n->refcount = 1;
   n->op = op;
   n->nin = (int16_t)nin;
   n->nout = (int16_t)nout;
+  n->deps = 0;
   n->seq = ++next_seq;
-  n->anomaly_id = anomaly_mode ? anomaly_trace : 0;
+  n->next = extra ? n->tail : n->edge_in;
+  n->buf = NULL;
+  n->epoch = 0;
   n->heap_pos = -1;
+  n->lua_id = 0;
+  n->anomaly_id = anomaly_mode ? anomaly_trace : 0;
+  n->variable = NULL;
+  n->name = NULL;
+  for (int i = 0; i < 6; i++) n->ip[i] = 0;
+  n->same_shape = 0;
+  for (int i = 0; i < 4; i++) n->dp[i] = 0;
+  for (int i = 0; i < nin; i++) {
+    n->next[i].node = NULL;
+    n->next[i].input_nr = 0;
+  }
   live_nodes++;
   return n;
 }
 
-mt_node *mt_node_retain(mt_node *n) {
-  if (n) n->refcount++;
-  return n;
-}
+mt_node *mt_node_retain(mt_node *n) { return node_ref(n); }
 
 /* Release a chain of nodes without recursion: a 100 000-node graph must not overflow the stack.
  * Dying nodes' edges go on an explicit list. */
@@ -225,18 +221,18 @@ void mt_node_release(mt_node *n) {
         todo[len++] = c;
       }
     }
-    for (int i = 0; i < MT_NODE_MAX_SAVED; i++) mt_tensor_release(d->saved[i].t);
-    if (d->variable) {
-      mt_meta *m = d->variable->_autograd;
-      if (m && m->grad_acc == d) m->grad_acc = NULL;
-      mt_tensor_release(d->variable);
+    if (d->flags & NODE_HAS_SAVED)
+      for (int i = 0; i < MT_NODE_MAX_SAVED; i++) mt_tensor_release(d->saved[i].t);
+    if (d->flags & NODE_EXTRA) {
+      if (d->variable) {
+        mt_meta *m = d->variable->_autograd;
+        if (m && m->grad_acc == d) m->grad_acc = NULL;
+        mt_tensor_release(d->variable);
+      }
+      free(d->name);
+      push_dead(d->lua_id);
     }
-    if (d->buf) {
-      for (int i = 0; i < d->nout; i++) mt_tensor_release(d->buf[i]);
-      free(d->buf);
-    }
-    free(d->name);
-    push_dead(d->lua_id);
+    /* buf belongs to an engine (mt_engine_free clears it before it lets go of the node) */
     live_nodes--;
     if (d->flags & NODE_SMALL) mt_small_free(d);
     else free(d);
@@ -253,7 +249,11 @@ mt_node *mt_node_next(const mt_node *n, int i, int *input_nr) {
 }
 mt_tensor *mt_node_variable(const mt_node *n) { return n ? n->variable : NULL; }
 int64_t mt_node_lua_id(const mt_node *n) { return n ? n->lua_id : 0; }
-void mt_node_set_lua_id(mt_node *n, int64_t id) { if (n) n->lua_id = id; }
+void mt_node_set_lua_id(mt_node *n, int64_t id) {
+  if (!n) return;
+  n->lua_id = id;
+  n->flags |= NODE_EXTRA;
+}
 int64_t mt_node_anomaly_trace(const mt_node *n) { return n ? n->anomaly_id : 0; }
 void mt_node_set_hook_flags(mt_node *n, int pre, int post) {
   if (!n) return;
@@ -266,12 +266,13 @@ static mt_status grad_accumulator(mt_tensor *t, mt_node **out) {
   mt_meta *m = mt_meta_get(t);
   if (!m) return mt_error(MT_ENOMEM, "autograd: out of memory");
   if (m->grad_acc) {
-    *out = mt_node_retain(m->grad_acc);
+    *out = node_ref(m->grad_acc);
     return MT_OK;
   }
   mt_node *n = node_alloc(0 /* GOP_ACCUMULATE */, 0, 1);
   if (!n) return mt_error(MT_ENOMEM, "autograd: out of memory");
   n->variable = mt_tensor_retain(t);
+  n->flags |= NODE_EXTRA;
   m->grad_acc = n;
   *out = n;
   return MT_OK;
@@ -283,7 +284,7 @@ mt_status mt_tensor_edge(mt_tensor *t, mt_edge *e) {
   if (!t || !(t->_flags & MT_TENSOR_REQUIRES_GRAD)) return MT_OK;
   mt_meta *m = t->_autograd;
   if (m && m->grad_fn) {
-    e->node = mt_node_retain(m->grad_fn);
+    e->node = node_ref(m->grad_fn);
     e->input_nr = m->output_nr;
     return MT_OK;
   }
@@ -301,11 +302,22 @@ mt_status mt_node_make(int op, mt_tensor **inputs, int nin, int nout, mt_node **
   return MT_OK;
 }
 
+/* saved[] is initialised by the first save */
+static void saved_init(mt_node *n) {
+  if (n->flags & NODE_HAS_SAVED) return;
+  for (int i = 0; i < MT_NODE_MAX_SAVED; i++) {
+    n->saved[i].t = NULL;
+    n->saved[i].version = 0;
+    n->saved[i].output_nr = -1;
+  }
+  n->flags |= NODE_HAS_SAVED;
+}
+
 mt_status mt_node_save(mt_node *n, int slot, mt_tensor *t) {
+  saved_init(n);
   n->saved[slot].t = mt_tensor_retain(t);
   n->saved[slot].version = t ? t->_storage->_version : 0;
   n->saved[slot].output_nr = -1;
-  n->flags |= NODE_HAS_SAVED;
   return MT_OK;
 }
 
@@ -314,10 +326,10 @@ mt_status mt_node_save(mt_node *n, int slot, mt_tensor *t) {
 mt_status mt_node_save_output(mt_node *n, int slot, mt_tensor *out, int output_nr) {
   mt_tensor *alias;
   MT_TRY(mt_tensor_alias(out, &alias));
+  saved_init(n);
   n->saved[slot].t = alias;
   n->saved[slot].version = out->_storage->_version;
   n->saved[slot].output_nr = output_nr;
-  n->flags |= NODE_HAS_SAVED;
   return MT_OK;
 }
 
@@ -327,18 +339,49 @@ void mt_node_set_shape(mt_node *n, int k, const mt_tensor *t) {
   memcpy(n->shape[k].sizes, t->_sizes, sizeof(int64_t) * (size_t)t->_ndim);
 }
 
+mt_status mt_node_to_input_shape(mt_node *n, int k, mt_tensor *g, mt_tensor **out) {
+  if (n->same_shape & (1u << k)) {
+    *out = mt_tensor_retain(g);
+    return MT_OK;
+  }
+  return mt_sum_to_shape(g, &n->shape[k], out);
+}
+
 mt_status mt_node_attach(mt_node *n, mt_tensor *out, int nr) {
   mt_meta *m = mt_meta_get(out);
   if (!m) return mt_error(MT_ENOMEM, "autograd: out of memory");
   mt_node *old = m->grad_fn;
-  m->grad_fn = mt_node_retain(n);
+  m->grad_fn = node_ref(n);
   m->output_nr = nr;
   mt_node_release(old);
   out->_flags |= MT_TENSOR_REQUIRES_GRAD;
   return MT_OK;
 }
 
+mt_status mt_node_attach_new(mt_node *n, mt_tensor *out) {
+  if (!out->_autograd && (out->_flags & MT_TENSOR_EMBEDDED_HEAD)) {
+    /* a new result (the usual case): its metadata slot filled in one go, n's reference moved in */
+    mt_meta *m = (mt_meta *)((char *)out + MT_EMBEDDED_META_OFFSET);
+    m->grad_fn = n;
+    m->grad_acc = NULL;
+    m->grad = NULL;
+    m->output_nr = 0;
+    m->flags = META_EMBEDDED;
+    m->lua_hooks = 0;
+    out->_autograd = m;
+    out->_flags |= MT_TENSOR_REQUIRES_GRAD;
+    return MT_OK;
+  }
+  mt_status s = mt_node_attach(n, out, 0);
+  mt_node_release(n);
+  return s;
+}
+
 mt_status mt_node_get_saved(mt_node *n, int slot, mt_tensor **t) {
+  if (!(n->flags & NODE_HAS_SAVED)) {
+    *t = NULL;
+    return MT_OK;
+  }
   mt_saved *sv = &n->saved[slot];
   if (!sv->t) {
     if (n->flags & NODE_RELEASED)
@@ -390,6 +433,7 @@ mt_status mt_node_new_lua(const char *name, mt_tensor **inputs, int nin, mt_tens
   mt_node *n;
   MT_TRY(mt_node_make(1 /* GOP_LUA */, inputs, nin, nout, &n));
   n->lua_id = lua_id;
+  n->flags |= NODE_EXTRA;
   size_t len = strlen(name ? name : "");
   n->name = malloc(len + 1);
   if (n->name) memcpy(n->name, name ? name : "", len + 1);

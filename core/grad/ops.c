@@ -84,6 +84,13 @@ static mt_tensor *sum_to_shape(scope *sc, mt_tensor *g, const mt_shape *shp) {
   return keep(sc, mt_sum_to_shape(g, shp, &r), &r);
 }
 
+/* g summed down to input k's shape (mt_node_keep_shape) */
+static mt_tensor *to_input(scope *sc, mt_node *n, int k, mt_tensor *g) {
+  mt_tensor *r = NULL;
+  if (!LIVE(sc) || !g) return NULL;
+  return keep(sc, mt_node_to_input_shape(n, k, g, &r), &r);
+}
+
 mt_status mt_sum_to(mt_tensor *g, const int64_t *sizes, int ndim, mt_tensor **out) {
   int lead = g->_ndim - ndim;
   int64_t dims[MT_MAX_DIMS];
@@ -174,6 +181,67 @@ static mt_tensor *prod_grad_lines(scope *sc, mt_tensor *x) {
   mt_tensor *headf = xf ? T_(mt_narrow(xf, nd - 1, 0, len - 1, &r_)) : NULL;
   mt_tensor *after = flip1_(sc, cum_(sc, cat2_(sc, one, headf, nd - 1), nd - 1, 1), nd - 1);
   return MUL(before, after);
+}
+
+/* ---------------------------------------------------------------- fused kernels */
+/* When a backward is not recorded (no create_graph), some formulas run as one pass over small
+ * contiguous float operands instead of a chain of public ops and their temporaries. Each does the
+ * same float operations as the chain it replaces, so the same bits come out. They return NULL,
+ * having done nothing, when the operands are not theirs (the formula then runs as written). */
+static bool fusable(const mt_tensor *t, int dtype) {
+  return t && t->_dtype == dtype && (dtype == MT_FLOAT32 || dtype == MT_FLOAT64) &&
+         (t->_flags & MT_TENSOR_CONTIGUOUS) && t->_numel < 2 * MT_GRAIN && t->_device_type == MT_CPU;
+}
+static bool same_shape(const mt_tensor *a, const mt_tensor *b) {
+  if (a->_ndim != b->_ndim) return false;
+  for (int i = 0; i < a->_ndim; i++)
+    if (a->_sizes[i] != b->_sizes[i]) return false;
+  return true;
+}
+
+enum { FUSE_ABS, FUSE_RELU };
+/* g * sign(x) (abs), g * (x > 0) (relu): g and x of one shape */
+static mt_tensor *fused_unary_grad(scope *sc, int kind, mt_tensor *g, mt_tensor *x) {
+  if (!LIVE(sc) || mt_grad_mode || !g || !fusable(g, g->_dtype) || !fusable(x, g->_dtype) || !same_shape(g, x))
+    return NULL;
+  mt_tensor *r = NULL;
+  if (!keep(sc, mt_new_like(g, g->_dtype, "backward", &r), &r)) return NULL;
+  int64_t n = g->_numel;
+#define FUSED_LOOP(T)                                                               \
+  {                                                                                 \
+    const T *G = (const T *)g->_data, *X = (const T *)x->_data;                     \
+    T *R = (T *)r->_data;                                                           \
+    if (kind == FUSE_ABS)                                                           \
+      for (int64_t i = 0; i < n; i++) {                                             \
+        T v = X[i];                                                                 \
+        R[i] = G[i] * (T)(v > 0 ? 1 : (v < 0 ? -1 : v));                            \
+      }                                                                             \
+    else                                                                            \
+      for (int64_t i = 0; i < n; i++) R[i] = G[i] * (T)(X[i] > 0);                  \
+  }
+  if (g->_dtype == MT_FLOAT32) FUSED_LOOP(float) else FUSED_LOOP(double)
+#undef FUSED_LOOP
+  return r;
+}
+
+/* the outer product a (k) x g (n) -> (k, n): what unsqueeze(a, -1) * unsqueeze(g, -2) gives */
+static mt_tensor *fused_outer(scope *sc, mt_tensor *a, mt_tensor *g) {
+  if (!LIVE(sc) || mt_grad_mode || !a || !g || a->_ndim != 1 || g->_ndim != 1 || !fusable(a, g->_dtype) ||
+      !fusable(g, g->_dtype) || a->_numel * g->_numel >= 2 * MT_GRAIN)
+    return NULL;
+  int64_t k = a->_numel, n = g->_numel, sizes[2] = {k, n};
+  mt_tensor *r = NULL;
+  if (!keep(sc, mt_new(sizes, 2, g->_dtype, "backward", &r), &r)) return NULL;
+#define OUTER_LOOP(T)                                                               \
+  {                                                                                 \
+    const T *A = (const T *)a->_data, *G = (const T *)g->_data;                     \
+    T *R = (T *)r->_data;                                                           \
+    for (int64_t i = 0; i < k; i++)                                                 \
+      for (int64_t j = 0; j < n; j++) R[i * n + j] = A[i] * G[j];                   \
+  }
+  if (g->_dtype == MT_FLOAT32) OUTER_LOOP(float) else OUTER_LOOP(double)
+#undef OUTER_LOOP
+  return r;
 }
 
 /* ---------------------------------------------------------------- the op list */
@@ -309,7 +377,10 @@ static mt_status bw_unary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   if (!g || !wants(n, 0)) goto done;
   switch (n->ip[0]) {
     case MT_OP_NEG: r = NEG(g); break;
-    case MT_OP_ABS: r = MUL(g, un(sc, MT_OP_SIGN, x, 0, 0)); break;
+    case MT_OP_ABS:
+      r = fused_unary_grad(sc, FUSE_ABS, g, x);
+      if (!r) r = MUL(g, un(sc, MT_OP_SIGN, x, 0, 0));
+      break;
     case MT_OP_SIGN: case MT_OP_FLOOR: case MT_OP_CEIL: case MT_OP_ROUND: case MT_OP_TRUNC:
     case MT_OP_ROUND_DECIMALS:
       r = MULS(g, 0); break;
@@ -332,7 +403,10 @@ static mt_status bw_unary(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     case MT_OP_COSH: r = MUL(g, un(sc, MT_OP_SINH, x, 0, 0)); break;
     case MT_OP_TANH: r = MUL(g, NEG(ADDS(MUL(y, y), -1))); break;
     case MT_OP_SIGMOID: r = MUL(g, MUL(y, NEG(ADDS(y, -1)))); break;
-    case MT_OP_RELU: r = MUL(g, mask_as(sc, CMPS(MT_OP_GT, x, 0), g)); break; /* x > 0 iff relu(x) > 0 */
+    case MT_OP_RELU: /* x > 0 iff relu(x) > 0 */
+      r = fused_unary_grad(sc, FUSE_RELU, g, x);
+      if (!r) r = MUL(g, mask_as(sc, CMPS(MT_OP_GT, x, 0), g));
+      break;
     case MT_OP_GELU: {
       mt_tensor *cdf = MULS(ADDS(un(sc, MT_OP_ERF, MULS(x, M_SQRT1_2), 0, 0), 1), 0.5);
       mt_tensor *pdf = MULS(un(sc, MT_OP_EXP, MULS(MUL(x, x), -0.5), 0, 0), 0.3989422804014327);
@@ -401,8 +475,8 @@ done:;
 /* The end of a two-input backward: each gradient summed down to its input's shape (undoing
  * broadcasting), handed out, and the scope closed. */
 static mt_status finish_two(scope *sc, mt_node *n, mt_tensor **gin, mt_tensor *ga, mt_tensor *gb) {
-  if (ga) ga = sum_to_shape(sc, ga, &n->shape[0]);
-  if (gb) gb = sum_to_shape(sc, gb, &n->shape[1]);
+  if (ga) ga = to_input(sc, n, 0, ga);
+  if (gb) gb = to_input(sc, n, 1, gb);
   if (LIVE(sc)) {
     if (ga) give(gin, 0, ga);
     if (gb) give(gin, 1, gb);
@@ -508,7 +582,7 @@ static mt_status bw_binary_scalar(mt_node *n, mt_tensor **gout, mt_tensor **gin)
       S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s with a number is not implemented",
                      mt_binary_op_name(n->ip[0]));
   }
-  if (LIVE(sc) && r) give(gin, 0, sum_to_shape(sc, r, &n->shape[0]));
+  if (LIVE(sc) && r) give(gin, 0, to_input(sc, n, 0, r));
   return scope_close(sc);
 }
 
@@ -517,8 +591,8 @@ static mt_status bw_add_scaled(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   scope S = {0}, *sc = &S;
   mt_tensor *g = gout[0];
   if (!g) return MT_OK;
-  if (wants(n, 0)) give(gin, 0, sum_to_shape(sc, g, &n->shape[0]));
-  if (wants(n, 1)) give(gin, 1, sum_to_shape(sc, MULS(g, n->dp[1]), &n->shape[1]));
+  if (wants(n, 0)) give(gin, 0, to_input(sc, n, 0, g));
+  if (wants(n, 1)) give(gin, 1, to_input(sc, n, 1, MULS(g, n->dp[1])));
   return scope_close(sc);
 }
 
@@ -738,7 +812,7 @@ static mt_status bw_matmul(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
       break;
     case MM_VM:
       if (wa) ga = sq(sc, mm_(sc, unsq(sc, g, -2), tr(sc, b)), -2);
-      if (wb) gb = MUL(unsq(sc, a, -1), unsq(sc, g, -2));
+      if (wb && !(gb = fused_outer(sc, a, g))) gb = MUL(unsq(sc, a, -1), unsq(sc, g, -2));
       break;
     default:
       if (wa) ga = mm_(sc, g, tr(sc, b));
@@ -1183,9 +1257,7 @@ mt_backward_fn mt_grad_op_backward(int op) { return op >= 0 && op < GOP_COUNT ? 
  * of its old value when the backward needs it). */
 
 static mt_status finish_node(mt_node *n, mt_tensor *out) {
-  mt_status s = mt_node_attach(n, out, 0);
-  mt_node_release(n);
-  return s;
+  return mt_node_attach_new(n, out);
 }
 
 static bool unary_needs_input(int op) {
@@ -1230,8 +1302,8 @@ mt_status mt_record_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *xa, mt
   mt_node *n;
   MT_TRY(mt_node_make(GOP_BINARY, in, 2, 1, &n));
   n->ip[0] = op;
-  mt_node_set_shape(n, 0, a);
-  mt_node_set_shape(n, 1, b);
+  mt_node_keep_shape(n, 0, a, out);
+  mt_node_keep_shape(n, 1, b, out);
   if (op != MT_OP_ADD && op != MT_OP_SUB) {
     mt_node_save(n, 0, xa);
     mt_node_save(n, 1, b);
@@ -1247,7 +1319,7 @@ mt_status mt_record_binary_scalar(int op, mt_tensor *a, mt_tensor *x, double s, 
   n->ip[0] = op;
   n->ip[1] = reverse;
   n->dp[0] = s;
-  mt_node_set_shape(n, 0, a);
+  mt_node_keep_shape(n, 0, a, out);
   if (op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL) mt_node_save(n, 0, x);
   if (op == MT_OP_DIV || op == MT_OP_POW) mt_node_save_output(n, 2, out, 0);
   return finish_node(n, out);
@@ -1260,8 +1332,8 @@ mt_status mt_record_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tens
   MT_TRY(mt_node_make(GOP_ADD_SCALED, in, 2, 1, &n));
   n->dp[0] = alpha >= 0 ? 1 : -1; /* the name: Add or Sub */
   n->dp[1] = alpha;
-  mt_node_set_shape(n, 0, a);
-  mt_node_set_shape(n, 1, b);
+  mt_node_keep_shape(n, 0, a, out);
+  mt_node_keep_shape(n, 1, b, out);
   return finish_node(n, out);
 }
 

@@ -776,30 +776,152 @@ static mt_status old_value(mt_tensor *a, bool needed, mt_tensor **x) {
   return s;
 }
 
+/* Fast paths for small contiguous float32/float64 tensors: the kernel that unary_impl /
+ * binary_impl would end up calling, called straight on the same inputs (so the same bits come
+ * out), without the promotion, the conversion of a wrapped number, the iterator and the checks
+ * that cannot fail here. `out` may be NULL or the input itself (in place). They return false,
+ * having done nothing, when the call is not theirs. */
+/* the kernel tables, made once (a load on every call after that, not a call) */
+static inline void tables_ready(void) {
+  static int ready;
+  if (__builtin_expect(__atomic_load_n(&ready, __ATOMIC_ACQUIRE), 1)) return;
+  pthread_once(&tables_once, init_tables);
+  __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+}
+/* itemsize of the dtypes the fast paths make: float32, float64, bool */
+static inline int64_t fast_item(int dt) { return dt == MT_FLOAT32 ? 4 : dt == MT_FLOAT64 ? 8 : 1; }
+
+static inline bool small_float(const mt_tensor *a) {
+  return (a->_dtype == MT_FLOAT32 || a->_dtype == MT_FLOAT64) && (a->_flags & MT_TENSOR_CONTIGUOUS) &&
+         !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && a->_numel < 2 * MT_GRAIN && a->_device_type == MT_CPU;
+}
+
+/* the result: a new tensor like a (dtype rdt), or `out` (== a) itself */
+static mt_status fast_result(mt_tensor *a, int rdt, mt_tensor *out, const char *name, mt_tensor **r) {
+  if (out) { *r = out; return MT_OK; }
+  return mt_new_like(a, rdt, name, r);
+}
+static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {
+  if (a->_ndim != b->_ndim) return false;
+  for (int i = 0; i < a->_ndim; i++)
+    if (a->_sizes[i] != b->_sizes[i]) return false;
+  return true;
+}
+static mt_status fast_done(mt_tensor *r, mt_tensor *out, mt_tensor **result) {
+  if (out) {
+    mt_bump_version(out);
+    if (result) *result = mt_tensor_retain(out);
+    return MT_OK;
+  }
+  return mt_give(r, result);
+}
+
+static bool unary_fast(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result, mt_status *st) {
+  if (!a || (out && out != a) || op < 0 || op >= MT_UNARY_OP_COUNT || !small_float(a)) return false;
+  ukind kind = unary_kind(op);
+  if (kind != U_FLOAT && kind != U_KEEP) return false;
+  tables_ready();
+  mt_loop_fn fn = a->_dtype == MT_FLOAT64 ? unary_f64[op] : unary_f32[op];
+  if (!fn) return false;
+  mt_tensor *r;
+  if ((*st = fast_result(a, a->_dtype, out, unary_names[op], &r))) return true;
+  char *p[2] = {r->_data, a->_data};
+  int64_t item = fast_item(a->_dtype), sts[2] = {item, item};
+  ew_ctx ctx = {p1, p2, 0};
+  if (a->_numel) fn(&ctx, p, sts, a->_numel);
+  *st = fast_done(r, out, result);
+  return true;
+}
+
+/* a (op) b of one shape and dtype; out NULL or a */
+static bool binary_fast(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result, mt_status *st) {
+  if (!a || !b || (out && out != a) || op < 0 || op >= MT_BINARY_OP_COUNT) return false;
+  if (!small_float(a) || !small_float(b) || a->_dtype != b->_dtype || !same_sizes(a, b)) return false;
+  bkind bk = binary_kind(op);
+  if (bk == B_BITS || (bk == B_CMP && out)) return false;
+  if (out && a->_data != b->_data && mt_may_overlap(a, b)) return false;
+  tables_ready();
+  mt_loop_fn fn = binary_table[op][a->_dtype];
+  if (!fn) return false;
+  int rdt = bk == B_CMP ? MT_BOOL : a->_dtype;
+  mt_tensor *r;
+  if ((*st = fast_result(a, rdt, out, binary_names[op], &r))) return true;
+  char *p[3] = {r->_data, a->_data, b->_data};
+  int64_t item = fast_item(a->_dtype), sts[3] = {fast_item(rdt), item, item};
+  ew_ctx ctx = {0, 0, 0};
+  if (a->_numel) fn(&ctx, p, sts, a->_numel);
+  *st = fast_done(r, out, result);
+  return true;
+}
+
+/* a (op) s, or s (op) a; the number converted to a's dtype, as the promotion of a wrapped number
+ * with a float tensor does */
+static bool scalar_fast(int op, mt_tensor *a, double sv, int kind, int reverse, mt_tensor *out, mt_tensor **result,
+                        mt_status *st) {
+  if (!a || (out && out != a) || op < 0 || op >= MT_BINARY_OP_COUNT || !small_float(a)) return false;
+  bkind bk = binary_kind(op);
+  if (bk == B_BITS || (bk == B_CMP && out)) return false;
+  tables_ready();
+  mt_loop_fn fn = binary_table[op][a->_dtype];
+  if (!fn) return false;
+  if (kind == 0) sv = sv != 0;
+  union { float f; double d; } num;
+  if (a->_dtype == MT_FLOAT32) num.f = (float)sv;
+  else num.d = sv;
+  int rdt = bk == B_CMP ? MT_BOOL : a->_dtype;
+  mt_tensor *r;
+  if ((*st = fast_result(a, rdt, out, binary_names[op], &r))) return true;
+  int64_t item = fast_item(a->_dtype);
+  char *p[3] = {r->_data, reverse ? (char *)&num : a->_data, reverse ? a->_data : (char *)&num};
+  int64_t sts[3] = {fast_item(rdt), reverse ? 0 : item, reverse ? item : 0};
+  ew_ctx ctx = {0, 0, 0};
+  if (a->_numel) fn(&ctx, p, sts, a->_numel);
+  *st = fast_done(r, out, result);
+  return true;
+}
+
+/* the public ops without recording: a fast path, else the general driver */
+static mt_status unary_go(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  mt_status s;
+  if (unary_fast(op, a, p1, p2, out, result, &s)) return s;
+  return unary_impl(op, a, p1, p2, out, result);
+}
+static mt_status binary_go(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  mt_status s;
+  if (binary_fast(op, a, b, out, result, &s)) return s;
+  return binary_pub(op, a, b, out, result);
+}
+static mt_status scalar_go(int op, mt_tensor *a, double sv, int kind, int reverse, mt_tensor *out,
+                           mt_tensor **result) {
+  mt_status s;
+  if (scalar_fast(op, a, sv, kind, reverse, out, result, &s)) return s;
+  return binary_scalar_pub(op, a, sv, kind, reverse, out, result);
+}
+
 static mt_status grad_checks(mt_tensor *a, mt_tensor *out, const char *op) {
   if (out == a) return mt_grad_check_inplace(a, op);
   return mt_grad_check_out(out, true, op);
 }
 
 mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
-  if (!a || !mt_grad_on1(a) || op < 0 || op >= MT_UNARY_OP_COUNT) return unary_impl(op, a, p1, p2, out, result);
+  if (!a || !mt_grad_on1(a) || op < 0 || op >= MT_UNARY_OP_COUNT) return unary_go(op, a, p1, p2, out, result);
   const char *name = unary_names[op];
   MT_TRY(grad_checks(a, out, name));
   mt_tensor *x, *r;
   MT_TRY(old_value(a, out == a && mt_grad_unary_needs_input(op), &x));
-  mt_status s = MT_NOGRAD(unary_impl(op, a, p1, p2, out, &r));
+  mt_status s = MT_NOGRAD(unary_go(op, a, p1, p2, out, &r));
   if (s == MT_OK) s = hand_out(r, mt_record_unary(op, a, x ? x : a, p1, p2, r), out, result);
   mt_tensor_release(x);
   return s;
 }
 
 mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  if (!a || !b || !mt_grad_on2(a, b) || op < 0 || op >= MT_BINARY_OP_COUNT) return binary_pub(op, a, b, out, result);
+  if (!a || !b || !mt_grad_on2(a, b) || op < 0 || op >= MT_BINARY_OP_COUNT) return binary_go(op, a, b, out, result);
   const char *name = binary_names[op];
   MT_TRY(grad_checks(a, out, name));
   mt_tensor *x, *r;
   MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB, &x));
-  mt_status s = MT_NOGRAD(binary_pub(op, a, b, out, &r));
+  mt_status s = MT_NOGRAD(binary_go(op, a, b, out, &r));
   if (s == MT_OK) s = hand_out(r, mt_record_binary(op, a, b, x ? x : a, r), out, result);
   mt_tensor_release(x);
   return s;
@@ -808,12 +930,12 @@ mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tenso
 mt_status mt_binary_scalar(int op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
                            mt_tensor **result) {
   if (!a || !mt_grad_on1(a) || op < 0 || op >= MT_BINARY_OP_COUNT)
-    return binary_scalar_pub(op, a, sv, scalar_kind, reverse, out, result);
+    return scalar_go(op, a, sv, scalar_kind, reverse, out, result);
   const char *name = binary_names[op];
   MT_TRY(grad_checks(a, out, name));
   mt_tensor *x, *r;
   MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL, &x));
-  mt_status s = MT_NOGRAD(binary_scalar_pub(op, a, sv, scalar_kind, reverse, out, &r));
+  mt_status s = MT_NOGRAD(scalar_go(op, a, sv, scalar_kind, reverse, out, &r));
   if (s == MT_OK) s = hand_out(r, mt_record_binary_scalar(op, a, x ? x : a, sv, reverse, r), out, result);
   mt_tensor_release(x);
   return s;

@@ -258,6 +258,7 @@ end
 ------------------------------------------------------------------------------ factories
 -- PyTorch's message for a negative size, naming the factory
 local function check_sizes(op, n)
+  if n == 1 and szbuf[0] >= 0 then return end -- (no loop on the usual path: see parse_sizes)
   for i = 0, n - 1 do
     if szbuf[i] < 0 then
       local parts = {}
@@ -268,20 +269,27 @@ local function check_sizes(op, n)
   end
 end
 
-function M.rand(...)
-  local n, opts = parse_sizes('rand', ...)
+-- The factories' work after their sizes are parsed, in functions of fixed arity: a vararg
+-- function called from interpreted code is not compiled (LuaJIT), these are.
+local function rand_n(n, opts)
   check_sizes('rand', n)
   local t = new_empty('rand', n, opts)
   if C.mt_uniform_(t, 0, 1, gen_of(opts, 'rand')) ~= 0 then raise_last() end
   return apply(t, opts)
 end
-
-function M.randn(...)
-  local n, opts = parse_sizes('randn', ...)
+local function randn_n(n, opts)
   check_sizes('randn', n)
   local t = new_empty('randn', n, opts)
   if C.mt_normal_(t, 0, 1, gen_of(opts, 'randn')) ~= 0 then raise_last() end
   return apply(t, opts)
+end
+
+function M.rand(...)
+  return rand_n(parse_sizes('rand', ...))
+end
+
+function M.randn(...)
+  return randn_n(parse_sizes('randn', ...))
 end
 
 local function size_arg(size, op)
