@@ -190,6 +190,19 @@ do
   end
 end
 
+-- (10) modules: the note's training loop with its modules and optim.SGD; (11) a module call next
+-- to the same computation on plain tensors (the target is a ratio of ours to ours)
+do
+  local o, t = alternate('train_modules', 10000, 'us', 2)
+  line('(10) training loop, the note\'s modules', o and o.us, t and t.us, 'us/iter', 'lower')
+  rows[#rows + 1] = { 'the note\'s training loop with modules + optim.SGD', o and o.us, t and t.us, 'µs/iter', 'lower',
+    o and o.peak_kb, t and t.peak_kb }
+  o, t = alternate('module_call', nil, 'us', 2)
+  line('(11) MyLinear module call', o and o.us, t and t.us, 'us/call', 'lower',
+    o and ('ours: %.2fx the plain-tensor ops (%.2f us)'):format(o.ratio, o.plain_us) or nil)
+  rows[#rows + 1] = { 'MyLinear(4, 3) call with grad', o and o.us, t and t.us, 'µs/call', 'lower', nil, nil }
+end
+
 -- (6) OPENBLAS_THREAD_TIMEOUT: lua/ffi.lua sets 4 unless the user set it; 28 is OpenBLAS's own
 -- default (threads spin ~2^28 cycles before sleeping)
 for _, n in ipairs { 384, 768 } do

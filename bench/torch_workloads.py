@@ -110,6 +110,63 @@ def train_plain(n):
             iteration()
     report('us', best(f, n, 3) * 1e6)
 
+def train_modules(n):
+    # the Modules note's loop with its modules (bench/workloads/train_modules.lua)
+    n = n or 10000
+    import torch.nn as nn
+    import torch.nn.functional as F
+    class MyLinear(nn.Module):
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(in_features, out_features))
+            self.bias = nn.Parameter(torch.randn(out_features))
+        def forward(self, input):
+            return (input @ self.weight) + self.bias
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l0 = MyLinear(4, 3)
+            self.l1 = MyLinear(3, 1)
+        def forward(self, x):
+            return self.l1(F.relu(self.l0(x)))
+    torch.manual_seed(0)
+    net = Net()
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-4, weight_decay=1e-2, momentum=0.9)
+    def iteration():
+        input = torch.randn(4)
+        output = net(input)
+        loss = torch.abs(output)
+        net.zero_grad()
+        loss.backward()
+        optimizer.step()
+    def f(k):
+        for _ in range(k):
+            iteration()
+    report('us', best(f, n, 3) * 1e6)
+
+def module_call(_):
+    import torch.nn as nn
+    class MyLinear(nn.Module):
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(in_features, out_features))
+            self.bias = nn.Parameter(torch.randn(out_features))
+        def forward(self, input):
+            return (input @ self.weight) + self.bias
+    m = MyLinear(4, 3)
+    w, b = m.weight, m.bias
+    x = torch.randn(4)
+    def plain(k):
+        for _ in range(k):
+            y = x @ w + b
+    def mod(k):
+        for _ in range(k):
+            y = m(x)
+    p, q = best(plain, 20000), best(mod, 20000)
+    report('plain_us', p * 1e6)
+    report('us', q * 1e6)
+    report('ratio', q / p)
+
 def startup(_):
     pass
 

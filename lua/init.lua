@@ -75,11 +75,18 @@ require('moontorch.autograd').install(torch)
 
 T.finalize()
 
--- torch.nn and torch.optim load on first use (require 'moontorch.nn' works too)
+-- parts that load on first use (require 'moontorch.nn' works too): field -> loader
+local lazy = {
+  nn = function() return require 'moontorch.nn' end,
+  optim = function() return require 'moontorch.optim' end,
+  OrderedDict = function() return require 'moontorch.ordered_dict' end,
+}
+torch._lazy = lazy
 setmetatable(torch, {
   __index = function(t, k)
-    if k == 'nn' or k == 'optim' then
-      local ok, m = pcall(require, 'moontorch.' .. k)
+    local load = lazy[k]
+    if load then
+      local ok, m = pcall(load, t)
       if ok then rawset(t, k, m); return m end
       error(m, 2)
     end
