@@ -180,6 +180,8 @@ local function parse_sizes(op, ...)
     return 1, nil
   end
   local opts
+  -- trailing nils (an options variable that was nil) are not sizes
+  while n > 0 and select(n, ...) == nil do n = n - 1 end
   if n > 0 then
     local last = select(n, ...)
     if type(last) == 'table' and not is_tensor(last) and (is_opts(last) or (n > 1 and type(first) == 'table' and next(last) == nil)) then
