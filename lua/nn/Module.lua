@@ -276,7 +276,8 @@ function Module:register_buffer(name, tensor, opts)
     fail('register_buffer', ("cannot assign '%s' object to buffer '%s' (torch Tensor or nil required)")
       :format(typename_of(tensor), name))
   end
-  put(self, 'b', '_buffers', name, tensor == nil and false or tensor)
+  if tensor == nil then tensor = false end
+  put(self, 'b', '_buffers', name, tensor)
   rawget(self, '_non_persistent')[name] = (not persistent) or nil
 end
 
@@ -285,7 +286,8 @@ function Module:add_module(name, module)
     fail('add_module', ('%s is not a Module subclass'):format(typename_of(module)))
   end
   check_name(self, 'module', 'add_module', name, 'm')
-  put(self, 'm', '_modules', name, module == nil and false or module)
+  if module == nil then module = false end
+  put(self, 'm', '_modules', name, module)
 end
 Module.register_module = Module.add_module
 

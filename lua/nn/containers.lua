@@ -276,10 +276,11 @@ function ParameterList:__init(values)
   if values ~= nil then self:extend(values) end
 end
 
-local function param_str(p)
+-- PyTorch 1.13 names the dtype in a ParameterList and the tensor type in a ParameterDict
+local function param_str(p, by_type)
   local size = p:dim() == 0 and '' or table.concat(p:size(), 'x')
   return ('%s containing: [%s of size %s]'):format(is_parameter(p) and 'Parameter' or 'Tensor',
-    tostring(p.dtype), size)
+    by_type and p:type() or tostring(p.dtype), size)
 end
 
 function ParameterList:extra_repr()
@@ -419,7 +420,7 @@ local ParameterDict = dict_class('nn.ParameterDict', 'p')
 M.ParameterDict = ParameterDict
 function ParameterDict:extra_repr()
   local lines = {}
-  for k, p in self:items() do lines[#lines + 1] = '  (' .. k .. '): ' .. param_str(p) end
+  for k, p in self:items() do lines[#lines + 1] = '  (' .. k .. '): ' .. param_str(p, true) end
   return table.concat(lines, '\n')
 end
 

@@ -1,0 +1,323 @@
+-- nn.Module against PyTorch 1.13. Strings and orders recorded with /tmp/mt/gen_m.py
+-- (/usr/bin/python3, torch 1.13), whose modules are rebuilt here:
+--   class Inner(nn.Module): lin = nn.Linear(2, 3); buffer stat = zeros(3); buffer tmp (persistent=False)
+--   class Outer(nn.Module): a = Inner(); act = nn.ReLU(inplace=True);
+--     seq = nn.Sequential(nn.Linear(3, 3), nn.LeakyReLU(0.2), nn.BatchNorm1d(3)); shared = a.lin;
+--     scale = nn.Parameter(torch.ones(1))
+local H = require 'spec.support.helper'
+local torch = H.torch
+local nn = require 'moontorch.nn'
+
+local Inner, Parent = torch.class('spec.Inner', 'nn.Module')
+function Inner:__init()
+  Parent.__init(self)
+  self.lin = nn.Linear(2, 3)
+  self:register_buffer('stat', torch.zeros(3))
+  self:register_buffer('tmp', torch.zeros(1), { persistent = false })
+end
+function Inner:forward(x) return self.lin(x) end
+
+local Outer = torch.class('spec.Outer', 'nn.Module')
+function Outer:__init()
+  Parent.__init(self)
+  self.a = Inner()
+  self.act = nn.ReLU(true)
+  self.seq = nn.Sequential(nn.Linear(3, 3), nn.LeakyReLU(0.2), nn.BatchNorm1d(3))
+  self.shared = self.a.lin
+  self.scale = nn.Parameter(torch.ones(1))
+end
+function Outer:forward(x) return self.seq(self.act(self.a(x))) * self.scale end
+
+local function names(iter)
+  local out = {}
+  for n in iter do out[#out + 1] = n end
+  return out
+end
+
+describe('nn.Module walks', function()
+  local m = Outer()
+  it('prints as PyTorch', function()
+    assert.are.equal('Outer(\n  (a): Inner(\n    (lin): Linear(in_features=2, out_features=3, bias=True)\n  )\n' ..
+      '  (act): ReLU(inplace=True)\n  (seq): Sequential(\n    (0): Linear(in_features=3, out_features=3, bias=True)\n' ..
+      '    (1): LeakyReLU(negative_slope=0.2)\n    (2): BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=True, ' ..
+      'track_running_stats=True)\n  )\n  (shared): Linear(in_features=2, out_features=3, bias=True)\n)', tostring(m))
+  end)
+  it('lists modules, parameters, buffers and children in PyTorch\'s order, shared ones once', function()
+    assert.are.same({ '', 'a', 'a.lin', 'act', 'seq', 'seq.0', 'seq.1', 'seq.2' }, names(m:named_modules()))
+    assert.are.same({ '', 'a', 'a.lin', 'act', 'seq', 'seq.0', 'seq.1', 'seq.2', 'shared' },
+      names(m:named_modules({ remove_duplicate = false })))
+    assert.are.same({ 'scale', 'a.lin.weight', 'a.lin.bias', 'seq.0.weight', 'seq.0.bias', 'seq.2.weight', 'seq.2.bias' },
+      names(m:named_parameters()))
+    assert.are.same({ 'root.scale' }, names(m:named_parameters({ prefix = 'root', recurse = false })))
+    assert.are.same({ 'a.stat', 'a.tmp', 'seq.2.running_mean', 'seq.2.running_var', 'seq.2.num_batches_tracked' },
+      names(m:named_buffers()))
+    assert.are.same({ 'a', 'act', 'seq', 'shared' }, names(m:named_children()))
+    assert.are.equal(7, #m:parameters())
+    assert.are.equal(8, #m:modules())
+    assert.are.equal(4, #m:children(), 'shared is a child of its own (a.lin is a grandchild)')
+    assert.is_true(rawequal(m:parameters()[1], m.scale))
+  end)
+  it('state_dict: keys in order, detached unless keep_vars, prefix', function()
+    local sd = m:state_dict()
+    assert.are.same({ 'scale', 'a.stat', 'a.lin.weight', 'a.lin.bias', 'seq.0.weight', 'seq.0.bias', 'seq.2.weight',
+      'seq.2.bias', 'seq.2.running_mean', 'seq.2.running_var', 'seq.2.num_batches_tracked', 'shared.weight',
+      'shared.bias' }, sd:keys())
+    assert.is_false(sd.scale.requires_grad)
+    assert.is_false(torch.isinstance(sd.scale, nn.Parameter))
+    assert.is_true(rawequal(m:state_dict({ keep_vars = true })['a.lin.weight'], m.a.lin.weight))
+    assert.are.equal('p.scale', m:state_dict({ prefix = 'p.' }):keys()[1])
+  end)
+  it('get_submodule / get_parameter / get_buffer', function()
+    assert.is_true(rawequal(m:get_submodule('seq.0'), m.seq[1]))
+    assert.is_true(rawequal(m:get_parameter('a.lin.bias'), m.a.lin.bias))
+    assert.is_true(rawequal(m:get_buffer('a.stat'), m.a.stat))
+    H.errors_with(function() m:get_submodule('a.nope') end, 'Inner has no attribute `nope`')
+    H.errors_with(function() m:get_parameter('a.stat') end, '`stat` is not an nn.Parameter')
+  end)
+end)
+
+describe('nn.Module load_state_dict', function()
+  it('non-strict reports missing and unexpected keys, printed as PyTorch', function()
+    local m = Outer()
+    local sd = m:state_dict()
+    sd.extra = torch.zeros(1)
+    sd.scale = nil
+    local r = m:load_state_dict(sd, { strict = false })
+    assert.are.equal("_IncompatibleKeys(missing_keys=['scale'], unexpected_keys=['extra'])", tostring(r))
+    assert.are.equal('<All keys matched successfully>', tostring(m:load_state_dict(m:state_dict())))
+  end)
+  it('strict errors name every key; size mismatches name both shapes', function()
+    local m = Outer()
+    local sd = m:state_dict()
+    sd.extra = torch.zeros(1)
+    sd.scale = nil
+    H.errors_with(function() m:load_state_dict(sd) end, 'Error(s) in loading state_dict for Outer:\n\tMissing key(s) in ' ..
+      'state_dict: "scale". \n\tUnexpected key(s) in state_dict: "extra". ')
+    sd = m:state_dict()
+    sd['a.lin.weight'] = torch.zeros(2, 2)
+    H.errors_with(function() m:load_state_dict(sd) end, 'Error(s) in loading state_dict for Outer:\n\tsize mismatch for ' ..
+      'a.lin.weight: copying a param with shape torch.Size([2, 2]) from checkpoint, the shape in current model is ' ..
+      'torch.Size([3, 2]).')
+    H.errors_with(function() m:load_state_dict(3) end, 'Expected state_dict to be dict-like, got number.')
+  end)
+  it('loads in place: parameters keep their identity and take the values', function()
+    local a, b = Outer(), Outer()
+    local w = b.a.lin.weight
+    b:load_state_dict(a:state_dict())
+    assert.is_true(rawequal(w, b.a.lin.weight))
+    assert.is_true(torch.equal(w, a.a.lin.weight))
+    assert.is_true(w.requires_grad and w.is_leaf)
+    -- a plain table works as a state dict too
+    local c = nn.Linear(2, 2)
+    c:load_state_dict({ weight = torch.ones(2, 2), bias = torch.zeros(2) })
+    assert.is_true(torch.equal(c.weight, torch.ones(2, 2)))
+  end)
+  it('non-persistent buffers are neither saved nor expected', function()
+    local m = Inner()
+    assert.are.same({ 'stat', 'lin.weight', 'lin.bias' }, m:state_dict():keys())
+  end)
+  it('extra state, state-dict hooks and the post hook', function()
+    local S, P = torch.class('spec.WithExtra', 'nn.Module')
+    function S:__init() P.__init(self); self.k = 3 end
+    function S:get_extra_state() return { k = self.k } end
+    function S:set_extra_state(s) self.k = s.k end
+    local a, b = S(), S()
+    a.k = 9
+    local sd = a:state_dict()
+    assert.are.same({ '_extra_state' }, sd:keys())
+    b:load_state_dict(sd)
+    assert.are.equal(9, b.k)
+    local m = nn.Linear(1, 1)
+    local h = m:register_state_dict_hook(function(_, dest, prefix) dest[prefix .. 'hooked'] = 1 end)
+    assert.are.same({ 'weight', 'bias', 'hooked' }, m:state_dict():keys())
+    h:remove()
+    h:remove()
+    assert.are.same({ 'weight', 'bias' }, m:state_dict():keys())
+    local seen
+    m:register_load_state_dict_post_hook(function(_, r) seen = #r.missing_keys end)
+    m:load_state_dict({ weight = torch.ones(1, 1) }, { strict = false })
+    assert.are.equal(1, seen)
+  end)
+end)
+
+describe('nn.Module registration', function()
+  it('errors with PyTorch\'s messages', function()
+    local m = Outer()
+    H.errors_with(function() m:register_buffer('scale', torch.ones(1)) end, "attribute 'scale' already exists")
+    H.errors_with(function() m:register_parameter('a.b', nil) end, 'parameter name can\'t contain "."')
+    H.errors_with(function() m:register_parameter('', nil) end, 'parameter name can\'t be empty string ""')
+    H.errors_with(function() m:add_module('x', 3) end, 'number is not a Module subclass')
+    H.errors_with(function() m.a = torch.ones(1) end,
+      "cannot assign 'torch.FloatTensor' as child module 'a' (nn.Module or nil expected)")
+    H.errors_with(function() m:register_buffer('forward', torch.ones(1)) end, "attribute 'forward' already exists")
+    m:register_buffer('stat2', nil)
+    m.stat2 = torch.ones(1)
+    assert.are.same({ 'stat2', 'a.stat' }, { names(m:named_buffers())[1], names(m:named_buffers())[2] })
+    H.errors_with(function() m.stat2 = 3 end, "cannot assign 'number' as buffer 'stat2' (torch.Tensor or nil expected)")
+    H.errors_with(function() m:register_parameter('p', torch.ones(1)) end,
+      "cannot assign 'torch.FloatTensor' object to parameter 'p' (nn.Parameter or nil required)")
+    local nonleaf = nn.Parameter(torch.ones(1)) * 2
+    H.errors_with(function() m:register_parameter('q', nn.Parameter(torch.ones(1)):detach()) end, 'nn.Parameter or nil')
+    assert.is_not_nil(nonleaf.grad_fn)
+  end)
+  it('assignment registers at any time, re-assigns and deletes', function()
+    local m = nn.Module()
+    m.w = nn.Parameter(torch.ones(2))
+    m.child = nn.ReLU()
+    m:register_buffer('buf', torch.zeros(2))
+    m.buf = m.buf + 1 -- re-assigning a buffer keeps it a buffer
+    m.plain = 5
+    assert.are.same({ 'w' }, names(m:named_parameters()))
+    assert.are.same({ 'buf' }, names(m:named_buffers()))
+    assert.are.same({ 'child' }, names(m:named_children()))
+    assert.are.equal(5, m.plain)
+    assert.is_true(torch.equal(m.buf, torch.ones(2)))
+    m.w = nil
+    m.child = nil
+    m.buf = nil
+    assert.are.equal(0, #m:parameters() + #m:buffers() + #m:children())
+    m.plain = nn.Parameter(torch.ones(1)) -- a plain attribute becomes a parameter
+    assert.are.same({ 'plain' }, names(m:named_parameters()))
+  end)
+  it('a reserved parameter slot takes only a Parameter or nil', function()
+    local m = nn.Module()
+    m:register_parameter('p', nil)
+    assert.is_nil(m.p)
+    assert.are.equal(0, #m:parameters())
+    H.errors_with(function() m.p = torch.ones(1) end, "cannot assign 'torch.FloatTensor' as parameter 'p'")
+    m.p = nn.Parameter(torch.ones(1))
+    assert.are.equal(1, #m:parameters())
+  end)
+  it('Parameter', function()
+    local p = nn.Parameter(torch.tensor({ 1, 2 }))
+    assert.is_true(torch.isinstance(p, nn.Parameter) and torch.isinstance(p, torch.Tensor))
+    assert.is_true(p.requires_grad and p.is_leaf)
+    assert.are.equal('Parameter containing:\ntensor([1., 2.], requires_grad=True)', tostring(p))
+    assert.is_false(nn.Parameter(torch.ones(1), false).requires_grad)
+    assert.is_false(torch.isinstance(torch.ones(1), nn.Parameter))
+    H.errors_with(function() nn.Parameter(3) end, 'data must be a tensor')
+  end)
+  it('calling a module without forward says so', function()
+    local m = nn.Module()
+    H.errors_with(function() m(1) end, 'Module [Module] is missing the required "forward" function')
+  end)
+end)
+
+describe('nn.Module modes and conversion', function()
+  it('train/eval reach every submodule', function()
+    local m = Outer()
+    m:eval()
+    for _, sub in ipairs(m:modules()) do assert.is_false(sub.training) end
+    m:train()
+    assert.is_true(m.seq[3].training)
+    H.errors_with(function() m:train('yes') end, 'training mode is expected to be boolean')
+  end)
+  it('to(dtype) converts parameters in place, grads, floating buffers only', function()
+    local m = Outer()
+    local w = m.a.lin.weight
+    m(torch.randn(4, 2)):sum():backward()
+    m:to(torch.float64)
+    assert.is_true(rawequal(w, m.a.lin.weight))
+    assert.are.equal(torch.float64, w.dtype)
+    assert.are.equal(torch.float64, w.grad.dtype)
+    assert.are.equal(torch.float64, m.seq[3].running_mean.dtype)
+    assert.are.equal(torch.int64, m.seq[3].num_batches_tracked.dtype)
+    m:to({ dtype = torch.float32 })
+    assert.are.equal(torch.float32, w.dtype)
+    m:half()
+    assert.are.equal(torch.float16, w.dtype)
+    m:float()
+    H.errors_with(function() m:to(torch.int64) end, 'nn.Module.to only accepts floating point or complex dtypes')
+    H.errors_with(function() m:to('cuda') end, 'moontorch was built without CUDA')
+    assert.is_true(rawequal(m:cpu(), m))
+  end)
+  it('zero_grad zeroes (1.13 default) or drops grads; requires_grad_', function()
+    local m = nn.Linear(2, 2)
+    m(torch.ones(2)):sum():backward()
+    m:zero_grad()
+    assert.is_true(torch.equal(m.weight.grad, torch.zeros(2, 2)))
+    m:zero_grad({ set_to_none = true })
+    assert.is_nil(m.weight.grad)
+    m:requires_grad_(false)
+    assert.is_false(m.weight.requires_grad)
+  end)
+  it('apply visits children first, then the module', function()
+    local seen = {}
+    Outer():apply(function(mod) seen[#seen + 1] = mod:_get_name() end)
+    assert.are.same({ 'Linear', 'Inner', 'ReLU', 'Linear', 'LeakyReLU', 'BatchNorm1d', 'Sequential', 'Linear', 'Outer' }, seen) -- (PyTorch visits a shared child under each name)
+  end)
+  it('skip_init builds without initialising', function()
+    local m = nn.utils.skip_init(nn.Linear, 3, 2)
+    assert.are.same({ 2, 3 }, m.weight:size())
+    H.errors_with(function() nn.utils.skip_init({}, 1) end, 'Expected a Module class')
+  end)
+end)
+
+describe('containers', function()
+  it('print as PyTorch', function()
+    assert.are.equal('ModuleList(\n  (0): ReLU()\n  (1): Linear(in_features=1, out_features=2, bias=False)\n)',
+      tostring(nn.ModuleList({ nn.ReLU(), nn.Linear(1, 2, false) })))
+    assert.are.equal('ParameterDict(\n    (a): Parameter containing: [torch.DoubleTensor of size 1]\n    (b): Parameter ' ..
+      'containing: [torch.FloatTensor of size 2x3]\n)', tostring(nn.ParameterDict({ b = nn.Parameter(torch.ones(2, 3)),
+        a = nn.Parameter(torch.ones(1, { dtype = torch.float64 })) })))
+    assert.are.equal('ParameterList(\n    (0): Parameter containing: [torch.float32 of size 2]\n    (1): Parameter ' ..
+      'containing: [torch.float64 of size 2x3]\n)', tostring(nn.ParameterList({ nn.Parameter(torch.ones(2)),
+        nn.Parameter(torch.ones(2, 3, { dtype = torch.float64 })) })))
+    assert.are.equal('BatchNorm2d(3, eps=1e-05, momentum=None, affine=False, track_running_stats=True)',
+      tostring(nn.BatchNorm2d(3, { momentum = false, affine = false })))
+  end)
+  it('Sequential: positions, names, replacing, slicing, append/insert/remove', function()
+    local s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    assert.are.equal(3, #s)
+    assert.is_true(torch.isinstance(s[-1], nn.Linear))
+    local n = 0
+    for _, mod in ipairs(s) do n = n + 1; assert.is_true(torch.isinstance(mod, nn.Module)) end
+    assert.are.equal(3, n)
+    assert.are.same({ '0.weight', '0.bias', '2.weight', '2.bias' }, s:state_dict():keys())
+    s[3] = nn.Linear(3, 4) -- replacing an item: the registry follows
+    assert.are.same({ 4, 3 }, s:state_dict()['2.weight']:size())
+    assert.are.same({ 2, 4 }, s(torch.ones(2, 2)):size())
+    s:append(nn.Sigmoid())
+    assert.are.same({ '0', '1', '2', '3' }, names(s:named_children()))
+    s:remove(2)
+    assert.are.same({ '0', '2', '3' }, names(s:named_children()), 'Sequential keeps names (1.13)')
+    local t = s:slice(2, 3)
+    assert.are.equal(2, #t)
+    assert.are.same({ '2', '3' }, names(t:named_children()))
+    s:insert(1, nn.Identity())
+    assert.is_true(torch.isinstance(s[1], nn.Identity))
+    local od = torch.OrderedDict { { 'fc', nn.Linear(1, 1) }, { 'act', nn.ReLU() } }
+    assert.are.same({ 'fc.weight', 'fc.bias' }, nn.Sequential(od):state_dict():keys())
+  end)
+  it('ModuleList and ParameterList', function()
+    local l = nn.ModuleList({ nn.Linear(1, 1), nn.Linear(1, 1) })
+    l:append(nn.Linear(1, 1))
+    assert.are.same({ '0.weight', '0.bias', '1.weight', '1.bias', '2.weight', '2.bias' }, l:state_dict():keys())
+    l:remove(1)
+    assert.are.same({ '0', '1' }, names(l:named_children()), 'ModuleList renumbers')
+    H.errors_with(function() l:append(3) end, 'number is not a Module subclass')
+    local p = nn.ParameterList({ torch.ones(1), nn.Parameter(torch.ones(2)) })
+    assert.is_true(torch.isinstance(p[1], nn.Parameter), 'plain tensors become parameters')
+    assert.are.same({ '0', '1' }, names(p:named_parameters()))
+  end)
+  it('ModuleDict and ParameterDict', function()
+    local d = nn.ModuleDict({ relu = nn.ReLU(), act = nn.Tanh() })
+    assert.are.same({ 'act', 'relu' }, d:keys(), 'a plain table: sorted keys')
+    d.zz = nn.Sigmoid()
+    d.aa = nn.Sigmoid()
+    assert.are.same({ 'act', 'relu', 'zz', 'aa' }, d:keys(), 'later insertions go last')
+    d.relu = nn.ReLU(true)
+    assert.are.same({ 'act', 'relu', 'zz', 'aa' }, d:keys(), 'replacing keeps the position')
+    local o = nn.ModuleDict({ { 'b', nn.ReLU() }, { 'a', nn.ReLU() } })
+    assert.are.same({ 'b', 'a' }, o:keys(), 'pairs keep their order')
+    assert.is_true(torch.isinstance(o:pop('b'), nn.ReLU))
+    assert.are.same({ 'a' }, o:keys())
+    assert.is_true(o:contains('a'))
+    local n = 0
+    for k, v in d:items() do n = n + 1; assert.is_true(torch.isinstance(v, nn.Module)) end
+    assert.are.equal(4, n)
+    local pd = nn.ParameterDict({ w = torch.ones(2) })
+    assert.is_true(torch.isinstance(pd.w, nn.Parameter))
+    assert.are.same({ 'w' }, pd:state_dict():keys())
+  end)
+end)
