@@ -521,6 +521,15 @@ MT_API int64_t mt_live_nodes(void);
 MT_API int mt_grad_op_count(void);
 MT_API const char *mt_grad_op_list_name(int i); /* 0 <= i < mt_grad_op_count(), else NULL */
 
+/* ---------------------------------------------------------------- optimizers */
+/* One SGD step for one parameter, in place, as PyTorch 1.13's SGD does it (same order of float
+ * operations, in the parameter's dtype: float32 or float64). `grad` NULL: the parameter's own
+ * .grad, and nothing happens when it has none. `momentum_buf` (param's shape and dtype) is
+ * required when momentum != 0 and ignored otherwise; `first_step` != 0 sets it to the update
+ * direction instead of decaying it. Records no autograd; bumps the version counters. */
+MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, double lr, double momentum,
+                             double dampening, double weight_decay, int nesterov, int maximize, int first_step);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots

@@ -1,0 +1,8 @@
+-- moontorch.optim: optimizers (optim.Optimizer, optim.SGD), as PyTorch 1.13's torch.optim.
+local optim = {}
+package.loaded['moontorch.optim'] = optim -- the files below ask for it while it loads
+
+require 'moontorch.optim.optimizer'
+require 'moontorch.optim.sgd'
+
+return optim
