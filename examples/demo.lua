@@ -25,3 +25,28 @@ print('a @ a:t() =') print(m)
 print('a:sum() = ' .. tostring(a:sum()))
 print('a:sum(1) =') print(a:sum(1))
 print('a:sum(2) = ' .. tostring(a:sum(2)))
+
+-- autograd: gradients of a scalar with respect to leaves
+local x = torch.tensor({ 1, 2, 3 }, { requires_grad = true })
+local y = (x * x):sum()
+y:backward()
+print('d/dx sum(x^2) = ' .. tostring(x.grad))
+
+-- nn and optim: a 2-8-1 network learns XOR
+local nn = require 'moontorch.nn'
+local optim = require 'moontorch.optim'
+torch.manual_seed(0)
+local net = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1), nn.Sigmoid())
+print(net)
+local inputs = torch.tensor({ { 0, 0 }, { 0, 1 }, { 1, 0 }, { 1, 1 } })
+local targets = torch.tensor({ { 0 }, { 1 }, { 1 }, { 0 } })
+local opt = optim.SGD(net:parameters(), { lr = 1.0, momentum = 0.9 })
+local loss
+for _ = 1, 500 do
+  opt:zero_grad()
+  loss = nn.functional.binary_cross_entropy(net(inputs), targets)
+  loss:backward()
+  opt:step()
+end
+print(('XOR after 500 steps: loss %.4f'):format(loss:item()))
+print(net(inputs):round())
