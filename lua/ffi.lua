@@ -2,7 +2,39 @@
 -- build time and installed beside the library), and raises C failures as Lua errors.
 local ffi = require 'ffi'
 
+-- One copy per process. The C library's state (the handle registry, autograd ids) belongs to one
+-- set of Lua modules, so a second copy of them (after `package.loaded.moontorch = nil`, or a test
+-- runner that clears package.loaded between files) must not load: a loader placed first in
+-- package.loaders hands out the modules loaded the first time, kept in the Lua registry.
+local registry = debug.getregistry()
+local cache = registry['moontorch.modules']
+if cache and cache['moontorch.ffi'] then return cache['moontorch.ffi'] end
+if not cache then
+  cache = {}
+  registry['moontorch.modules'] = cache
+  local loaders = package.loaders or package.searchers
+  table.insert(loaders, 1, function(name)
+    if name ~= 'moontorch' and name:sub(1, 10) ~= 'moontorch.' then return nil end
+    local m = cache[name]
+    if m ~= nil then return function() return m end end
+    for i = 2, #loaders do
+      local load = loaders[i](name)
+      if type(load) == 'function' then
+        return function(...)
+          local r = load(...)
+          if r == nil then r = package.loaded[name] end
+          if r == nil then r = true end
+          cache[name] = r
+          return r
+        end
+      end
+    end
+    return nil
+  end)
+end
+
 local M = {}
+cache['moontorch.ffi'] = M
 
 -- Find the library: $MOONTORCH_LIB, else moontorch/libmoontorch.so on package.cpath.
 local function locate()

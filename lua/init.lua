@@ -2,6 +2,8 @@
 --   local torch = require 'moontorch'
 local ffi = require 'ffi'
 local core = require 'moontorch.ffi'
+local loaded = debug.getregistry()['moontorch.modules'] -- one copy per process (see lua/ffi.lua)
+if loaded.moontorch then return loaded.moontorch end
 local dtype = require 'moontorch.dtype'
 local T = require 'moontorch.tensor'
 local class = require 'moontorch.class'
@@ -9,6 +11,7 @@ local class = require 'moontorch.class'
 local C = core.C
 local torch = {}
 package.loaded['moontorch'] = torch -- submodules may require it while we load
+loaded.moontorch = torch
 
 torch._C = C
 torch.ffi = core

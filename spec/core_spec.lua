@@ -121,3 +121,22 @@ describe('the JIT', function()
     H.near(c, { 2, 2, 2, 2 })
   end)
 end)
+
+describe('loading', function()
+  it('a second require after package.loaded was cleared gives the same modules, and tensors keep working', function()
+    local t1 = torch.ones(3)
+    local saved = {}
+    for k, v in pairs(package.loaded) do
+      if k == 'moontorch' or k:sub(1, 10) == 'moontorch.' then saved[k] = v; package.loaded[k] = nil end
+    end
+    local again = require 'moontorch'
+    local T2 = require 'moontorch.tensor'
+    for k, v in pairs(saved) do package.loaded[k] = v end
+    assert.is_true(rawequal(again, torch))
+    assert.is_true(rawequal(T2, require 'moontorch.tensor'))
+    local t2 = again.ones(3, { dtype = again.float64 })
+    H.near(t1 + t2, { 2, 2, 2 })
+    collectgarbage()
+    H.near(again.ones(2) * 3, { 3, 3 })
+  end)
+end)
