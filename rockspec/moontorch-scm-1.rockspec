@@ -10,7 +10,7 @@ description = {
   detailed = [[
 moontorch is a Torch7-style neural-network runtime for LuaJIT with PyTorch's semantics:
 a C core (libmoontorch, strided tensors, OpenBLAS) bound through the LuaJIT FFI, and the
-Lua module `moontorch` (tensors, and next autograd, nn and optim).
+Lua module `moontorch` (tensors, autograd, nn and optim).
 ]],
   homepage = "https://github.com/moontorch/moontorch",
   license = "BSD-3-Clause",
