@@ -530,6 +530,26 @@ MT_API const char *mt_grad_op_list_name(int i); /* 0 <= i < mt_grad_op_count(), 
 MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, double lr, double momentum,
                              double dampening, double weight_decay, int nesterov, int maximize, int first_step);
 
+/* ---------------------------------------------------------------- files (torch.save / torch.load) */
+/* A 64-bit hash of n bytes continuing from `h` (start with 0): 8-byte words, multiply-xorshift
+ * mixing, the length folded in; any change of one bit changes it. Several GB/s. */
+MT_API uint64_t mt_hash64(const void *data, size_t n, uint64_t h);
+/* A read-only file mapped copy-on-write (MAP_PRIVATE: writes to tensors over it never reach the
+ * file), shared by the tensors made over it: each holds a reference, mt_mapping_release drops one
+ * (it is also the deleter given to mt_tensor_from_blob), and the last unmaps. */
+typedef struct mt_mapping {
+  char *data;
+  size_t size;
+  int64_t refs;
+} mt_mapping;
+MT_API mt_status mt_mapping_open(const char *path, mt_mapping **out);
+MT_API void mt_mapping_retain(mt_mapping *m);
+MT_API void mt_mapping_release(void *m, void *data);
+/* Make path's directory entry durable (fsync of the directory, after a rename). */
+MT_API mt_status mt_fsync_dir(const char *path);
+/* Flush a stdio stream to the disk (fflush + fsync); the stream stays open. */
+MT_API mt_status mt_fsync_file(void *stdio_file);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots

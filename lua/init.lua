@@ -83,6 +83,8 @@ local lazy = {
   nn = function() return require 'moontorch.nn' end,
   optim = function() return require 'moontorch.optim' end,
   OrderedDict = function() return require 'moontorch.ordered_dict' end,
+  save = function() return require('moontorch.torchfile').save end,
+  load = function() return require('moontorch.torchfile').load end,
 }
 torch._lazy = lazy
 setmetatable(torch, {
