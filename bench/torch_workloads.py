@@ -167,6 +167,26 @@ def module_call(_):
     report('us', q * 1e6)
     report('ratio', q / p)
 
+def save_load(n):
+    # bench/workloads/save_load.lua: a 784-512-256-10 MLP's state_dict, torch.save / torch.load
+    n = n or 50
+    import tempfile, os
+    import torch.nn as nn
+    net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    sd = net.state_dict()
+    fd, path = tempfile.mkstemp()
+    os.close(fd)
+    def save(k):
+        for _ in range(k):
+            torch.save(sd, path)
+    def load(k):
+        for _ in range(k):
+            torch.load(path)
+    s, l = best(save, n, 3), best(load, n, 3)
+    os.remove(path)
+    report('save_us', s * 1e6)
+    report('load_us', l * 1e6)
+
 def startup(_):
     pass
 

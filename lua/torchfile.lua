@@ -6,7 +6,8 @@
 --   meta (meta_size bytes): the object graph as a stream of values (below)
 --   zeros up to a multiple of 64, then the data section (data_size bytes): each storage's bytes
 --     at a 64-byte aligned offset
---   checksum = mt_hash64 over the meta, then over each storage's bytes in order of appearance.
+--   checksum = mt_hash64 over the meta, then mt_hash_storage over each storage's bytes, chained
+--     in order of appearance.
 -- A value is a tag byte and its body:
 --   0 nil  1 false  2 true  3 number (f64)  4 string (u64 length, bytes)
 --   5 table: u32 id, u64 number of pairs, then key value ... (id: for shared references/cycles)
@@ -178,7 +179,7 @@ function M.save(obj, path)
   write_value(w, obj, {}, 0)
   local meta = table.concat(w.buf)
   local h = C.mt_hash64(meta, #meta, 0)
-  for _, s in ipairs(w.storage_list) do h = C.mt_hash64(s.ptr, s.size, h) end
+  for _, s in ipairs(w.storage_list) do h = C.mt_hash_storage(s.ptr, s.size, h) end
   local header = MAGIC .. u32s(VERSION) .. u32s(0) .. u64s(#meta) .. u64s(w.data_size) .. u64s(h) .. u64s(0)
   header = header .. ('\0'):rep(HEADER - #header)
   local tmp = ('%s.tmp.%d'):format(path, libc.getpid())
@@ -312,7 +313,7 @@ local function read_meta(r, data_size)
       new_id(id)
       local off, size = r.u64(), r.u64()
       if off % ALIGN ~= 0 or off + size > data_size then r.bad('a storage lies outside the data section') end
-      local s = { __storage_record = true, offset = off, size = size }
+      local s = { __storage_record = true, offset = off, size = size, order = #storages + 1 }
       objs[id] = s
       storages[#storages + 1] = s
       return read(depth)
@@ -417,8 +418,12 @@ function M.load(path, opts)
     hr.pos = 8
     local version = hr.u32()
     if version ~= VERSION then fail('load', ('%s: unsupported format version %d'):format(path, version)) end
-    hr.u32()
+    local flags = hr.u32()
     local meta_size, data_size = hr.u64(), hr.u64()
+    -- reserved fields and padding are zero
+    local reserved = flags
+    for i = 40, HEADER - 1 do reserved = reserved + head[i] end
+    if reserved ~= 0 then fail('load', ('%s: corrupted header (reserved bytes are not zero)'):format(path)) end
     ffi.copy(scratch, head + 32, 8)
     local checksum = scratch_u64[0]
     local data_base = HEADER + align(meta_size)
@@ -433,19 +438,45 @@ function M.load(path, opts)
     -- storage bytes: read into fresh tensors (or mapped), hashing as we go
     local h = C.mt_hash64(meta, meta_size, 0)
     local bases = {}
-    if opts.mmap then
-      local mp = ffi.new('mt_mapping *[1]')
-      if C.mt_mapping_open(path, mp) ~= 0 then core.raise_last() end
-      mapping = mp[0]
-      if mapping.size ~= fsize then fail('load', ('%s: the file changed while loading'):format(path)) end
+    -- storages are copied out of a mapping of the file (or, with {mmap=true}, used in place)
+    local mp = ffi.new('mt_mapping *[1]')
+    if C.mt_mapping_open(path, mp) ~= 0 then core.raise_last() end
+    mapping = mp[0]
+    if mapping.size ~= fsize then fail('load', ('%s: the file changed while loading'):format(path)) end
+    -- every byte between records (alignment padding) must be zero: the checksum does not cover it
+    local gap = ffi.new('uint8_t[?]', ALIGN)
+    local function check_zero(from, to)
+      local n = to - from
+      if n <= 0 then return end
+      if mapping then
+        for k = 0, n - 1 do
+          if mapping.data[from + k] ~= 0 then fail('load', ('%s: corrupted padding'):format(path)) end
+        end
+        return
+      end
+      libc.fseek(f, from, 0)
+      if libc.fread(gap, 1, n, f) ~= n then fail('load', ('%s: truncated'):format(path)) end
+      for k = 0, n - 1 do
+        if gap[k] ~= 0 then fail('load', ('%s: corrupted padding'):format(path)) end
+      end
     end
+    check_zero(HEADER + meta_size, data_base)
+    local done = 0
+    table.sort(storages, function(a, b) return a.offset < b.offset end)
+    for _, s in ipairs(storages) do
+      if s.offset < done then fail('load', ('%s: storages overlap'):format(path)) end
+      check_zero(data_base + done, data_base + s.offset)
+      done = s.offset + s.size
+    end
+    check_zero(data_base + done, data_base + data_size)
+    table.sort(storages, function(a, b) return a.order < b.order end)
     for i, s in ipairs(storages) do
       local d = s.dtype or torch.uint8
       local n = s.size / d.itemsize
       local base
-      if mapping then
-        local ptr = mapping.data + data_base + s.offset
-        h = C.mt_hash64(ptr, s.size, h)
+      local ptr = mapping.data + data_base + s.offset
+      if opts.mmap then
+        h = C.mt_hash_storage(ptr, s.size, h)
         C.mt_mapping_retain(mapping)
         local out = ffi.new('mt_tensor *[1]')
         local sz = ffi.new('int64_t[1]', n)
@@ -456,11 +487,7 @@ function M.load(path, opts)
         base = T.wrap(out[0])
       else
         base = torch.empty(n, { dtype = d })
-        libc.fseek(f, data_base + s.offset, 0)
-        if s.size > 0 and libc.fread(base:data_ptr(), 1, s.size, f) ~= s.size then
-          fail('load', ('%s: truncated (a storage runs past the end of the file)'):format(path))
-        end
-        h = C.mt_hash64(base:data_ptr(), s.size, h)
+        h = C.mt_copy_hashed(base:data_ptr(), ptr, s.size, h)
       end
       bases[s] = base
     end
