@@ -203,6 +203,23 @@ do
   rows[#rows + 1] = { 'MyLinear(4, 3) call with grad', o and o.us, t and t.us, 'µs/call', 'lower', nil, nil }
 end
 
+-- (12) torch.save / torch.load of a 784-512-256-10 MLP's state_dict (ours: fsync included)
+do
+  local o, t
+  for _ = 1, 2 do
+    local oi, ti = ours('save_load', 50), theirs('save_load', 50)
+    if oi and (not o or oi.save_us < o.save_us) then o = { save_us = oi.save_us, load_us = o and o.load_us or oi.load_us } end
+    if oi and o and oi.load_us < o.load_us then o.load_us = oi.load_us end
+    if ti and (not t or ti.save_us < t.save_us) then t = { save_us = ti.save_us, load_us = t and t.load_us or ti.load_us } end
+    if ti and t and ti.load_us < t.load_us then t.load_us = ti.load_us end
+  end
+  line('(12) save MLP state_dict', o and o.save_us, t and t.save_us, 'us', 'lower', 'ours fsyncs (atomic, durable)')
+  line('(12) load MLP state_dict', o and o.load_us, t and t.load_us, 'us', 'lower')
+  rows[#rows + 1] = { '`torch.save` of a 784-512-256-10 MLP state_dict (ours with fsync)', o and o.save_us, t and t.save_us,
+    'µs', 'lower', nil, nil }
+  rows[#rows + 1] = { '`torch.load` of the same', o and o.load_us, t and t.load_us, 'µs', 'lower', nil, nil }
+end
+
 -- (6) OPENBLAS_THREAD_TIMEOUT: lua/ffi.lua sets 4 unless the user set it; 28 is OpenBLAS's own
 -- default (threads spin ~2^28 cycles before sleeping)
 for _, n in ipairs { 384, 768 } do

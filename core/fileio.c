@@ -61,7 +61,7 @@ uint64_t mt_hash64(const void *data, size_t n, uint64_t h) {
   return mix(r ^ (uint64_t)n);
 }
 
-/* A storage's checksum: 128 KB pieces hashed independently (in parallel), their hashes then
+/* A storage's checksum: 128 KB pieces hashed independently (one pass each), their hashes then
  * chained into h in order. Copying while hashing (mt_copy_hashed) gives the same value. */
 #define MT_HASH_PIECE ((size_t)128 * 1024)
 

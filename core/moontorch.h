@@ -534,7 +534,7 @@ MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momen
 /* A 64-bit hash of n bytes continuing from `h` (start with 0): 8-byte words, multiply-xorshift
  * mixing, the length folded in; any change of one bit changes it. Several GB/s. */
 MT_API uint64_t mt_hash64(const void *data, size_t n, uint64_t h);
-/* A storage's checksum: 128 KB pieces hashed in parallel, chained into h in order; and a copy
+/* A storage's checksum: 128 KB pieces hashed one by one, chained into h in order; and a copy
  * of n bytes from src to dst that returns the same value for src. */
 MT_API uint64_t mt_hash_storage(const void *data, size_t n, uint64_t h);
 MT_API uint64_t mt_copy_hashed(void *dst, const void *src, size_t n, uint64_t h);
