@@ -85,6 +85,8 @@ local lazy = {
   OrderedDict = function() return require 'moontorch.ordered_dict' end,
   save = function() return require('moontorch.torchfile').save end,
   load = function() return require('moontorch.torchfile').load end,
+  save_safetensors = function() return require('moontorch.st_format').save end,
+  load_safetensors = function() return require('moontorch.st_format').load end,
 }
 torch._lazy = lazy
 setmetatable(torch, {
