@@ -484,4 +484,28 @@ function M.install(t)
   require('moontorch.function').install(t, autograd, M) -- torch.autograd.Function, anomaly mode
 end
 
+-- zero_grad of one parameter, as Module.zero_grad and Optimizer.zero_grad do it (PyTorch 1.13):
+-- set_to_none drops the gradient; otherwise it is zeroed in place (detached first if it has a
+-- grad_fn, and no longer requiring grad)
+local grad_ref = ffi.new('mt_tensor *[1]')
+function M.zero_grad_of(p, set_to_none)
+  local g = C.mt_get_grad(p)
+  if g == nil then return end
+  if set_to_none then
+    C.mt_tensor_release(g)
+    p.grad = nil
+    return
+  end
+  grad_ref[0] = g
+  local gt = grad_ref[0][0]
+  if C.mt_grad_fn(gt) ~= nil then
+    C.mt_detach_(gt)
+  else
+    C.mt_set_requires_grad(gt, 0)
+  end
+  local s = C.mt_zero_(gt)
+  C.mt_tensor_release(g)
+  if s ~= 0 then raise_last() end
+end
+
 return M

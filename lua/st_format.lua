@@ -16,19 +16,7 @@ local class = require 'moontorch.class'
 local fail = core.fail
 local is_tensor = T.is_tensor
 
-ffi.cdef [[
-typedef struct moontorch_st_FILE moontorch_st_FILE;
-moontorch_st_FILE *fopen(const char *path, const char *mode);
-size_t fwrite(const void *p, size_t size, size_t n, moontorch_st_FILE *f);
-size_t fread(void *p, size_t size, size_t n, moontorch_st_FILE *f);
-int fclose(moontorch_st_FILE *f);
-int fseek(moontorch_st_FILE *f, long off, int whence);
-long ftell(moontorch_st_FILE *f);
-int rename(const char *a, const char *b);
-int remove(const char *p);
-int getpid(void);
-]]
-local libc = ffi.C
+local libc = core.libc
 
 local M = {}
 

@@ -35,19 +35,7 @@ local is_tensor = T.is_tensor
 local type, pairs, next, tostring, tonumber, rawget, getmetatable, setmetatable = type, pairs, next, tostring, tonumber,
   rawget, getmetatable, setmetatable
 
-ffi.cdef [[
-typedef struct moontorch_FILE moontorch_FILE;
-moontorch_FILE *fopen(const char *path, const char *mode);
-size_t fwrite(const void *p, size_t size, size_t n, moontorch_FILE *f);
-size_t fread(void *p, size_t size, size_t n, moontorch_FILE *f);
-int fclose(moontorch_FILE *f);
-int fseek(moontorch_FILE *f, long off, int whence);
-long ftell(moontorch_FILE *f);
-int rename(const char *a, const char *b);
-int remove(const char *p);
-int getpid(void);
-]]
-local libc = ffi.C
+local libc = core.libc
 
 local M = {}
 local MAGIC = 'MOONTRCH'

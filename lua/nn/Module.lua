@@ -507,31 +507,11 @@ function Module:requires_grad_(requires_grad)
 end
 
 -- zero_grad(set_to_none) or zero_grad{set_to_none=}: PyTorch 1.13's default keeps zeroed grads
-local grad_buf = ffi.new('mt_tensor *[1]')
+local zero_grad_of = require('moontorch.autograd').zero_grad_of
 function Module:zero_grad(set_to_none)
   if type(set_to_none) == 'table' then set_to_none = set_to_none.set_to_none end
   local list = param_list(self)
-  for i = 1, #list do
-    local p = list[i]
-    local g = C.mt_get_grad(p)
-    if g ~= nil then
-      if set_to_none then
-        C.mt_tensor_release(g)
-        p.grad = nil
-      else
-        grad_buf[0] = g
-        local gt = grad_buf[0][0]
-        if C.mt_grad_fn(gt) ~= nil then
-          C.mt_detach_(gt)
-        else
-          C.mt_set_requires_grad(gt, 0)
-        end
-        local s = C.mt_zero_(gt)
-        C.mt_tensor_release(g)
-        if s ~= 0 then core.raise_last() end
-      end
-    end
-  end
+  for i = 1, #list do zero_grad_of(list[i], set_to_none) end
 end
 
 ------------------------------------------------------------------------------ conversion

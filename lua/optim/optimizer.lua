@@ -123,33 +123,13 @@ end
 
 -- zero_grad(set_to_none) or zero_grad{set_to_none=}: PyTorch 1.13's default (false) zeroes the
 -- gradients in place (a gradient with a grad_fn is detached first); true drops them.
-local grad_buf = ffi.new('mt_tensor *[1]')
+local zero_grad_of = require('moontorch.autograd').zero_grad_of
 function Optimizer:zero_grad(set_to_none)
   if type(set_to_none) == 'table' then set_to_none = set_to_none.set_to_none end
   local groups = self.param_groups
   for gi = 1, #groups do
     local ps = groups[gi].params
-    for i = 1, #ps do
-      local p = ps[i]
-      local g = C.mt_get_grad(p)
-      if g ~= nil then
-        if set_to_none then
-          C.mt_tensor_release(g)
-          p.grad = nil
-        else
-          grad_buf[0] = g
-          local gt = grad_buf[0][0]
-          if C.mt_grad_fn(gt) ~= nil then
-            C.mt_detach_(gt)
-          else
-            C.mt_set_requires_grad(gt, 0)
-          end
-          local s = C.mt_zero_(gt)
-          C.mt_tensor_release(g)
-          if s ~= 0 then raise_last() end
-        end
-      end
-    end
+    for i = 1, #ps do zero_grad_of(ps[i], set_to_none) end
   end
 end
 
