@@ -108,6 +108,8 @@ local function typename_of(v)
   return type(v)
 end
 
+M.typename_of = typename_of
+
 local function is_module(v) return type(v) == 'table' and class.isinstance(v, Module) end
 M.is_module = is_module
 
@@ -612,10 +614,9 @@ end
 function Module:extra_repr() return '' end
 function Module:_get_name() return short_name(self) end
 
+-- indent every line but the first (a child's repr inside its parent's)
 local function addindent(s, n)
-  local pad = (' '):rep(n)
-  local first = true
-  return (s:gsub('\n', '\n' .. pad)), first
+  return (s:gsub('\n', '\n' .. (' '):rep(n)))
 end
 
 function Module:__tostring()

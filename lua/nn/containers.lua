@@ -22,10 +22,7 @@ local module_index, module_newindex = Module.__index, Module.__newindex
 
 local M = {}
 
-local function typename_of(v)
-  if is_tensor(v) then return v:type() end
-  return class.typename(v) or type(v)
-end
+local typename_of = Mod.typename_of
 
 local function raw_len(self)
   local n = 0
