@@ -530,29 +530,56 @@ MT_API const char *mt_grad_op_list_name(int i); /* 0 <= i < mt_grad_op_count(), 
 MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, double lr, double momentum,
                              double dampening, double weight_decay, int nesterov, int maximize, int first_step);
 
-/* ---------------------------------------------------------------- files (torch.save / torch.load) */
-/* A 64-bit hash of n bytes continuing from `h` (start with 0): 8-byte words, multiply-xorshift
- * mixing, the length folded in; any change of one bit changes it. Several GB/s. */
-MT_API uint64_t mt_hash64(const void *data, size_t n, uint64_t h);
-/* A storage's checksum: 128 KB pieces hashed one by one, chained into h in order; and a copy
- * of n bytes from src to dst that returns the same value for src. */
-MT_API uint64_t mt_hash_storage(const void *data, size_t n, uint64_t h);
-MT_API uint64_t mt_copy_hashed(void *dst, const void *src, size_t n, uint64_t h);
-/* A read-only file mapped copy-on-write (MAP_PRIVATE: writes to tensors over it never reach the
- * file), shared by the tensors made over it: each holds a reference, mt_mapping_release drops one
- * (it is also the deleter given to mt_tensor_from_blob), and the last unmaps. */
-typedef struct mt_mapping {
-  char *data;
-  size_t size;
-  int64_t refs;
-} mt_mapping;
-MT_API mt_status mt_mapping_open(const char *path, mt_mapping **out);
-MT_API void mt_mapping_retain(mt_mapping *m);
-MT_API void mt_mapping_release(void *m, void *data);
-/* Make path's directory entry durable (fsync of the directory, after a rename). */
-MT_API mt_status mt_fsync_dir(const char *path);
-/* Flush a stdio stream to the disk (fflush + fsync); the stream stays open. */
+/* ---------------------------------------------------------------- checkpoints (core/checkpoint.c) */
+/* The bytes of torch.save / torch.load; the format is described at the top of core/checkpoint.c.
+ * Value tags of the stream: */
+enum {
+  MT_CKPT_NIL = 0, MT_CKPT_FALSE = 1, MT_CKPT_TRUE = 2, MT_CKPT_NUMBER = 3, MT_CKPT_STRING = 4,
+  MT_CKPT_TABLE = 5, MT_CKPT_REF = 6, MT_CKPT_TENSOR = 7, MT_CKPT_OBJECT = 8
+};
+/* XXH3-64 (seed 0) of n bytes: the checksum's hash. _impl picks the long loop (1 scalar, 2 SSE2,
+ * 3 AVX2, 0 the best this CPU has), for tests. */
+MT_API uint64_t mt_xxh3_64(const void *data, size_t n);
+MT_API uint64_t mt_xxh3_64_impl(const void *data, size_t n, int impl);
+/* Writer: opens `<path>.tmp.<pid>`; values are appended in stream order (ids from 1, given by the
+ * caller); a tensor's storage payload is written the first time the storage is seen. commit
+ * (fsync when `sync`, rename over path, fsync of the directory) and abort (removes the temporary
+ * file) both free the writer. */
+typedef struct mt_ckpt_writer mt_ckpt_writer;
+MT_API mt_status mt_ckpt_writer_open(const char *path, mt_ckpt_writer **out);
+MT_API mt_status mt_ckpt_put_tag(mt_ckpt_writer *w, int tag); /* nil, false, true */
+MT_API mt_status mt_ckpt_put_number(mt_ckpt_writer *w, double x);
+MT_API mt_status mt_ckpt_put_string(mt_ckpt_writer *w, const char *s, size_t len);
+MT_API mt_status mt_ckpt_put_table(mt_ckpt_writer *w, uint32_t id, uint64_t npairs);
+MT_API mt_status mt_ckpt_put_ref(mt_ckpt_writer *w, uint32_t id);
+MT_API mt_status mt_ckpt_put_tensor(mt_ckpt_writer *w, uint32_t id, const mt_tensor *t, int flags); /* 1 param, 2 requires_grad */
+MT_API mt_status mt_ckpt_put_object(mt_ckpt_writer *w, uint32_t id, const char *name, size_t len); /* then its state */
+MT_API mt_status mt_ckpt_writer_commit(mt_ckpt_writer *w, int sync);
+MT_API void mt_ckpt_writer_abort(mt_ckpt_writer *w);
+/* Reader: open validates the header, the storage table, the payloads and the checksum and holds
+ * the storages (copies, or views of a copy-on-write mapping of the file when use_mmap); then
+ * read_value hands out the stream's values one by one, each record checked. A tensor value is
+ * a new reference (with its nn.Parameter flag set; `flags & 2` asks for requires_grad). */
+typedef struct mt_ckpt_reader mt_ckpt_reader;
+typedef struct mt_ckpt_value {
+  int32_t tag;
+  uint32_t id;        /* table, tensor, object: the id it defines; reference: the id it names */
+  uint64_t count;     /* table: pairs; string and object: bytes of str */
+  double number;
+  const char *str;    /* string bytes, or an object's class name (valid while the reader lives) */
+  mt_tensor *tensor;  /* tensor: a new reference */
+  uint32_t flags;     /* tensor: 1 nn.Parameter, 2 requires_grad */
+  uint32_t _pad;
+} mt_ckpt_value;
+MT_API mt_status mt_ckpt_reader_open(const char *path, int use_mmap, mt_ckpt_reader **out);
+MT_API mt_status mt_ckpt_read_value(mt_ckpt_reader *r, mt_ckpt_value *v);
+MT_API mt_status mt_ckpt_reader_end(mt_ckpt_reader *r); /* the stream was read to its end */
+MT_API void mt_ckpt_reader_close(mt_ckpt_reader *r);
+/* For other writers of files (torch.save_safetensors): flush a stdio stream to the disk (fflush +
+ * fdatasync; the stream stays open), and make path's directory entry durable (fsync of the
+ * directory, after a rename; a file system that cannot fsync directories is not an error). */
 MT_API mt_status mt_fsync_file(void *stdio_file);
+MT_API mt_status mt_fsync_dir(const char *path);
 
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array

@@ -83,10 +83,10 @@ local lazy = {
   nn = function() return require 'moontorch.nn' end,
   optim = function() return require 'moontorch.optim' end,
   OrderedDict = function() return require 'moontorch.ordered_dict' end,
-  save = function() return require('moontorch.torchfile').save end,
-  load = function() return require('moontorch.torchfile').load end,
-  save_safetensors = function() return require('moontorch.st_format').save end,
-  load_safetensors = function() return require('moontorch.st_format').load end,
+  save = function() return require('moontorch.checkpoint').save end,
+  load = function() return require('moontorch.checkpoint').load end,
+  save_safetensors = function() return require('moontorch.safetensors_io').save end,
+  load_safetensors = function() return require('moontorch.safetensors_io').load end,
 }
 torch._lazy = lazy
 setmetatable(torch, {

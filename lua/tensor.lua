@@ -100,17 +100,29 @@ local function finish_cycle()
   while not collectgarbage('step', 1024) do end
 end
 
--- a GC cycle and a scan (two when the first one's marking was already over and found too
--- little); grows the registry when little was free, so that collections stay rare relative to
--- the Lua heap's size
-local function reclaim()
+-- A GC cycle and a scan; a second one when the first one's marking was already over and found
+-- too little: too few free slots when the registry was full, too few bytes when the growth of
+-- the bytes held by tensors asked for it (less than half of the growth since the last reclaim).
+-- Grows the registry when little was free, so that collections stay rare relative to the Lua
+-- heap's size.
+local live_after = 0 -- stats.live_bytes after the last reclaim
+local function reclaim(for_bytes)
+  local before = tonumber(stats.live_bytes)
   finish_cycle()
   cycle_ended = false
-  if scan() < cap / 4 then
+  local freed = scan()
+  local again
+  if for_bytes then
+    again = tonumber(stats.live_bytes) > before - (before - live_after) / 2
+  else
+    again = freed < cap / 4
+  end
+  if again then
     finish_cycle()
     cycle_ended = false
     scan()
   end
+  live_after = tonumber(stats.live_bytes)
   stats.bytes_since_gc = 0
   local heap = collectgarbage('count') * 1024 * GC_HEAP_FACTOR
   gc_limit = tonumber(stats.live_bytes) + (heap > GC_MIN_BYTES and heap or GC_MIN_BYTES)
@@ -144,7 +156,7 @@ local function wrap(p)
   local i = free[nfree]
   slots[i + 1] = h -- before ptrs[i]: a scan that runs while the table grows must skip slot i
   ptrs[i] = p
-  if stats.live_bytes > gc_limit then reclaim() end
+  if stats.live_bytes > gc_limit then reclaim(true) end
   if anomaly_hook then anomaly_hook(p) end
   return h
 end
