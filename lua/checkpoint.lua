@@ -185,15 +185,19 @@ local function read_object(s, id, name, depth)
     read_pairs(s, obj, tonumber(v.count), depth + 1)
     return obj
   end
-  local ph = {}  -- stands for the object until it exists
+  local ph = {}  -- stands for the object until it exists (given out by references inside its state)
   s.objs[id] = ph
+  s.placeholders[ph] = false
   local state = read_value(s, depth + 1)
   local ok, obj = pcall(des, cls, state)
   if not ok then bad(s, ('cannot rebuild a %s: %s'):format(name, tostring(obj))) end
   if obj == nil then bad(s, ('cannot rebuild a %s: its __deserialize returned nil'):format(name)) end
   s.objs[id] = obj
-  s.pending[ph] = obj
-  s.npending = s.npending + 1
+  if s.placeholders[ph] then -- given out: replaced everywhere once the whole value is read
+    s.pending[ph] = obj
+    s.npending = s.npending + 1
+  end
+  s.placeholders[ph] = nil
   return obj
 end
 
@@ -212,6 +216,7 @@ read_value = function(s, depth)
   elseif tag == REF then
     local o = s.objs[v.id]
     if o == nil then bad(s, 'corrupted (a reference to a value that is not a table, tensor or object)') end
+    if s.placeholders[o] == false then s.placeholders[o] = true end
     return o
   elseif tag == TENSOR then
     local id, flags = v.id, v.flags
@@ -268,6 +273,7 @@ local function check_location(path, loc)
 end
 
 local rp = ffi.new('mt_ckpt_reader *[1]')
+local value = ffi.new('mt_ckpt_value') -- scratch: read_value copies out what it needs at once
 
 -- torch.load(path [, {map_location = 'cpu', mmap = false}])
 function M.load(path, opts)
@@ -278,7 +284,7 @@ function M.load(path, opts)
   check_location(path, opts.map_location)
   if C.mt_ckpt_reader_open(path, opts.mmap and 1 or 0, rp) ~= 0 then raise_last() end
   local r = rp[0]
-  local s = { r = r, v = ffi.new('mt_ckpt_value'), objs = {}, path = path, pending = {}, npending = 0 }
+  local s = { r = r, v = value, objs = {}, path = path, pending = {}, npending = 0, placeholders = {} }
   local ok, res = pcall(read_value, s, 0)
   if ok and C.mt_ckpt_reader_end(r) ~= 0 then
     ok, res = false, 'moontorch.' .. ffi.string(C.mt_last_error())
