@@ -19,17 +19,7 @@ local function roundtrip(obj, opts)
   os.remove(p)
   return r
 end
-local function read_all(p)
-  local f = assert(io.open(p, 'rb'))
-  local s = f:read('*a')
-  f:close()
-  return s
-end
-local function write_all(p, s)
-  local f = assert(io.open(p, 'wb'))
-  f:write(s)
-  f:close()
-end
+local read_all, write_all = H.read_file, H.write_file
 local function exists(p)
   local f = io.open(p, 'rb')
   if f then f:close() end
@@ -244,6 +234,33 @@ describe('checkpoint round trips', function()
     local fresh = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
     fresh:load_state_dict(roundtrip(net:state_dict()))
     assert.is_true(torch.equal(fresh:forward(x), net:forward(x)))
+  end)
+
+  it('optimizers: a state_dict, and a whole SGD saved with its model keeps stepping that model', function()
+    local optim = require 'moontorch.optim'
+    torch.manual_seed(3)
+    local net = nn.Linear(3, 2)
+    local opt = optim.SGD(net:parameters(), { lr = 0.1, momentum = 0.9 })
+    local x = torch.randn(4, 3)
+    net(x):sum():backward()
+    opt:step()
+    local sd = roundtrip(opt:state_dict())
+    local want = opt:state_dict()
+    assert.is_true(torch.equal(sd.state[0].momentum_buffer, want.state[0].momentum_buffer))
+    assert.is_true(torch.equal(sd.state[1].momentum_buffer, want.state[1].momentum_buffer))
+    assert.are.same(want.param_groups[1].params, sd.param_groups[1].params)
+    assert.are.equal(0.1, sd.param_groups[1].lr)
+    local both = roundtrip({ model = net, opt = opt })
+    assert.is_true(rawequal(both.opt.param_groups[1].params[1], both.model.weight))
+    assert.is_true(rawequal(both.opt.param_groups[1].params[2], both.model.bias))
+    -- one more step on each side: the same numbers (momentum buffers came along)
+    for _, pair in ipairs({ { net, opt }, { both.model, both.opt } }) do
+      pair[2]:zero_grad()
+      pair[1](x):sum():backward()
+      pair[2]:step()
+    end
+    assert.is_true(torch.equal(both.model.weight, net.weight))
+    assert.is_true(torch.equal(both.model.bias, net.bias))
   end)
 
   it('map_location = cpu, and {mmap = true}: copy-on-write views that outlive the load', function()

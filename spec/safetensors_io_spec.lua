@@ -12,8 +12,7 @@ local function tmp_path()
   counter = counter + 1
   return ('%s/mt_st_spec_%d_%d.safetensors'):format(dir, os.time(), counter)
 end
-local function read_all(p) local f = assert(io.open(p, 'rb')); local s = f:read('*a'); f:close(); return s end
-local function write_all(p, s) local f = assert(io.open(p, 'wb')); f:write(s); f:close() end
+local read_all, write_all = H.read_file, H.write_file
 local function u64le(n)
   local b = {}
   for i = 1, 8 do b[i] = string.char(n % 256); n = math.floor(n / 256) end

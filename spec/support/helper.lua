@@ -68,4 +68,17 @@ function H.shape(t)
   return r
 end
 
+-- a file's bytes, and writing bytes to a file (for specs that build or damage files)
+function H.read_file(path)
+  local f = assert(io.open(path, 'rb'))
+  local s = f:read('*a')
+  f:close()
+  return s
+end
+function H.write_file(path, s)
+  local f = assert(io.open(path, 'wb'))
+  f:write(s)
+  f:close()
+end
+
 return H
