@@ -50,3 +50,11 @@ for _ = 1, 500 do
 end
 print(('XOR after 500 steps: loss %.4f'):format(loss:item()))
 print(net(inputs):round())
+
+-- save and load: the trained weights survive a round trip through a file (written atomically)
+local path = os.tmpname()
+torch.save(net:state_dict(), path)
+local copy = nn.Sequential(nn.Linear(2, 8), nn.Tanh(), nn.Linear(8, 1), nn.Sigmoid())
+print(copy:load_state_dict(torch.load(path)))
+os.remove(path)
+print('the loaded copy agrees: ' .. tostring(torch.equal(copy(inputs), net(inputs))))
