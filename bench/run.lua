@@ -231,6 +231,20 @@ do
     'lower', nil, nil }
 end
 
+-- (13) exp, log, tanh, sigmoid of 2^20 float32 values (vectorised in core/tensor/vmath.c)
+do
+  local o, t = {}, {}
+  for _ = 1, 2 do
+    for k, v in pairs(ours('exp_big') or {}) do if not o[k] or v < o[k] then o[k] = v end end
+    for k, v in pairs(theirs('exp_big') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+  end
+  for _, op in ipairs({ 'exp', 'log', 'tanh', 'sigmoid' }) do
+    local key = op .. '_us'
+    line(('(13) %s of 1M float32'):format(op), o[key], t[key], 'us', 'lower')
+    rows[#rows + 1] = { ('`%s` of 2^20 float32'):format(op), o[key], t[key], 'µs', 'lower', nil, nil }
+  end
+end
+
 -- (6) OPENBLAS_THREAD_TIMEOUT: lua/ffi.lua sets 4 unless the user set it; 28 is OpenBLAS's own
 -- default (threads spin ~2^28 cycles before sleeping)
 for _, n in ipairs { 384, 768 } do

@@ -187,6 +187,22 @@ def save_load(n):
     report('save_us', s * 1e6)
     report('load_us', l * 1e6)
 
+def exp_big(n):
+    # bench/workloads/exp_big.lua: exp, log, tanh, sigmoid on n float32 values, into new tensors
+    n = n or 1048576
+    x = torch.linspace(-10, 10, n)
+    pos = torch.linspace(0.001, 1000, n)
+    reps = max(1, 2**24 // n)
+    def time(f, a):
+        def g(k):
+            for _ in range(k):
+                y = f(a)
+        return best(g, reps)
+    report('exp_us', time(torch.exp, x) * 1e6)
+    report('log_us', time(torch.log, pos) * 1e6)
+    report('tanh_us', time(torch.tanh, x) * 1e6)
+    report('sigmoid_us', time(torch.sigmoid, x) * 1e6)
+
 def startup(_):
     pass
 

@@ -145,4 +145,14 @@ typedef void (*mt_range_fn)(void *ctx, int64_t begin, int64_t end);
 void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx);
 int mt_in_parallel(void);
 
+/* ---------------------------------------------------------------- vectorised float32 math (tensor/vmath.c) */
+/* The unary ops with a vectorised float32 loop for contiguous data: X(OP, name), MT_OP_##OP. */
+#define MT_VMATH_OPS(X)                                                                                              \
+  X(EXP, exp) X(LOG, log) X(TANH, tanh) X(SIGMOID, sigmoid) X(EXPM1, expm1) X(LOG1P, log1p) X(SILU, silu)           \
+  X(GELU_TANH, gelu_tanh) X(SOFTPLUS, softplus)
+typedef void (*mt_vmath_fn)(float *out, const float *in, int64_t n);
+/* out[i] = op(in[i]) for n contiguous floats (out may be in); NULL when the op has no such loop or the CPU
+ * lacks AVX2+FMA (or MOONTORCH_VMATH=0 is set). */
+mt_vmath_fn mt_vmath_f32(int op);
+
 #endif

@@ -152,6 +152,19 @@ FLOAT_UNARY(DEF_FU, double, d)
 #undef DEF_FU
 #undef CUR_T
 
+/* float32 ops with a vectorised loop in vmath.c (AVX2+FMA, chosen at run time in init_tables): that loop
+ * takes contiguous operands, the scalar kernel above strided ones */
+static mt_vmath_fn vmath_f32[MT_UNARY_OP_COUNT];
+#define DEF_VM(OP, name)                                                                  \
+  static void un_##OP##_f32_vm(void *ctx, char **p, const int64_t *st, int64_t n) {      \
+    if (st[0] == sizeof(float) && st[1] == sizeof(float))                                 \
+      vmath_f32[MT_OP_##OP]((float *)p[0], (const float *)p[1], n);                       \
+    else                                                                                  \
+      un_##OP##_f32(ctx, p, st, n);                                                       \
+  }
+MT_VMATH_OPS(DEF_VM)
+#undef DEF_VM
+
 /* Unary ops that keep an integer dtype. */
 static inline int64_t ipow(int64_t b, int64_t e, ew_ctx *ctx) {
   if (e < 0) {
@@ -318,6 +331,10 @@ static void init_tables(void) {
   FLOAT_UNARY(SET_FU, float, f)
   PRED_UNARY(SET_FU)
 #undef SET_FU
+#define SET_VM(OP, name) \
+  if ((vmath_f32[MT_OP_##OP] = mt_vmath_f32(MT_OP_##OP))) unary_f32[MT_OP_##OP] = un_##OP##_f32_vm;
+  MT_VMATH_OPS(SET_VM)
+#undef SET_VM
 #define SET_IU(OP, EXPR) unary_int[MT_OP_##OP][CUR_DT] = CUR_FN(OP);
 #define SET_IU_u8(OP, EXPR) unary_int[MT_OP_##OP][MT_UINT8] = un_##OP##_u8;
 #define SET_IU_i8(OP, EXPR) unary_int[MT_OP_##OP][MT_INT8] = un_##OP##_i8;
