@@ -1164,6 +1164,7 @@ mt_status mt_ckpt_read_value(mt_ckpt_reader *r, mt_ckpt_value *v) {
   case MT_CKPT_NUMBER:
     NEED(8, "truncated number");
     memcpy(&v->number, r->p, 8);
+    v->number = mt_canonical_double(v->number); /* a number from a file reaches Lua */
     r->p += 8;
     return MT_OK;
   case MT_CKPT_STRING:

@@ -105,7 +105,7 @@ uint16_t mt_float_to_half(float f) {
   return (uint16_t)(sign | h);
 }
 
-float mt_half_to_float(uint16_t h) {
+float mt_half_to_float_raw(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
   union { uint32_t u; float f; } v;
@@ -125,4 +125,8 @@ uint16_t mt_float_to_bfloat16(float f) {
   uint32_t lsb = (v.u >> 16) & 1u;
   return (uint16_t)((v.u + 0x7fffu + lsb) >> 16);
 }
-float mt_bfloat16_to_float(uint16_t h) { return mt_b2f(h); }
+float mt_half_to_float(uint16_t h) { return mt_canonical_float(mt_half_to_float_raw(h)); }
+float mt_bfloat16_to_float(uint16_t h) { return mt_canonical_float(mt_b2f(h)); }
+
+double mt_number_out(double x) { return mt_canonical_double(x); }
+float mt_float_out(float x) { return mt_canonical_float(x); }

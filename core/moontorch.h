@@ -105,7 +105,16 @@ MT_API int mt_promote_types(int a, int b);
 MT_API int mt_get_default_dtype(void);
 MT_API mt_status mt_set_default_dtype(int dtype); /* float32 or float64 */
 
-/* float16 / bfloat16 bit conversions (round to nearest even) */
+/* Numbers handed out. LuaJIT keeps its other types' tags inside the NaN space of a double: a
+ * double whose bits are such a NaN, read by Lua, is taken for nil, a boolean, a table, ... (and
+ * the process crashes). Every double (or float) the core hands out, through a return value, an
+ * out-parameter or a struct field, is passed through mt_number_out first: a NaN becomes the quiet
+ * NaN with the same sign and no payload (bits 0x7ff8000000000000 or 0xfff8000000000000), every
+ * other value passes unchanged. mt_float_out does the same for a float (0x7fc00000 / 0xffc00000). */
+MT_API double mt_number_out(double x);
+MT_API float mt_float_out(float x);
+
+/* float16 / bfloat16 bit conversions (round to nearest even; NaNs out through mt_float_out) */
 MT_API uint16_t mt_float_to_half(float f);
 MT_API float mt_half_to_float(uint16_t h);
 MT_API uint16_t mt_float_to_bfloat16(float f);
@@ -189,7 +198,8 @@ typedef struct mt_stats {
 } mt_stats;
 MT_API mt_stats *mt_get_stats(void);
 
-/* Element access (any dtype; values pass through double; int64 also exactly through int64). */
+/* Element access (any dtype; values pass through double, NaNs through mt_number_out; int64 also
+ * exactly through int64). */
 MT_API mt_status mt_tensor_item(const mt_tensor *t, double *out);
 MT_API mt_status mt_tensor_item_int64(const mt_tensor *t, int64_t *out);
 MT_API mt_status mt_tensor_get(const mt_tensor *t, const int64_t *index, double *out);

@@ -41,7 +41,20 @@ const char *mt_type_title(int dtype);
 typedef uint16_t mt_half;
 typedef uint16_t mt_bf16;
 
-static inline float mt_h2f(mt_half h) { return mt_half_to_float(h); }
+float mt_half_to_float_raw(uint16_t h); /* keeps NaN payloads: for kernels, not for Lua */
+static inline float mt_h2f(mt_half h) { return mt_half_to_float_raw(h); }
+
+/* mt_number_out / mt_float_out, inline for the core's own loops */
+static inline double mt_canonical_double(double x) {
+  union { double d; uint64_t u; } v = {x};
+  if ((v.u & 0x7fffffffffffffffull) > 0x7ff0000000000000ull) v.u = (v.u & 0x8000000000000000ull) | 0x7ff8000000000000ull;
+  return v.d;
+}
+static inline float mt_canonical_float(float x) {
+  union { float f; uint32_t u; } v = {x};
+  if ((v.u & 0x7fffffffu) > 0x7f800000u) v.u = (v.u & 0x80000000u) | 0x7fc00000u;
+  return v.f;
+}
 static inline float mt_b2f(mt_bf16 h) {
   union { uint32_t u; float f; } v;
   v.u = (uint32_t)h << 16;

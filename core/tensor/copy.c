@@ -199,9 +199,10 @@ static mt_status fill_impl(mt_tensor *t, double value) {
 mt_status mt_zero_(mt_tensor *t) { return mt_fill_(t, 0.0); }
 
 /* ---------------------------------------------------------------- element access */
+/* one element as the double handed out (NaNs canonical: see mt_number_out) */
 static double load_double(int dtype, const char *p) {
   switch (dtype) {
-#define X(DT, T, L, S) case DT: { T x = *(const T *)p; return (double)(L); }
+#define X(DT, T, L, S) case DT: { T x = *(const T *)p; return mt_canonical_double((double)(L)); }
     MT_FOREACH_DTYPE(X)
 #undef X
   }
@@ -269,6 +270,8 @@ mt_status mt_tensor_to_doubles(const mt_tensor *t, double *out, int64_t n) {
     mt_tensor_release(flat);
   }
   mt_tensor_release(view);
+  if (s == MT_OK && mt_is_float(t->_dtype))
+    for (int64_t i = 0; i < n; i++) out[i] = mt_canonical_double(out[i]);
   return s;
 }
 

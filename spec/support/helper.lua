@@ -81,4 +81,42 @@ function H.write_file(path, s)
   f:close()
 end
 
+-- ckpt_rechecksum(bytes): a torch.save file's bytes with the checksum recomputed (core/checkpoint.c
+-- describes it), so that a spec can change values inside a file and still get them past the check
+function H.ckpt_rechecksum(s)
+  local ffi = require 'ffi'
+  local C = torch._C
+  local function u64_at(pos) -- pos 0-based
+    return tonumber(ffi.cast('const uint64_t *', ffi.cast('const char *', s) + pos)[0])
+  end
+  local n, table_at = u64_at(16), u64_at(24)
+  local digests = {}
+  local function digest(piece) digests[#digests + 1] = ffi.string(ffi.new('uint64_t[1]', C.mt_xxh3_64(piece, #piece)), 8) end
+  for i = 0, n - 1 do
+    local off, nbytes = u64_at(table_at + 16 * i), u64_at(table_at + 16 * i + 8)
+    for p = 0, nbytes - 1, 131072 do digest(s:sub(off + p + 1, off + math.min(p + 131072, nbytes))) end
+  end
+  digest(s:sub(table_at + 1))
+  local d = table.concat(digests)
+  local head = s:sub(1, 56) .. ffi.string(ffi.new('uint64_t[1]', C.mt_xxh3_64(d, #d)), 8)
+  return s:sub(1, 56) .. ffi.string(ffi.new('uint64_t[1]', C.mt_xxh3_64(head, 64)), 8) .. s:sub(65)
+end
+
+-- run_lua(code): runs `code` in a fresh luajit process that finds moontorch where this one does
+-- (the build tree, or the installed rock); returns its output (stdout and stderr) and whether it
+-- exited with 0
+function H.run_lua(code)
+  local dir = os.tmpname()
+  local f = assert(io.open(dir, 'wb'))
+  f:write(('package.path = %q .. package.path\npackage.cpath = %q .. package.cpath\n'):format(
+    build .. '/lua/?.lua;' .. build .. '/lua/?/init.lua;', build .. '/lib/?.so;'))
+  f:write(code)
+  f:close()
+  local p = io.popen('timeout 120 luajit ' .. dir .. ' 2>&1')
+  local out = p:read('*a')
+  local ok = p:close()
+  os.remove(dir)
+  return out, ok == true or ok == 0
+end
+
 return H
