@@ -6,15 +6,19 @@ local M = {}
 local registry = {}  -- name -> class
 M.registry = registry
 
--- classes of moontorch's own packages register when their package loads: a name such as
--- 'nn.Module' loads moontorch.nn first
+-- Every class moontorch defines is found by name in any process that did `require 'moontorch'`
+-- (torch.load of a file saved elsewhere names them): a class registers when the module that
+-- defines it loads, so a name of ours loads its module first. Names under a package prefix
+-- ('nn.Linear', 'optim.SGD') load the package; the others are listed one by one.
 local packages = { nn = 'moontorch.nn', optim = 'moontorch.optim' }
+local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autograd.Function'] = 'moontorch.function' }
+M.homes, M.packages = homes, packages
 local function find(name)
   local c = registry[name]
   if c then return c end
-  local pkg = packages[name:match('^(%w+)%.')]
-  if pkg and not package.loaded[pkg] then
-    require(pkg)
+  local home = homes[name] or packages[name:match('^(%w+)%.')]
+  if home and not package.loaded[home] then
+    require(home)
     return registry[name]
   end
   return nil
