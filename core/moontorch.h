@@ -547,8 +547,8 @@ enum {
   MT_CKPT_NIL = 0, MT_CKPT_FALSE = 1, MT_CKPT_TRUE = 2, MT_CKPT_NUMBER = 3, MT_CKPT_STRING = 4,
   MT_CKPT_TABLE = 5, MT_CKPT_REF = 6, MT_CKPT_TENSOR = 7, MT_CKPT_OBJECT = 8
 };
-/* XXH3-64 (seed 0) of n bytes: the checksum's hash. _impl picks the long loop (1 scalar, 2 SSE2,
- * 3 AVX2, 0 the best this CPU has), for tests. */
+/* XXH3-64 (seed 0) of n bytes: the checksum's hash (libxxhash's XXH3_64bits). _impl picks the
+ * vector loop (1 scalar, 2 SSE2, 3 AVX2, 4 AVX-512, 0 the best this CPU has), for tests. */
 MT_API uint64_t mt_xxh3_64(const void *data, size_t n);
 MT_API uint64_t mt_xxh3_64_impl(const void *data, size_t n, int impl);
 /* Writer: opens `<path>.tmp.<pid>`; values are appended in stream order (ids from 1, given by the
