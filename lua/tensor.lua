@@ -1,5 +1,6 @@
--- moontorch.tensor: the Tensor type. A tensor is a `mt_tensor *` cdata owning one reference
--- (ffi.gc on the line it is received); methods and properties come from the metatype below.
+-- moontorch.tensor: the Tensor type. A tensor is a `mt_tensor &` cdata owning one reference, kept
+-- in the handle registry below (no ffi.gc: see README's design notes); methods and properties
+-- come from the metatype below.
 -- Op modules (lua/ops/*.lua) add their functions to `methods` and to the torch table.
 local ffi = require 'ffi'
 local core = require 'moontorch.ffi'
