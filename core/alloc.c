@@ -3,8 +3,7 @@
  * A new tensor is one block: [tensor head][storage][pad][data, 64-byte aligned]. The head and the
  * storage are freed with the data, when the storage's last reference goes (a view keeps the
  * block alive after its base head died). Views get heads of their own. */
-#include "mt_internal.h"
-#include "grad/grad.h"
+#include "alloc.h"
 
 #include <stdlib.h>
 
@@ -55,21 +54,10 @@ static inline void **lists(void) {
 }
 #endif
 
-static void *small_alloc(int cls) {
-#ifdef MT_ASAN_BUILD
-  void *q = NULL;
-  return posix_memalign(&q, ALIGN, class_size[cls]) == 0 ? q : NULL;
-#else
+#ifndef MT_ASAN_BUILD
+/* an empty free list: a new slab cut into blocks */
+static __attribute__((noinline)) void *small_refill(int cls) {
   void **list = lists();
-  void *p = list[cls];
-  if (p) {
-    char *next = *(void **)p;
-    list[cls] = next;
-    if (next)
-      for (unsigned m = class_lines[cls], k = 0; m; m >>= 1, k++)
-        if (m & 1) __builtin_prefetch(next + 64 * k, 1, 3);
-    return p;
-  }
   char *slab = NULL;
   if (posix_memalign((void **)&slab, ALIGN, SLAB_BYTES) != 0) return NULL;
   size_t n = SLAB_BYTES / class_size[cls];
@@ -79,6 +67,25 @@ static void *small_alloc(int cls) {
     list[cls] = blk;
   }
   return slab;
+}
+#endif
+
+/* always inlined with a constant class: the prefetch loop unrolls into the few prefetches of that
+ * class's lines */
+static inline __attribute__((always_inline)) void *small_alloc(int cls) {
+#ifdef MT_ASAN_BUILD
+  void *q = NULL;
+  return posix_memalign(&q, ALIGN, class_size[cls]) == 0 ? q : NULL;
+#else
+  void **list = lists();
+  void *p = list[cls];
+  if (__builtin_expect(p == NULL, 0)) return small_refill(cls);
+  char *next = *(void **)p;
+  list[cls] = next;
+  if (next)
+    for (unsigned m = class_lines[cls], k = 0; m; m >>= 1, k++)
+      if (m & 1) __builtin_prefetch(next + 64 * k, 1, 3);
+  return p;
 #endif
 }
 static void small_free(void *p, int cls) {
@@ -235,7 +242,7 @@ static mt_status new_block(const int64_t *sizes, int ndim, int64_t numel, int dt
   char *block = NULL;
   bool small = head + nbytes <= SMALL_BLOCK;
   bool half = head + nbytes <= SMALL_BLOCK / 2;
-  if (small) block = small_alloc(half ? 0 : 1);
+  if (small) block = half ? small_alloc(0) : small_alloc(1);
   else block = big_alloc(head + nbytes);
   if (!block)
     return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
@@ -323,15 +330,6 @@ mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype, mt_tensor **out) {
   return mt_new(t->_sizes, t->_ndim, dtype < 0 ? t->_dtype : dtype, "empty_like", out);
 }
 
-mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, mt_tensor **out) {
-  mt_tensor *t = NULL;
-  MT_TRY(mt_new(sizes, ndim, dtype, "full", &t));
-  mt_status s = mt_fill_(t, value);
-  if (s != MT_OK) { mt_tensor_release(t); return s; }
-  *out = t;
-  return MT_OK;
-}
-
 typedef struct ext {
   mt_allocator a;
   void (*deleter)(void *, void *);
@@ -392,8 +390,7 @@ mt_tensor *mt_tensor_retain(mt_tensor *t) {
   return t;
 }
 
-/* core/grad/node.c: frees a tensor's autograd metadata */
-void mt_meta_free(mt_tensor *t);
+void (*mt_autograd_release)(mt_tensor *t);
 
 /* The storage whose block holds an embedded head (it may no longer be the tensor's storage
  * after an out= resize: the head keeps its home block alive). */
@@ -402,7 +399,7 @@ static inline mt_storage *home_storage(mt_tensor *t) { return (mt_storage *)((ch
 void mt_tensor_release(mt_tensor *t) {
   if (!t) return;
   if (__atomic_sub_fetch(&t->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
-  if (t->_autograd) mt_meta_free(t);
+  if (t->_autograd) mt_autograd_release(t);
   stat_add(&stats.live_tensors, -1);
   mt_storage *s = t->_storage;
   if (t->_flags & MT_TENSOR_EMBEDDED_HEAD) {
@@ -427,10 +424,10 @@ static inline void release_prefetch_head(const mt_tensor *t) {
 /* ... then (once the head is in cache) a view's storage and the node the tensor keeps alive */
 static inline void release_prefetch_deps(const mt_tensor *t) {
   if (!(t->_flags & MT_TENSOR_EMBEDDED_HEAD)) __builtin_prefetch(t->_storage, 1, 3);
-  const mt_meta *m = t->_autograd;
-  if (m && m->grad_fn) {
-    __builtin_prefetch(m->grad_fn, 1, 3);
-    __builtin_prefetch((const char *)m->grad_fn + 64, 0, 3);
+  void *const *m = t->_autograd; /* its first word: what releasing it reaches next (mt_internal.h) */
+  if (m && *m) {
+    __builtin_prefetch(*m, 1, 3);
+    __builtin_prefetch((const char *)*m + 64, 0, 3);
   }
 }
 
@@ -452,10 +449,8 @@ mt_status mt_tensor_alias(mt_tensor *t, mt_tensor **out) {
   return mt_new_view(t, t->_sizes, t->_strides, t->_ndim, t->_offset, out);
 }
 
-mt_status mt_tensor_set_data(mt_tensor *t, mt_tensor *src) {
-  MT_TRY(mt_check_tensor(t, "set_data", "tensor"));
-  MT_TRY(mt_check_tensor(src, "set_data", "data"));
-  if (t == src) return MT_OK;
+void mt_tensor_take_data(mt_tensor *t, const mt_tensor *src) {
+  if (t == src) return;
   mt_storage *old = t->_storage, *s = src->_storage;
   __atomic_add_fetch(&s->_refcount, 1, __ATOMIC_RELAXED);
   t->_storage = s;
@@ -469,11 +464,8 @@ mt_status mt_tensor_set_data(mt_tensor *t, mt_tensor *src) {
   memcpy(t->_sizes, src->_sizes, sizeof t->_sizes);
   memcpy(t->_strides, src->_strides, sizeof t->_strides);
   t->_flags = (t->_flags & ~(uint32_t)MT_TENSOR_CONTIGUOUS) | (src->_flags & MT_TENSOR_CONTIGUOUS);
-  /* a leaf that requires grad marks its storage (its views must not be written in place) */
-  if ((t->_flags & MT_TENSOR_REQUIRES_GRAD) && mt_is_leaf(t)) s->_flags |= MT_STORAGE_LEAF_GRAD;
   /* an embedded head lives in its home block: that reference goes when the head goes */
   if (!((t->_flags & MT_TENSOR_EMBEDDED_HEAD) && old == home_storage(t))) storage_release(old);
-  return MT_OK;
 }
 
 bool mt_may_overlap(const mt_tensor *a, const mt_tensor *b) {

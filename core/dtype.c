@@ -1,5 +1,5 @@
 /* dtype.c -- dtype facts, promotion and float16/bfloat16 conversion. */
-#include "mt_internal.h"
+#include "dtype.h"
 
 static int default_dtype = MT_FLOAT32;
 
@@ -130,3 +130,21 @@ float mt_bfloat16_to_float(uint16_t h) { return mt_canonical_float(mt_b2f(h)); }
 
 double mt_number_out(double x) { return mt_canonical_double(x); }
 float mt_float_out(float x) { return mt_canonical_float(x); }
+
+double mt_load_double(int dt, const void *p) {
+  switch (dt) {
+#define X(DT, T, L, S) case DT: { T x = *(const T *)p; return (double)(L); }
+    MT_FOREACH_DTYPE(X)
+#undef X
+    default: return 0;
+  }
+}
+
+void mt_store_double(int dt, void *p, double v) {
+  switch (dt) {
+#define X(DT, T, L, S) case DT: *(T *)p = S; break;
+    MT_FOREACH_DTYPE(X)
+#undef X
+    default: break;
+  }
+}

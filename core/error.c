@@ -1,5 +1,5 @@
 /* error.c -- status codes and the per-thread last-error message. */
-#include "mt_internal.h"
+#include "error.h"
 
 #include <stdio.h>
 

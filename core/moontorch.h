@@ -532,13 +532,19 @@ MT_API int mt_grad_op_count(void);
 MT_API const char *mt_grad_op_list_name(int i); /* 0 <= i < mt_grad_op_count(), else NULL */
 
 /* ---------------------------------------------------------------- optimizers */
+/* The settings of an SGD step (PyTorch 1.13's SGD: lr, momentum, dampening, weight_decay,
+ * nesterov, maximize). */
+typedef struct mt_sgd_settings {
+  double lr, momentum, dampening, weight_decay;
+  int32_t nesterov, maximize;
+} mt_sgd_settings;
 /* One SGD step for one parameter, in place, as PyTorch 1.13's SGD does it (same order of float
  * operations, in the parameter's dtype: float32 or float64). `grad` NULL: the parameter's own
  * .grad, and nothing happens when it has none. `momentum_buf` (param's shape and dtype) is
  * required when momentum != 0 and ignored otherwise; `first_step` != 0 sets it to the update
  * direction instead of decaying it. Records no autograd; bumps the version counters. */
-MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, double lr, double momentum,
-                             double dampening, double weight_decay, int nesterov, int maximize, int first_step);
+MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, const mt_sgd_settings *s,
+                             int first_step);
 
 /* ---------------------------------------------------------------- checkpoints (core/checkpoint.c) */
 /* The bytes of torch.save / torch.load; the format is described at the top of core/checkpoint.c.

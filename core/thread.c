@@ -3,7 +3,7 @@
  * Workers sleep on a condition variable between jobs (they never spin), so they do not compete
  * with OpenBLAS's threads; the calling thread takes a share of every job. The pool is made on
  * first use, regrown by mt_set_num_threads, and forgotten in a forked child. */
-#include "mt_internal.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <stdlib.h>

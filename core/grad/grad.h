@@ -1,8 +1,10 @@
-/* grad.h -- autograd internals: graph nodes, per-tensor autograd metadata, recording. */
+/* grad.h -- the autograd layer's internals: graph nodes, per-tensor autograd metadata, recording.
+ * Autograd sits above the dispatch layer: it registers a wrapper for every front door that
+ * records (core/ops/dispatch.h), and its backward formulas are written with the front doors. */
 #ifndef MT_GRAD_H
 #define MT_GRAD_H
 
-#include "../mt_internal.h"
+#include "../ops/dispatch.h"
 
 #define MT_NODE_MAX_SAVED 4
 
@@ -90,16 +92,6 @@ typedef struct mt_meta {
 enum { META_RETAINS_GRAD = 1, META_HAS_HOOKS = 2, META_EMBEDDED = 4 };
 _Static_assert(sizeof(mt_meta) <= MT_META_BYTES, "mt_meta must fit the space reserved in a tensor block");
 
-extern int mt_grad_mode;      /* 1: record */
-extern int mt_inference_mode; /* 1: no recording, no version bookkeeping */
-
-/* Does an op over these inputs need recording? (cheap: grad mode and the inputs' flag) */
-static inline bool mt_grad_on1(const mt_tensor *a) {
-  return mt_grad_mode && (a->_flags & MT_TENSOR_REQUIRES_GRAD);
-}
-static inline bool mt_grad_on2(const mt_tensor *a, const mt_tensor *b) {
-  return mt_grad_mode && ((a->_flags | (b ? b->_flags : 0)) & MT_TENSOR_REQUIRES_GRAD);
-}
 
 mt_meta *mt_meta_get(mt_tensor *t); /* made if missing; NULL when out of memory */
 
@@ -213,7 +205,15 @@ mt_status mt_grad_positions(const mt_tensor *t, mt_tensor **out);
     s_;                             \
   })
 
-/* For ops without a backward yet: an error when the op would have to be recorded. */
-mt_status mt_grad_unsupported(const mt_tensor *a, const mt_tensor *b, const char *op);
+/* Each family's wrappers, put into the dispatch layer's table when the library loads. */
+void mt_grad_register_elementwise(mt_autograd_ops *t);
+void mt_grad_register_copy(mt_autograd_ops *t);
+void mt_grad_register_view(mt_autograd_ops *t);
+void mt_grad_register_reduce(mt_autograd_ops *t);
+void mt_grad_register_index(mt_autograd_ops *t);
+void mt_grad_register_sort(mt_autograd_ops *t);
+void mt_grad_register_linalg(mt_autograd_ops *t);
+/* a tensor's accumulated gradient, borrowed (NULL if none) */
+mt_tensor *mt_grad_of(const mt_tensor *t);
 
 #endif

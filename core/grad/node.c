@@ -4,17 +4,11 @@
 
 #include <stdlib.h>
 
-int mt_grad_mode = 1;
-int mt_inference_mode;
 static int anomaly_mode;
 static int64_t anomaly_trace;
 static uint64_t next_seq;
 static int64_t live_nodes;
 
-void mt_set_grad_enabled(int on) { mt_grad_mode = on != 0; }
-int mt_is_grad_enabled(void) { return mt_grad_mode; }
-void mt_set_inference_mode(int on) { mt_inference_mode = on != 0; }
-int mt_is_inference_mode(void) { return mt_inference_mode; }
 void mt_set_detect_anomaly(int on) { anomaly_mode = on != 0; }
 int mt_is_anomaly_enabled(void) { return anomaly_mode; }
 void mt_set_anomaly_trace(int64_t id) { anomaly_trace = id; }
@@ -51,8 +45,8 @@ mt_meta *mt_meta_get(mt_tensor *t) {
   return m;
 }
 
-/* called by mt_tensor_release when the head dies */
-void mt_meta_free(mt_tensor *t) {
+/* called by mt_tensor_release when the head dies (mt_autograd_release) */
+static void meta_free(mt_tensor *t) {
   mt_meta *m = t->_autograd;
   if (!m) return;
   t->_autograd = NULL;
@@ -97,6 +91,20 @@ mt_status mt_set_requires_grad(mt_tensor *t, int on) {
     t->_storage->_flags &= ~(uint32_t)MT_STORAGE_LEAF_GRAD;
   }
   return MT_OK;
+}
+
+mt_status mt_tensor_set_data(mt_tensor *t, mt_tensor *src) {
+  MT_TRY(mt_check_tensor(t, "set_data", "tensor"));
+  MT_TRY(mt_check_tensor(src, "set_data", "data"));
+  mt_tensor_take_data(t, src);
+  /* a leaf that requires grad marks its storage (its views must not be written in place) */
+  if ((t->_flags & MT_TENSOR_REQUIRES_GRAD) && mt_is_leaf(t)) t->_storage->_flags |= MT_STORAGE_LEAF_GRAD;
+  return MT_OK;
+}
+
+mt_tensor *mt_grad_of(const mt_tensor *t) {
+  const mt_meta *m = t->_autograd;
+  return m ? m->grad : NULL;
 }
 
 mt_tensor *mt_get_grad(mt_tensor *t) {
@@ -446,13 +454,6 @@ mt_status mt_node_new_lua(const char *name, mt_tensor **inputs, int nin, mt_tens
   return MT_OK;
 }
 
-mt_status mt_grad_unsupported(const mt_tensor *a, const mt_tensor *b, const char *op) {
-  if (mt_grad_mode && ((a && (a->_flags & MT_TENSOR_REQUIRES_GRAD)) || (b && (b->_flags & MT_TENSOR_REQUIRES_GRAD))))
-    return mt_error(MT_ENOTIMPL, "%s: the derivative of this op is not implemented yet (call it under no_grad, or on a "
-                                 "detached tensor)", op);
-  return MT_OK;
-}
-
 mt_status mt_tensor_set_hooks_id(mt_tensor *t, int64_t id) {
   MT_TRY(mt_check_tensor(t, "register_hook", "self"));
   mt_meta *m = mt_meta_get(t);
@@ -468,3 +469,16 @@ int64_t mt_tensor_hooks_id(const mt_tensor *t) {
 }
 
 void mt_node_set_anomaly_trace(mt_node *n, int64_t id) { if (n) n->anomaly_id = id; }
+
+/* The autograd layer plugs in when the library loads: the allocator learns how to release a
+ * tensor's metadata, the dispatch layer gets every family's wrappers. */
+__attribute__((constructor)) static void grad_register(void) {
+  mt_autograd_release = meta_free;
+  mt_grad_register_elementwise(&mt_autograd);
+  mt_grad_register_copy(&mt_autograd);
+  mt_grad_register_view(&mt_autograd);
+  mt_grad_register_reduce(&mt_autograd);
+  mt_grad_register_index(&mt_autograd);
+  mt_grad_register_sort(&mt_autograd);
+  mt_grad_register_linalg(&mt_autograd);
+}

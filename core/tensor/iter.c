@@ -1,9 +1,9 @@
 /* iter.c -- walking several broadcast, strided operands together (PyTorch's TensorIterator in
  * miniature): dims are ordered by the first operand's strides, size-1 dims dropped and
  * neighbouring dims merged where every operand allows, then an inner loop runs per row. */
-#include "../mt_internal.h"
+#include "cpu.h"
 
-void mt_iter_init(mt_iter *it, mt_tensor **ops, int nops, const int64_t *sizes, int ndim) {
+void mt_iter_init(mt_iter *it, const mt_tensor *const *ops, int nops, const int64_t *sizes, int ndim) {
   it->nops = nops;
   int64_t numel = 1;
   for (int i = 0; i < ndim; i++) numel *= sizes[i];

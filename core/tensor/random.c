@@ -38,8 +38,9 @@
  *    accepted too.
  *
  * Every draw holds the generator's lock. Fills run on one thread, in the order PyTorch's
- * TensorIterator visits the elements (the output's dimensions by increasing stride). */
-#include "../mt_internal.h"
+ * TensorIterator visits the elements (the output's dimensions by increasing stride). The
+ * dispatch layer (core/ops/random.c) checks the arguments; these kernels draw. */
+#include "cpu.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -405,17 +406,6 @@ static inline float round_to(int dt, float v) {
 }
 
 
-static mt_status need_float(const mt_tensor *t, const char *op, const char *kernel) {
-  if (!mt_is_float(t->_dtype))
-    return mt_error(MT_EDTYPE, "%s: \"%s\" not implemented for '%s'", op, kernel, mt_type_title(t->_dtype));
-  return MT_OK;
-}
-
-static mt_status check_cpu(const mt_tensor *t, const char *op) {
-  if (t->_device_type != MT_CPU) return mt_error(MT_EDEVICE, "%s: random fills run on CPU tensors only", op);
-  return MT_OK;
-}
-
 /* ---------------------------------------------------------------- uniform_ */
 typedef struct fill_ctx {
   mt_generator *g;
@@ -443,22 +433,11 @@ static void uniform_el(void *ctx, char *p, const char *unused) {
   }
 }
 
-mt_status mt_uniform_(mt_tensor *t, double from, double to, mt_generator *g) {
-  MT_TRY(mt_check_tensor(t, "uniform_", "self"));
-  MT_TRY(check_cpu(t, "uniform_"));
-  MT_TRY(need_float(t, "uniform_", "check_uniform_bounds"));
-  if (!(from <= to))
-    return mt_error(MT_EINVAL, "uniform_: uniform_ expects to return a [from, to) range, but found from=%g > to=%g",
-                    from, to);
+mt_status mt_cpu_uniform(mt_tensor *t, double from, double to, mt_generator *g) {
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = from, .b = to};
   c.fa = round_to(t->_dtype, (float)from);
   c.fb = round_to(t->_dtype, (float)to);
-  if (!isfinite(c.b - c.a) || (t->_dtype != MT_FLOAT64 && !isfinite(c.fb - c.fa)))
-    return mt_error(MT_EINVAL, "uniform_: uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found "
-                    "to=%g and from=%g which result in to-from to exceed the limit",
-                    mt_type_title(t->_dtype), to, from);
-  mt_bump_version(t);
   if (t->_numel == 0) return MT_OK;
   walk w;
   walk_init(&w, t, NULL);
@@ -563,13 +542,8 @@ static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, m
   return MT_OK;
 }
 
-mt_status mt_normal_(mt_tensor *t, double mean, double std, mt_generator *g) {
-  MT_TRY(mt_check_tensor(t, "normal_", "self"));
-  MT_TRY(check_cpu(t, "normal_"));
-  MT_TRY(need_float(t, "normal_", "normal_kernel_cpu"));
-  if (!(std >= 0.0)) return mt_error(MT_EINVAL, "normal_: normal expects std >= 0.0, but found std %g", std);
+mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *g) {
   g = gen_or_default(g);
-  mt_bump_version(t);
   if (t->_numel == 0) return MT_OK;
   mt_status s = MT_OK;
   pthread_mutex_lock(&g->lock);
@@ -592,66 +566,15 @@ static void random_el(void *ctx, char *p, const char *unused) {
   store_int64(c->dt, p, (int64_t)(v % c->range + (uint64_t)c->base));
 }
 
-/* The largest value of the type that random_ may produce, as PyTorch bounds `to - 1`. */
-static int64_t type_max(int dt) {
-  switch (dt) {
-    case MT_UINT8: return 255;
-    case MT_INT8: return 127;
-    case MT_INT16: return 32767;
-    case MT_INT32: return 2147483647;
-    case MT_BOOL: return 1;
-    case MT_FLOAT16: return 1 << 11;
-    case MT_BFLOAT16: return 1 << 8;
-    case MT_FLOAT32: return 1 << 24;
-    case MT_FLOAT64: return 1LL << 53;
-  }
-  return INT64_MAX;
-}
-static int64_t type_min(int dt) {
-  switch (dt) {
-    case MT_UINT8: case MT_BOOL: return 0;
-    case MT_INT8: return -128;
-    case MT_INT16: return -32768;
-    case MT_INT32: return -2147483647 - 1;
-    case MT_INT64: return INT64_MIN;
-  }
-  return -type_max(dt);
-}
-static const char *c_type_name(int dt) {
-  switch (dt) {
-    case MT_UINT8: return "unsigned char";
-    case MT_INT8: return "signed char";
-    case MT_INT16: return "short";
-    case MT_INT32: return "int";
-    case MT_INT64: return "long";
-    case MT_FLOAT16: return "c10::Half";
-    case MT_FLOAT32: return "float";
-    case MT_FLOAT64: return "double";
-    case MT_BOOL: return "bool";
-    case MT_BFLOAT16: return "c10::BFloat16";
-  }
-  return "?";
-}
-
 /* `to == INT64_MIN` stands for 2^63 (the end of int64's range, which int64_t cannot hold):
  * random_() on an int64 tensor is random_(0, 2^63). */
-mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
-  MT_TRY(mt_check_tensor(t, "random_", "self"));
-  MT_TRY(check_cpu(t, "random_"));
+mt_status mt_cpu_random(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
   int dt = t->_dtype;
   bool to_end = to == INT64_MIN;
-  if (!to_end && from >= to)
-    return mt_error(MT_EINVAL, "random_: random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
-                    (long long)from, (long long)to);
-  if (from < type_min(dt) || from > type_max(dt))
-    return mt_error(MT_EINVAL, "random_: from is out of bounds for %s", c_type_name(dt));
-  if (!to_end && (to - 1 < type_min(dt) || to - 1 > type_max(dt)))
-    return mt_error(MT_EINVAL, "random_: to - 1 is out of bounds for %s", c_type_name(dt));
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = dt, .base = from};
   c.range = to_end ? (1ULL << 63) - (uint64_t)from : (uint64_t)to - (uint64_t)from;
   c.wide = c.range >= (1ULL << 32) && (dt == MT_INT64 || dt == MT_FLOAT64 || dt == MT_FLOAT32 || dt == MT_BFLOAT16);
-  mt_bump_version(t);
   if (t->_numel == 0) return MT_OK;
   walk w;
   walk_init(&w, t, NULL);
@@ -667,14 +590,9 @@ static void bernoulli_el(void *ctx, char *p, const char *unused) {
   store_int64(c->dt, p, uniform_d(c->g) < c->a ? 1 : 0);
 }
 
-mt_status mt_bernoulli_(mt_tensor *t, double p, mt_generator *g) {
-  MT_TRY(mt_check_tensor(t, "bernoulli_", "self"));
-  MT_TRY(check_cpu(t, "bernoulli_"));
-  if (!(p >= 0 && p <= 1))
-    return mt_error(MT_EINVAL, "bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
+mt_status mt_cpu_bernoulli(mt_tensor *t, double p, mt_generator *g) {
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = p};
-  mt_bump_version(t);
   if (t->_numel == 0) return MT_OK;
   walk w;
   walk_init(&w, t, NULL);
@@ -707,19 +625,8 @@ static void check_p_el(void *ctx, char *pp, const char *unused) {
   if (!(v >= 0 && v <= 1)) c->bad = 1;
 }
 
-mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g) {
-  MT_TRY(mt_check_tensor(t, "bernoulli_", "self"));
-  MT_TRY(mt_check_tensor(p, "bernoulli_", "p"));
-  MT_TRY(check_cpu(t, "bernoulli_"));
-  MT_TRY(check_cpu(p, "bernoulli_"));
-  if (!mt_is_float(p->_dtype))
-    return mt_error(MT_EDTYPE, "bernoulli_: \"bernoulli_tensor_cpu_p_\" not implemented for '%s'", mt_type_title(p->_dtype));
-  /* p must broadcast to t's shape */
-  if (p->_ndim > t->_ndim) goto bad_shape;
-  for (int i = 0; i < p->_ndim; i++) {
-    int64_t ps = p->_sizes[p->_ndim - 1 - i], ts = t->_sizes[t->_ndim - 1 - i];
-    if (ps != ts && ps != 1) goto bad_shape;
-  }
+/* p: values in [0, 1] (checked here), expanded to t's shape, not sharing t's memory */
+mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator *g) {
   bern_ctx c = {.g = gen_or_default(g), .dt = t->_dtype, .pdt = p->_dtype};
   if (p->_numel > 0) {
     walk pw;
@@ -727,28 +634,14 @@ mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g) {
     walk_run(&pw, check_p_el, &c);
     if (c.bad) return mt_error(MT_EINVAL, "bernoulli_: Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
   }
-  /* p expanded to t's shape, as a view */
-  mt_tensor *pe = NULL, *pc = NULL;
-  MT_TRY(mt_expand(p, t->_sizes, t->_ndim, &pe));
-  if (mt_may_overlap(t, pe)) { /* reading p while writing t: take a copy first */
-    mt_status s = mt_clone(pe, &pc);
-    mt_tensor_release(pe);
-    if (s != MT_OK) return s;
-    pe = pc;
-  }
-  mt_bump_version(t);
   if (t->_numel > 0) {
     walk w;
-    walk_init(&w, t, pe);
+    walk_init(&w, t, p);
     pthread_mutex_lock(&c.g->lock);
     walk_run(&w, bernoulli_t_el, &c);
     pthread_mutex_unlock(&c.g->lock);
   }
-  mt_tensor_release(pe);
   return MT_OK;
-bad_shape:
-  return mt_error(MT_ESHAPE, "bernoulli_: p of size %s cannot be broadcast to self of size %s", MT_SHAPE(p),
-                  MT_SHAPE(t));
 }
 
 /* ---------------------------------------------------------------- exponential_ */
@@ -758,15 +651,9 @@ static void exponential_el(void *ctx, char *p, const char *unused) {
   store_double(c->dt, p, -1.0 / c->a * log(1.0 - u));
 }
 
-mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g) {
-  MT_TRY(mt_check_tensor(t, "exponential_", "self"));
-  MT_TRY(check_cpu(t, "exponential_"));
-  MT_TRY(need_float(t, "exponential_", "exponential_cpu"));
-  if (!(lambd >= 0.0))
-    return mt_error(MT_EINVAL, "exponential_: exponential_ expects lambda >= 0.0, but found lambda=%g", lambd);
+mt_status mt_cpu_exponential(mt_tensor *t, double lambd, mt_generator *g) {
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = lambd};
-  mt_bump_version(t);
   if (t->_numel == 0) return MT_OK;
   walk w;
   walk_init(&w, t, NULL);
@@ -777,34 +664,12 @@ mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g) {
 }
 
 /* ---------------------------------------------------------------- randperm */
-mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g, mt_tensor **result) {
-  if (!result) return mt_error(MT_EINVAL, "randperm: result is NULL");
-  if (n < 0) return mt_error(MT_EINVAL, "randperm: Trying to create tensor with negative dimension %lld: [%lld]",
-                             (long long)n, (long long)n);
-  if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "randperm: invalid dtype %d", dtype);
-  if (dtype == MT_BOOL && n > 0) return mt_error(MT_EDTYPE, "randperm: \"randperm\" not implemented for 'Bool'");
-  if (n > 0) {
-    int64_t hi = n - 1 + index_base, lo = index_base;
-    int64_t mx = type_max(dtype);
-    if (mt_is_float(dtype)) {
-      if (n > mx + 1) /* PyTorch: n may be at most 2^digits + 1 for a floating type */
-        return mt_error(MT_EINVAL, "randperm: n cannot be greater than 2^%d+1 for %s type.",
-                        dtype == MT_FLOAT64 ? 53 : dtype == MT_FLOAT32 ? 24 : dtype == MT_FLOAT16 ? 11 : 8,
-                        mt_type_title(dtype));
-    } else if (hi > mx || lo < type_min(dtype)) {
-      return mt_error(MT_EINVAL, "randperm: value cannot be converted to type %s without overflow",
-                      dtype == MT_UINT8 ? "uint8_t" : dtype == MT_INT8 ? "int8_t" : dtype == MT_INT16 ? "int16_t"
-                                                                                 : "int32_t");
-    }
-  }
-  mt_tensor *r;
-  MT_TRY(mt_new(&n, 1, dtype, "randperm", &r));
-  if (n == 0) return mt_give(r, result);
+mt_status mt_cpu_randperm(mt_tensor *r, int64_t index_base, mt_generator *g) {
+  int64_t n = r->_numel;
+  int dtype = r->_dtype;
+  if (n == 0) return MT_OK;
   int64_t *perm = dtype == MT_INT64 ? (int64_t *)r->_data : malloc((size_t)n * sizeof(int64_t));
-  if (!perm) {
-    mt_tensor_release(r);
-    return mt_error(MT_ENOMEM, "randperm: out of memory");
-  }
+  if (!perm) return mt_error(MT_ENOMEM, "randperm: out of memory");
   g = gen_or_default(g);
   pthread_mutex_lock(&g->lock);
   if (n < (int64_t)(UINT32_MAX / 20)) {
@@ -829,7 +694,7 @@ mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g,
     else store_int64(dtype, r->_data + i * (int64_t)item, perm[i] + index_base);
   }
   if (dtype != MT_INT64) free(perm);
-  return mt_give(r, result);
+  return MT_OK;
 }
 
 /* ---------------------------------------------------------------- multinomial */
@@ -847,27 +712,14 @@ static int keyed_cmp(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
-mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
-                         mt_generator *g, mt_tensor **result) {
-  MT_TRY(mt_check_tensor(probs, "multinomial", "input"));
-  MT_TRY(check_cpu(probs, "multinomial"));
-  if (!result) return mt_error(MT_EINVAL, "multinomial: result is NULL");
-  if (probs->_ndim < 1 || probs->_ndim > 2) return mt_error(MT_ESHAPE, "multinomial: prob_dist must be 1 or 2 dim");
+/* out: (num_samples) for a 1-D probs, (rows, num_samples) for a 2-D one */
+mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replacement, int64_t index_base,
+                             mt_generator *g) {
   int dt = probs->_dtype;
-  if (!mt_is_float(dt))
-    return mt_error(MT_EDTYPE, "multinomial: multinomial only supports floating-point dtypes for input, got: %s",
-                    mt_type_title(dt));
-  if (num_samples <= 0) return mt_error(MT_EINVAL, "multinomial: cannot sample n_sample <= 0 samples");
   int64_t ncat = probs->_sizes[probs->_ndim - 1];
-  if (!replacement && num_samples > ncat)
-    return mt_error(MT_EINVAL, "multinomial: cannot sample n_sample > prob_dist.size(-1) samples without replacement");
-  if (ncat > (1 << 24)) return mt_error(MT_EINVAL, "multinomial: number of categories cannot exceed 2^24");
   int64_t ndist = probs->_ndim == 2 ? probs->_sizes[0] : 1;
-  int64_t rs[2] = {ndist, num_samples};
-  mt_tensor *r;
-  if (probs->_ndim == 1) MT_TRY(mt_new(&num_samples, 1, MT_INT64, "multinomial", &r));
-  else MT_TRY(mt_new(rs, 2, MT_INT64, "multinomial", &r));
-  if (r->_numel == 0) return mt_give(r, result);
+  int64_t num_samples = r->_sizes[r->_ndim - 1];
+  if (r->_numel == 0) return MT_OK;
   int64_t *out = (int64_t *)r->_data;
   int64_t ps0 = probs->_ndim == 2 ? probs->_strides[0] : 0, ps1 = probs->_strides[probs->_ndim - 1];
   size_t item = mt_itemsize(dt);
@@ -931,7 +783,7 @@ mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement,
       }
     }
     free(k);
-    return mt_give(r, result);
+    return MT_OK;
   }
 
   /* with replacement: a cumulative distribution per row and a binary search per sample */
@@ -985,10 +837,7 @@ mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement,
   }
   pthread_mutex_unlock(&g->lock);
   free(cum);
-  if (st != MT_OK) goto fail;
-  return mt_give(r, result);
 #undef P
 fail:
-  mt_tensor_release(r);
   return st;
 }

@@ -11,20 +11,12 @@
  * two passes (mean then squared deviations; max then sum of exponentials). Big reductions run on
  * the thread pool: across outputs when there are many, otherwise across fixed chunks of the inner
  * elements whose partial results are combined in chunk order (so results do not depend on the
- * number of threads). */
-#include "../grad/grad.h"
+ * number of threads). The dispatch layer (core/ops/reduce.c) has worked out the result's shape and
+ * dtype; these kernels fill it. */
+#include "cpu.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-/* ---------------------------------------------------------------- names */
-static const char *const reduce_names[] = {
-#define X(NAME, name) #name,
-    MT_REDUCE_OP_LIST(X)
-#undef X
-};
-const char *mt_reduce_op_name(int op) { return op >= 0 && op < MT_REDUCE_OP_COUNT ? reduce_names[op] : "?"; }
-
 
 /* ---------------------------------------------------------------- row loads and stores */
 /* n elements from p (stride st bytes) into a buffer of doubles / int64s, and back. */
@@ -513,38 +505,14 @@ static void run_reduction(red_job *j) {
   }
 }
 
-/* Which dims of a are reduced: ndims == 0 means all. Records "<op>: ..." on failure. */
-static mt_status parse_dims(const mt_tensor *a, const int64_t *dims, int ndims, const char *name, bool *mask) {
-  int nd = a->_ndim;
-  for (int d = 0; d < MT_MAX_DIMS; d++) mask[d] = false;
-  if (ndims < 0 || ndims > MT_MAX_DIMS) return mt_error(MT_EINVAL, "%s: %d dimensions given", name, ndims);
-  if (ndims == 0) {
-    for (int d = 0; d < nd; d++) mask[d] = true;
-    return MT_OK;
-  }
-  if (!dims) return mt_error(MT_EINVAL, "%s: dims is NULL", name);
-  for (int i = 0; i < ndims; i++) {
-    if (dims[i] < -1000000 || dims[i] > 1000000)
-      return mt_error(MT_ERANGE, "%s: dimension %lld out of range (expected to be in range of [%d, %d])", name,
-                      (long long)dims[i], nd > 0 ? -nd : -1, nd > 0 ? nd - 1 : 0);
-    int w;
-    MT_TRY(mt_wrap_dim((int)dims[i], nd, name, &w));
-    if (nd == 0) continue; /* a scalar: dim 0 / -1 reduce nothing */
-    if (mask[w]) return mt_error(MT_EINVAL, "%s: dim %d appears multiple times in the list of dims", name, w);
-    mask[w] = true;
-  }
-  return MT_OK;
-}
-
-/* Shape of the result and the inner/outer geometry of a reduction over `mask`. */
-static void plan(red_job *j, const mt_tensor *a, const bool *mask, int keepdim, int64_t *osizes, int *ond_out) {
-  int nd = a->_ndim, ond = 0, ri = 0;
+/* The inner/outer geometry of a reduction over `mask`. */
+static void plan(red_job *j, const mt_tensor *a, const bool *mask) {
+  int nd = a->_ndim, ri = 0;
   int64_t isz = (int64_t)mt_itemsize(a->_dtype);
   int64_t rs[MT_MAX_DIMS], rst[MT_MAX_DIMS];
   j->ond = 0;
   for (int d = 0; d < nd; d++) {
     if (mask[d]) {
-      if (keepdim) osizes[ond++] = 1;
       if (a->_sizes[d] != 1) {
         rs[ri] = a->_sizes[d];
         rst[ri] = a->_strides[d] * isz;
@@ -554,10 +522,8 @@ static void plan(red_job *j, const mt_tensor *a, const bool *mask, int keepdim, 
       j->osize[j->ond] = a->_sizes[d];
       j->ost_in[j->ond] = a->_strides[d] * isz;
       j->ond++;
-      osizes[ond++] = a->_sizes[d];
     }
   }
-  *ond_out = ond;
   /* inner: sort by |stride| ascending (insertion sort, stable), then merge neighbours */
   for (int x = 1; x < ri; x++) {
     int64_t s = rs[x], t = rst[x];
@@ -601,122 +567,6 @@ static void plan_out(red_job *j, const mt_tensor *r, const bool *mask, int nd, i
   }
   j->in_data = NULL;
   j->out_data = r->_data;
-}
-
-static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
-                             mt_tensor *out, mt_tensor **result, const char *name) {
-  MT_TRY(mt_check_tensor(a, name, "input"));
-  if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
-  int in_dt = a->_dtype;
-  bool in_float = mt_is_float(in_dt);
-  int out_dt = in_dt, isint = 0;
-  switch (op) {
-    case MT_REDUCE_SUM:
-    case MT_REDUCE_PROD:
-    case MT_REDUCE_NANSUM:
-      out_dt = dtype >= 0 ? dtype : (in_float ? in_dt : MT_INT64);
-      isint = !mt_is_float(out_dt);
-      break;
-    case MT_REDUCE_MEAN:
-      if (dtype >= 0 && !mt_is_float(dtype))
-        return mt_error(MT_EDTYPE,
-                        "mean(): could not infer output dtype. Optional dtype must be either a floating point or "
-                        "complex dtype. Got: %s",
-                        mt_type_title(dtype));
-      if (dtype < 0 && !in_float)
-        return mt_error(MT_EDTYPE,
-                        "mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                        "complex dtype. Got: %s",
-                        mt_type_title(in_dt));
-      out_dt = dtype >= 0 ? dtype : in_dt;
-      break;
-    case MT_REDUCE_AMAX:
-    case MT_REDUCE_AMIN:
-      out_dt = dtype >= 0 ? dtype : in_dt;
-      isint = !in_float;
-      break;
-    case MT_REDUCE_ALL:
-    case MT_REDUCE_ANY:
-      out_dt = dtype >= 0 ? dtype : (in_dt == MT_UINT8 ? MT_UINT8 : MT_BOOL);
-      isint = !in_float;
-      break;
-    case MT_REDUCE_COUNT_NONZERO:
-      out_dt = dtype >= 0 ? dtype : MT_INT64;
-      isint = !in_float;
-      break;
-    case MT_REDUCE_VAR:
-    case MT_REDUCE_STD:
-      if (!in_float) return mt_error(MT_EDTYPE, "%s: std and var only support floating point and complex dtypes (got %s)", name, mt_dtype_name(in_dt));
-      if (dtype >= 0 && !mt_is_float(dtype))
-        return mt_error(MT_EDTYPE, "%s: the dtype must be a floating point dtype, got %s", name, mt_dtype_name(dtype));
-      out_dt = dtype >= 0 ? dtype : in_dt;
-      if (!(p >= 0) && !isnan(p)) return mt_error(MT_EINVAL, "%s: correction must be non-negative, got %g", name, p);
-      break;
-    case MT_REDUCE_NORM:
-      if (!in_float)
-        return mt_error(MT_EDTYPE, "norm(): input dtype should be either floating point or complex. Got %s instead.",
-                        mt_type_title(in_dt));
-      if (dtype >= 0 && !mt_is_float(dtype))
-        return mt_error(MT_EDTYPE, "%s: the dtype must be a floating point dtype, got %s", name, mt_dtype_name(dtype));
-      if (isnan(p)) return mt_error(MT_EINVAL, "%s: the order p must be a number, got nan", name);
-      out_dt = dtype >= 0 ? dtype : in_dt;
-      break;
-    case MT_REDUCE_LOGSUMEXP:
-      if (dtype >= 0 && !mt_is_float(dtype))
-        return mt_error(MT_EDTYPE, "%s: the dtype must be a floating point dtype, got %s", name, mt_dtype_name(dtype));
-      out_dt = dtype >= 0 ? dtype : (in_float ? in_dt : mt_get_default_dtype());
-      break;
-    default: return mt_error(MT_EINVAL, "reduce: unknown reduction op %d", op);
-  }
-  bool mask[MT_MAX_DIMS];
-  MT_TRY(parse_dims(a, dims, ndims, name, mask));
-  if (op == MT_REDUCE_AMAX || op == MT_REDUCE_AMIN) {
-    if (a->_numel == 0 && (ndims == 0 || a->_ndim == 0))
-      return mt_error(MT_ESHAPE,
-                      "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
-                      "with the 'dim' argument.",
-                      name);
-    for (int d = 0; d < a->_ndim; d++)
-      if (mask[d] && a->_sizes[d] == 0)
-        return mt_error(MT_ESHAPE, "%s(): Expected reduction dim %d to have non-zero size.", name, d);
-  }
-  red_job j;
-  memset(&j, 0, sizeof j);
-  j.op = op;
-  j.isint = isint;
-  j.p = p;
-  j.in_dt = in_dt;
-  j.out_dt = out_dt;
-  int64_t osizes[MT_MAX_DIMS];
-  int ond;
-  plan(&j, a, mask, keepdim, osizes, &ond);
-  mt_tensor *r = NULL;
-  MT_TRY(mt_out_or_new(out, osizes, ond, out_dt, name, &r));
-  plan_out(&j, r, mask, a->_ndim, keepdim);
-  j.in_data = a->_data;
-  if (out && mt_may_overlap(out, a)) {
-    /* write into a fresh tensor, then copy */
-    mt_tensor *tmp;
-    mt_status s = mt_new(osizes, ond, out_dt, name, &tmp);
-    if (s != MT_OK) { mt_tensor_release(r); return s; }
-    plan_out(&j, tmp, mask, a->_ndim, keepdim);
-    j.in_data = a->_data;
-    run_reduction(&j);
-    s = mt_copy_(r, tmp);
-    mt_tensor_release(tmp);
-    if (s != MT_OK) { mt_tensor_release(r); return s; }
-  } else {
-    run_reduction(&j);
-  }
-  if (out) mt_bump_version(r);
-  return mt_give(r, result);
-}
-
-static mt_status pub_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
-                    mt_tensor *out, mt_tensor **result) {
-  const char *name = mt_reduce_op_name(op);
-  if (op < 0 || op >= MT_REDUCE_OP_COUNT) return mt_error(MT_EINVAL, "reduce: unknown reduction op %d", op);
-  return reduce_impl(op, a, dims, ndims, keepdim, dtype, p, out, result, name);
 }
 
 /* ---------------------------------------------------------------- max/min with indices */
@@ -775,87 +625,6 @@ static void ext_run(void *ctx, int64_t b, int64_t e) {
     if (pv) memcpy(pv, pi + k * j->st, j->isz);
     *(int64_t *)px = k + j->base;
   }
-}
-
-static mt_status with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base, mt_tensor **values,
-                            mt_tensor **indices, const char *name) {
-  MT_TRY(mt_check_tensor(a, name, "input"));
-  int w;
-  MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
-  int nd = a->_ndim;
-  int64_t n = nd ? a->_sizes[w] : 1;
-  int64_t st = nd ? a->_strides[w] * (int64_t)mt_itemsize(a->_dtype) : 0;
-  if (n == 0) return mt_error(MT_ESHAPE, "%s(): Expected reduction dim %d to have non-zero size.", name, w);
-  int64_t osizes[MT_MAX_DIMS];
-  int ond = 0;
-  ext_job j;
-  memset(&j, 0, sizeof j);
-  for (int d = 0; d < nd; d++) {
-    if (d == w) {
-      if (keepdim) osizes[ond++] = 1;
-    } else {
-      osizes[ond++] = a->_sizes[d];
-    }
-  }
-  mt_tensor *v = NULL, *ix = NULL;
-  if (values) MT_TRY(mt_new(osizes, ond, a->_dtype, name, &v));
-  mt_status s = mt_new(osizes, ond, MT_INT64, name, &ix);
-  if (s != MT_OK) {
-    if (v) mt_tensor_release(v);
-    return s;
-  }
-  int rd = 0;
-  for (int d = 0; d < nd; d++) {
-    if (d == w) {
-      if (keepdim) rd++;
-      continue;
-    }
-    j.osize[j.ond] = a->_sizes[d];
-    j.ost_in[j.ond] = a->_strides[d] * (int64_t)mt_itemsize(a->_dtype);
-    j.ost_v[j.ond] = v ? v->_strides[rd] * (int64_t)mt_itemsize(a->_dtype) : 0;
-    j.ost_i[j.ond] = ix->_strides[rd] * 8;
-    j.ond++;
-    rd++;
-  }
-  j.a = a;
-  j.vdata = v ? v->_data : NULL;
-  j.idata = ix->_data;
-  j.n = n;
-  j.st = st;
-  j.base = index_base;
-  j.is_min = is_min;
-  j.isz = mt_itemsize(a->_dtype);
-  int64_t nout = ix->_numel;
-  int64_t grain = MT_GRAIN / n;
-  mt_parallel_for(nout, grain < 1 ? 1 : grain, ext_run, &j);
-  if (values) *values = v;
-  if (indices) *indices = ix;
-  else mt_tensor_release(ix);
-  return MT_OK;
-}
-
-static mt_status pub_reduce_with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
-                               mt_tensor **values, mt_tensor **indices) {
-  return with_index(a, dim, keepdim, is_min, index_base, values, indices, is_min ? "min" : "max");
-}
-
-mt_status mt_argmax(mt_tensor *a, int dim, int flat, int keepdim, int is_min, int64_t index_base,
-                    mt_tensor **result) {
-  const char *name = is_min ? "argmin" : "argmax";
-  MT_TRY(mt_check_tensor(a, name, "input"));
-  if (!flat) return with_index(a, dim, keepdim, is_min, index_base, NULL, result, name);
-  if (a->_numel == 0)
-    return mt_error(MT_ESHAPE, "%s(): Expected reduction dim to be specified for input.numel() == 0.", name);
-  mt_tensor *c;
-  MT_TRY(mt_contiguous(a, &c));
-  int64_t k = extreme(c->_dtype, c->_data, (int64_t)mt_itemsize(c->_dtype), c->_numel, is_min);
-  mt_tensor_release(c);
-  int64_t ones[MT_MAX_DIMS];
-  for (int d = 0; d < a->_ndim; d++) ones[d] = 1;
-  mt_tensor *r = NULL;
-  MT_TRY(mt_new(ones, keepdim ? a->_ndim : 0, MT_INT64, name, &r));
-  *(int64_t *)r->_data = k + index_base;
-  return mt_give(r, result);
 }
 
 /* ---------------------------------------------------------------- lines along one dim */
@@ -940,7 +709,7 @@ static void line_run(void *ctx, int64_t b, int64_t e) {
   free(buf);
 }
 
-static mt_status run_lines(mt_tensor *a, int w, mt_tensor *r, int kind, int isint, const char *name) {
+static mt_status run_lines(const mt_tensor *a, int w, mt_tensor *r, int kind, int isint, const char *name) {
   line_job j;
   memset(&j, 0, sizeof j);
   j.a = a;
@@ -966,102 +735,6 @@ static mt_status run_lines(mt_tensor *a, int w, mt_tensor *r, int kind, int isin
   mt_parallel_for(nlines, grain < 1 ? 1 : grain, line_run, &j);
   if (j.failed) return mt_error(MT_ENOMEM, "%s: out of memory for a line of %lld elements", name, (long long)j.n);
   return MT_OK;
-}
-
-static mt_status pub_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result) {
-  const char *name = is_prod ? "cumprod" : "cumsum";
-  MT_TRY(mt_check_tensor(a, name, "input"));
-  if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
-  int w;
-  MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
-  int out_dt = dtype >= 0 ? dtype : (mt_is_float(a->_dtype) ? a->_dtype : MT_INT64);
-  mt_tensor *r = NULL;
-  MT_TRY(mt_out_or_new(out, a->_sizes, a->_ndim, out_dt, name, &r));
-  mt_status s;
-  if (out && mt_may_overlap(out, a) && r->_data != a->_data) {
-    mt_tensor *tmp = NULL;
-    s = mt_new(a->_sizes, a->_ndim, out_dt, name, &tmp);
-    if (s == MT_OK) s = run_lines(a, w, tmp, is_prod, !mt_is_float(out_dt), name);
-    if (s == MT_OK) s = mt_copy_(r, tmp);
-    if (tmp) mt_tensor_release(tmp);
-  } else {
-    s = run_lines(a, w, r, is_prod, !mt_is_float(out_dt), name);
-  }
-  if (s != MT_OK) {
-    mt_tensor_release(r);
-    return s;
-  }
-  if (out) mt_bump_version(r);
-  return mt_give(r, result);
-}
-
-static mt_status pub_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result) {
-  const char *name = log ? "log_softmax" : "softmax";
-  MT_TRY(mt_check_tensor(a, name, "input"));
-  if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
-  int out_dt = dtype >= 0 ? dtype : a->_dtype;
-  if (!mt_is_float(out_dt))
-    return mt_error(MT_EDTYPE, "%s: expected a floating point tensor or dtype, got %s (PyTorch: not implemented for '%s')",
-                    name, mt_dtype_name(out_dt), mt_type_title(out_dt));
-  int w;
-  MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
-  mt_tensor *r = NULL;
-  MT_TRY(mt_new(a->_sizes, a->_ndim, out_dt, name, &r));
-  mt_status s = run_lines(a, w, r, log ? 3 : 2, 0, name);
-  if (s != MT_OK) {
-    mt_tensor_release(r);
-    return s;
-  }
-  return mt_give(r, result);
-}
-
-/* ---------------------------------------------------------------- var_mean */
-static mt_status pub_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double correction, int keepdim, int take_sqrt,
-                      mt_tensor **var, mt_tensor **mean) {
-  const char *name = take_sqrt ? "std_mean" : "var_mean";
-  MT_TRY(mt_check_tensor(a, name, "input"));
-  if (!mt_is_float(a->_dtype))
-    return mt_error(MT_EDTYPE, "%s: %s only support floating point and complex dtypes (got %s)", name, name,
-                    mt_dtype_name(a->_dtype));
-  mt_tensor *v, *m;
-  MT_TRY(reduce_impl(take_sqrt ? MT_REDUCE_STD : MT_REDUCE_VAR, a, dims, ndims, keepdim, -1, correction, NULL, &v,
-                     name));
-  mt_status s = reduce_impl(MT_REDUCE_MEAN, a, dims, ndims, keepdim, -1, 0, NULL, &m, name);
-  if (s != MT_OK) {
-    mt_tensor_release(v);
-    return s;
-  }
-  mt_give(v, var);
-  mt_give(m, mean);
-  return MT_OK;
-}
-
-/* ---------------------------------------------------------------- equal / isclose / allclose */
-static mt_status all_true(mt_tensor *t, int *result, const char *name) {
-  mt_tensor *r = NULL;
-  MT_TRY(reduce_impl(MT_REDUCE_ALL, t, NULL, 0, 0, MT_BOOL, 0, NULL, &r, name));
-  *result = *(uint8_t *)r->_data != 0;
-  mt_tensor_release(r);
-  return MT_OK;
-}
-
-mt_status mt_equal(mt_tensor *a, mt_tensor *b, int *result) {
-  MT_TRY(mt_check_tensor(a, "equal", "input"));
-  MT_TRY(mt_check_tensor(b, "equal", "other"));
-  if (!result) return mt_error(MT_EINVAL, "equal: result is NULL");
-  *result = 0;
-  if (a->_ndim != b->_ndim) return MT_OK;
-  for (int d = 0; d < a->_ndim; d++)
-    if (a->_sizes[d] != b->_sizes[d]) return MT_OK;
-  if (a->_numel == 0) {
-    *result = 1;
-    return MT_OK;
-  }
-  mt_tensor *eq;
-  MT_TRY(mt_binary(MT_OP_EQ, a, b, NULL, &eq));
-  mt_status s = all_true(eq, result, "equal");
-  mt_tensor_release(eq);
-  return s;
 }
 
 typedef struct {
@@ -1107,99 +780,81 @@ static void close_loop(void *ctx_, char **p, const int64_t *st, int64_t n) {
   }
 }
 
-static mt_status isclose_impl(mt_tensor *a, mt_tensor *b, double rtol, double atol, int equal_nan, mt_tensor **result,
-                              const char *name) {
-  MT_TRY(mt_check_tensor(a, name, "input"));
-  MT_TRY(mt_check_tensor(b, name, "other"));
-  if (a->_dtype != b->_dtype)
-    return mt_error(MT_EDTYPE, "%s: expected both tensors to have the same dtype, got %s and %s", name,
-                    mt_dtype_name(a->_dtype), mt_dtype_name(b->_dtype));
-  if (!(rtol >= 0)) return mt_error(MT_EINVAL, "%s: rtol must be greater than or equal to zero, but got %g", name, rtol);
-  if (!(atol >= 0)) return mt_error(MT_EINVAL, "%s: atol must be greater than or equal to zero, but got %g", name, atol);
-  int64_t shape[MT_MAX_DIMS];
-  int nd;
-  if (mt_broadcast_shapes(a->_sizes, a->_ndim, b->_sizes, b->_ndim, shape, &nd) != MT_OK) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s", mt_last_error());
-    return mt_error(MT_ESHAPE, "%s: %s (shapes %s and %s)", name, msg, MT_SHAPE(a), MT_SHAPE(b));
+
+/* ---------------------------------------------------------------- the kernels */
+/* Sum, prod and nansum accumulate in int64 for integer results; the ops that keep the input's
+ * values (amax, amin, all, any, count_nonzero) for integer inputs; the rest in double. */
+static int in_int64(int op, int in_dt, int out_dt) {
+  switch (op) {
+    case MT_REDUCE_SUM: case MT_REDUCE_PROD: case MT_REDUCE_NANSUM: return !mt_is_float(out_dt);
+    case MT_REDUCE_AMAX: case MT_REDUCE_AMIN: case MT_REDUCE_ALL: case MT_REDUCE_ANY: case MT_REDUCE_COUNT_NONZERO:
+      return !mt_is_float(in_dt);
+    default: return 0;
   }
-  mt_tensor *r = NULL;
-  MT_TRY(mt_new(shape, nd, MT_BOOL, name, &r));
-  mt_tensor *ops[3] = {r, a, b};
+}
+
+mt_status mt_cpu_reduce(int op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p) {
+  red_job j;
+  memset(&j, 0, sizeof j);
+  j.op = op;
+  j.isint = in_int64(op, a->_dtype, out->_dtype);
+  j.p = p;
+  j.in_dt = a->_dtype;
+  j.out_dt = out->_dtype;
+  plan(&j, a, mask);
+  plan_out(&j, out, mask, a->_ndim, keepdim);
+  j.in_data = a->_data;
+  run_reduction(&j);
+  return MT_OK;
+}
+
+mt_status mt_cpu_reduce_index(mt_tensor *v, mt_tensor *ix, const mt_tensor *a, int w, int keepdim, int is_min,
+                              int64_t index_base) {
+  int nd = a->_ndim;
+  int64_t n = nd ? a->_sizes[w] : 1;
+  ext_job j;
+  memset(&j, 0, sizeof j);
+  int rd = 0;
+  for (int d = 0; d < nd; d++) {
+    if (d == w) {
+      if (keepdim) rd++;
+      continue;
+    }
+    j.osize[j.ond] = a->_sizes[d];
+    j.ost_in[j.ond] = a->_strides[d] * (int64_t)mt_itemsize(a->_dtype);
+    j.ost_v[j.ond] = v ? v->_strides[rd] * (int64_t)mt_itemsize(a->_dtype) : 0;
+    j.ost_i[j.ond] = ix->_strides[rd] * 8;
+    j.ond++;
+    rd++;
+  }
+  j.a = a;
+  j.vdata = v ? v->_data : NULL;
+  j.idata = ix->_data;
+  j.n = n;
+  j.st = nd ? a->_strides[w] * (int64_t)mt_itemsize(a->_dtype) : 0;
+  j.base = index_base;
+  j.is_min = is_min;
+  j.isz = mt_itemsize(a->_dtype);
+  int64_t nout = ix->_numel;
+  int64_t grain = MT_GRAIN / n;
+  mt_parallel_for(nout, grain < 1 ? 1 : grain, ext_run, &j);
+  return MT_OK;
+}
+
+mt_status mt_cpu_cumulative(mt_tensor *out, const mt_tensor *a, int dim, int is_prod) {
+  return run_lines(a, dim, out, is_prod, !mt_is_float(out->_dtype), is_prod ? "cumprod" : "cumsum");
+}
+
+mt_status mt_cpu_softmax(mt_tensor *out, const mt_tensor *a, int dim, int log) {
+  return run_lines(a, dim, out, log ? 3 : 2, 0, log ? "log_softmax" : "softmax");
+}
+
+mt_status mt_cpu_isclose(mt_tensor *out, const mt_tensor *a, const mt_tensor *b, double rtol, double atol,
+                         int equal_nan) {
+  const mt_tensor *ops[3] = {out, a, b};
   mt_iter it;
-  mt_iter_init(&it, ops, 3, shape, nd);
+  mt_iter_init(&it, ops, 3, out->_sizes, out->_ndim);
   close_ctx c = {a->_dtype, rtol, atol, equal_nan};
   mt_iter_run(&it, close_loop, &c, MT_GRAIN);
-  return mt_give(r, result);
-}
-
-mt_status mt_isclose(mt_tensor *a, mt_tensor *b, double rtol, double atol, int equal_nan, mt_tensor **result) {
-  return isclose_impl(a, b, rtol, atol, equal_nan, result, "isclose");
-}
-
-mt_status mt_allclose(mt_tensor *a, mt_tensor *b, double rtol, double atol, int equal_nan, int *result) {
-  if (!result) return mt_error(MT_EINVAL, "allclose: result is NULL");
-  mt_tensor *c;
-  MT_TRY(isclose_impl(a, b, rtol, atol, equal_nan, &c, "allclose"));
-  mt_status s = all_true(c, result, "allclose");
-  mt_tensor_release(c);
-  return s;
-}
-
-/* ---------------------------------------------------------------- autograd entry points */
-mt_status mt_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
-                    mt_tensor *out, mt_tensor **result) {
-  if (!a || !mt_grad_on1(a)) return pub_reduce(op, a, dims, ndims, keepdim, dtype, p, out, result);
-  MT_TRY(mt_grad_check_out(out, true, mt_reduce_op_name(op)));
-  mt_tensor *r = NULL;
-  MT_TRY(MT_NOGRAD(pub_reduce(op, a, dims, ndims, keepdim, dtype, p, NULL, &r)));
-  mt_status s = mt_record_reduce(op, a, dims, ndims, keepdim, p, r);
-  if (s) { mt_tensor_release(r); return s; }
-  return mt_give(r, result);
-}
-
-mt_status mt_reduce_with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,
-                               mt_tensor **values, mt_tensor **indices) {
-  if (!a || !mt_grad_on1(a)) return pub_reduce_with_index(a, dim, keepdim, is_min, index_base, values, indices);
-  mt_tensor *v, *i;
-  MT_TRY(MT_NOGRAD(pub_reduce_with_index(a, dim, keepdim, is_min, index_base, &v, &i)));
-  mt_tensor *i0 = NULL;
-  int d = dim < 0 ? dim + (a->_ndim ? a->_ndim : 1) : dim;
-  mt_status s = index_base ? MT_NOGRAD(mt_binary_scalar(MT_OP_SUB, i, (double)index_base, 1, 0, NULL, &i0))
-                           : (i0 = mt_tensor_retain(i), MT_OK);
-  if (s == MT_OK) s = mt_record_reduce_index(a, d, keepdim, is_min, i0, v);
-  mt_tensor_release(i0);
-  if (s) { mt_tensor_release(v); mt_tensor_release(i); return s; }
-  mt_give(v, values);
-  return mt_give(i, indices);
-}
-
-mt_status mt_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result) {
-  if (!a || !mt_grad_on1(a)) return pub_softmax(a, dim, log, dtype, result);
-  mt_tensor *r = NULL;
-  MT_TRY(MT_NOGRAD(pub_softmax(a, dim, log, dtype, &r)));
-  mt_status s = mt_record_softmax(a, dim, log, r);
-  if (s) { mt_tensor_release(r); return s; }
-  return mt_give(r, result);
-}
-
-mt_status mt_cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result) {
-  if (!a || !mt_grad_on1(a)) return pub_cumulative(a, dim, is_prod, dtype, out, result);
-  MT_TRY(mt_grad_check_out(out, true, is_prod ? "cumprod" : "cumsum"));
-  mt_tensor *r = NULL;
-  MT_TRY(MT_NOGRAD(pub_cumulative(a, dim, is_prod, dtype, NULL, &r)));
-  mt_status s = mt_record_cumulative(a, dim, is_prod, r);
-  if (s) { mt_tensor_release(r); return s; }
-  return mt_give(r, result);
-}
-
-mt_status mt_var_mean(mt_tensor *a, const int64_t *dims, int ndims, double correction, int keepdim, int take_sqrt,
-                      mt_tensor **var, mt_tensor **mean) {
-  if (!a || !mt_grad_on1(a)) return pub_var_mean(a, dims, ndims, correction, keepdim, take_sqrt, var, mean);
-  mt_tensor *v = NULL, *m = NULL;
-  MT_TRY(MT_NOGRAD(pub_var_mean(a, dims, ndims, correction, keepdim, take_sqrt, &v, &m)));
-  mt_status s = mt_record_var_mean(a, dims, ndims, keepdim, correction, take_sqrt, v, m);
-  if (s) { mt_tensor_release(v); mt_tensor_release(m); return s; }
-  mt_give(v, var);
-  return mt_give(m, mean);
+  return MT_OK;
 }

@@ -10,11 +10,10 @@
  *     d = nesterov ? d + momentum * buf : buf
  *   param = param + (-lr) * d
  *
- * No autograd is recorded; the parameter's (and buffer's) version counter is bumped as by any
- * in-place op. Every combination of the flags gets its own loop (an always-inlined body called
- * with constant flags), so the contiguous loops have no branches and vectorise. */
-#include "mt_internal.h"
-#include "../grad/grad.h" /* mt_meta: a parameter's .grad, borrowed */
+ * The front door (core/optim/sgd.c) checks the operands and bumps the version counters. Every
+ * combination of the flags gets its own loop (an always-inlined body called with constant
+ * flags), so the contiguous loops have no branches and vectorise. */
+#include "cpu.h"
 
 typedef struct sgd_job {
   char *p, *g, *b;            /* first elements (contiguous path) */
@@ -100,55 +99,18 @@ SGD_CONTIG(double)
 SGD_STRIDED(float)
 SGD_STRIDED(double)
 
-/* (a loop, not memcmp: parameters have few dims and this runs for every parameter every step) */
-static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {
-  if (a->_ndim != b->_ndim) return false;
-  for (int i = 0; i < a->_ndim; i++)
-    if (a->_sizes[i] != b->_sizes[i]) return false;
-  return true;
-}
-
-/* grad / momentum_buffer against the parameter: shape, dtype, no shared memory */
-static inline mt_status check_operand(const mt_tensor *p, const mt_tensor *t, const char *what) {
-  MT_TRY(mt_check_tensor(t, "sgd_step", what));
-  if (!same_sizes(p, t))
-    return mt_error(MT_ESHAPE, "sgd_step: %s of shape %s does not match the parameter's shape %s", what, MT_SHAPE(t),
-                    MT_SHAPE(p));
-  if (t->_dtype != p->_dtype)
-    return mt_error(MT_EDTYPE, "sgd_step: %s has dtype %s but the parameter has dtype %s", what,
-                    mt_type_title(t->_dtype), mt_type_title(p->_dtype));
-  if (p->_storage == t->_storage && mt_may_overlap(p, t))
-    return mt_error(MT_EINVAL, "sgd_step: %s shares memory with the parameter", what);
-  return MT_OK;
-}
-
-static mt_status sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *buf, double lr, double momentum,
-                          double dampening, double weight_decay, int nesterov, int maximize, int first_step) {
-  MT_TRY(mt_check_tensor(param, "sgd_step", "param"));
-  if (param->_dtype != MT_FLOAT32 && param->_dtype != MT_FLOAT64)
-    return mt_error(MT_EDTYPE, "sgd_step: parameters of dtype %s are not supported (Float and Double only)",
-                    mt_type_title(param->_dtype));
-  MT_TRY(check_operand(param, grad, "grad"));
-  if (momentum != 0) {
-    if (!buf) return mt_error(MT_EINVAL, "sgd_step: momentum %g needs a momentum buffer", momentum);
-    MT_TRY(check_operand(param, buf, "momentum_buffer"));
-    if (grad->_storage == buf->_storage && mt_may_overlap(grad, buf))
-      return mt_error(MT_EINVAL, "sgd_step: momentum_buffer shares memory with grad");
-  } else {
-    buf = NULL; /* PyTorch ignores the buffer while momentum is 0 */
-  }
+mt_status mt_cpu_sgd_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *st,
+                          int first_step) {
   sgd_job j = {
-      .nlr = -lr,
-      .mom = momentum,
-      .damp1 = 1 - dampening,
-      .wd = weight_decay,
-      .sign = maximize ? -1.0 : 1.0,
-      .wd_on = weight_decay != 0,
+      .nlr = -st->lr,
+      .mom = st->momentum,
+      .damp1 = 1 - st->dampening,
+      .wd = st->weight_decay,
+      .sign = st->maximize ? -1.0 : 1.0,
+      .wd_on = st->weight_decay != 0,
       .mode = buf ? (first_step ? 1 : 2) : 0,
-      .nest = buf && nesterov,
+      .nest = buf && st->nesterov,
   };
-  mt_bump_version(param);
-  if (buf) mt_bump_version(buf);
   int64_t n = param->_numel;
   if (n == 0) return MT_OK;
   bool f32 = param->_dtype == MT_FLOAT32;
@@ -159,21 +121,9 @@ static mt_status sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *buf, dou
     else fn(&j, 0, n);
     return MT_OK;
   }
-  mt_tensor *ops[3] = {param, grad, buf};
+  const mt_tensor *ops[3] = {param, grad, buf};
   mt_iter it;
   mt_iter_init(&it, ops, buf ? 3 : 2, param->_sizes, param->_ndim);
   mt_iter_run(&it, f32 ? sgd_strided_float : sgd_strided_double, &j, MT_GRAIN);
   return MT_OK;
-}
-
-mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, double lr, double momentum,
-                      double dampening, double weight_decay, int nesterov, int maximize, int first_step) {
-  if (grad) return sgd_step(param, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov, maximize,
-                            first_step);
-  /* the parameter's own .grad (borrowed: the parameter holds it for the call); none: nothing to
-   * do (PyTorch skips such parameters) */
-  MT_TRY(mt_check_tensor(param, "sgd_step", "param"));
-  const mt_meta *m = param->_autograd;
-  if (!m || !m->grad) return MT_OK;
-  return sgd_step(param, m->grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov, maximize, first_step);
 }

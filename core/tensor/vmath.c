@@ -28,7 +28,7 @@
  *    scalar kernel and PyTorch do).
  * The polynomial coefficients were fitted for this file (Lawson's iteratively reweighted least squares
  * for the minimax error, in double, then rounded to float and checked). */
-#include "../mt_internal.h"
+#include "cpu.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,8 @@
 -- optim.SGD: stochastic gradient descent with momentum, dampening, Nesterov momentum, weight
 -- decay and maximize, as PyTorch 1.13's torch.optim.SGD. Each parameter's update is one call to
--- the fused C kernel mt_sgd_step (core/tensor/sgd.c), which reads the parameter's .grad itself.
+-- the fused step mt_sgd_step (core/optim/sgd.c, its kernel core/tensor/sgd.c), which takes the
+-- parameter's .grad itself; a group's settings travel in one mt_sgd_settings.
+local ffi = require 'ffi'
 local torch = require 'moontorch'
 local core = require 'moontorch.ffi'
 local optim = require 'moontorch.optim'
@@ -9,6 +11,7 @@ local C, fail, raise_last = core.C, core.fail, core.raise_last
 local type, pairs, pcall, error = type, pairs, pcall, error
 
 local SGD, Optimizer = torch.class('optim.SGD', 'optim.Optimizer', optim)
+local settings = ffi.new('mt_sgd_settings') -- the group being stepped
 
 local options = { lr = true, momentum = true, dampening = true, weight_decay = true, nesterov = true,
   maximize = true, foreach = true, differentiable = true }
@@ -72,7 +75,7 @@ end
 
 -- a parameter's first update, or its first with momentum: PyTorch makes the momentum buffer from
 -- this step's direction (no dampening)
-local function first_step(state, p, st, lr, mom, damp, wd, nest, maxi)
+local function first_step(state, p, st, mom)
   local grad = p.grad
   if grad == nil then return end -- no gradient, no step and no state
   if st == nil then
@@ -84,7 +87,7 @@ local function first_step(state, p, st, lr, mom, damp, wd, nest, maxi)
     buf = torch.empty_like(grad)
     st.momentum_buffer = buf
   end
-  if C.mt_sgd_step(p, grad, buf, lr, mom, damp, wd, nest, maxi, 1) ~= 0 then raise_last() end
+  if C.mt_sgd_step(p, grad, buf, settings, 1) ~= 0 then raise_last() end
 end
 
 -- step(closure): one update of every parameter that has a gradient; returns closure's loss
@@ -95,8 +98,9 @@ function SGD:step(closure)
   for gi = 1, #groups do
     local g = groups[gi]
     check_group(g)
-    local lr, mom, damp, wd = g.lr, g.momentum, g.dampening, g.weight_decay
-    local nest, maxi = g.nesterov and 1 or 0, g.maximize and 1 or 0
+    local mom = g.momentum
+    settings.lr, settings.momentum, settings.dampening, settings.weight_decay = g.lr, mom, g.dampening, g.weight_decay
+    settings.nesterov, settings.maximize = g.nesterov and 1 or 0, g.maximize and 1 or 0
     local ps = g.params
     for i = 1, #ps do
       local p = ps[i]
@@ -104,8 +108,8 @@ function SGD:step(closure)
       local buf = nil
       if st ~= nil and mom ~= 0 then buf = st.momentum_buffer end
       if st == nil or (mom ~= 0 and buf == nil) then
-        first_step(state, p, st, lr, mom, damp, wd, nest, maxi)
-      elseif C.mt_sgd_step(p, nil, buf, lr, mom, damp, wd, nest, maxi, 0) ~= 0 then
+        first_step(state, p, st, mom)
+      elseif C.mt_sgd_step(p, nil, buf, settings, 0) ~= 0 then
         raise_last()
       end
     end

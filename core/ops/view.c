@@ -1,5 +1,6 @@
-/* view.c -- ops that make a new head over the same storage: no data is copied. */
-#include "../grad/grad.h"
+/* view.c -- the front doors of the ops that make a new head over the same storage: no data is
+ * copied, no kernel runs (the same on every device). */
+#include "dispatch.h"
 
 #include <stdlib.h>
 
@@ -66,7 +67,8 @@ static bool view_strides(const mt_tensor *t, const int64_t *nsz, int nd, int64_t
   return true;
 }
 
-static mt_status view_impl(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
+mt_status mt_view(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.view) return mt_autograd.view(t, sizes, ndim, out);
   CHECK_IN(t, "view");
   int64_t nsz[MT_MAX_DIMS], nst[MT_MAX_DIMS];
   MT_TRY(infer_size(t, sizes, ndim, nsz, "view"));
@@ -78,20 +80,22 @@ static mt_status view_impl(mt_tensor *t, const int64_t *sizes, int ndim, mt_tens
   return mt_new_view(t, nsz, nst, ndim, t->_offset, out);
 }
 
-static mt_status reshape_impl(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
+mt_status mt_reshape(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.reshape) return mt_autograd.reshape(t, sizes, ndim, out);
   CHECK_IN(t, "reshape");
   int64_t nsz[MT_MAX_DIMS], nst[MT_MAX_DIMS];
   MT_TRY(infer_size(t, sizes, ndim, nsz, "reshape"));
   if (view_strides(t, nsz, ndim, nst)) return mt_new_view(t, nsz, nst, ndim, t->_offset, out);
   mt_tensor *c;
-  MT_TRY(MT_NOGRAD(mt_clone(t, &c)));
-  mt_status s = view_impl(c, nsz, ndim, out);
+  MT_TRY(mt_clone(t, &c));
+  mt_status s = mt_view(c, nsz, ndim, out);
   mt_tensor_release(c);
   return s;
 }
 
-static mt_status as_strided_impl(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
+mt_status mt_as_strided(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
                         mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.as_strided) return mt_autograd.as_strided(t, sizes, strides, ndim, offset, out);
   CHECK_IN(t, "as_strided");
   int64_t numel;
   MT_TRY(mt_check_sizes(sizes, ndim, "as_strided", &numel));
@@ -108,7 +112,8 @@ static mt_status as_strided_impl(mt_tensor *t, const int64_t *sizes, const int64
   return mt_new_view(t, sizes, strides, ndim, offset, out);
 }
 
-static mt_status transpose_impl(mt_tensor *t, int d0, int d1, mt_tensor **out) {
+mt_status mt_transpose(mt_tensor *t, int d0, int d1, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.transpose) return mt_autograd.transpose(t, d0, d1, out);
   CHECK_IN(t, "transpose");
   MT_TRY(mt_wrap_dim(d0, t->_ndim, "transpose", &d0));
   MT_TRY(mt_wrap_dim(d1, t->_ndim, "transpose", &d1));
@@ -122,7 +127,8 @@ static mt_status transpose_impl(mt_tensor *t, int d0, int d1, mt_tensor **out) {
   return mt_new_view(t, sz, st, t->_ndim, t->_offset, out);
 }
 
-static mt_status permute_impl(mt_tensor *t, const int64_t *dims, int ndim, mt_tensor **out) {
+mt_status mt_permute(mt_tensor *t, const int64_t *dims, int ndim, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.permute) return mt_autograd.permute(t, dims, ndim, out);
   CHECK_IN(t, "permute");
   if (ndim != t->_ndim)
     return mt_error(MT_EINVAL, "permute: number of dims don't match in permute (input has %d, %d given)", t->_ndim,
@@ -140,7 +146,8 @@ static mt_status permute_impl(mt_tensor *t, const int64_t *dims, int ndim, mt_te
   return mt_new_view(t, sz, st, ndim, t->_offset, out);
 }
 
-static mt_status slice_impl(mt_tensor *t, int dim, int64_t start, int64_t stop, int64_t step, mt_tensor **out) {
+mt_status mt_slice(mt_tensor *t, int dim, int64_t start, int64_t stop, int64_t step, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.slice) return mt_autograd.slice(t, dim, start, stop, step, out);
   CHECK_IN(t, "slice");
   if (t->_ndim == 0) return mt_error(MT_EINVAL, "slice: cannot slice a 0-dim tensor");
   MT_TRY(mt_wrap_dim(dim, t->_ndim, "slice", &dim));
@@ -160,7 +167,8 @@ static mt_status slice_impl(mt_tensor *t, int dim, int64_t start, int64_t stop, 
   return mt_new_view(t, sz, st, t->_ndim, t->_offset + start * t->_strides[dim], out);
 }
 
-static mt_status narrow_impl(mt_tensor *t, int dim, int64_t start, int64_t length, mt_tensor **out) {
+mt_status mt_narrow(mt_tensor *t, int dim, int64_t start, int64_t length, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.narrow) return mt_autograd.narrow(t, dim, start, length, out);
   CHECK_IN(t, "narrow");
   if (t->_ndim == 0) return mt_error(MT_EINVAL, "narrow: narrow() cannot be applied to a 0-dim tensor");
   MT_TRY(mt_wrap_dim(dim, t->_ndim, "narrow", &dim));
@@ -169,10 +177,11 @@ static mt_status narrow_impl(mt_tensor *t, int dim, int64_t start, int64_t lengt
   if (start < 0 || length < 0 || start > n || start + length > n)
     return mt_error(MT_ERANGE, "narrow: start %lld and length %lld are out of bounds for dimension %lld of size %lld",
                     MT_D(start), (long long)length, MT_D(dim), (long long)n);
-  return slice_impl(t, dim, start, start + length, 1, out);
+  return mt_slice(t, dim, start, start + length, 1, out);
 }
 
-static mt_status select_impl(mt_tensor *t, int dim, int64_t index, mt_tensor **out) {
+mt_status mt_select(mt_tensor *t, int dim, int64_t index, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.select) return mt_autograd.select(t, dim, index, out);
   CHECK_IN(t, "select");
   if (t->_ndim == 0) return mt_error(MT_EINVAL, "select: cannot index a 0-dim tensor");
   MT_TRY(mt_wrap_dim(dim, t->_ndim, "select", &dim));
@@ -188,7 +197,8 @@ static mt_status select_impl(mt_tensor *t, int dim, int64_t index, mt_tensor **o
   return mt_new_view(t, sz, st, k, t->_offset + index * t->_strides[dim], out);
 }
 
-static mt_status unsqueeze_impl(mt_tensor *t, int dim, mt_tensor **out) {
+mt_status mt_unsqueeze(mt_tensor *t, int dim, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.unsqueeze) return mt_autograd.unsqueeze(t, dim, out);
   CHECK_IN(t, "unsqueeze");
   if (t->_ndim >= MT_MAX_DIMS) return mt_error(MT_EINVAL, "unsqueeze: at most %d dimensions", MT_MAX_DIMS);
   MT_TRY(mt_wrap_dim(dim, t->_ndim + 1, "unsqueeze", &dim));
@@ -205,7 +215,8 @@ static mt_status unsqueeze_impl(mt_tensor *t, int dim, mt_tensor **out) {
   return mt_new_view(t, sz, st, k, t->_offset, out);
 }
 
-static mt_status squeeze_impl(mt_tensor *t, int dim, int all, mt_tensor **out) {
+mt_status mt_squeeze(mt_tensor *t, int dim, int all, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.squeeze) return mt_autograd.squeeze(t, dim, all, out);
   CHECK_IN(t, "squeeze");
   if (!all) MT_TRY(mt_wrap_dim(dim, t->_ndim, "squeeze", &dim));
   int64_t sz[MT_MAX_DIMS], st[MT_MAX_DIMS];
@@ -217,7 +228,8 @@ static mt_status squeeze_impl(mt_tensor *t, int dim, int all, mt_tensor **out) {
   return mt_new_view(t, sz, st, k, t->_offset, out);
 }
 
-static mt_status expand_impl(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
+mt_status mt_expand(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.expand) return mt_autograd.expand(t, sizes, ndim, out);
   CHECK_IN(t, "expand");
   if (ndim < t->_ndim)
     return mt_error(MT_ESHAPE,
@@ -249,11 +261,12 @@ static mt_status expand_impl(mt_tensor *t, const int64_t *sizes, int ndim, mt_te
   return mt_new_view(t, sz, st, ndim, t->_offset, out);
 }
 
-static mt_status flatten_impl(mt_tensor *t, int start, int end, mt_tensor **out) {
+mt_status mt_flatten(mt_tensor *t, int start, int end, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.flatten) return mt_autograd.flatten(t, start, end, out);
   CHECK_IN(t, "flatten");
   if (t->_ndim == 0) {
     int64_t one = 1;
-    return reshape_impl(t, &one, 1, out);
+    return mt_reshape(t, &one, 1, out);
   }
   MT_TRY(mt_wrap_dim(start, t->_ndim, "flatten", &start));
   MT_TRY(mt_wrap_dim(end, t->_ndim, "flatten", &end));
@@ -265,10 +278,11 @@ static mt_status flatten_impl(mt_tensor *t, int start, int end, mt_tensor **out)
   for (int i = start; i <= end; i++) p *= t->_sizes[i];
   sz[k++] = p;
   for (int i = end + 1; i < t->_ndim; i++) sz[k++] = t->_sizes[i];
-  return reshape_impl(t, sz, k, out);
+  return mt_reshape(t, sz, k, out);
 }
 
-static mt_status unfold_impl(mt_tensor *t, int dim, int64_t size, int64_t step, mt_tensor **out) {
+mt_status mt_unfold(mt_tensor *t, int dim, int64_t size, int64_t step, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.unfold) return mt_autograd.unfold(t, dim, size, step, out);
   CHECK_IN(t, "unfold");
   if (t->_ndim >= MT_MAX_DIMS) return mt_error(MT_EINVAL, "unfold: at most %d dimensions", MT_MAX_DIMS);
   MT_TRY(mt_wrap_dim(dim, t->_ndim, "unfold", &dim));
@@ -291,7 +305,8 @@ static mt_status unfold_impl(mt_tensor *t, int dim, int64_t size, int64_t step, 
   return mt_new_view(t, sz, st, nd + 1, t->_offset, out);
 }
 
-static mt_status diagonal_impl(mt_tensor *t, int64_t offset, int d0, int d1, mt_tensor **out) {
+mt_status mt_diagonal(mt_tensor *t, int64_t offset, int d0, int d1, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.diagonal) return mt_autograd.diagonal(t, offset, d0, d1, out);
   CHECK_IN(t, "diagonal");
   if (t->_ndim < 2) return mt_error(MT_EINVAL, "diagonal: expected a tensor with at least 2 dims, got %d", t->_ndim);
   MT_TRY(mt_wrap_dim(d0, t->_ndim, "diagonal", &d0));
@@ -335,142 +350,3 @@ mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb
   return MT_OK;
 }
 
-static mt_status contiguous_impl(mt_tensor *t, mt_tensor **out) {
-  CHECK_IN(t, "contiguous");
-  if (t->_flags & MT_TENSOR_CONTIGUOUS) {
-    *out = mt_tensor_retain(t);
-    return MT_OK;
-  }
-  return mt_clone(t, out);
-}
-
-/* ---------------------------------------------------------------- autograd entry points */
-/* Views of a tensor that requires grad record how to map the gradient back (core/grad/ops.c). */
-#define VIEW_OP(call, record)                      \
-  do {                                             \
-    MT_TRY(call);                                  \
-    if (!mt_grad_on1(t)) return MT_OK;             \
-    mt_status rs_ = (record);                      \
-    if (rs_) { mt_tensor_release(*out); *out = NULL; } \
-    return rs_;                                    \
-  } while (0)
-
-mt_status mt_view(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
-  VIEW_OP(view_impl(t, sizes, ndim, out), mt_record_reshape(MT_RS_VIEW, t, *out));
-}
-mt_status mt_reshape(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
-  VIEW_OP(reshape_impl(t, sizes, ndim, out),
-          mt_record_reshape((*out)->_storage == t->_storage ? MT_RS_VIEW : MT_RS_RESHAPE_COPY, t, *out));
-}
-mt_status mt_flatten(mt_tensor *t, int start_dim, int end_dim, mt_tensor **out) {
-  VIEW_OP(flatten_impl(t, start_dim, end_dim, out), mt_record_reshape(MT_RS_FLATTEN, t, *out));
-}
-mt_status mt_unsqueeze(mt_tensor *t, int dim, mt_tensor **out) {
-  VIEW_OP(unsqueeze_impl(t, dim, out), mt_record_reshape(MT_RS_UNSQUEEZE, t, *out));
-}
-mt_status mt_squeeze(mt_tensor *t, int dim, int all, mt_tensor **out) {
-  VIEW_OP(squeeze_impl(t, dim, all, out), mt_record_reshape(all ? MT_RS_SQUEEZE : MT_RS_SQUEEZE_DIM, t, *out));
-}
-mt_status mt_transpose(mt_tensor *t, int d0, int d1, mt_tensor **out) {
-  VIEW_OP(transpose_impl(t, d0, d1, out), mt_record_transpose(t, d0, d1, 0, *out));
-}
-mt_status mt_permute(mt_tensor *t, const int64_t *dims, int ndim, mt_tensor **out) {
-  VIEW_OP(permute_impl(t, dims, ndim, out), mt_record_permute(t, dims, ndim, *out));
-}
-mt_status mt_expand(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
-  VIEW_OP(expand_impl(t, sizes, ndim, out), mt_record_expand(t, *out));
-}
-mt_status mt_select(mt_tensor *t, int dim, int64_t index, mt_tensor **out) {
-  VIEW_OP(select_impl(t, dim, index, out),
-          mt_record_select(t, dim < 0 ? dim + t->_ndim : dim, index < 0 ? index + t->_sizes[dim < 0 ? dim + t->_ndim : dim] : index, *out));
-}
-mt_status mt_slice(mt_tensor *t, int dim, int64_t start, int64_t stop, int64_t step, mt_tensor **out) {
-  VIEW_OP(slice_impl(t, dim, start, stop, step, out), ({
-            int d_ = dim < 0 ? dim + t->_ndim : dim;
-            int64_t n_ = t->_sizes[d_], s0_ = start < 0 ? start + n_ : start;
-            if (s0_ < 0) s0_ = 0;
-            if (s0_ > n_) s0_ = n_;
-            mt_record_slice(t, d_, s0_, s0_ + (*out)->_sizes[d_] * step, step, *out);
-          }));
-}
-mt_status mt_narrow(mt_tensor *t, int dim, int64_t start, int64_t length, mt_tensor **out) {
-  VIEW_OP(narrow_impl(t, dim, start, length, out), ({
-            int d_ = dim < 0 ? dim + t->_ndim : dim;
-            int64_t s0_ = start < 0 ? start + t->_sizes[d_] : start;
-            mt_record_slice(t, d_, s0_, s0_ + length, 1, *out);
-          }));
-}
-mt_status mt_contiguous(mt_tensor *t, mt_tensor **out) {
-  /* contiguous() of a contiguous tensor is the tensor itself; otherwise a recorded clone */
-  return contiguous_impl(t, out);
-}
-/* The views below move elements about: the same view of t's positions (mt_grad_positions)
- * tells the backward where each element came from. */
-static mt_status record_moved(int kind, mt_tensor *t, mt_tensor *pos, mt_tensor *out) {
-  mt_tensor *c = NULL;
-  mt_status s = MT_NOGRAD(mt_clone(pos, &c)); /* its own compact storage */
-  if (s == MT_OK) s = mt_record_gather_flat(kind, t, c, 0, out);
-  mt_tensor_release(c);
-  mt_tensor_release(pos);
-  return s;
-}
-#define MOVED_VIEW(kind, impl_call_t, impl_call_p)                  \
-  do {                                                             \
-    MT_TRY(impl_call_t);                                           \
-    if (!mt_grad_on1(t)) return MT_OK;                             \
-    mt_tensor *p_ = NULL, *pv_ = NULL;                             \
-    mt_status s_ = mt_grad_positions(t, &p_);                      \
-    if (s_ == MT_OK) s_ = impl_call_p;                             \
-    mt_tensor_release(p_);                                         \
-    if (s_ == MT_OK) s_ = record_moved(kind, t, pv_, *out);        \
-    if (s_) { mt_tensor_release(*out); *out = NULL; }              \
-    return s_;                                                     \
-  } while (0)
-
-/* as_strided addresses t's storage: a map of that storage holding t's positions (-1 elsewhere)
- * viewed the same way; an element outside t cannot get a gradient. */
-static mt_status as_strided_positions(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim,
-                                      int64_t offset, mt_tensor **pos) {
-  int64_t len = (int64_t)(t->_storage->_nbytes / mt_itemsize(t->_dtype));
-  mt_tensor *map, *in_t = NULL, *mine = NULL, *v = NULL, *c = NULL;
-  MT_TRY(mt_tensor_full(&len, 1, MT_INT64, -1, &map));
-  mt_status s = as_strided_impl(map, t->_sizes, t->_strides, t->_ndim, t->_offset, &in_t);
-  if (s == MT_OK) s = mt_grad_positions(t, &mine);
-  if (s == MT_OK) s = MT_NOGRAD(mt_copy_(in_t, mine));
-  if (s == MT_OK) s = as_strided_impl(map, sizes, strides, ndim, offset < 0 ? t->_offset : offset, &v);
-  if (s == MT_OK) s = MT_NOGRAD(mt_clone(v, &c));
-  if (s == MT_OK) {
-    const int64_t *p = (const int64_t *)c->_data;
-    for (int64_t i = 0; i < c->_numel; i++)
-      if (p[i] < 0) {
-        s = mt_error(MT_EINVAL, "as_strided: the view reaches storage outside its input, whose elements cannot "
-                                "get a gradient (take as_strided of the base tensor)");
-        break;
-      }
-  }
-  mt_tensor_release(map);
-  mt_tensor_release(in_t);
-  mt_tensor_release(mine);
-  mt_tensor_release(v);
-  if (s) { mt_tensor_release(c); return s; }
-  *pos = c;
-  return MT_OK;
-}
-
-mt_status mt_as_strided(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
-                        mt_tensor **out) {
-  MT_TRY(as_strided_impl(t, sizes, strides, ndim, offset, out));
-  if (!mt_grad_on1(t)) return MT_OK;
-  mt_tensor *pos = NULL;
-  mt_status s = as_strided_positions(t, sizes, strides, ndim, offset, &pos);
-  if (s == MT_OK) s = mt_record_gather_flat(MT_GF_AS_STRIDED, t, pos, 0, *out);
-  mt_tensor_release(pos);
-  if (s) { mt_tensor_release(*out); *out = NULL; }
-  return s;
-}
-mt_status mt_unfold(mt_tensor *t, int dim, int64_t size, int64_t step, mt_tensor **out) {
-  MOVED_VIEW(MT_GF_UNFOLD, unfold_impl(t, dim, size, step, out), unfold_impl(p_, dim, size, step, &pv_));
-}
-mt_status mt_diagonal(mt_tensor *t, int64_t offset, int d0, int d1, mt_tensor **out) {
-  MOVED_VIEW(MT_GF_DIAGONAL, diagonal_impl(t, offset, d0, d1, out), diagonal_impl(p_, offset, d0, d1, &pv_));
-}

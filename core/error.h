@@ -1,0 +1,38 @@
+/* error.h -- errors (error.c): the last-error message of a failure, and the argument checks every op shares. Internal to the core. */
+#ifndef MT_ERROR_H
+#define MT_ERROR_H
+
+#ifndef MT_BUILDING
+#define MT_BUILDING 1
+#endif
+#include "moontorch.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- errors */
+/* Record a specific message for the current thread and return `code`. */
+mt_status mt_error(mt_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define MT_TRY(expr)                    \
+  do {                                  \
+    mt_status mt_s_ = (expr);           \
+    if (mt_s_ != MT_OK) return mt_s_;   \
+  } while (0)
+
+/* The numbering of dims/positions in messages (see mt_set_message_base): MT_D(d) shows dim d. */
+extern int mt_msg_base;
+#define MT_D(d) ((d) >= 0 ? (long long)(d) + mt_msg_base : (long long)(d))
+
+/* "[2, 3]" into a thread-local ring of buffers (valid for a few calls). */
+const char *mt_shape_str(const int64_t *sizes, int ndim);
+#define MT_SHAPE(t) mt_shape_str((t)->_sizes, (t)->_ndim)
+
+/* Argument checks shared by ops: each records "<op>: ..." and returns the status. */
+mt_status mt_check_tensor(const mt_tensor *t, const char *op, const char *arg);
+mt_status mt_wrap_dim(int dim, int ndim, const char *op, int *out);
+mt_status mt_check_sizes(const int64_t *sizes, int ndim, const char *op, int64_t *numel);
+
+#endif

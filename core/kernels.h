@@ -1,0 +1,100 @@
+/* kernels.h -- what a backend computes: the kernel table, one slot per kind of computation.
+ *
+ * The dispatch layer (core/ops/) checks an op's arguments, works out its result's shape and dtype,
+ * allocates the result on the inputs' device and converts operands to the dtype a kernel computes
+ * in; then it calls the kernel of that device's backend (core/backend.h). A kernel only computes:
+ * its arguments are valid, its outputs allocated. It fails only for what it alone can see (a value
+ * out of range in an index tensor, an integer division by zero, memory for scratch space).
+ * Kernels that make results whose shape depends on the data (nonzero, masked_select, unique, ...)
+ * allocate those results themselves, on their own device.
+ *
+ * Every backend fills a table of this one type; a NULL slot is an op that backend cannot run,
+ * which the dispatch layer reports as MT_EDEVICE naming the op and the device. */
+#ifndef MT_KERNELS_H
+#define MT_KERNELS_H
+
+#include "mt_internal.h"
+
+/* One batched strided matrix product: C[p] = alpha * A[p] @ B[p] + beta * C[p] for p < nb, each
+ * matrix given by its geometry (rows, cols and their strides, in elements) and a per-batch offset
+ * in elements (NULL: 0). beta == 0: C is not read. */
+typedef struct mt_matrix_geo {
+  int64_t r, c;   /* rows, cols */
+  int64_t rs, cs; /* strides in elements */
+} mt_matrix_geo;
+typedef struct mt_gemm {
+  int dt;
+  int64_t nb, M, N, K;
+  double alpha, beta;
+  const char *A, *B;
+  char *C;
+  mt_matrix_geo ga, gb, gc;
+  const int64_t *aoff, *boff, *coff;
+} mt_gemm;
+
+/* The indexed writes of index_add / index_copy_. */
+enum { MT_INDEX_ADD, MT_INDEX_COPY };
+
+/* X(slot, parameters): every kernel returns mt_status. */
+#define MT_KERNEL_LIST(X)                                                                                         \
+  /* copy.c: dst <- src (src broadcast to dst's shape, any dtypes, no overlap); fill */                          \
+  X(copy, (mt_tensor * dst, const mt_tensor *src))                                                                \
+  X(fill, (mt_tensor * t, double value))                                                                          \
+  /* elementwise.c: a, b in the compute dtype; out of the broadcast shape */                                     \
+  X(unary, (int op, mt_tensor *out, const mt_tensor *a, double p1, double p2))                                    \
+  X(binary, (int op, mt_tensor *out, const mt_tensor *a, const mt_tensor *b))                                     \
+  X(where, (mt_tensor * out, const mt_tensor *cond, const mt_tensor *a, const mt_tensor *b))                      \
+  /* reduce.c: mask[d] says whether dim d of a is reduced */                                                     \
+  X(reduce, (int op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p))               \
+  X(reduce_index, (mt_tensor * values, mt_tensor *indices, const mt_tensor *a, int dim, int keepdim, int is_min, \
+                   int64_t base))                                                                                 \
+  X(cumulative, (mt_tensor * out, const mt_tensor *a, int dim, int is_prod))                                      \
+  X(softmax, (mt_tensor * out, const mt_tensor *a, int dim, int log))                                            \
+  X(isclose, (mt_tensor * out, const mt_tensor *a, const mt_tensor *b, double rtol, double atol, int equal_nan))  \
+  /* index.c: index tensors int64 (or int32) of positions from `base`, checked by the kernel */                  \
+  X(index_select, (mt_tensor * out, const mt_tensor *a, int dim, const mt_tensor *index, int64_t base))          \
+  X(gather, (mt_tensor * out, const mt_tensor *a, int dim, const mt_tensor *index, int64_t base))                \
+  X(scatter, (mt_tensor * t, int dim, const mt_tensor *index, const mt_tensor *src, double value, int reduce,    \
+              int64_t base))                                                                                      \
+  X(index_write, (mt_tensor * t, int dim, const mt_tensor *index, const mt_tensor *src, int kind, double alpha,  \
+                  int64_t base))                                                                                  \
+  X(index_fill, (mt_tensor * t, int dim, const mt_tensor *index, double value, int64_t base))                    \
+  X(masked_fill, (mt_tensor * t, const mt_tensor *mask, double value))                                            \
+  X(masked_select, (const mt_tensor *a, const mt_tensor *mask, mt_tensor **result))                              \
+  X(masked_scatter, (mt_tensor * t, const mt_tensor *mask, const mt_tensor *src))                                 \
+  X(nonzero, (const mt_tensor *a, int64_t base, mt_tensor **result))                                              \
+  X(index, (mt_tensor * out, const mt_tensor *w, int n, mt_tensor *const *indices, const int *raw, int64_t base)) \
+  X(index_put, (mt_tensor * w, int n, mt_tensor *const *indices, const int *raw, const mt_tensor *values,        \
+                int accumulate, int64_t base))                                                                    \
+  X(triangle, (mt_tensor * t, int64_t diagonal, int upper))                                                       \
+  X(one_hot, (const mt_tensor *index, int64_t num_classes, int64_t base, mt_tensor **result))                    \
+  X(arange, (mt_tensor * out, double start, double step))                                                         \
+  X(linspace, (mt_tensor * out, double start, double end, double base, int log))                                  \
+  /* sort.c */                                                                                                    \
+  X(sort, (mt_tensor * values, mt_tensor *indices, const mt_tensor *a, int dim, int descending, int64_t base))   \
+  X(unique, (const mt_tensor *a, int64_t base, mt_tensor **values, mt_tensor **inverse, mt_tensor **counts))     \
+  X(searchsorted, (mt_tensor * out, const mt_tensor *sorted, const mt_tensor *values, int right, int64_t base))  \
+  X(bincount, (const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result))             \
+  /* out[i0, i1, ...] = src[maps[0][i0] + maps[1][i1] + ...] (element offsets): flip, roll, repeat, ... */      \
+  X(rearrange, (mt_tensor * out, const mt_tensor *src, int64_t *const *maps))                                    \
+  /* linalg.c */                                                                                                  \
+  X(gemm, (const mt_gemm *g))                                                                                     \
+  /* random.c: fills in the order PyTorch's CPU generator draws (g: a CPU generator) */                          \
+  X(uniform, (mt_tensor * t, double from, double to, mt_generator *g))                                           \
+  X(normal, (mt_tensor * t, double mean, double std, mt_generator *g))                                           \
+  X(random, (mt_tensor * t, int64_t from, int64_t to, mt_generator *g))                                          \
+  X(bernoulli, (mt_tensor * t, double p, mt_generator *g))                                                       \
+  X(bernoulli_tensor, (mt_tensor * t, const mt_tensor *p, mt_generator *g))                                      \
+  X(exponential, (mt_tensor * t, double lambd, mt_generator *g))                                                 \
+  X(randperm, (mt_tensor * out, int64_t base, mt_generator *g))                                                  \
+  X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
+  /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
+  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step))
+
+#define MT_KERNEL_FIELD_(slot, params) mt_status(*slot) params;
+typedef struct mt_kernels {
+  MT_KERNEL_LIST(MT_KERNEL_FIELD_)
+} mt_kernels;
+#undef MT_KERNEL_FIELD_
+
+#endif

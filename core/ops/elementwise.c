@@ -1,0 +1,436 @@
+/* elementwise.c -- the front doors of the unary, binary, scalar and ternary elementwise ops:
+ * PyTorch's type promotion, broadcasting, out= and in-place results, then the elementwise
+ * kernels of the inputs' device. float16/bfloat16 compute in float32 (converted on the way in and
+ * out). */
+#include "dispatch.h"
+
+/* ---------------------------------------------------------------- dtype rules */
+typedef enum { U_FLOAT, U_KEEP, U_PRED, U_BITS } ukind;
+/* Which ops keep an integer dtype (U_KEEP), which give bool (U_PRED), bitwise (U_BITS);
+ * the rest are float-only and turn integers into the default float dtype. */
+static ukind unary_kind(int op) {
+  switch (op) {
+    case MT_OP_NEG: case MT_OP_ABS: case MT_OP_SIGN: case MT_OP_RELU: case MT_OP_FLOOR: case MT_OP_CEIL:
+    case MT_OP_ROUND: case MT_OP_TRUNC: case MT_OP_SQUARE: case MT_OP_CLAMP: case MT_OP_POW_SCALAR:
+    case MT_OP_HARDTANH: case MT_OP_THRESHOLD: case MT_OP_NAN_TO_NUM:
+      return U_KEEP;
+    case MT_OP_ISNAN: case MT_OP_ISINF: case MT_OP_ISFINITE: case MT_OP_LOGICAL_NOT:
+      return U_PRED;
+    case MT_OP_BITWISE_NOT:
+      return U_BITS;
+    default:
+      return U_FLOAT;
+  }
+}
+
+typedef enum { B_ARITH, B_FLOAT, B_CMP, B_BITS } bkind;
+static bkind binary_kind(int op) {
+  switch (op) {
+    case MT_OP_DIV: case MT_OP_ATAN2: case MT_OP_HYPOT: case MT_OP_XLOGY: case MT_OP_COPYSIGN:
+      return B_FLOAT;
+    case MT_OP_EQ: case MT_OP_NE: case MT_OP_LT: case MT_OP_LE: case MT_OP_GT: case MT_OP_GE:
+    case MT_OP_LOGICAL_AND: case MT_OP_LOGICAL_OR: case MT_OP_LOGICAL_XOR:
+      return B_CMP;
+    case MT_OP_BITWISE_AND: case MT_OP_BITWISE_OR: case MT_OP_BITWISE_XOR:
+      return B_BITS;
+    default:
+      return B_ARITH;
+  }
+}
+
+/* ---------------------------------------------------------------- type promotion */
+#define UNDEF (-1)
+static int promote_u(int a, int b) { return a == UNDEF ? b : (b == UNDEF ? a : mt_promote_types(a, b)); }
+static int combine(int higher, int lower) {
+  if (higher != UNDEF && mt_is_float(higher)) return higher;
+  if (higher == MT_BOOL || (lower != UNDEF && mt_is_float(lower))) return promote_u(higher, lower);
+  return higher != UNDEF ? higher : lower;
+}
+static void add_operand(const mt_tensor *t, int *dim, int *zero, int *wrapped) {
+  if (t->_flags & MT_TENSOR_WRAPPED_NUMBER) {
+    int d = t->_dtype;
+    if (mt_is_float(d)) d = mt_get_default_dtype();
+    else if (d != MT_BOOL) d = MT_INT64;
+    *wrapped = promote_u(*wrapped, d);
+  } else if (t->_ndim == 0) {
+    *zero = promote_u(*zero, t->_dtype);
+  } else {
+    *dim = promote_u(*dim, t->_dtype);
+  }
+}
+static int scalar_kind_dtype(int kind) {
+  return kind == 0 ? MT_BOOL : (kind == 1 ? MT_INT64 : mt_get_default_dtype());
+}
+int mt_result_type(const mt_tensor *a, const mt_tensor *b, int scalar_kind) {
+  int dim = UNDEF, zero = UNDEF, wrapped = UNDEF;
+  if (a) add_operand(a, &dim, &zero, &wrapped);
+  if (b) add_operand(b, &dim, &zero, &wrapped);
+  else if (scalar_kind >= 0) wrapped = promote_u(wrapped, scalar_kind_dtype(scalar_kind));
+  return combine(dim, combine(zero, wrapped));
+}
+
+/* PyTorch's canCast for out= and in-place results: no floating -> integral, nothing -> bool
+ * (but bool itself); narrowing within a category is allowed. */
+static bool can_cast(int from, int to) {
+  if (mt_is_float(from) && !mt_is_float(to)) return false;
+  if (from != MT_BOOL && to == MT_BOOL) return false;
+  return true;
+}
+static mt_status check_cast(int from, const mt_tensor *out, const char *op) {
+  if (out && !can_cast(from, out->_dtype))
+    return mt_error(MT_EDTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
+                    mt_type_title(from), mt_type_title(out->_dtype));
+  return MT_OK;
+}
+
+/* Write `res` (compute dtype) into `out` or hand it back as the result. */
+static mt_status finish(mt_tensor *res, mt_tensor *out, mt_tensor **result, const char *op, int out_dtype) {
+  if (res->_dtype != out_dtype) {
+    mt_tensor *conv;
+    mt_status s = mt_to_dtype(res, out_dtype, 0, &conv);
+    mt_tensor_release(res);
+    if (s) return s;
+    res = conv;
+  }
+  if (out) {
+    mt_status s = mt_prepare_out(out, res->_sizes, res->_ndim, out_dtype, op);
+    if (s == MT_OK) s = mt_copy_(out, res);
+    mt_tensor_release(res);
+    if (s == MT_OK && result) *result = mt_tensor_retain(out);
+    return s;
+  }
+  return mt_give(res, result);
+}
+
+/* ---------------------------------------------------------------- the general drivers */
+static mt_status unary_impl(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  if (op < 0 || op >= MT_UNARY_OP_COUNT) return mt_error(MT_EINVAL, "unary: unknown op %d", op);
+  const char *name = mt_unary_op_name(op);
+  MT_TRY(mt_check_tensor(a, name, "input"));
+  ukind kind = unary_kind(op);
+  int in = a->_dtype;
+  int rdt; /* result dtype */
+  int cdt; /* compute dtype: the kernel's input */
+  if (op == MT_OP_NEG && in == MT_BOOL)
+    return mt_error(MT_EDTYPE, "neg: negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                               "to invert a mask, use the `~` or `logical_not()` operator instead.");
+  if (op == MT_OP_POW_SCALAR && !mt_is_float(in) && p1 != floor(p1)) kind = U_FLOAT;
+  if (kind == U_BITS) {
+    if (mt_is_float(in)) return mt_error(MT_EDTYPE, "bitwise_not: not implemented for '%s'", mt_dtype_name(in));
+    rdt = cdt = in;
+  } else if (kind == U_PRED) {
+    rdt = MT_BOOL;
+    if (mt_is_float(in)) {
+      cdt = in == MT_FLOAT64 ? MT_FLOAT64 : MT_FLOAT32;
+    } else if (op == MT_OP_LOGICAL_NOT) {
+      cdt = in;
+    } else { /* integers are never nan/inf */
+      mt_tensor *r;
+      MT_TRY(mt_out_or_new(out, a->_sizes, a->_ndim, MT_BOOL, name, &r));
+      mt_status s = mt_fill_(r, op == MT_OP_ISFINITE);
+      if (s) { mt_tensor_release(r); return s; }
+      return mt_give(r, result);
+    }
+  } else if (kind == U_KEEP && !mt_is_float(in)) {
+    rdt = cdt = in; /* bool: abs/relu/sign/floor/... are identities */
+  } else {
+    rdt = mt_is_float(in) ? in : mt_get_default_dtype();
+    cdt = rdt == MT_FLOAT64 ? MT_FLOAT64 : MT_FLOAT32;
+  }
+  if (out) MT_TRY(mt_check_tensor(out, name, "out"));
+  MT_TRY(check_cast(rdt, out, name));
+  int res_dt = kind == U_PRED ? MT_BOOL : cdt; /* what the kernel writes */
+  mt_tensor *x, *res;
+  MT_TRY(mt_as_dtype(a, cdt, &x));
+  mt_status s;
+  /* the result buffer: straight into out when dtypes match and it does not overlap in a bad way */
+  bool direct = out && out->_dtype == res_dt && out->_dtype == rdt;
+  if (direct) {
+    s = mt_prepare_out(out, a->_sizes, a->_ndim, rdt, name);
+    if (s) { mt_tensor_release(x); return s; }
+    if (out != x && mt_may_overlap(out, x)) direct = false; /* partial overlap: compute into a temporary */
+  }
+  if (direct) {
+    res = mt_tensor_retain(out);
+  } else if ((s = mt_new(a->_sizes, a->_ndim, res_dt, name, &res))) {
+    mt_tensor_release(x);
+    return s;
+  }
+  s = mt_kernels_of(x)->unary(op, res, x, p1, p2);
+  mt_tensor_release(x);
+  if (s) { mt_tensor_release(res); return s; }
+  if (direct) {
+    mt_bump_version(out);
+    mt_tensor_release(res);
+    if (result) *result = mt_tensor_retain(out);
+    return MT_OK;
+  }
+  return finish(res, out, result, name, out ? out->_dtype : rdt);
+}
+
+/* The core binary driver: a and b already tensors (b may be a wrapped number on the stack). */
+static mt_status binary_impl(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  const char *name = mt_binary_op_name(op);
+  int common = mt_result_type(a, b, -1);
+  bkind kind = binary_kind(op);
+  int rdt, cdt;
+  if (kind == B_FLOAT) {
+    rdt = mt_is_float(common) ? common : mt_get_default_dtype();
+    cdt = rdt;
+  } else if (kind == B_CMP) {
+    rdt = MT_BOOL;
+    cdt = common;
+  } else if (kind == B_BITS) {
+    if (mt_is_float(common))
+      return mt_error(MT_EDTYPE, "%s: not implemented for '%s' (bitwise ops take integer or bool tensors)", name,
+                      mt_dtype_name(common));
+    rdt = cdt = common;
+  } else {
+    rdt = cdt = common;
+    if (common == MT_BOOL && op == MT_OP_SUB)
+      return mt_error(MT_EDTYPE, "sub: subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                                 "`^` or `logical_xor()` operator instead.");
+  }
+  /* float16 / bfloat16 compute in float32 */
+  if (mt_is_reduced_float(cdt)) cdt = MT_FLOAT32;
+  /* broadcast shape */
+  int64_t shape[MT_MAX_DIMS];
+  int nd;
+  if (mt_broadcast_shapes(a->_sizes, a->_ndim, b->_sizes, b->_ndim, shape, &nd) != MT_OK)
+    return mt_error(MT_ESHAPE, "%s: the size of tensor a %s must match the size of tensor b %s (they do not broadcast)",
+                    name, MT_SHAPE(a), MT_SHAPE(b));
+  if (out) {
+    MT_TRY(mt_check_tensor(out, name, "out"));
+    MT_TRY(check_cast(rdt, out, name));
+  }
+  mt_tensor *x = NULL, *y = NULL, *res = NULL;
+  mt_status s;
+  if ((s = mt_as_dtype(a, cdt, &x)) || (s = mt_as_dtype(b, cdt, &y))) goto done;
+  int res_dt = kind == B_CMP ? MT_BOOL : cdt;
+  bool direct = out && out->_dtype == res_dt;
+  if (direct) {
+    if ((s = mt_prepare_out(out, shape, nd, out->_dtype, name))) goto done;
+    /* out may alias an input exactly (in-place) but not partially */
+    if ((out != x && mt_may_overlap(out, x) && !(out->_data == x->_data && x->_flags & out->_flags & MT_TENSOR_CONTIGUOUS)) ||
+        (out != y && mt_may_overlap(out, y) && !(out->_data == y->_data && y->_flags & out->_flags & MT_TENSOR_CONTIGUOUS)))
+      direct = false;
+  }
+  if (direct) res = mt_tensor_retain(out);
+  else if ((s = mt_new(shape, nd, res_dt, name, &res))) goto done;
+  if ((s = mt_kernels_of(res)->binary(op, res, x, y))) goto done;
+  if (direct) {
+    mt_bump_version(out);
+    if (result) *result = res; else mt_tensor_release(res);
+    res = NULL;
+    goto done;
+  }
+  s = finish(res, out, result, name, out ? out->_dtype : rdt);
+  res = NULL;
+done:
+  mt_tensor_release(x);
+  mt_tensor_release(y);
+  mt_tensor_release(res);
+  return s;
+}
+
+static mt_status binary_pub(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  if (op < 0 || op >= MT_BINARY_OP_COUNT) return mt_error(MT_EINVAL, "binary: unknown op %d", op);
+  const char *name = mt_binary_op_name(op);
+  MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_tensor(b, name, "other"));
+  return binary_impl(op, a, b, out, result);
+}
+
+static mt_status binary_scalar_pub(int op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
+                                   mt_tensor **result) {
+  if (op < 0 || op >= MT_BINARY_OP_COUNT) return mt_error(MT_EINVAL, "binary: unknown op %d", op);
+  MT_TRY(mt_check_tensor(a, mt_binary_op_name(op), "input"));
+  if (scalar_kind == 1 && (s != floor(s) || fabs(s) > 9.2e18)) scalar_kind = 2;
+  mt_tensor sc;
+  double buf;
+  mt_wrapped_number(&sc, &buf, s, scalar_kind);
+  return reverse ? binary_impl(op, &sc, a, out, result) : binary_impl(op, a, &sc, out, result);
+}
+
+/* ---------------------------------------------------------------- fast paths */
+/* Small contiguous float32/float64 tensors go straight to the kernel the general driver would
+ * end up calling, on the same operands (so the same bits come out), without the promotion, the
+ * conversion of a wrapped number and the checks that cannot fail here. `out` may be NULL or the
+ * input itself (in place). They return false, having done nothing, when the call is not theirs. */
+static inline bool small_float(const mt_tensor *a) {
+  return (a->_dtype == MT_FLOAT32 || a->_dtype == MT_FLOAT64) && (a->_flags & MT_TENSOR_CONTIGUOUS) &&
+         !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && a->_numel < 2 * MT_GRAIN && a->_device_type == MT_CPU;
+}
+
+/* the result: a new tensor like a (dtype rdt), or `out` (== a) itself */
+static mt_status fast_result(mt_tensor *a, int rdt, mt_tensor *out, const char *name, mt_tensor **r) {
+  if (out) { *r = out; return MT_OK; }
+  return mt_new_like(a, rdt, name, r);
+}
+static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {
+  if (a->_ndim != b->_ndim) return false;
+  for (int i = 0; i < a->_ndim; i++)
+    if (a->_sizes[i] != b->_sizes[i]) return false;
+  return true;
+}
+static mt_status fast_done(mt_status s, mt_tensor *r, mt_tensor *out, mt_tensor **result) {
+  if (out) {
+    mt_bump_version(out);
+    if (s == MT_OK && result) *result = mt_tensor_retain(out);
+    return s;
+  }
+  if (s) { mt_tensor_release(r); return s; }
+  return mt_give(r, result);
+}
+
+static bool unary_fast(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result, mt_status *st) {
+  if (!a || (out && out != a) || op < 0 || op >= MT_UNARY_OP_COUNT || !small_float(a)) return false;
+  ukind kind = unary_kind(op);
+  if (kind != U_FLOAT && kind != U_KEEP) return false;
+  mt_tensor *r;
+  if ((*st = fast_result(a, a->_dtype, out, mt_unary_op_name(op), &r))) return true;
+  *st = fast_done(mt_kernels_of(a)->unary(op, r, a, p1, p2), r, out, result);
+  return true;
+}
+
+/* a (op) b of one shape and dtype; out NULL or a */
+static bool binary_fast(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result, mt_status *st) {
+  if (!a || !b || (out && out != a) || op < 0 || op >= MT_BINARY_OP_COUNT) return false;
+  if (!small_float(a) || !small_float(b) || a->_dtype != b->_dtype || !same_sizes(a, b)) return false;
+  bkind bk = binary_kind(op);
+  if (bk == B_BITS || (bk == B_CMP && out)) return false;
+  if (out && a->_data != b->_data && mt_may_overlap(a, b)) return false;
+  mt_tensor *r;
+  if ((*st = fast_result(a, bk == B_CMP ? MT_BOOL : a->_dtype, out, mt_binary_op_name(op), &r))) return true;
+  *st = fast_done(mt_kernels_of(a)->binary(op, r, a, b), r, out, result);
+  return true;
+}
+
+/* a (op) s, or s (op) a; the number converted to a's dtype, as the promotion of a wrapped number
+ * with a float tensor does */
+static bool scalar_fast(int op, mt_tensor *a, double sv, int kind, int reverse, mt_tensor *out, mt_tensor **result,
+                        mt_status *st) {
+  if (!a || (out && out != a) || op < 0 || op >= MT_BINARY_OP_COUNT || !small_float(a)) return false;
+  bkind bk = binary_kind(op);
+  if (bk == B_BITS || (bk == B_CMP && out)) return false;
+  if (kind == 0) sv = sv != 0;
+  union { float f; double d; } num;
+  if (a->_dtype == MT_FLOAT32) num.f = (float)sv;
+  else num.d = sv;
+  mt_tensor sc; /* the number as a 0-dim tensor of a's dtype on the stack */
+  memset(&sc, 0, offsetof(mt_tensor, _sizes));
+  sc._numel = 1;
+  sc._dtype = a->_dtype;
+  sc._flags = MT_TENSOR_CONTIGUOUS;
+  sc._data = (char *)&num;
+  mt_tensor *r;
+  if ((*st = fast_result(a, bk == B_CMP ? MT_BOOL : a->_dtype, out, mt_binary_op_name(op), &r))) return true;
+  const mt_kernels *k = mt_kernels_of(a);
+  *st = fast_done(reverse ? k->binary(op, r, &sc, a) : k->binary(op, r, a, &sc), r, out, result);
+  return true;
+}
+
+/* ---------------------------------------------------------------- the front doors */
+mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  if (op >= 0 && op < MT_UNARY_OP_COUNT && mt_records(a) && mt_autograd.unary)
+    return mt_autograd.unary(op, a, p1, p2, out, result);
+  mt_status s;
+  if (unary_fast(op, a, p1, p2, out, result, &s)) return s;
+  return unary_impl(op, a, p1, p2, out, result);
+}
+
+mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  if (a && b && op >= 0 && op < MT_BINARY_OP_COUNT && mt_records2(a, b) && mt_autograd.binary)
+    return mt_autograd.binary(op, a, b, out, result);
+  mt_status s;
+  if (binary_fast(op, a, b, out, result, &s)) return s;
+  return binary_pub(op, a, b, out, result);
+}
+
+mt_status mt_binary_scalar(int op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
+                           mt_tensor **result) {
+  if (op >= 0 && op < MT_BINARY_OP_COUNT && mt_records(a) && mt_autograd.binary_scalar)
+    return mt_autograd.binary_scalar(op, a, sv, scalar_kind, reverse, out, result);
+  mt_status s;
+  if (scalar_fast(op, a, sv, scalar_kind, reverse, out, result, &s)) return s;
+  return binary_scalar_pub(op, a, sv, scalar_kind, reverse, out, result);
+}
+
+/* a + alpha * b: one node when recorded (the autograd wrapper), a scaled copy of b otherwise */
+mt_status mt_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result) {
+  if (alpha != 1 && a && b && mt_records2(a, b) && mt_autograd.add_scaled)
+    return mt_autograd.add_scaled(a, b, alpha, out, result);
+  MT_TRY(mt_check_tensor(a, "add", "input"));
+  MT_TRY(mt_check_tensor(b, "add", "other"));
+  if (alpha == 1) return mt_binary(MT_OP_ADD, a, b, out, result);
+  mt_tensor *scaled;
+  int kind = (alpha == floor(alpha) && !mt_is_float(b->_dtype)) ? 1 : 2;
+  if (kind == 2 && !mt_is_float(mt_result_type(a, b, -1)))
+    return mt_error(MT_EDTYPE, "add: for integral input tensors, argument alpha must not be a floating point number.");
+  MT_TRY(mt_binary_scalar(MT_OP_MUL, b, alpha, kind, 0, NULL, &scaled));
+  mt_status s = mt_binary(MT_OP_ADD, a, scaled, out, result);
+  mt_tensor_release(scaled);
+  return s;
+}
+
+/* addcmul / addcdiv: a + value * (b * c) or a + value * (b / c), composed of the binary ops */
+mt_status mt_addcmul(mt_tensor *a, mt_tensor *b, mt_tensor *c, double value, int divide, mt_tensor *out,
+                     mt_tensor **result) {
+  const char *name = divide ? "addcdiv" : "addcmul";
+  MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_tensor(b, name, "tensor1"));
+  MT_TRY(mt_check_tensor(c, name, "tensor2"));
+  mt_tensor *bc, *scaled = NULL;
+  MT_TRY(mt_binary(divide ? MT_OP_DIV : MT_OP_MUL, b, c, NULL, &bc));
+  mt_status s = mt_binary_scalar(MT_OP_MUL, bc, value, value == floor(value) ? 1 : 2, 0, NULL, &scaled);
+  mt_tensor_release(bc);
+  if (s) return s;
+  s = mt_binary(MT_OP_ADD, a, scaled, out, result);
+  mt_tensor_release(scaled);
+  return s;
+}
+
+/* lerp: a + w * (b - a), composed */
+mt_status mt_lerp(mt_tensor *a, mt_tensor *b, mt_tensor *w, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(mt_check_tensor(a, "lerp", "input"));
+  MT_TRY(mt_check_tensor(b, "lerp", "end"));
+  MT_TRY(mt_check_tensor(w, "lerp", "weight"));
+  mt_tensor *d, *wd;
+  MT_TRY(mt_binary(MT_OP_SUB, b, a, NULL, &d));
+  mt_status s = mt_binary(MT_OP_MUL, w, d, NULL, &wd);
+  mt_tensor_release(d);
+  if (s) return s;
+  s = mt_binary(MT_OP_ADD, a, wd, out, result);
+  mt_tensor_release(wd);
+  return s;
+}
+
+/* ---------------------------------------------------------------- where */
+mt_status mt_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  if (a && b && mt_records2(a, b) && mt_autograd.where) return mt_autograd.where(cond, a, b, out, result);
+  MT_TRY(mt_check_tensor(cond, "where", "condition"));
+  MT_TRY(mt_check_tensor(a, "where", "input"));
+  MT_TRY(mt_check_tensor(b, "where", "other"));
+  if (cond->_dtype != MT_BOOL && cond->_dtype != MT_UINT8)
+    return mt_error(MT_EDTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                    mt_dtype_name(cond->_dtype));
+  int64_t s1[MT_MAX_DIMS], s2[MT_MAX_DIMS];
+  int n1, n2;
+  if (mt_broadcast_shapes(cond->_sizes, cond->_ndim, a->_sizes, a->_ndim, s1, &n1) ||
+      mt_broadcast_shapes(s1, n1, b->_sizes, b->_ndim, s2, &n2))
+    return mt_error(MT_ESHAPE, "where: condition %s, input %s and other %s do not broadcast together", MT_SHAPE(cond),
+                    MT_SHAPE(a), MT_SHAPE(b));
+  int dt = mt_result_type(a, b, -1);
+  mt_tensor *x = NULL, *y = NULL, *r = NULL;
+  mt_status s;
+  if ((s = mt_as_dtype(a, dt, &x)) || (s = mt_as_dtype(b, dt, &y))) goto done;
+  if ((s = mt_new(s2, n2, dt, "where", &r))) goto done;
+  if ((s = mt_kernels_of(r)->where(r, cond, x, y))) goto done;
+  s = finish(r, out, result, "where", out ? out->_dtype : dt);
+  r = NULL;
+done:
+  mt_tensor_release(x);
+  mt_tensor_release(y);
+  mt_tensor_release(r);
+  return s;
+}
