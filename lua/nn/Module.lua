@@ -51,6 +51,20 @@ local Parameter = setmetatable({ __typename = 'nn.Parameter', __istensorclass = 
 })
 M.Parameter = Parameter
 
+------------------------------------------------------------------------------ argument checks
+-- Integer-valued arguments of modules and containers (sizes, counts, dims, positions): a Lua
+-- number with no fraction (not a boolean, string, nan or inf), at least `min` when given.
+-- (The tensor ops check their own arguments; this one serves lua/nn until the two are unified.)
+local function is_int(v) return type(v) == 'number' and v % 1 == 0 end
+M.is_int = is_int
+function M.check_int(op, name, v, min)
+  if is_int(v) and (min == nil or v >= min) then return v end
+  local want = min == 0 and 'a non-negative integer' or min == 1 and 'a positive integer'
+    or min and ('an integer >= %d'):format(min) or 'an integer'
+  fail(op, ('%s must be %s (got %s%s)'):format(name, want, type(v) == 'string' and ("'" .. v .. "'") or tostring(v),
+    type(v) == 'number' and '' or ' of type ' .. type(v)))
+end
+
 ------------------------------------------------------------------------------ hook handles
 local next_hook_id = 0
 local Handle = {}
@@ -958,33 +972,111 @@ end
 -- a plain Lua array (not a tensor, module or other class instance)
 local function is_array(v) return type(v) == 'table' and getmetatable(v) == nil end
 
--- a trailing options table among the arguments (keyword arguments)
-local function split_kwargs(args)
-  local last = args[args.n]
-  if args.n > 0 and type(last) == 'table' and getmetatable(last) == nil and last[1] == nil and next(last) ~= nil then
-    local pos = { n = args.n - 1 }
-    for i = 1, args.n - 1 do pos[i] = args[i] end
-    return pos, last
-  end
-  return args, {}
+-- a trailing options table (keyword arguments): a plain table with keys, none at [1]
+local function is_kwargs(v)
+  return type(v) == 'table' and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil
 end
 
+-- args (packed) -> positional args (packed), kwargs table or nil
+local function split_kwargs(args)
+  if args.n > 0 and is_kwargs(args[args.n]) then
+    local pos = { n = args.n - 1 }
+    for i = 1, args.n - 1 do pos[i] = args[i] end
+    return pos, args[args.n]
+  end
+  return args, nil
+end
+
+------------------------------------------------------------------------------ forward arity
+-- A built-in module declares its forward's positional arguments (declare_forward below); a call
+-- of such a module with too many or too few arguments, a nil where one is required, or an
+-- option its forward does not take is an error naming the module, as Python's TypeError is.
+-- The declaration is keyed by the forward function itself: a subclass (or instance) with a
+-- forward of its own is not checked, one that inherits the built-in forward is. A forward of
+-- exactly one required argument (most layers) is stored as the number 1, which the call path
+-- checks inline; anything else as a table {names, nreq, kwargs} that check_args reads.
+local signatures = setmetatable({}, { __mode = 'k' })
+
+-- declare_forward(cls, {'input'}) or declare_forward(cls, {'input', 'target'}, {nreq=1, kwargs={'reduction'}}):
+-- cls.forward takes these positional arguments, the first nreq (default all) required, and
+-- the options in kwargs (default none)
+function M.declare_forward(cls, names, opts)
+  local forward = rawget(cls, 'forward')
+  if type(forward) ~= 'function' then error('declare_forward: the class has no forward of its own', 2) end
+  local nreq = opts and opts.nreq or #names
+  if nreq == 1 and #names == 1 and not (opts and opts.kwargs) then
+    signatures[forward] = 1
+    return
+  end
+  local kw
+  if opts and opts.kwargs then
+    kw = {}
+    for _, k in ipairs(opts.kwargs) do kw[k] = true end
+  end
+  signatures[forward] = { names = names, nreq = nreq, kwargs = kw }
+end
+
+local function plural(n, word) return n == 1 and ('1 ' .. word) or (n .. ' ' .. word .. 's') end
+
+-- "'a'", "'a' and 'b'", "'a', 'b', and 'c'" (Python's wording)
+local function quote_names(list)
+  local q = {}
+  for i, n in ipairs(list) do q[i] = "'" .. n .. "'" end
+  if #q <= 2 then return table.concat(q, ' and ') end
+  return table.concat(q, ', ', 1, #q - 1) .. ', and ' .. q[#q]
+end
+
+-- raise unless args (packed) suit the signature sig of self's forward
+local function check_args(self, sig, args)
+  local what = class.typename(self) or 'nn.Module'
+  local names, nreq, allowed
+  if sig == 1 then names, nreq = { 'input' }, 1 else names, nreq, allowed = sig.names, sig.nreq, sig.kwargs end
+  local pos, kw = split_kwargs(args)
+  if kw then
+    local keys = {}
+    for k in pairs(kw) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      if not (allowed and allowed[k]) then
+        fail(what, ("forward() got an unexpected keyword argument '%s'"):format(k))
+      end
+    end
+  end
+  local n, nmax = pos.n, #names
+  if n > nmax then
+    local takes = nreq == nmax and plural(nmax, 'positional argument')
+      or ('from %d to %d positional arguments'):format(nreq, nmax)
+    fail(what, ('forward() takes %s but %d %s given'):format(takes, n, n == 1 and 'was' or 'were'))
+  end
+  local missing, given_nil = {}, false
+  for i = 1, nreq do
+    if pos[i] == nil then
+      missing[#missing + 1] = names[i]
+      if i <= n then given_nil = true end
+    end
+  end
+  if #missing > 0 then
+    fail(what, ('forward() missing %s: %s%s'):format(plural(#missing, 'required positional argument'),
+      quote_names(missing), given_nil and ' (nil given)' or ''))
+  end
+end
+M.check_args = check_args
+
 local function call_hooked(self, ...)
-  local args = pack(...)
+  local args, kw = split_kwargs(pack(...))
   local pre = call_hooks(self, 'forward_pre')
   if pre then
     for _, h in ipairs(pre) do
       if h.with_kwargs then
-        local pos, kw = split_kwargs(args)
-        local r = h.fn(self, pos, kw)
+        local r = h.fn(self, args, kw or {})
         if r ~= nil then
-          if not (is_array(r) and r[1] ~= nil or r.n) then
+          if not (is_array(r) and type(r[1]) == 'table') then
             fail('nn.Module', 'forward pre-hook must return nil or an array of (new_args, new_kwargs)')
           end
           local na, nk = r[1], r[2]
-          args = { n = table.maxn(na) }
+          args = { n = na.n or table.maxn(na) }
           for i = 1, args.n do args[i] = na[i] end
-          if nk and next(nk) ~= nil then args.n = args.n + 1; args[args.n] = nk end
+          kw = (type(nk) == 'table' and next(nk) ~= nil) and nk or nil
         end
       else
         local r = h.fn(self, args)
@@ -1000,29 +1092,48 @@ local function call_hooked(self, ...)
       end
     end
   end
+  local forward = self.forward
+  local sig = signatures[forward]
+  if sig ~= nil then
+    local all = args
+    if kw then
+      all = { n = args.n + 1 }
+      for i = 1, args.n do all[i] = args[i] end
+      all[all.n] = kw
+    end
+    check_args(self, sig, all)
+  end
   local bw_hooks, bw_pre = call_hooks(self, 'backward'), call_hooks(self, 'backward_pre')
   local bw
   if (bw_hooks or bw_pre) and C.mt_is_grad_enabled() ~= 0 then
     bw = BackwardHook.new(self, bw_hooks or {}, bw_pre or {})
     args = bw:setup_input(args)
   end
+  local call_args = args
+  if kw then
+    call_args = { n = args.n + 1 }
+    for i = 1, args.n do call_args[i] = args[i] end
+    call_args[call_args.n] = kw
+  end
   local post = call_hooks(self, 'forward')
   local res
   local always = false
   if post then for _, h in ipairs(post) do if h.always_call then always = true end end end
   if always then
-    res = pack(pcall(self.forward, self, unpack(args, 1, args.n)))
+    res = pack(pcall(forward, self, unpack(call_args, 1, call_args.n)))
     if not res[1] then
       local err = res[2]
       for _, h in ipairs(post) do
-        if h.always_call then pcall(h.fn, self, args, nil) end
+        if h.always_call then
+          if h.with_kwargs then pcall(h.fn, self, args, kw or {}, nil) else pcall(h.fn, self, args, nil) end
+        end
       end
       error(err, 0)
     end
     table.remove(res, 1)
     res.n = res.n - 1
   else
-    res = pack(self.forward(self, unpack(args, 1, args.n)))
+    res = pack(forward(self, unpack(call_args, 1, call_args.n)))
   end
   local multi = res.n > 1
   local out
@@ -1031,8 +1142,7 @@ local function call_hooked(self, ...)
     for _, h in ipairs(post) do
       local r
       if h.with_kwargs then
-        local pos, kw = split_kwargs(args)
-        r = h.fn(self, pos, kw, out)
+        r = h.fn(self, args, kw or {}, out)
       else
         r = h.fn(self, args, out)
       end
@@ -1044,10 +1154,18 @@ local function call_hooked(self, ...)
   return out
 end
 
--- m(...): hooks (when any are registered), then forward
+local function bad_call(self, forward, ...)
+  check_args(self, signatures[forward], pack(...))
+end
+
+-- m(...): hooks (when any are registered), then forward; a built-in forward's arity is checked
+-- (for a one-argument forward: one comparison and a count, nothing for forwards not declared)
 function Module.__call(self, ...)
   if rawget(self, '_hooked') or nglobal > 0 then return call_hooked(self, ...) end
-  return self.forward(self, ...)
+  local forward = self.forward
+  local sig = signatures[forward]
+  if sig ~= nil and (sig ~= 1 or (...) == nil or select('#', ...) ~= 1) then bad_call(self, forward, ...) end
+  return forward(self, ...)
 end
 
 ------------------------------------------------------------------------------ serialization

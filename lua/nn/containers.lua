@@ -235,15 +235,10 @@ function Sequential:__init(...)
   end
 end
 
-function Sequential:forward(input, ...)
+function Sequential:forward(input)
   Sequential._sync(self)
   local i = 1
   local m = rawget(self, 1)
-  if m == nil then return input end
-  -- extra arguments go to the first module only
-  input = m(input, ...)
-  i = 2
-  m = rawget(self, 2)
   while m ~= nil do
     input = m(input)
     i = i + 1
@@ -251,6 +246,7 @@ function Sequential:forward(input, ...)
   end
   return input
 end
+Mod.declare_forward(Sequential, { 'input' })
 
 ------------------------------------------------------------------------------ ModuleList
 local ModuleList = list_class('nn.ModuleList', 'm')
