@@ -66,34 +66,52 @@ function M.check_int(op, name, v, min)
 end
 
 ------------------------------------------------------------------------------ hook handles
+-- A list of hooks is never changed in place: registering or removing one puts a new list in
+-- its owner (owner[kind] = list), so a call that is running hooks goes on over the list it
+-- started with (a hook that removes itself does not make the next one be skipped, one that
+-- registers another does not run it in the same call), and the full backward hooks a forward
+-- saw are the ones its backward runs, as PyTorch fixes them at forward.
 local next_hook_id = 0
 local Handle = {}
 Handle.__index = Handle
 function Handle:remove()
-  local list = self._list
-  if not list then return end -- removing twice is harmless
-  for i = 1, #list do
-    if list[i].id == self.id then table.remove(list, i) break end
+  local owner, kind = self._owner, self._kind
+  if not owner then return end -- removing twice is harmless
+  local list, new = owner[kind], {}
+  if list then
+    for i = 1, #list do
+      if list[i].id ~= self.id then new[#new + 1] = list[i] end
+    end
   end
-  self._list = nil
+  owner[kind] = new
+  self._owner = nil
   if self._on_remove then self._on_remove() end
 end
 M.RemovableHandle = Handle
 
--- add a hook entry to a list: {id, fn, with_kwargs, always_call}; opts.prepend puts it first
-local function add_hook(list, fn, opts, what)
-  if type(fn) ~= 'function' and not (type(fn) == 'table' and getmetatable(fn) and getmetatable(fn).__call) then
-    fail(what, ('hook must be a function (got %s)'):format(type(fn)))
-  end
+local function is_callable(fn)
+  if type(fn) == 'function' then return true end
+  local mt = (type(fn) == 'table' or type(fn) == 'userdata') and getmetatable(fn)
+  return mt and mt.__call ~= nil or false
+end
+
+-- add a hook entry {id, fn, with_kwargs, always_call, with_module} to owner[kind];
+-- opts.prepend puts it first
+local function add_hook(owner, kind, fn, opts, what, with_module)
+  if not is_callable(fn) then fail(what, ('hook must be a function (got %s)'):format(type(fn))) end
+  if opts ~= nil and type(opts) ~= 'table' then fail(what, 'options must be a table') end
   next_hook_id = next_hook_id + 1
-  local e = { id = next_hook_id, fn = fn }
+  local e = { id = next_hook_id, fn = fn, with_module = with_module or nil }
   if opts then
-    if type(opts) ~= 'table' then fail(what, 'options must be a table') end
     e.with_kwargs = opts.with_kwargs and true or nil
     e.always_call = opts.always_call and true or nil
   end
-  if opts and opts.prepend then table.insert(list, 1, e) else list[#list + 1] = e end
-  return setmetatable({ id = e.id, _list = list }, Handle)
+  local list, new = owner[kind] or {}, {}
+  if opts and opts.prepend then new[1] = e end
+  for i = 1, #list do new[#new + 1] = list[i] end
+  if not (opts and opts.prepend) then new[#new + 1] = e end
+  owner[kind] = new
+  return setmetatable({ id = e.id, _owner = owner, _kind = kind }, Handle)
 end
 
 -- module hooks registered on nn (nn.register_module_forward_hook, ...): they run for every module
@@ -104,7 +122,7 @@ local function count_global()
   nglobal = #global.forward_pre + #global.forward + #global.backward_pre + #global.backward
 end
 function M.register_global(kind, fn, opts, what)
-  local h = add_hook(global[kind], fn, opts, what)
+  local h = add_hook(global, kind, fn, opts, what)
   h._on_remove = count_global
   count_global()
   return h
@@ -664,19 +682,19 @@ local function odict()
   OrderedDict = OrderedDict or torch.OrderedDict
   return OrderedDict()
 end
+local function od_methods()
+  OrderedDict = OrderedDict or torch.OrderedDict
+  return OrderedDict.methods
+end
 
-local function hook_list(self, kind)
+-- the table of a module's hook lists by kind (see add_hook)
+local function hook_owner(self)
   local hooks = rawget(self, '_hooks')
   if not hooks then
     hooks = {}
     rawset(self, '_hooks', hooks)
   end
-  local list = hooks[kind]
-  if not list then
-    list = {}
-    hooks[kind] = list
-  end
-  return list
+  return hooks
 end
 local function hooks_of(self, kind)
   local hooks = rawget(self, '_hooks')
@@ -745,21 +763,25 @@ local function shape_repr(t)
   return 'torch.Size([' .. table.concat(t:size(), ', ') .. '])'
 end
 
--- the state_dict entries, whatever kind of dict it is: (lookup fn, keys array)
-local function sd_access(sd)
-  if type(sd) == 'table' and type(sd.keys) == 'function' and class.typename(sd) == 'torch.OrderedDict' then
-    return function(k) return sd[k] end, sd:keys()
+-- a torch.OrderedDict copy of a state dict, whatever kind of dict it is (a plain table's keys sorted)
+local function sd_copy(sd)
+  local d = odict()
+  if class.typename(sd) == 'torch.OrderedDict' then
+    for k, v in od_methods().items(sd) do d[k] = v end
+    return d
   end
   local keys = {}
   for k in pairs(sd) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  return function(k) return rawget(sd, k) end, keys
+  for _, k in ipairs(keys) do d[k] = rawget(sd, k) end
+  return d
 end
 
 local function starts_with(s, p) return type(s) == 'string' and s:sub(1, #p) == p end
 
 function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
+  if class.typename(state_dict) ~= 'torch.OrderedDict' then state_dict = sd_copy(state_dict) end
   local pre = hooks_of(self, 'load_pre')
   if pre then
     for _, h in ipairs(pre) do
@@ -770,7 +792,8 @@ function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict
       end
     end
   end
-  local get = state_dict.get
+  local odm = od_methods()
+  local function get(k) return odm.get(state_dict, k) end
   local local_state = {}
   local order = rawget(self, '_order')
   local params, bufs, np = rawget(self, '_parameters'), rawget(self, '_buffers'), rawget(self, '_non_persistent')
@@ -826,7 +849,7 @@ function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict
   end
   if strict then
     local mods = rawget(self, '_modules')
-    for _, key in ipairs(state_dict.keys) do
+    for _, key in ipairs(odm.keys(state_dict)) do
       if starts_with(key, prefix) and key ~= extra_key then
         local input_name = key:sub(#prefix + 1):match('^[^.]*')
         if mods[input_name] == nil and local_state[input_name] == nil then
@@ -857,7 +880,10 @@ IncompatibleKeys.__tostring = function(r)
 end
 M.IncompatibleKeys = IncompatibleKeys
 
--- load_state_dict(sd, {strict=true}) or load_state_dict(sd, strict)
+-- load_state_dict(sd, {strict=true}) or load_state_dict(sd, strict). As PyTorch's: each module
+-- gets a torch.OrderedDict of the entries under its prefix, made after its parent loaded (so a
+-- parent's load pre hook may rename its children's keys), and each module's load post hooks run
+-- once its children have loaded (children first).
 function Module:load_state_dict(state_dict, opts)
   local strict = true
   if type(opts) == 'table' then
@@ -868,37 +894,33 @@ function Module:load_state_dict(state_dict, opts)
   if type(state_dict) ~= 'table' or is_module(state_dict) then
     fail('load_state_dict', ('Expected state_dict to be dict-like, got %s.'):format(typename_of(state_dict)))
   end
-  local get, keys = sd_access(state_dict)
   local missing, unexpected, error_msgs = {}, {}, {}
-  local function load(module, sub, prefix)
+  local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
+  local function load(module, local_sd, prefix)
     sync(module)
-    module:_load_from_state_dict(sub, prefix, {}, true, missing, unexpected, error_msgs)
+    module:_load_from_state_dict(local_sd, prefix, {}, true, missing, unexpected, error_msgs)
     local order, mods = rawget(module, '_order').m, rawget(module, '_modules')
     for i = 1, #order do
       local child = mods[order[i]]
       if child then
         local cp = prefix .. order[i] .. '.'
-        local ck = {}
-        for _, k in ipairs(sub.keys) do if starts_with(k, cp) then ck[#ck + 1] = k end end
-        load(child, { get = sub.get, keys = ck }, cp)
+        local child_sd = odict()
+        for k, v in od_methods().items(local_sd) do if starts_with(k, cp) then child_sd[k] = v end end
+        load(child, child_sd, cp)
       end
     end
-  end
-  load(self, { get = get, keys = keys }, '')
-  local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
-  -- post hooks (every module), which may edit missing/unexpected in place
-  for _, mod in ipairs(self:modules()) do
-    local post = hooks_of(mod, 'load_post')
+    -- post hooks, which may edit missing/unexpected in place
+    local post = hooks_of(module, 'load_post')
     if post then
       for _, h in ipairs(post) do
-        local r = h.fn(mod, result)
-        if r ~= nil then
+        if h.fn(module, result) ~= nil then
           fail('load_state_dict', 'Hooks registered with register_load_state_dict_post_hook are not expected to ' ..
             'return new values, if incompatible_keys need to be modified, it should be done inplace.')
         end
       end
     end
   end
+  load(self, sd_copy(state_dict), '')
   if strict then
     if #unexpected > 0 then
       table.insert(error_msgs, 1, ('Unexpected key(s) in state_dict: %s. '):format(quote_list(unexpected)))
@@ -914,51 +936,51 @@ function Module:load_state_dict(state_dict, opts)
   return result
 end
 
-function Module:register_state_dict_pre_hook(fn) return add_hook(hook_list(self, 'state_dict_pre'), fn, nil,
-  'register_state_dict_pre_hook') end
-function Module:register_state_dict_hook(fn) return add_hook(hook_list(self, 'state_dict'), fn, nil,
-  'register_state_dict_hook') end
+function Module:register_state_dict_pre_hook(fn)
+  return add_hook(hook_owner(self), 'state_dict_pre', fn, nil, 'register_state_dict_pre_hook')
+end
+function Module:register_state_dict_hook(fn)
+  return add_hook(hook_owner(self), 'state_dict', fn, nil, 'register_state_dict_hook')
+end
 Module._register_state_dict_hook = Module.register_state_dict_hook
 -- hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs);
--- {with_module=true} passes the module first. state_dict has get(key) and keys (the entries
--- under this module).
+-- {with_module=true} (or true) passes the module first. state_dict is a torch.OrderedDict of the
+-- entries under this module, which the hook may change (rename, add or drop keys) before they load.
 function Module:register_load_state_dict_pre_hook(fn, opts)
-  local h = add_hook(hook_list(self, 'load_pre'), fn, nil, 'register_load_state_dict_pre_hook')
-  local list = hook_list(self, 'load_pre')
-  if type(opts) == 'table' and opts.with_module or opts == true then list[#list].with_module = true end
-  return h
+  local with_module = opts == true or type(opts) == 'table' and opts.with_module and true or false
+  return add_hook(hook_owner(self), 'load_pre', fn, nil, 'register_load_state_dict_pre_hook', with_module)
 end
 Module._register_load_state_dict_pre_hook = Module.register_load_state_dict_pre_hook
-function Module:register_load_state_dict_post_hook(fn) return add_hook(hook_list(self, 'load_post'), fn, nil,
-  'register_load_state_dict_post_hook') end
+function Module:register_load_state_dict_post_hook(fn)
+  return add_hook(hook_owner(self), 'load_post', fn, nil, 'register_load_state_dict_post_hook')
+end
 
 ------------------------------------------------------------------------------ calls and hooks
-local function mark_hooked(self)
+local function hooked(self, kind, fn, opts, what)
+  local h = add_hook(hook_owner(self), kind, fn, opts, what)
   rawset(self, '_hooked', true)
+  return h
 end
 
 function Module:register_forward_pre_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'forward_pre'), fn, opts, 'register_forward_pre_hook')
+  return hooked(self, 'forward_pre', fn, opts, 'register_forward_pre_hook')
 end
 function Module:register_forward_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'forward'), fn, opts, 'register_forward_hook')
+  return hooked(self, 'forward', fn, opts, 'register_forward_hook')
 end
 function Module:register_full_backward_pre_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'backward_pre'), fn, opts, 'register_full_backward_pre_hook')
+  return hooked(self, 'backward_pre', fn, opts, 'register_full_backward_pre_hook')
 end
 function Module:register_full_backward_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'backward'), fn, opts, 'register_full_backward_hook')
+  return hooked(self, 'backward', fn, opts, 'register_full_backward_hook')
 end
 
 local BackwardHook = require 'moontorch.nn.backward_hook'
 
 local function pack(...) return { n = select('#', ...), ... } end
 
--- the hooks of one kind that apply to this call: global ones first
+-- the hooks of one kind that apply to this call: global ones first. The lists are never changed
+-- in place (add_hook), so the call runs the hooks registered when it began.
 local function call_hooks(self, kind)
   local g, l = global[kind], hooks_of(self, kind)
   if #g == 0 then return l end
