@@ -252,3 +252,72 @@ describe('nn.Module modes and conversion', function()
     H.errors_with(function() nn.utils.skip_init({}, 1) end, 'Expected a Module class')
   end)
 end)
+
+-- PyTorch 1.13 (/usr/bin/python3): m = nn.Module() with register_parameter('p', None),
+-- add_module('c', None), register_buffer('b', None), lin = nn.Linear(1, 1):
+--   get_submodule('p' | 'c' | 'c.x' | 'forward' | 'lin.forward' | 'lin.weight') -> "`<name>` is not an nn.Module",
+--   get_submodule('nope') -> "Module has no attribute `nope`"; get_parameter('p' | 'forward' | 'c') ->
+--   "`<name>` is not an nn.Parameter"; get_buffer('b') -> None; get_buffer('forward' | 'lin.weight') ->
+--   "`<name>` is not a buffer". Linear.type('torch.DoubleTensor') -> float64 Parameters;
+--   Linear.type(torch.int64) -> "data set to a tensor that requires gradients must be floating point
+--   or complex dtype", weight still float32; with requires_grad_(False) it casts to int64;
+--   BatchNorm1d.type(torch.double) casts num_batches_tracked too; type('torch.Foo') -> "invalid type:
+--   'torch.Foo'". register_buffer('a.b') -> 'buffer name can\'t contain "."' (no suffix, as
+--   register_parameter), add_module('a.b') -> 'module name can\'t contain ".", got: a.b'.
+describe('nn.Module lookups, type and names', function()
+  local function reserved()
+    local m = nn.Module()
+    m:register_parameter('p', nil)
+    m:add_module('c', nil)
+    m:register_buffer('b', nil)
+    m.lin = nn.Linear(1, 1)
+    return m
+  end
+  it('get_submodule / get_parameter / get_buffer tell a missing name from one that holds something else', function()
+    local m = reserved()
+    for _, c in ipairs({ { 'p', 'p' }, { 'c', 'c' }, { 'c.x', 'c' }, { 'forward', 'forward' },
+      { 'lin.forward', 'forward' }, { 'lin.weight', 'weight' } }) do
+      H.errors_with(function() m:get_submodule(c[1]) end, 'moontorch.get_submodule: `' .. c[2] .. '` is not an nn.Module')
+    end
+    H.errors_with(function() m:get_submodule('nope') end, 'Module has no attribute `nope`')
+    H.errors_with(function() m:get_submodule('lin.nope') end, 'Linear has no attribute `nope`')
+    for _, t in ipairs({ 'p', 'forward', 'c' }) do
+      H.errors_with(function() m:get_parameter(t) end, '`' .. t .. '` is not an nn.Parameter')
+    end
+    assert.is_true(rawequal(m:get_parameter('lin.bias'), m.lin.bias))
+    assert.is_nil(m:get_buffer('b'))
+    H.errors_with(function() m:get_buffer('forward') end, '`forward` is not a buffer')
+    H.errors_with(function() m:get_buffer('lin.weight') end, '`weight` is not a buffer')
+    H.errors_with(function() m:get_buffer('nope') end, 'Module has no attribute `nope`')
+  end)
+  it('type(dst_type) takes dtypes and tensor type names, and refuses a non-float type for trainable parameters', function()
+    local l = nn.Linear(2, 2)
+    local w = l.weight
+    assert.is_true(rawequal(l:type('torch.DoubleTensor'), l))
+    assert.are.equal(torch.float64, l.weight.dtype)
+    assert.is_true(rawequal(w, l.weight) and torch.isinstance(w, nn.Parameter))
+    l:type(torch.float32)
+    H.errors_with(function() l:type(torch.int64) end,
+      'moontorch.nn.Module.type: data set to a tensor that requires gradients must be floating point or complex dtype')
+    H.errors_with(function() l:type('torch.LongTensor') end, 'must be floating point or complex dtype')
+    assert.are.equal(torch.float32, l.weight.dtype)
+    l:requires_grad_(false)
+    l:type(torch.int64)
+    assert.are.equal(torch.int64, l.weight.dtype)
+    local bn = nn.BatchNorm1d(2)
+    bn:type(torch.double)
+    assert.are.equal(torch.float64, bn.num_batches_tracked.dtype)
+    assert.are.equal(torch.float64, bn.running_mean.dtype)
+    H.errors_with(function() nn.ReLU():type('torch.Foo') end, "invalid type: 'torch.Foo'")
+    assert.are.equal('nn.ReLU', nn.ReLU():type())
+  end)
+  it('name checks word their messages as 1.13 does', function()
+    local m = nn.Module()
+    local err = H.errors_with(function() m:register_buffer('a.b', nil) end, 'buffer name can\'t contain "."')
+    assert.is_nil(err:find('got:', 1, true))
+    err = H.errors_with(function() m:register_parameter('a.b', nil) end, 'parameter name can\'t contain "."')
+    assert.is_nil(err:find('got:', 1, true))
+    H.errors_with(function() m:add_module('a.b', nil) end, 'module name can\'t contain ".", got: a.b')
+    H.errors_with(function() m:register_buffer(1, nil) end, 'buffer name should be a string. Got number')
+  end)
+end)

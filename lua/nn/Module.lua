@@ -275,7 +275,12 @@ local function check_name(self, what, op, name, kind)
   if type(name) ~= 'string' then
     fail(op, ('%s name should be a string. Got %s'):format(what, typename_of(name)))
   end
-  if name:find('.', 1, true) then fail(op, ('%s name can\'t contain ".", got: %s'):format(what, name)) end
+  -- PyTorch 1.13's order and words: add_module checks for an existing attribute first and
+  -- names the module in its "." message; register_parameter and register_buffer do neither
+  if what == 'module' and has_attr(self, name, kind) then fail(op, ("attribute '%s' already exists"):format(name)) end
+  if name:find('.', 1, true) then
+    fail(op, ('%s name can\'t contain "."%s'):format(what, what == 'module' and ', got: ' .. name or ''))
+  end
   if name == '' then fail(op, ('%s name can\'t be empty string ""'):format(what)) end
   if has_attr(self, name, kind) then fail(op, ("attribute '%s' already exists"):format(name)) end
 end
@@ -473,18 +478,18 @@ function Module:buffers(recurse)
   return out
 end
 
+-- PyTorch's get_submodule / get_parameter / get_buffer: "X has no attribute" when nothing has
+-- the name, "is not an nn.Module" (nn.Parameter, a buffer) when something else has it: another
+-- kind of value, a method, or a name reserved as nil
 function Module:get_submodule(target)
   if target == nil or target == '' then return self end
   local mod = self
   for item in tostring(target):gmatch('[^.]+') do
-    local mods = rawget(mod, '_modules')
-    local child = mods and mods[item]
-    if not child then
-      local what = mods and mods[item] == nil and (rawget(mod, '_parameters')[item] or rawget(mod, '_buffers')[item]
-        or rawget(mod, '_attrs')[item])
-      if what then fail('get_submodule', ('`%s` is not an nn.Module'):format(item)) end
-      fail('get_submodule', ('%s has no attribute `%s`'):format(short_name(mod), item))
+    if not has_attr(mod, item) then
+      fail('get_submodule', ('%s has no attribute `%s`'):format(mod:_get_name(), item))
     end
+    local child = rawget(mod, '_modules')[item]
+    if not child then fail('get_submodule', ('`%s` is not an nn.Module'):format(item)) end
     mod = child
   end
   return mod
@@ -499,23 +504,19 @@ end
 function Module:get_parameter(target)
   local path, name = split_last(target)
   local mod = self:get_submodule(path)
+  if not has_attr(mod, name) then fail('get_parameter', ('%s has no attribute `%s`'):format(mod:_get_name(), name)) end
   local p = rawget(mod, '_parameters')[name]
-  if p == nil then
-    if has_attr(mod, name) then fail('get_parameter', ('`%s` is not an nn.Parameter'):format(name)) end
-    fail('get_parameter', ('%s has no attribute `%s`'):format(short_name(mod), name))
-  end
-  return p or nil
+  if not p then fail('get_parameter', ('`%s` is not an nn.Parameter'):format(name)) end
+  return p
 end
 
 function Module:get_buffer(target)
   local path, name = split_last(target)
   local mod = self:get_submodule(path)
+  if not has_attr(mod, name) then fail('get_buffer', ('%s has no attribute `%s`'):format(mod:_get_name(), name)) end
   local b = rawget(mod, '_buffers')[name]
-  if b == nil then
-    if has_attr(mod, name) then fail('get_buffer', ('`%s` is not a buffer'):format(name)) end
-    fail('get_buffer', ('%s has no attribute `%s`'):format(short_name(mod), name))
-  end
-  return b or nil
+  if b == nil then fail('get_buffer', ('`%s` is not a buffer'):format(name)) end
+  return b or nil -- a name reserved as nil gives nil
 end
 
 ------------------------------------------------------------------------------ modes, grads
@@ -636,10 +637,29 @@ function Module:cuda(device)
   fail('nn.Module.cuda', ('device %s is not available: moontorch was built without CUDA')
     :format(device and tostring(device) or 'cuda'))
 end
--- type(dst_type): every parameter and buffer cast to dst_type (a dtype or a type name)
+-- type(dst_type): every parameter and buffer cast to dst_type: a dtype, its name or a tensor
+-- type name ('torch.DoubleTensor'); type() gives the module's class name (Torch7's)
+local function dtype_of_type(x)
+  local d = dtype_mod.resolve(x)
+  if d then return d end
+  for id, name in pairs(dtype_mod.tensor_type_names) do
+    if name == x then return dtype_mod.by_id[id] end
+  end
+  return nil
+end
 function Module:type(dst_type)
   if dst_type == nil then return class.typename(self) end
-  return self:_apply(function(t) return t:type(dst_type) end)
+  local d = dtype_of_type(dst_type)
+  if not d then fail('nn.Module.type', ("invalid type: '%s'"):format(tostring(dst_type))) end
+  if not d.is_floating_point then
+    -- checked before anything is cast, so that a refused cast leaves the module as it was
+    for _, p in ipairs(param_list(self)) do
+      if p.requires_grad then
+        fail('nn.Module.type', 'data set to a tensor that requires gradients must be floating point or complex dtype')
+      end
+    end
+  end
+  return self:_apply(function(t) return t:to(d) end)
 end
 
 ------------------------------------------------------------------------------ printing
