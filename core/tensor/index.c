@@ -1302,9 +1302,10 @@ static mt_status pub_diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
     return s;
   }
   if (a->_ndim != 1) return mt_error(MT_ESHAPE, "%s: supports 1-D or 2-D tensors, got a %d-D tensor", op, a->_ndim);
-  int64_t n = a->_sizes[0];
-  int64_t k = diagonal < 0 ? -diagonal : diagonal;
-  int64_t sizes[2] = {n + k, n + k};
+  int64_t n = a->_sizes[0], m;
+  if (diagonal == INT64_MIN || __builtin_add_overflow(n, diagonal < 0 ? -diagonal : diagonal, &m))
+    return mt_error(MT_ENOMEM, "%s: diagonal %lld makes a result too large to allocate", op, (long long)diagonal);
+  int64_t sizes[2] = {m, m};
   mt_tensor *r, *d;
   MT_TRY(mt_new(sizes, 2, a->_dtype, op, &r));
   mt_status s = mt_fill_(r, 0);
@@ -1349,6 +1350,10 @@ static mt_status pub_triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tens
     walk w;
     walk_init(&w, t->_sizes, t->_ndim);
     walk_add_tensor(&w, t);
+    /* beyond rows + cols every diagonal keeps (or zeroes) the same: clamped, i + k cannot overflow */
+    int64_t lim = t->_sizes[t->_ndim - 2] + t->_sizes[t->_ndim - 1];
+    if (diagonal > lim) diagonal = lim;
+    if (diagonal < -lim) diagonal = -lim;
     tri_ctx c = {diagonal, upper, mt_itemsize(t->_dtype), t->_ndim};
     walk_run(&w, tri_row, &c, 1);
   }
