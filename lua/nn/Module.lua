@@ -53,9 +53,10 @@ M.Parameter = Parameter
 
 ------------------------------------------------------------------------------ argument checks
 -- Integer-valued arguments of modules and containers (sizes, counts, dims, positions): a Lua
--- number with no fraction (not a boolean, string, nan or inf), at least `min` when given.
--- (The tensor ops check their own arguments; this one serves lua/nn until the two are unified.)
-local function is_int(v) return type(v) == 'number' and v % 1 == 0 end
+-- number with no fraction within int64's range (not a boolean, string, nan or inf), at least
+-- `min` when given. (The tensor ops' check is lua/tensor.lua's int_arg, which also takes int64
+-- cdata; modules take Lua numbers, with messages that name the module's argument.)
+local function is_int(v) return type(v) == 'number' and v % 1 == 0 and v >= -2 ^ 63 and v < 2 ^ 63 end
 M.is_int = is_int
 function M.check_int(op, name, v, min)
   if is_int(v) and (min == nil or v >= min) then return v end
