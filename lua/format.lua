@@ -44,9 +44,15 @@ local PROFILES = {
   full = { precision = 4, threshold = huge, edgeitems = 3, linewidth = 80 },
 }
 
+-- a non-negative integer option (all but precision may also be math.huge, as PyTorch takes
+-- float('inf')); precision at most 99, the most that Lua's string.format takes
 local function check_int(name, v)
-  if type(v) ~= 'number' or (v ~= floor(v) and v ~= huge) or v < 0 then
-    core.fail('set_printoptions', name .. ' must be a non-negative integer, got ' .. tostring(v))
+  if not (name ~= 'precision' and v == huge) then
+    v = T.int_arg(v, 'set_printoptions', name)
+    if v < 0 then core.fail('set_printoptions', name .. ' must be a non-negative integer, got ' .. v) end
+    if name == 'precision' and v > 99 then
+      core.fail('set_printoptions', 'precision must be at most 99, got ' .. v)
+    end
   end
   return v
 end

@@ -36,8 +36,9 @@ function torch.is_tensor(x) return T.is_tensor(x) end
 function torch.is_floating_point(t) return t:is_floating_point() end
 function torch.numel(t) return t:numel() end
 function torch.set_num_threads(n)
-  if type(n) ~= 'number' or n < 1 then core.fail('set_num_threads', 'expected a positive integer') end
-  C.mt_set_num_threads(n)
+  n = T.int_arg(n, 'set_num_threads', 'the number of threads')
+  if n < 1 then core.fail('set_num_threads', 'set_num_threads expects a positive integer, got ' .. n) end
+  C.mt_set_num_threads(n < 2 ^ 31 and n or 2 ^ 31 - 1) -- the pool takes at most 256
 end
 function torch.get_num_threads() return C.mt_get_num_threads() end
 

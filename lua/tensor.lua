@@ -170,10 +170,73 @@ M.take = take
 local function is_tensor(x) return ffi.istype(tensor_ct, x) end
 M.is_tensor = is_tensor
 
--- 1-based Lua dims (negative from the end) to 0-based C dims (negative kept)
+------------------------------------------------------------------------------ integer arguments
+-- Every integer-valued argument of an op (a size, dim, index, start, length, count, ...) goes
+-- through int_arg: a Lua number with an integral value in int64's range, or an int64/uint64
+-- cdata (5LL), comes back as a Lua number (an int64 beyond 2^53 rounds to the nearest double:
+-- no size, index or count that large can be met). Anything else (2.5, nan, inf, 2^63, '3',
+-- true, nil, a table, a tensor) is `moontorch.<op>: <what> must be an integer, got ...` at the
+-- caller's line: nothing is truncated, and no such value reaches an int64_t or int of the C API.
+-- The usual case is one type test, one floor and two comparisons, in line in a trace.
+local TWO63, TWO31 = 2 ^ 63, 2 ^ 31
+local i64_ct, u64_ct = ffi.typeof('int64_t'), ffi.typeof('uint64_t')
+local U63 = ffi.new(u64_ct, 2 ^ 63)
+
+-- the failing half of the checks below (lua/argcheck.lua), loaded on the first failure
+local cold_m
+local function cold()
+  if not cold_m then cold_m = require 'moontorch.argcheck' end
+  return cold_m
+end
+M.cold = cold
+function M.describe(v) return cold().describe(v) end
+
+-- Lua sequences (nested data, size tables). seq_len(t): the length n of t when its keys are
+-- exactly 1..n, plus at most an `n` field equal to n (as table.pack leaves), else nil. It counts
+-- the keys (a compiled loop) and trusts # for the rest: a caller that reads t[1..n] must treat a
+-- nil there as a hole (seq_fail names it). seq_fail(t, op, name): the error for a table that is
+-- not a sequence; `name` says which table ('data[2]', 'size').
+local function seq_len(t)
+  local n = #t
+  local c = 0
+  for _ in next, t do c = c + 1 end
+  if c == n or (c == n + 1 and rawget(t, 'n') == n) then return n end
+  return nil
+end
+M.seq_len = seq_len
+local function seq_fail(t, op, name) return cold().seq_fail(t, op, name) end
+M.seq_fail = seq_fail
+
+-- the slow path of int_arg: an int64/uint64 cdata in range, or an error. `pos` (optional) is a
+-- 1-based position among several values of one argument (a size, a list of dims).
+local function int_slow(v, op, what, pos)
+  if type(v) == 'cdata' then
+    if ffi.istype(i64_ct, v) then return tonumber(v) end
+    if ffi.istype(u64_ct, v) and v < U63 then return tonumber(v) end
+  end
+  return cold().int_fail(v, op, what or M.sizes_called[op] or 'size', pos)
+end
+
+local function int_arg(v, op, what, pos)
+  if type(v) == 'number' and v == floor(v) and v >= -TWO63 and v < TWO63 then return v end
+  return int_slow(v, op, what, pos)
+end
+M.int_arg = int_arg
+
+-- Ops that return a Lua array of tensors (split, chunk, unbind, ...) refuse, before they start,
+-- a count larger than a LuaJIT table's array part can hold (2^27), which could only end in
+-- "table overflow" or in memory exhaustion after minutes.
+local MAX_LIST = 2 ^ 27
+function M.check_list_len(n, op)
+  if n > MAX_LIST then cold().list_len_fail(n, op, MAX_LIST) end
+end
+
+-- 1-based Lua dims (negative from the end) to 0-based C dims (negative kept). The C API takes
+-- dims as int: a dim beyond int's range is refused here (no tensor has that many dims).
 local function cdim(d, op)
-  if type(d) ~= 'number' or d ~= floor(d) then
-    fail(op or 'dim', 'dimension must be an integer, got ' .. tostring(d))
+  if type(d) ~= 'number' or d ~= floor(d) or d >= TWO31 or d < -TWO31 then
+    d = int_arg(d, op or 'dim', 'dimension')
+    if d >= TWO31 or d < -TWO31 then cold().dim_range_fail(d, op or 'dim') end
   end
   if d > 0 then return d - 1 end
   if d < 0 then return d end
@@ -182,13 +245,14 @@ end
 M.cdim = cdim
 
 -- Sizes as varargs or one table, with an optional trailing options table. Fills szbuf and
--- returns ndim, opts.
+-- returns ndim, opts. Ops whose varargs are not sizes name them here, for their messages.
+M.sizes_called = { permute = 'dims', ['repeat'] = 'repeats', tile = 'dims' }
 local function is_opts(x) return type(x) == 'table' and x[1] == nil and next(x) ~= nil end
 local function parse_sizes(op, ...)
   local n = select('#', ...)
   local first = ...
   -- one size, the usual randn(4): no loop, so that callers stay compilable in a trace
-  if n == 1 and type(first) == 'number' and first == floor(first) then
+  if n == 1 and type(first) == 'number' and first == floor(first) and first >= -TWO63 and first < TWO63 then
     szbuf[0] = first
     return 1, nil
   end
@@ -202,25 +266,20 @@ local function parse_sizes(op, ...)
       n = n - 1
     end
   end
-  if n == 1 and type(first) == 'table' then
+  if n == 1 and type(first) == 'table' and not is_tensor(first) then
     local t = first
-    local k = #t
+    -- a hole or a key that is not a position: {2, nil, 3} must not pass as {2}
+    local k = seq_len(t) or seq_fail(t, op, M.sizes_called[op] or 'size')
     if k > 16 then fail(op, 'too many dimensions (' .. k .. ')') end
     for i = 1, k do
       local v = t[i]
-      if type(v) ~= 'number' or v ~= floor(v) then fail(op, 'sizes must be integers, got ' .. tostring(v)) end
-      szbuf[i - 1] = v
+      if v == nil then seq_fail(t, op, M.sizes_called[op] or 'size') end
+      szbuf[i - 1] = int_arg(v, op, nil, i)
     end
     return k, opts
   end
   if n > 16 then fail(op, 'too many dimensions (' .. n .. ')') end
-  for i = 1, n do
-    local v = select(i, ...)
-    if type(v) ~= 'number' or v ~= floor(v) then
-      fail(op, 'sizes must be integers, got ' .. (is_tensor(v) and 'a tensor' or tostring(v)))
-    end
-    szbuf[i - 1] = v
-  end
+  for i = 1, n do szbuf[i - 1] = int_arg((select(i, ...)), op, nil, i) end
   return n, opts
 end
 M.parse_sizes = parse_sizes
@@ -248,11 +307,19 @@ M.check_device = check_device
 -- Lua's `requires_grad` option is applied by autograd (issue 3): a hook it replaces.
 M.apply_opts = function(t, opts) return t end
 
+-- raise the C core's last error under the name of the op the user called (a factory's sizes are
+-- checked by mt_tensor_empty, whose messages say 'empty')
+local function raise_as(op)
+  local msg = ffi.string(C.mt_last_error())
+  fail(op, (msg:gsub('^[%w_]+: ', '', 1)))
+end
+M.raise_as = raise_as
+
 -- empty tensor of szbuf[0..n) with opts
 local function new_empty(op, n, opts, default_dt)
   local dt = (opts and resolve_dtype(opts.dtype, op)) or default_dt or by_id[C.mt_get_default_dtype()]
   check_device(opts, op)
-  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then raise_last() end
+  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then raise_as(op) end
   return take(), dt
 end
 M.new_empty = new_empty
@@ -274,7 +341,7 @@ local Size = {}
 Size.__index = Size
 Size.__tostring = function(s)
   local parts = {}
-  for i = 1, #s do parts[i] = tostring(s[i]) end
+  for i = 1, #s do parts[i] = ('%d'):format(s[i]) end -- exact, also beyond 1e14 (expanded views)
   return 'torch.Size([' .. table.concat(parts, ', ') .. '])'
 end
 Size.__eq = function(a, b)
@@ -373,7 +440,10 @@ tensor_mt.__index = function(t, k)
   local tk = type(k)
   if tk == 'number' then return number_index(t, k) end
   if tk == 'table' then return table_index(t, k) end
-  if tk == 'cdata' and is_tensor(k) then return tensor_index(t, k) end
+  if tk == 'cdata' then
+    if is_tensor(k) then return tensor_index(t, k) end
+    return number_index(t, k) -- t[2LL]; any other cdata is refused there
+  end
   return nil
 end
 tensor_mt.__newindex = function(t, k, v)

@@ -41,7 +41,7 @@ describe('errors', function()
 
   it('negative, fractional and overflowing sizes', function()
     H.errors_with(function() return torch.zeros(-1) end, 'negative dimension -1')
-    H.errors_with(function() return torch.zeros(2.5) end, 'sizes must be integers')
+    H.errors_with(function() return torch.zeros(2.5) end, 'size at position 1 must be an integer, got 2.5')
     H.errors_with(function() return torch.zeros(2 ^ 40, 2 ^ 40) end, 'too many elements')
     H.errors_with(function() return torch.zeros(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1) end, 'dimensions')
     still_usable(t)

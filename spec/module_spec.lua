@@ -253,71 +253,71 @@ describe('nn.Module modes and conversion', function()
   end)
 end)
 
-describe('containers', function()
-  it('print as PyTorch', function()
-    assert.are.equal('ModuleList(\n  (0): ReLU()\n  (1): Linear(in_features=1, out_features=2, bias=False)\n)',
-      tostring(nn.ModuleList({ nn.ReLU(), nn.Linear(1, 2, false) })))
-    assert.are.equal('ParameterDict(\n    (a): Parameter containing: [torch.DoubleTensor of size 1]\n    (b): Parameter ' ..
-      'containing: [torch.FloatTensor of size 2x3]\n)', tostring(nn.ParameterDict({ b = nn.Parameter(torch.ones(2, 3)),
-        a = nn.Parameter(torch.ones(1, { dtype = torch.float64 })) })))
-    assert.are.equal('ParameterList(\n    (0): Parameter containing: [torch.float32 of size 2]\n    (1): Parameter ' ..
-      'containing: [torch.float64 of size 2x3]\n)', tostring(nn.ParameterList({ nn.Parameter(torch.ones(2)),
-        nn.Parameter(torch.ones(2, 3, { dtype = torch.float64 })) })))
-    assert.are.equal('BatchNorm2d(3, eps=1e-05, momentum=None, affine=False, track_running_stats=True)',
-      tostring(nn.BatchNorm2d(3, { momentum = false, affine = false })))
+-- PyTorch 1.13 (/usr/bin/python3): m = nn.Module() with register_parameter('p', None),
+-- add_module('c', None), register_buffer('b', None), lin = nn.Linear(1, 1):
+--   get_submodule('p' | 'c' | 'c.x' | 'forward' | 'lin.forward' | 'lin.weight') -> "`<name>` is not an nn.Module",
+--   get_submodule('nope') -> "Module has no attribute `nope`"; get_parameter('p' | 'forward' | 'c') ->
+--   "`<name>` is not an nn.Parameter"; get_buffer('b') -> None; get_buffer('forward' | 'lin.weight') ->
+--   "`<name>` is not a buffer". Linear.type('torch.DoubleTensor') -> float64 Parameters;
+--   Linear.type(torch.int64) -> "data set to a tensor that requires gradients must be floating point
+--   or complex dtype", weight still float32; with requires_grad_(False) it casts to int64;
+--   BatchNorm1d.type(torch.double) casts num_batches_tracked too; type('torch.Foo') -> "invalid type:
+--   'torch.Foo'". register_buffer('a.b') -> 'buffer name can\'t contain "."' (no suffix, as
+--   register_parameter), add_module('a.b') -> 'module name can\'t contain ".", got: a.b'.
+describe('nn.Module lookups, type and names', function()
+  local function reserved()
+    local m = nn.Module()
+    m:register_parameter('p', nil)
+    m:add_module('c', nil)
+    m:register_buffer('b', nil)
+    m.lin = nn.Linear(1, 1)
+    return m
+  end
+  it('get_submodule / get_parameter / get_buffer tell a missing name from one that holds something else', function()
+    local m = reserved()
+    for _, c in ipairs({ { 'p', 'p' }, { 'c', 'c' }, { 'c.x', 'c' }, { 'forward', 'forward' },
+      { 'lin.forward', 'forward' }, { 'lin.weight', 'weight' } }) do
+      H.errors_with(function() m:get_submodule(c[1]) end, 'moontorch.get_submodule: `' .. c[2] .. '` is not an nn.Module')
+    end
+    H.errors_with(function() m:get_submodule('nope') end, 'Module has no attribute `nope`')
+    H.errors_with(function() m:get_submodule('lin.nope') end, 'Linear has no attribute `nope`')
+    for _, t in ipairs({ 'p', 'forward', 'c' }) do
+      H.errors_with(function() m:get_parameter(t) end, '`' .. t .. '` is not an nn.Parameter')
+    end
+    assert.is_true(rawequal(m:get_parameter('lin.bias'), m.lin.bias))
+    assert.is_nil(m:get_buffer('b'))
+    H.errors_with(function() m:get_buffer('forward') end, '`forward` is not a buffer')
+    H.errors_with(function() m:get_buffer('lin.weight') end, '`weight` is not a buffer')
+    H.errors_with(function() m:get_buffer('nope') end, 'Module has no attribute `nope`')
   end)
-  it('Sequential: positions, names, replacing, slicing, append/insert/remove', function()
-    local s = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
-    assert.are.equal(3, #s)
-    assert.is_true(torch.isinstance(s[-1], nn.Linear))
-    local n = 0
-    for _, mod in ipairs(s) do n = n + 1; assert.is_true(torch.isinstance(mod, nn.Module)) end
-    assert.are.equal(3, n)
-    assert.are.same({ '0.weight', '0.bias', '2.weight', '2.bias' }, s:state_dict():keys())
-    s[3] = nn.Linear(3, 4) -- replacing an item: the registry follows
-    assert.are.same({ 4, 3 }, s:state_dict()['2.weight']:size())
-    assert.are.same({ 2, 4 }, s(torch.ones(2, 2)):size())
-    s:append(nn.Sigmoid())
-    assert.are.same({ '0', '1', '2', '3' }, names(s:named_children()))
-    s:remove(2)
-    assert.are.same({ '0', '2', '3' }, names(s:named_children()), 'Sequential keeps names (1.13)')
-    local t = s:slice(2, 3)
-    assert.are.equal(2, #t)
-    assert.are.same({ '2', '3' }, names(t:named_children()))
-    s:insert(1, nn.Identity())
-    assert.is_true(torch.isinstance(s[1], nn.Identity))
-    local od = torch.OrderedDict { { 'fc', nn.Linear(1, 1) }, { 'act', nn.ReLU() } }
-    assert.are.same({ 'fc.weight', 'fc.bias' }, nn.Sequential(od):state_dict():keys())
+  it('type(dst_type) takes dtypes and tensor type names, and refuses a non-float type for trainable parameters', function()
+    local l = nn.Linear(2, 2)
+    local w = l.weight
+    assert.is_true(rawequal(l:type('torch.DoubleTensor'), l))
+    assert.are.equal(torch.float64, l.weight.dtype)
+    assert.is_true(rawequal(w, l.weight) and torch.isinstance(w, nn.Parameter))
+    l:type(torch.float32)
+    H.errors_with(function() l:type(torch.int64) end,
+      'moontorch.nn.Module.type: data set to a tensor that requires gradients must be floating point or complex dtype')
+    H.errors_with(function() l:type('torch.LongTensor') end, 'must be floating point or complex dtype')
+    assert.are.equal(torch.float32, l.weight.dtype)
+    l:requires_grad_(false)
+    l:type(torch.int64)
+    assert.are.equal(torch.int64, l.weight.dtype)
+    local bn = nn.BatchNorm1d(2)
+    bn:type(torch.double)
+    assert.are.equal(torch.float64, bn.num_batches_tracked.dtype)
+    assert.are.equal(torch.float64, bn.running_mean.dtype)
+    H.errors_with(function() nn.ReLU():type('torch.Foo') end, "invalid type: 'torch.Foo'")
+    assert.are.equal('nn.ReLU', nn.ReLU():type())
   end)
-  it('ModuleList and ParameterList', function()
-    local l = nn.ModuleList({ nn.Linear(1, 1), nn.Linear(1, 1) })
-    l:append(nn.Linear(1, 1))
-    assert.are.same({ '0.weight', '0.bias', '1.weight', '1.bias', '2.weight', '2.bias' }, l:state_dict():keys())
-    l:remove(1)
-    assert.are.same({ '0', '1' }, names(l:named_children()), 'ModuleList renumbers')
-    H.errors_with(function() l:append(3) end, 'number is not a Module subclass')
-    local p = nn.ParameterList({ torch.ones(1), nn.Parameter(torch.ones(2)) })
-    assert.is_true(torch.isinstance(p[1], nn.Parameter), 'plain tensors become parameters')
-    assert.are.same({ '0', '1' }, names(p:named_parameters()))
-  end)
-  it('ModuleDict and ParameterDict', function()
-    local d = nn.ModuleDict({ relu = nn.ReLU(), act = nn.Tanh() })
-    assert.are.same({ 'act', 'relu' }, d:keys(), 'a plain table: sorted keys')
-    d.zz = nn.Sigmoid()
-    d.aa = nn.Sigmoid()
-    assert.are.same({ 'act', 'relu', 'zz', 'aa' }, d:keys(), 'later insertions go last')
-    d.relu = nn.ReLU(true)
-    assert.are.same({ 'act', 'relu', 'zz', 'aa' }, d:keys(), 'replacing keeps the position')
-    local o = nn.ModuleDict({ { 'b', nn.ReLU() }, { 'a', nn.ReLU() } })
-    assert.are.same({ 'b', 'a' }, o:keys(), 'pairs keep their order')
-    assert.is_true(torch.isinstance(o:pop('b'), nn.ReLU))
-    assert.are.same({ 'a' }, o:keys())
-    assert.is_true(o:contains('a'))
-    local n = 0
-    for k, v in d:items() do n = n + 1; assert.is_true(torch.isinstance(v, nn.Module)) end
-    assert.are.equal(4, n)
-    local pd = nn.ParameterDict({ w = torch.ones(2) })
-    assert.is_true(torch.isinstance(pd.w, nn.Parameter))
-    assert.are.same({ 'w' }, pd:state_dict():keys())
+  it('name checks word their messages as 1.13 does', function()
+    local m = nn.Module()
+    local err = H.errors_with(function() m:register_buffer('a.b', nil) end, 'buffer name can\'t contain "."')
+    assert.is_nil(err:find('got:', 1, true))
+    err = H.errors_with(function() m:register_parameter('a.b', nil) end, 'parameter name can\'t contain "."')
+    assert.is_nil(err:find('got:', 1, true))
+    H.errors_with(function() m:add_module('a.b', nil) end, 'module name can\'t contain ".", got: a.b')
+    H.errors_with(function() m:register_buffer(1, nil) end, 'buffer name should be a string. Got number')
   end)
 end)

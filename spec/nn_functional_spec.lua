@@ -756,6 +756,11 @@ describe('nn.functional errors', function()
         'Mismatch of parameter numbers and input channel size. Found parameter numbers = 4 and channel size = 3.' },
       { function() F.embedding(long({ 6 }), torch.ones(5, 2)) end, 'index out of range in self' },
       { function() F.embedding(long({ 1 }), torch.ones(3, 2), 4) end, 'Padding_idx must be within num_embeddings' },
+      -- PyTorch 1.13: "argument 'padding_idx' (position 3) must be int, not float", "argument 'num_groups' ..."
+      { function() F.embedding(long({ 1 }), torch.ones(3, 2), 1.5) end,
+        'moontorch.nn.functional.embedding: padding_idx must be an integer (got 1.5)' },
+      { function() F.group_norm(torch.ones(2, 3, 2), 1.5) end,
+        'moontorch.nn.functional.group_norm: num_groups must be an integer (got 1.5)' },
       { function() F.pad(X3(), { 1, 2, 3 }) end, 'Padding length must be divisible by 2' },
       { function() F.pad(X3(), { 1, 2, 3, 4, 5, 6, 7, 8 }) end, 'Padding length too large' },
       { function() F.pad(X3(), { 1, 2 }, 'foo') end, 'Unrecognised padding mode foo' },

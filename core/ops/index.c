@@ -672,9 +672,10 @@ static mt_status diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
     return s;
   }
   if (a->_ndim != 1) return mt_error(MT_ESHAPE, "%s: supports 1-D or 2-D tensors, got a %d-D tensor", op, a->_ndim);
-  int64_t n = a->_sizes[0];
-  int64_t k = diagonal < 0 ? -diagonal : diagonal;
-  int64_t sizes[2] = {n + k, n + k};
+  int64_t n = a->_sizes[0], m;
+  if (diagonal == INT64_MIN || __builtin_add_overflow(n, diagonal < 0 ? -diagonal : diagonal, &m))
+    return mt_error(MT_ENOMEM, "%s: diagonal %lld makes a result too large to allocate", op, (long long)diagonal);
+  int64_t sizes[2] = {m, m};
   mt_tensor *r, *d;
   MT_TRY(mt_new(sizes, 2, a->_dtype, op, &r));
   mt_status s = mt_fill_(r, 0);
@@ -696,6 +697,10 @@ static mt_status triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *
   mt_tensor *t;
   MT_TRY(write_target(a, out, &t));
   if (t->_numel > 0) mt_bump_version(t);
+  /* beyond rows + cols every diagonal keeps (or zeroes) the same: clamped, i + k cannot overflow */
+  int64_t lim = t->_sizes[t->_ndim - 2] + t->_sizes[t->_ndim - 1];
+  if (diagonal > lim) diagonal = lim;
+  if (diagonal < -lim) diagonal = -lim;
   mt_status s = mt_kernels_of(t)->triangle(t, diagonal, upper);
   if (s) { mt_tensor_release(t); return s; }
   return finish_write(t, a, out, result, op);

@@ -100,12 +100,19 @@ mt_status mt_as_strided(mt_tensor *t, const int64_t *sizes, const int64_t *strid
   int64_t numel;
   MT_TRY(mt_check_sizes(sizes, ndim, "as_strided", &numel));
   if (offset < 0) offset = t->_offset;
-  int64_t span = offset + 1;
+  /* the elements reached, offset included, and their bytes: an overflow anywhere reaches past
+   * every storage (size 2, stride 2^62 must not wrap around to a small span) */
+  int64_t span;
+  bool over = __builtin_add_overflow(offset, (int64_t)1, &span);
   for (int i = 0; i < ndim; i++) {
     if (strides[i] < 0) return mt_error(MT_EINVAL, "as_strided: negative strides are not supported");
-    if (sizes[i] > 0) span += (sizes[i] - 1) * strides[i];
+    int64_t reach;
+    if (sizes[i] > 0)
+      over |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) || __builtin_add_overflow(span, reach, &span);
   }
-  if (numel > 0 && (size_t)span * mt_itemsize(t->_dtype) > t->_storage->_nbytes)
+  uint64_t bytes;
+  over |= __builtin_mul_overflow((uint64_t)span, (uint64_t)mt_itemsize(t->_dtype), &bytes);
+  if (numel > 0 && (over || bytes > t->_storage->_nbytes))
     return mt_error(MT_ERANGE,
                     "as_strided: size %s, strides %s and offset %lld reach past the storage's %zu bytes",
                     mt_shape_str(sizes, ndim), mt_shape_str(strides, ndim), (long long)offset, t->_storage->_nbytes);
@@ -159,10 +166,12 @@ mt_status mt_slice(mt_tensor *t, int dim, int64_t start, int64_t stop, int64_t s
   if (start > n) start = n;
   if (stop > n) stop = n;
   if (stop < start) stop = start;
+  /* a step past the end takes one element: the same view, without overflowing step * stride */
+  if (step > stop - start && stop > start) step = stop - start;
   int64_t sz[MT_MAX_DIMS], st[MT_MAX_DIMS];
   memcpy(sz, t->_sizes, sizeof sz);
   memcpy(st, t->_strides, sizeof st);
-  sz[dim] = (stop - start + step - 1) / step;
+  sz[dim] = stop == start ? 0 : (stop - start - 1) / step + 1;
   st[dim] = t->_strides[dim] * step;
   return mt_new_view(t, sz, st, t->_ndim, t->_offset + start * t->_strides[dim], out);
 }
@@ -173,10 +182,11 @@ mt_status mt_narrow(mt_tensor *t, int dim, int64_t start, int64_t length, mt_ten
   if (t->_ndim == 0) return mt_error(MT_EINVAL, "narrow: narrow() cannot be applied to a 0-dim tensor");
   MT_TRY(mt_wrap_dim(dim, t->_ndim, "narrow", &dim));
   int64_t n = t->_sizes[dim];
+  int64_t start0 = start;
   if (start < 0) start += n;
-  if (start < 0 || length < 0 || start > n || start + length > n)
+  if (start < 0 || length < 0 || start > n || length > n - start)
     return mt_error(MT_ERANGE, "narrow: start %lld and length %lld are out of bounds for dimension %lld of size %lld",
-                    MT_D(start), (long long)length, MT_D(dim), (long long)n);
+                    MT_D(start0), (long long)length, MT_D(dim), (long long)n);
   return mt_slice(t, dim, start, start + length, 1, out);
 }
 
@@ -292,6 +302,7 @@ mt_status mt_unfold(mt_tensor *t, int dim, int64_t size, int64_t step, mt_tensor
     return mt_error(MT_ERANGE, "unfold: maximum size for tensor at dimension %lld is %lld but size is %lld",
                     MT_D(dim), (long long)n, (long long)size);
   if (step <= 0) return mt_error(MT_EINVAL, "unfold: step is %lld but must be > 0", (long long)step);
+  if (step > n - size + 1) step = n - size + 1; /* one window either way; step * stride must not overflow */
   int64_t sz[MT_MAX_DIMS], st[MT_MAX_DIMS];
   memcpy(sz, t->_sizes, sizeof sz);
   memcpy(st, t->_strides, sizeof st);
@@ -312,15 +323,12 @@ mt_status mt_diagonal(mt_tensor *t, int64_t offset, int d0, int d1, mt_tensor **
   MT_TRY(mt_wrap_dim(d0, t->_ndim, "diagonal", &d0));
   MT_TRY(mt_wrap_dim(d1, t->_ndim, "diagonal", &d1));
   if (d0 == d1) return mt_error(MT_EINVAL, "diagonal: diagonal dimensions cannot be identical %d, %d", d0, d1);
-  int64_t off = t->_offset, len;
-  if (offset >= 0) {
-    len = t->_sizes[d1] - offset;
-    off += offset * t->_strides[d1];
-  } else {
-    len = t->_sizes[d0] + offset;
-    off -= offset * t->_strides[d0];
-  }
-  if (len < 0) { len = 0; off = t->_offset; }
+  int64_t off = t->_offset;
+  /* the length first: an offset past the matrix (even INT64_MIN) gives an empty view, and the
+   * products below are computed only for offsets inside it */
+  int64_t len = offset >= 0 ? t->_sizes[d1] - offset : t->_sizes[d0] + offset;
+  if (len > 0) off += offset >= 0 ? offset * t->_strides[d1] : -offset * t->_strides[d0];
+  if (len < 0) len = 0;
   if (len > t->_sizes[d0]) len = t->_sizes[d0];
   if (len > t->_sizes[d1]) len = t->_sizes[d1];
   int64_t sz[MT_MAX_DIMS], st[MT_MAX_DIMS];

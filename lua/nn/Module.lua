@@ -51,35 +51,68 @@ local Parameter = setmetatable({ __typename = 'nn.Parameter', __istensorclass = 
 })
 M.Parameter = Parameter
 
+------------------------------------------------------------------------------ argument checks
+-- Integer-valued arguments of modules and containers (sizes, counts, dims, positions): a Lua
+-- number with no fraction within int64's range (not a boolean, string, nan or inf), at least
+-- `min` when given. (The tensor ops' check is lua/tensor.lua's int_arg, which also takes int64
+-- cdata; modules take Lua numbers, with messages that name the module's argument.)
+local function is_int(v) return type(v) == 'number' and v % 1 == 0 and v >= -2 ^ 63 and v < 2 ^ 63 end
+M.is_int = is_int
+function M.check_int(op, name, v, min)
+  if is_int(v) and (min == nil or v >= min) then return v end
+  local want = min == 0 and 'a non-negative integer' or min == 1 and 'a positive integer'
+    or min and ('an integer >= %d'):format(min) or 'an integer'
+  fail(op, ('%s must be %s (got %s%s)'):format(name, want, type(v) == 'string' and ("'" .. v .. "'") or tostring(v),
+    type(v) == 'number' and '' or ' of type ' .. type(v)))
+end
+
 ------------------------------------------------------------------------------ hook handles
+-- A list of hooks is never changed in place: registering or removing one puts a new list in
+-- its owner (owner[kind] = list), so a call that is running hooks goes on over the list it
+-- started with (a hook that removes itself does not make the next one be skipped, one that
+-- registers another does not run it in the same call), and the full backward hooks a forward
+-- saw are the ones its backward runs, as PyTorch fixes them at forward.
 local next_hook_id = 0
 local Handle = {}
 Handle.__index = Handle
 function Handle:remove()
-  local list = self._list
-  if not list then return end -- removing twice is harmless
-  for i = 1, #list do
-    if list[i].id == self.id then table.remove(list, i) break end
+  local owner, kind = self._owner, self._kind
+  if not owner then return end -- removing twice is harmless
+  local list, new = owner[kind], {}
+  if list then
+    for i = 1, #list do
+      if list[i].id ~= self.id then new[#new + 1] = list[i] end
+    end
   end
-  self._list = nil
+  owner[kind] = new
+  self._owner = nil
   if self._on_remove then self._on_remove() end
 end
 M.RemovableHandle = Handle
 
--- add a hook entry to a list: {id, fn, with_kwargs, always_call}; opts.prepend puts it first
-local function add_hook(list, fn, opts, what)
-  if type(fn) ~= 'function' and not (type(fn) == 'table' and getmetatable(fn) and getmetatable(fn).__call) then
-    fail(what, ('hook must be a function (got %s)'):format(type(fn)))
-  end
+local function is_callable(fn)
+  if type(fn) == 'function' then return true end
+  local mt = (type(fn) == 'table' or type(fn) == 'userdata') and getmetatable(fn)
+  return mt and mt.__call ~= nil or false
+end
+
+-- add a hook entry {id, fn, with_kwargs, always_call, with_module} to owner[kind];
+-- opts.prepend puts it first
+local function add_hook(owner, kind, fn, opts, what, with_module)
+  if not is_callable(fn) then fail(what, ('hook must be a function (got %s)'):format(type(fn))) end
+  if opts ~= nil and type(opts) ~= 'table' then fail(what, 'options must be a table') end
   next_hook_id = next_hook_id + 1
-  local e = { id = next_hook_id, fn = fn }
+  local e = { id = next_hook_id, fn = fn, with_module = with_module or nil }
   if opts then
-    if type(opts) ~= 'table' then fail(what, 'options must be a table') end
     e.with_kwargs = opts.with_kwargs and true or nil
     e.always_call = opts.always_call and true or nil
   end
-  if opts and opts.prepend then table.insert(list, 1, e) else list[#list + 1] = e end
-  return setmetatable({ id = e.id, _list = list }, Handle)
+  local list, new = owner[kind] or {}, {}
+  if opts and opts.prepend then new[1] = e end
+  for i = 1, #list do new[#new + 1] = list[i] end
+  if not (opts and opts.prepend) then new[#new + 1] = e end
+  owner[kind] = new
+  return setmetatable({ id = e.id, _owner = owner, _kind = kind }, Handle)
 end
 
 -- module hooks registered on nn (nn.register_module_forward_hook, ...): they run for every module
@@ -90,7 +123,7 @@ local function count_global()
   nglobal = #global.forward_pre + #global.forward + #global.backward_pre + #global.backward
 end
 function M.register_global(kind, fn, opts, what)
-  local h = add_hook(global[kind], fn, opts, what)
+  local h = add_hook(global, kind, fn, opts, what)
   h._on_remove = count_global
   count_global()
   return h
@@ -243,7 +276,12 @@ local function check_name(self, what, op, name, kind)
   if type(name) ~= 'string' then
     fail(op, ('%s name should be a string. Got %s'):format(what, typename_of(name)))
   end
-  if name:find('.', 1, true) then fail(op, ('%s name can\'t contain ".", got: %s'):format(what, name)) end
+  -- PyTorch 1.13's order and words: add_module checks for an existing attribute first and
+  -- names the module in its "." message; register_parameter and register_buffer do neither
+  if what == 'module' and has_attr(self, name, kind) then fail(op, ("attribute '%s' already exists"):format(name)) end
+  if name:find('.', 1, true) then
+    fail(op, ('%s name can\'t contain "."%s'):format(what, what == 'module' and ', got: ' .. name or ''))
+  end
   if name == '' then fail(op, ('%s name can\'t be empty string ""'):format(what)) end
   if has_attr(self, name, kind) then fail(op, ("attribute '%s' already exists"):format(name)) end
 end
@@ -441,18 +479,18 @@ function Module:buffers(recurse)
   return out
 end
 
+-- PyTorch's get_submodule / get_parameter / get_buffer: "X has no attribute" when nothing has
+-- the name, "is not an nn.Module" (nn.Parameter, a buffer) when something else has it: another
+-- kind of value, a method, or a name reserved as nil
 function Module:get_submodule(target)
   if target == nil or target == '' then return self end
   local mod = self
   for item in tostring(target):gmatch('[^.]+') do
-    local mods = rawget(mod, '_modules')
-    local child = mods and mods[item]
-    if not child then
-      local what = mods and mods[item] == nil and (rawget(mod, '_parameters')[item] or rawget(mod, '_buffers')[item]
-        or rawget(mod, '_attrs')[item])
-      if what then fail('get_submodule', ('`%s` is not an nn.Module'):format(item)) end
-      fail('get_submodule', ('%s has no attribute `%s`'):format(short_name(mod), item))
+    if not has_attr(mod, item) then
+      fail('get_submodule', ('%s has no attribute `%s`'):format(mod:_get_name(), item))
     end
+    local child = rawget(mod, '_modules')[item]
+    if not child then fail('get_submodule', ('`%s` is not an nn.Module'):format(item)) end
     mod = child
   end
   return mod
@@ -467,23 +505,19 @@ end
 function Module:get_parameter(target)
   local path, name = split_last(target)
   local mod = self:get_submodule(path)
+  if not has_attr(mod, name) then fail('get_parameter', ('%s has no attribute `%s`'):format(mod:_get_name(), name)) end
   local p = rawget(mod, '_parameters')[name]
-  if p == nil then
-    if has_attr(mod, name) then fail('get_parameter', ('`%s` is not an nn.Parameter'):format(name)) end
-    fail('get_parameter', ('%s has no attribute `%s`'):format(short_name(mod), name))
-  end
-  return p or nil
+  if not p then fail('get_parameter', ('`%s` is not an nn.Parameter'):format(name)) end
+  return p
 end
 
 function Module:get_buffer(target)
   local path, name = split_last(target)
   local mod = self:get_submodule(path)
+  if not has_attr(mod, name) then fail('get_buffer', ('%s has no attribute `%s`'):format(mod:_get_name(), name)) end
   local b = rawget(mod, '_buffers')[name]
-  if b == nil then
-    if has_attr(mod, name) then fail('get_buffer', ('`%s` is not a buffer'):format(name)) end
-    fail('get_buffer', ('%s has no attribute `%s`'):format(short_name(mod), name))
-  end
-  return b or nil
+  if b == nil then fail('get_buffer', ('`%s` is not a buffer'):format(name)) end
+  return b or nil -- a name reserved as nil gives nil
 end
 
 ------------------------------------------------------------------------------ modes, grads
@@ -604,10 +638,29 @@ function Module:cuda(device)
   fail('nn.Module.cuda', ('device %s is not available: moontorch was built without CUDA')
     :format(device and tostring(device) or 'cuda'))
 end
--- type(dst_type): every parameter and buffer cast to dst_type (a dtype or a type name)
+-- type(dst_type): every parameter and buffer cast to dst_type: a dtype, its name or a tensor
+-- type name ('torch.DoubleTensor'); type() gives the module's class name (Torch7's)
+local function dtype_of_type(x)
+  local d = dtype_mod.resolve(x)
+  if d then return d end
+  for id, name in pairs(dtype_mod.tensor_type_names) do
+    if name == x then return dtype_mod.by_id[id] end
+  end
+  return nil
+end
 function Module:type(dst_type)
   if dst_type == nil then return class.typename(self) end
-  return self:_apply(function(t) return t:type(dst_type) end)
+  local d = dtype_of_type(dst_type)
+  if not d then fail('nn.Module.type', ("invalid type: '%s'"):format(tostring(dst_type))) end
+  if not d.is_floating_point then
+    -- checked before anything is cast, so that a refused cast leaves the module as it was
+    for _, p in ipairs(param_list(self)) do
+      if p.requires_grad then
+        fail('nn.Module.type', 'data set to a tensor that requires gradients must be floating point or complex dtype')
+      end
+    end
+  end
+  return self:_apply(function(t) return t:to(d) end)
 end
 
 ------------------------------------------------------------------------------ printing
@@ -650,19 +703,19 @@ local function odict()
   OrderedDict = OrderedDict or torch.OrderedDict
   return OrderedDict()
 end
+local function od_methods()
+  OrderedDict = OrderedDict or torch.OrderedDict
+  return OrderedDict.methods
+end
 
-local function hook_list(self, kind)
+-- the table of a module's hook lists by kind (see add_hook)
+local function hook_owner(self)
   local hooks = rawget(self, '_hooks')
   if not hooks then
     hooks = {}
     rawset(self, '_hooks', hooks)
   end
-  local list = hooks[kind]
-  if not list then
-    list = {}
-    hooks[kind] = list
-  end
-  return list
+  return hooks
 end
 local function hooks_of(self, kind)
   local hooks = rawget(self, '_hooks')
@@ -731,21 +784,25 @@ local function shape_repr(t)
   return 'torch.Size([' .. table.concat(t:size(), ', ') .. '])'
 end
 
--- the state_dict entries, whatever kind of dict it is: (lookup fn, keys array)
-local function sd_access(sd)
-  if type(sd) == 'table' and type(sd.keys) == 'function' and class.typename(sd) == 'torch.OrderedDict' then
-    return function(k) return sd[k] end, sd:keys()
+-- a torch.OrderedDict copy of a state dict, whatever kind of dict it is (a plain table's keys sorted)
+local function sd_copy(sd)
+  local d = odict()
+  if class.typename(sd) == 'torch.OrderedDict' then
+    for k, v in od_methods().items(sd) do d[k] = v end
+    return d
   end
   local keys = {}
   for k in pairs(sd) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  return function(k) return rawget(sd, k) end, keys
+  for _, k in ipairs(keys) do d[k] = rawget(sd, k) end
+  return d
 end
 
 local function starts_with(s, p) return type(s) == 'string' and s:sub(1, #p) == p end
 
 function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                                       error_msgs)
+  if class.typename(state_dict) ~= 'torch.OrderedDict' then state_dict = sd_copy(state_dict) end
   local pre = hooks_of(self, 'load_pre')
   if pre then
     for _, h in ipairs(pre) do
@@ -756,7 +813,8 @@ function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict
       end
     end
   end
-  local get = state_dict.get
+  local odm = od_methods()
+  local function get(k) return odm.get(state_dict, k) end
   local local_state = {}
   local order = rawget(self, '_order')
   local params, bufs, np = rawget(self, '_parameters'), rawget(self, '_buffers'), rawget(self, '_non_persistent')
@@ -812,7 +870,7 @@ function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict
   end
   if strict then
     local mods = rawget(self, '_modules')
-    for _, key in ipairs(state_dict.keys) do
+    for _, key in ipairs(odm.keys(state_dict)) do
       if starts_with(key, prefix) and key ~= extra_key then
         local input_name = key:sub(#prefix + 1):match('^[^.]*')
         if mods[input_name] == nil and local_state[input_name] == nil then
@@ -843,7 +901,10 @@ IncompatibleKeys.__tostring = function(r)
 end
 M.IncompatibleKeys = IncompatibleKeys
 
--- load_state_dict(sd, {strict=true}) or load_state_dict(sd, strict)
+-- load_state_dict(sd, {strict=true}) or load_state_dict(sd, strict). As PyTorch's: each module
+-- gets a torch.OrderedDict of the entries under its prefix, made after its parent loaded (so a
+-- parent's load pre hook may rename its children's keys), and each module's load post hooks run
+-- once its children have loaded (children first).
 function Module:load_state_dict(state_dict, opts)
   local strict = true
   if type(opts) == 'table' then
@@ -854,37 +915,33 @@ function Module:load_state_dict(state_dict, opts)
   if type(state_dict) ~= 'table' or is_module(state_dict) then
     fail('load_state_dict', ('Expected state_dict to be dict-like, got %s.'):format(typename_of(state_dict)))
   end
-  local get, keys = sd_access(state_dict)
   local missing, unexpected, error_msgs = {}, {}, {}
-  local function load(module, sub, prefix)
+  local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
+  local function load(module, local_sd, prefix)
     sync(module)
-    module:_load_from_state_dict(sub, prefix, {}, true, missing, unexpected, error_msgs)
+    module:_load_from_state_dict(local_sd, prefix, {}, true, missing, unexpected, error_msgs)
     local order, mods = rawget(module, '_order').m, rawget(module, '_modules')
     for i = 1, #order do
       local child = mods[order[i]]
       if child then
         local cp = prefix .. order[i] .. '.'
-        local ck = {}
-        for _, k in ipairs(sub.keys) do if starts_with(k, cp) then ck[#ck + 1] = k end end
-        load(child, { get = sub.get, keys = ck }, cp)
+        local child_sd = odict()
+        for k, v in od_methods().items(local_sd) do if starts_with(k, cp) then child_sd[k] = v end end
+        load(child, child_sd, cp)
       end
     end
-  end
-  load(self, { get = get, keys = keys }, '')
-  local result = setmetatable({ missing_keys = missing, unexpected_keys = unexpected }, IncompatibleKeys)
-  -- post hooks (every module), which may edit missing/unexpected in place
-  for _, mod in ipairs(self:modules()) do
-    local post = hooks_of(mod, 'load_post')
+    -- post hooks, which may edit missing/unexpected in place
+    local post = hooks_of(module, 'load_post')
     if post then
       for _, h in ipairs(post) do
-        local r = h.fn(mod, result)
-        if r ~= nil then
+        if h.fn(module, result) ~= nil then
           fail('load_state_dict', 'Hooks registered with register_load_state_dict_post_hook are not expected to ' ..
             'return new values, if incompatible_keys need to be modified, it should be done inplace.')
         end
       end
     end
   end
+  load(self, sd_copy(state_dict), '')
   if strict then
     if #unexpected > 0 then
       table.insert(error_msgs, 1, ('Unexpected key(s) in state_dict: %s. '):format(quote_list(unexpected)))
@@ -900,51 +957,51 @@ function Module:load_state_dict(state_dict, opts)
   return result
 end
 
-function Module:register_state_dict_pre_hook(fn) return add_hook(hook_list(self, 'state_dict_pre'), fn, nil,
-  'register_state_dict_pre_hook') end
-function Module:register_state_dict_hook(fn) return add_hook(hook_list(self, 'state_dict'), fn, nil,
-  'register_state_dict_hook') end
+function Module:register_state_dict_pre_hook(fn)
+  return add_hook(hook_owner(self), 'state_dict_pre', fn, nil, 'register_state_dict_pre_hook')
+end
+function Module:register_state_dict_hook(fn)
+  return add_hook(hook_owner(self), 'state_dict', fn, nil, 'register_state_dict_hook')
+end
 Module._register_state_dict_hook = Module.register_state_dict_hook
 -- hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs);
--- {with_module=true} passes the module first. state_dict has get(key) and keys (the entries
--- under this module).
+-- {with_module=true} (or true) passes the module first. state_dict is a torch.OrderedDict of the
+-- entries under this module, which the hook may change (rename, add or drop keys) before they load.
 function Module:register_load_state_dict_pre_hook(fn, opts)
-  local h = add_hook(hook_list(self, 'load_pre'), fn, nil, 'register_load_state_dict_pre_hook')
-  local list = hook_list(self, 'load_pre')
-  if type(opts) == 'table' and opts.with_module or opts == true then list[#list].with_module = true end
-  return h
+  local with_module = opts == true or type(opts) == 'table' and opts.with_module and true or false
+  return add_hook(hook_owner(self), 'load_pre', fn, nil, 'register_load_state_dict_pre_hook', with_module)
 end
 Module._register_load_state_dict_pre_hook = Module.register_load_state_dict_pre_hook
-function Module:register_load_state_dict_post_hook(fn) return add_hook(hook_list(self, 'load_post'), fn, nil,
-  'register_load_state_dict_post_hook') end
+function Module:register_load_state_dict_post_hook(fn)
+  return add_hook(hook_owner(self), 'load_post', fn, nil, 'register_load_state_dict_post_hook')
+end
 
 ------------------------------------------------------------------------------ calls and hooks
-local function mark_hooked(self)
+local function hooked(self, kind, fn, opts, what)
+  local h = add_hook(hook_owner(self), kind, fn, opts, what)
   rawset(self, '_hooked', true)
+  return h
 end
 
 function Module:register_forward_pre_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'forward_pre'), fn, opts, 'register_forward_pre_hook')
+  return hooked(self, 'forward_pre', fn, opts, 'register_forward_pre_hook')
 end
 function Module:register_forward_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'forward'), fn, opts, 'register_forward_hook')
+  return hooked(self, 'forward', fn, opts, 'register_forward_hook')
 end
 function Module:register_full_backward_pre_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'backward_pre'), fn, opts, 'register_full_backward_pre_hook')
+  return hooked(self, 'backward_pre', fn, opts, 'register_full_backward_pre_hook')
 end
 function Module:register_full_backward_hook(fn, opts)
-  mark_hooked(self)
-  return add_hook(hook_list(self, 'backward'), fn, opts, 'register_full_backward_hook')
+  return hooked(self, 'backward', fn, opts, 'register_full_backward_hook')
 end
 
 local BackwardHook = require 'moontorch.nn.backward_hook'
 
 local function pack(...) return { n = select('#', ...), ... } end
 
--- the hooks of one kind that apply to this call: global ones first
+-- the hooks of one kind that apply to this call: global ones first. The lists are never changed
+-- in place (add_hook), so the call runs the hooks registered when it began.
 local function call_hooks(self, kind)
   local g, l = global[kind], hooks_of(self, kind)
   if #g == 0 then return l end
@@ -958,33 +1015,111 @@ end
 -- a plain Lua array (not a tensor, module or other class instance)
 local function is_array(v) return type(v) == 'table' and getmetatable(v) == nil end
 
--- a trailing options table among the arguments (keyword arguments)
-local function split_kwargs(args)
-  local last = args[args.n]
-  if args.n > 0 and type(last) == 'table' and getmetatable(last) == nil and last[1] == nil and next(last) ~= nil then
-    local pos = { n = args.n - 1 }
-    for i = 1, args.n - 1 do pos[i] = args[i] end
-    return pos, last
-  end
-  return args, {}
+-- a trailing options table (keyword arguments): a plain table with keys, none at [1]
+local function is_kwargs(v)
+  return type(v) == 'table' and getmetatable(v) == nil and v[1] == nil and next(v) ~= nil
 end
 
+-- args (packed) -> positional args (packed), kwargs table or nil
+local function split_kwargs(args)
+  if args.n > 0 and is_kwargs(args[args.n]) then
+    local pos = { n = args.n - 1 }
+    for i = 1, args.n - 1 do pos[i] = args[i] end
+    return pos, args[args.n]
+  end
+  return args, nil
+end
+
+------------------------------------------------------------------------------ forward arity
+-- A built-in module declares its forward's positional arguments (declare_forward below); a call
+-- of such a module with too many or too few arguments, a nil where one is required, or an
+-- option its forward does not take is an error naming the module, as Python's TypeError is.
+-- The declaration is keyed by the forward function itself: a subclass (or instance) with a
+-- forward of its own is not checked, one that inherits the built-in forward is. A forward of
+-- exactly one required argument (most layers) is stored as the number 1, which the call path
+-- checks inline; anything else as a table {names, nreq, kwargs} that check_args reads.
+local signatures = setmetatable({}, { __mode = 'k' })
+
+-- declare_forward(cls, {'input'}) or declare_forward(cls, {'input', 'target'}, {nreq=1, kwargs={'reduction'}}):
+-- cls.forward takes these positional arguments, the first nreq (default all) required, and
+-- the options in kwargs (default none)
+function M.declare_forward(cls, names, opts)
+  local forward = rawget(cls, 'forward')
+  if type(forward) ~= 'function' then error('declare_forward: the class has no forward of its own', 2) end
+  local nreq = opts and opts.nreq or #names
+  if nreq == 1 and #names == 1 and not (opts and opts.kwargs) then
+    signatures[forward] = 1
+    return
+  end
+  local kw
+  if opts and opts.kwargs then
+    kw = {}
+    for _, k in ipairs(opts.kwargs) do kw[k] = true end
+  end
+  signatures[forward] = { names = names, nreq = nreq, kwargs = kw }
+end
+
+local function plural(n, word) return n == 1 and ('1 ' .. word) or (n .. ' ' .. word .. 's') end
+
+-- "'a'", "'a' and 'b'", "'a', 'b', and 'c'" (Python's wording)
+local function quote_names(list)
+  local q = {}
+  for i, n in ipairs(list) do q[i] = "'" .. n .. "'" end
+  if #q <= 2 then return table.concat(q, ' and ') end
+  return table.concat(q, ', ', 1, #q - 1) .. ', and ' .. q[#q]
+end
+
+-- raise unless args (packed) suit the signature sig of self's forward
+local function check_args(self, sig, args)
+  local what = class.typename(self) or 'nn.Module'
+  local names, nreq, allowed
+  if sig == 1 then names, nreq = { 'input' }, 1 else names, nreq, allowed = sig.names, sig.nreq, sig.kwargs end
+  local pos, kw = split_kwargs(args)
+  if kw then
+    local keys = {}
+    for k in pairs(kw) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    for _, k in ipairs(keys) do
+      if not (allowed and allowed[k]) then
+        fail(what, ("forward() got an unexpected keyword argument '%s'"):format(k))
+      end
+    end
+  end
+  local n, nmax = pos.n, #names
+  if n > nmax then
+    local takes = nreq == nmax and plural(nmax, 'positional argument')
+      or ('from %d to %d positional arguments'):format(nreq, nmax)
+    fail(what, ('forward() takes %s but %d %s given'):format(takes, n, n == 1 and 'was' or 'were'))
+  end
+  local missing, given_nil = {}, false
+  for i = 1, nreq do
+    if pos[i] == nil then
+      missing[#missing + 1] = names[i]
+      if i <= n then given_nil = true end
+    end
+  end
+  if #missing > 0 then
+    fail(what, ('forward() missing %s: %s%s'):format(plural(#missing, 'required positional argument'),
+      quote_names(missing), given_nil and ' (nil given)' or ''))
+  end
+end
+M.check_args = check_args
+
 local function call_hooked(self, ...)
-  local args = pack(...)
+  local args, kw = split_kwargs(pack(...))
   local pre = call_hooks(self, 'forward_pre')
   if pre then
     for _, h in ipairs(pre) do
       if h.with_kwargs then
-        local pos, kw = split_kwargs(args)
-        local r = h.fn(self, pos, kw)
+        local r = h.fn(self, args, kw or {})
         if r ~= nil then
-          if not (is_array(r) and r[1] ~= nil or r.n) then
+          if not (is_array(r) and type(r[1]) == 'table') then
             fail('nn.Module', 'forward pre-hook must return nil or an array of (new_args, new_kwargs)')
           end
           local na, nk = r[1], r[2]
-          args = { n = table.maxn(na) }
+          args = { n = na.n or table.maxn(na) }
           for i = 1, args.n do args[i] = na[i] end
-          if nk and next(nk) ~= nil then args.n = args.n + 1; args[args.n] = nk end
+          kw = (type(nk) == 'table' and next(nk) ~= nil) and nk or nil
         end
       else
         local r = h.fn(self, args)
@@ -1000,29 +1135,48 @@ local function call_hooked(self, ...)
       end
     end
   end
+  local forward = self.forward
+  local sig = signatures[forward]
+  if sig ~= nil then
+    local all = args
+    if kw then
+      all = { n = args.n + 1 }
+      for i = 1, args.n do all[i] = args[i] end
+      all[all.n] = kw
+    end
+    check_args(self, sig, all)
+  end
   local bw_hooks, bw_pre = call_hooks(self, 'backward'), call_hooks(self, 'backward_pre')
   local bw
   if (bw_hooks or bw_pre) and C.mt_is_grad_enabled() ~= 0 then
     bw = BackwardHook.new(self, bw_hooks or {}, bw_pre or {})
     args = bw:setup_input(args)
   end
+  local call_args = args
+  if kw then
+    call_args = { n = args.n + 1 }
+    for i = 1, args.n do call_args[i] = args[i] end
+    call_args[call_args.n] = kw
+  end
   local post = call_hooks(self, 'forward')
   local res
   local always = false
   if post then for _, h in ipairs(post) do if h.always_call then always = true end end end
   if always then
-    res = pack(pcall(self.forward, self, unpack(args, 1, args.n)))
+    res = pack(pcall(forward, self, unpack(call_args, 1, call_args.n)))
     if not res[1] then
       local err = res[2]
       for _, h in ipairs(post) do
-        if h.always_call then pcall(h.fn, self, args, nil) end
+        if h.always_call then
+          if h.with_kwargs then pcall(h.fn, self, args, kw or {}, nil) else pcall(h.fn, self, args, nil) end
+        end
       end
       error(err, 0)
     end
     table.remove(res, 1)
     res.n = res.n - 1
   else
-    res = pack(self.forward(self, unpack(args, 1, args.n)))
+    res = pack(forward(self, unpack(call_args, 1, call_args.n)))
   end
   local multi = res.n > 1
   local out
@@ -1031,8 +1185,7 @@ local function call_hooked(self, ...)
     for _, h in ipairs(post) do
       local r
       if h.with_kwargs then
-        local pos, kw = split_kwargs(args)
-        r = h.fn(self, pos, kw, out)
+        r = h.fn(self, args, kw or {}, out)
       else
         r = h.fn(self, args, out)
       end
@@ -1044,10 +1197,18 @@ local function call_hooked(self, ...)
   return out
 end
 
--- m(...): hooks (when any are registered), then forward
+local function bad_call(self, forward, ...)
+  check_args(self, signatures[forward], pack(...))
+end
+
+-- m(...): hooks (when any are registered), then forward; a built-in forward's arity is checked
+-- (for a one-argument forward: one comparison and a count, nothing for forwards not declared)
 function Module.__call(self, ...)
   if rawget(self, '_hooked') or nglobal > 0 then return call_hooked(self, ...) end
-  return self.forward(self, ...)
+  local forward = self.forward
+  local sig = signatures[forward]
+  if sig ~= nil and (sig ~= 1 or (...) == nil or select('#', ...) ~= 1) then bad_call(self, forward, ...) end
+  return forward(self, ...)
 end
 
 ------------------------------------------------------------------------------ serialization

@@ -105,9 +105,12 @@ function BackwardHook:setup_output(out, multi)
   return new[1]
 end
 
+-- a hook's array of gradients: one per input (output), nil where there is none. Lua cannot
+-- tell {g, nil} from {g}, so an array without `n` may stop early (the rest are nil); one with
+-- `n`, or with more entries than there are inputs, must match.
 local function check_count(what, got, want)
   local n = got.n or table.maxn(got)
-  if n ~= want then
+  if n ~= want and (got.n ~= nil or n > want) then
     fail('backward', ('Backward %s returned an invalid number of %s, got %d, but expected %d')
       :format(what == 'grad_output' and 'pre hook' or 'hook', what, n, want))
   end

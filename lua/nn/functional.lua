@@ -12,6 +12,7 @@ local T = require 'moontorch.tensor'
 
 local fail = core.fail
 local is_tensor = T.is_tensor
+local check_int = require('moontorch.nn.Module').check_int
 local type, select, tostring, pairs = type, select, tostring, pairs
 local sqrt, log, pi, max = math.sqrt, math.log, math.pi, math.max
 
@@ -366,7 +367,8 @@ function F.group_norm(x, num_groups, ...)
     bad('group_norm', ('Expected at least 2 dimensions for input tensor but received %d'):format(x:dim()))
   end
   local n, c = x:size(1), x:size(2)
-  if type(num_groups) ~= 'number' or num_groups < 1 or c % num_groups ~= 0 then
+  check_int('nn.functional.group_norm', 'num_groups', num_groups)
+  if num_groups < 1 or c % num_groups ~= 0 then
     bad('group_norm', ('Expected number of channels in input to be divisible by num_groups, but got input of shape %s and num_groups=%s')
       :format(size_str(x), tostring(num_groups)))
   end
@@ -544,6 +546,7 @@ function F.embedding(input, weight, ...)
   local num = weight:size(1)
   local padding_idx = v[1]
   if padding_idx ~= nil then
+    check_int('nn.functional.embedding', 'padding_idx', padding_idx)
     if padding_idx > 0 then
       if padding_idx > num then bad('embedding', 'Padding_idx must be within num_embeddings') end
     elseif padding_idx < 0 then

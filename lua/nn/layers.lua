@@ -9,6 +9,7 @@ local Mod = require 'moontorch.nn.Module'
 
 local fail = core.fail
 local Module, Parameter = Mod.Module, Mod.Parameter
+local check_int, declare_forward = Mod.check_int, Mod.declare_forward
 local type, tostring, math = type, tostring, math
 
 local M = {}
@@ -58,6 +59,7 @@ local Identity = class.class('nn.Identity', Module)
 M.Identity = Identity
 function Identity:__init() Module.__init(self) end
 function Identity:forward(x) return x end
+declare_forward(Identity, { 'input' })
 
 ------------------------------------------------------------------------------ Linear
 local Linear = class.class('nn.Linear', Module)
@@ -68,11 +70,8 @@ function Linear:__init(in_features, out_features, bias, opts)
   Module.__init(self)
   if type(bias) == 'table' then opts, bias = bias, bias.bias end
   if bias == nil then bias = true end
-  if type(in_features) ~= 'number' or type(out_features) ~= 'number' or in_features < 0 or out_features < 0
-    or in_features % 1 ~= 0 or out_features % 1 ~= 0 then
-    fail('nn.Linear', ('in_features and out_features must be non-negative integers (got %s, %s)')
-      :format(tostring(in_features), tostring(out_features)))
-  end
+  check_int('nn.Linear', 'in_features', in_features, 0)
+  check_int('nn.Linear', 'out_features', out_features, 0)
   local fk = factory(opts)
   self.in_features = in_features
   self.out_features = out_features
@@ -99,6 +98,7 @@ end
 function Linear:forward(input)
   return nn.functional.linear(input, self.weight, self.bias)
 end
+declare_forward(Linear, { 'input' })
 
 function Linear:extra_repr()
   return ('in_features=%d, out_features=%d, bias=%s'):format(self.in_features, self.out_features,
@@ -118,6 +118,7 @@ function ReLU:__init(inplace)
   self.inplace = inplace_arg(inplace)
 end
 function ReLU:forward(x) return nn.functional.relu(x, self.inplace) end
+declare_forward(ReLU, { 'input' })
 function ReLU:extra_repr() return self.inplace and 'inplace=True' or '' end
 
 local LeakyReLU = class.class('nn.LeakyReLU', Module)
@@ -133,6 +134,7 @@ function LeakyReLU:__init(negative_slope, inplace)
   self.inplace = inplace_arg(inplace)
 end
 function LeakyReLU:forward(x) return nn.functional.leaky_relu(x, self.negative_slope, self.inplace) end
+declare_forward(LeakyReLU, { 'input' })
 function LeakyReLU:extra_repr()
   return 'negative_slope=' .. pyfloat(self.negative_slope) .. (self.inplace and ', inplace=True' or '')
 end
@@ -143,30 +145,30 @@ local function simple(name, fn)
   M[name] = cls
   function cls:__init() Module.__init(self) end
   function cls:forward(x) return fn(x) end
+  declare_forward(cls, { 'input' })
   return cls
 end
 simple('Sigmoid', function(x) return x:sigmoid() end)
 simple('Tanh', function(x) return x:tanh() end)
 
-local Softmax = class.class('nn.Softmax', Module)
-M.Softmax = Softmax
-function Softmax:__init(dim)
-  Module.__init(self)
-  if type(dim) == 'table' then dim = dim.dim end
-  self.dim = dim
+-- nn.Softmax(dim) / nn.LogSoftmax(dim), or {dim=}: dim an integer (1-based, negative from the
+-- end) or nil for PyTorch's deprecated implicit choice
+local function softmax_class(name, fn)
+  local cls = class.class('nn.' .. name, Module)
+  M[name] = cls
+  function cls:__init(dim)
+    Module.__init(self)
+    if type(dim) == 'table' then dim = dim.dim end
+    if dim ~= nil then check_int('nn.' .. name, 'dim', dim) end
+    self.dim = dim
+  end
+  function cls:forward(x) return nn.functional[fn](x, self.dim) end
+  declare_forward(cls, { 'input' })
+  function cls:extra_repr() return 'dim=' .. (self.dim == nil and 'None' or tostring(self.dim)) end
+  return cls
 end
-function Softmax:forward(x) return nn.functional.softmax(x, self.dim) end
-function Softmax:extra_repr() return 'dim=' .. tostring(self.dim) end
-
-local LogSoftmax = class.class('nn.LogSoftmax', Module)
-M.LogSoftmax = LogSoftmax
-function LogSoftmax:__init(dim)
-  Module.__init(self)
-  if type(dim) == 'table' then dim = dim.dim end
-  self.dim = dim
-end
-function LogSoftmax:forward(x) return nn.functional.log_softmax(x, self.dim) end
-function LogSoftmax:extra_repr() return 'dim=' .. tostring(self.dim) end
+softmax_class('Softmax', 'softmax')
+softmax_class('LogSoftmax', 'log_softmax')
 
 ------------------------------------------------------------------------------ batch norm
 local BatchNorm = class.class('nn._BatchNorm', Module)
@@ -191,9 +193,7 @@ function BatchNorm:__init(num_features, eps, momentum, affine, track_running_sta
     if opts.affine ~= nil then affine = opts.affine end
     if opts.track_running_stats ~= nil then track_running_stats = opts.track_running_stats end
   end
-  if type(num_features) ~= 'number' or num_features < 0 or num_features % 1 ~= 0 then
-    fail(self:_get_name(), ('num_features must be a non-negative integer (got %s)'):format(tostring(num_features)))
-  end
+  check_int(class.typename(self), 'num_features', num_features, 0)
   local fk = factory(opts)
   self.num_features = num_features
   self.eps = eps or 1e-5
@@ -271,6 +271,7 @@ function BatchNorm:forward(input)
   return nn.functional.batch_norm(input, use_stats and self.running_mean or nil, use_stats and self.running_var or nil,
     self.weight, self.bias, bn_training, eaf, self.eps)
 end
+declare_forward(BatchNorm, { 'input' })
 
 function BatchNorm:extra_repr()
   local mom = self.momentum == false and 'None' or pyfloat(self.momentum)

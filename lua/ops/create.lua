@@ -9,7 +9,7 @@ local C = core.C
 local raise_last, fail = core.raise_last, core.fail
 local methods = T.methods
 local is_tensor, take, outp, szbuf = T.is_tensor, T.take, T.outp, T.szbuf
-local parse_sizes, new_empty, resolve_dtype = T.parse_sizes, T.new_empty, T.resolve_dtype
+local parse_sizes, new_empty, resolve_dtype, int_arg = T.parse_sizes, T.new_empty, T.resolve_dtype, T.int_arg
 local by_id = dtype.by_id
 local type, floor, select = type, math.floor, select
 
@@ -17,6 +17,10 @@ local M = {}
 local torch
 
 local function default_dtype() return by_id[C.mt_get_default_dtype()] end
+
+local function check_number(x, op, what)
+  if type(x) ~= 'number' then fail(op, ('%s must be a number, got %s'):format(what, T.describe(x))) end
+end
 
 local function apply(t, opts)
   if opts then return T.apply_opts(t, opts) end
@@ -41,9 +45,12 @@ M.ones = filled('ones', 1)
 
 -- full(size, value, opts): size is a table; dtype from the value when not given
 function M.full(size, value, opts)
-  if type(size) == 'number' then size = { size } end
-  if type(size) ~= 'table' then fail('full', 'size must be a table of integers') end
+  if type(size) == 'number' or type(size) == 'cdata' and not is_tensor(size) then size = { size } end
+  if type(size) ~= 'table' then fail('full', 'size must be a table of integers, got ' .. T.describe(size)) end
   local n = parse_sizes('full', size)
+  if type(value) ~= 'number' and type(value) ~= 'boolean' then
+    fail('full', 'fill_value must be a number or a boolean, got ' .. T.describe(value))
+  end
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'full')
   if not dt then
     if type(value) == 'boolean' then dt = torch.bool
@@ -52,7 +59,7 @@ function M.full(size, value, opts)
   end
   if type(value) == 'boolean' then value = value and 1 or 0 end
   T.check_device(opts, 'full')
-  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then raise_last() end
+  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then T.raise_as('full') end
   local t = take()
   if C.mt_fill_(t, value) ~= 0 then raise_last() end
   return apply(t, opts)
@@ -83,82 +90,154 @@ M.zeros_like = like('zeros_like', 0)
 M.ones_like = like('ones_like', 1)
 M.full_like = like('full_like', 'value')
 
--- Nested Lua tables (numbers or booleans) -> tensor
-local function infer_shape(data, shape, depth)
-  if type(data) == 'table' and not is_tensor(data) then
-    local n = #data
-    shape[depth] = n
-    if n > 0 then return infer_shape(data[1], shape, depth + 1) end
-    return 'number'
+-- Nested Lua tables (numbers, booleans, one-element tensors) -> tensor. Every table must be a
+-- sequence (keys 1..n, and an `n` field only if it equals n, as table.pack leaves), all tables at
+-- one depth of the same length, and every leaf at the same depth; any other input is an error
+-- that names torch.tensor's op and the position (`data[2][1]`), never a silently smaller tensor.
+-- Booleans among numbers count as 1 and 0, as in PyTorch ([True, 2] is [1, 2]); only booleans
+-- make a bool tensor.
+local MAX_DIMS = 16
+local path = {} -- path[d]: the position, along dim d, of the table being walked (for messages)
+local seen_number = false -- a number (not a boolean) was met among the leaves
+local seq_len, cold = T.seq_len, T.cold
+
+-- the shape, from the first element at each depth (fill then checks every table, these too);
+-- returns its dim count
+local function infer_shape(op, data, shape)
+  local nd = 0
+  local x = data
+  while type(x) == 'table' do
+    nd = nd + 1
+    if nd > MAX_DIMS then fail(op, ('too many dimensions: data is nested deeper than %d'):format(MAX_DIMS)) end
+    local n = #x
+    shape[nd] = n
+    if n == 0 then break end
+    path[nd] = 1
+    x = x[1]
   end
-  if type(data) == 'boolean' then return 'boolean' end
-  if type(data) == 'number' then return 'number' end
-  if is_tensor(data) then return 'tensor' end
-  fail('tensor', 'could not infer dtype of ' .. type(data))
+  return nd
 end
 
-local function flatten_into(data, shape, depth, buf, pos, kind)
-  if depth > #shape then
-    local v = data
-    if kind == 'boolean' then
-      if type(v) ~= 'boolean' then fail('tensor', 'expected a boolean, got ' .. type(v)) end
-      v = v and 1 or 0
-    elseif type(v) ~= 'number' then
-      if is_tensor(v) and v:numel() == 1 then v = v:item() else
-        fail('tensor', 'expected a number, got ' .. (is_tensor(v) and 'a tensor' or type(v)))
+-- write the leaves under x (at `depth`) into buf[pos * step ...]; returns the next pos. step 0
+-- checks without keeping (every value lands on buf[0]). A one-element tensor as a leaf gives its
+-- value; anything else that is not a number or a boolean is an error (lua/argcheck.lua).
+local function fill(op, x, depth, nd, shape, buf, pos, step)
+  local n = shape[depth]
+  if type(x) ~= 'table' or seq_len(x) ~= n then cold().data_row_fail(op, x, depth, n, path) end
+  if depth == nd then
+    local bools = 0
+    for i = 1, n do
+      local v = x[i]
+      if type(v) ~= 'number' then
+        if type(v) == 'boolean' then
+          v = v and 1 or 0
+          bools = bools + 1
+        elseif is_tensor(v) and v._numel == 1 then
+          v = v:item()
+          if type(v) == 'boolean' then
+            v = v and 1 or 0
+            bools = bools + 1
+          end
+        else
+          cold().data_leaf_fail(op, v, x, i, depth, path)
+        end
       end
+      buf[(pos + i - 1) * step] = v
     end
-    buf[pos] = v
-    return pos + 1
+    if bools < n then seen_number = true end
+    return pos + n
   end
-  if type(data) ~= 'table' or is_tensor(data) or #data ~= shape[depth] then
-    fail('tensor', ('expected sequence of length %d at dim %d (got %s)'):format(shape[depth], depth,
-      type(data) == 'table' and tostring(#data) or type(data)))
+  for i = 1, n do
+    path[depth] = i
+    local xi = x[i]
+    if xi == nil then T.seq_fail(x, op, cold().path_name(path, depth)) end
+    pos = fill(op, xi, depth + 1, nd, shape, buf, pos, step)
   end
-  for i = 1, shape[depth] do pos = flatten_into(data[i], shape, depth + 1, buf, pos, kind) end
   return pos
 end
 
-function M.tensor(data, opts)
+local scratch = ffi.new('double[1]')
+-- the buffer of small data (reused), and its size; larger data is written into a float64 tensor
+local SMALL = 1024
+local small = ffi.new('double[?]', SMALL)
+local FLOAT64 = 7
+local dbl_ptr = ffi.typeof('double *')
+-- a flat array larger than this is checked before its buffer is allocated (ragged data must not
+-- first allocate the product of its first rows' lengths)
+local CHECK_FIRST = 2 ^ 24
+
+local function check_opts(opts, op)
+  if opts ~= nil and (type(opts) ~= 'table' or dtype.is_dtype(opts) or dtype.is_device(opts)) then
+    fail(op, 'expected an options table {dtype=, device=, requires_grad=} as the last argument, got ' ..
+      (type(opts) == 'table' and tostring(opts) or T.describe(opts)))
+  end
+end
+
+local function from_data(op, data, opts)
+  check_opts(opts, op)
   if is_tensor(data) then
     local r = data:detach():clone()
-    if opts and opts.dtype then r = r:to(resolve_dtype(opts.dtype, 'tensor')) end
+    if opts and opts.dtype then r = r:to(resolve_dtype(opts.dtype, op)) end
     return apply(r, opts)
   end
+  local tdata = type(data)
+  if tdata ~= 'table' and tdata ~= 'number' and tdata ~= 'boolean' then
+    fail(op, 'could not infer dtype of ' .. T.describe(data) .. ' (expected a number, a boolean or a table of them)')
+  end
   local shape = {}
-  local kind = infer_shape(data, shape, 1)
-  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'tensor')
-  if not dt then dt = kind == 'boolean' and torch.bool or default_dtype() end
-  T.check_device(opts, 'tensor')
+  local nd = infer_shape(op, data, shape)
   local n = 1
-  for i = 1, #shape do
-    szbuf[i - 1] = shape[i]
-    n = n * shape[i]
-  end
-  if #shape > 16 then fail('tensor', 'too many dimensions') end
-  if C.mt_tensor_empty(szbuf, #shape, dt.id, outp) ~= 0 then raise_last() end
-  local t = take()
-  if n > 0 then
-    local buf = ffi.new('double[?]', n)
-    if #shape == 0 then
-      local v = data
-      if kind == 'boolean' then v = v and 1 or 0 end
-      buf[0] = v
+  for i = 1, nd do n = n * shape[i] end
+  seen_number = false
+  local buf, t64
+  if nd == 0 then
+    buf = scratch
+    if tdata == 'boolean' then buf[0] = data and 1 or 0 else buf[0] = data; seen_number = true end
+  elseif n > 0 then
+    if n > CHECK_FIRST then fill(op, data, 1, nd, shape, scratch, 0, 0) end
+    if n <= SMALL then
+      buf = small
     else
-      flatten_into(data, shape, 1, buf, 0, kind)
+      -- a float64 tensor as the buffer: no zeroing, and it is the result when float64 is asked
+      szbuf[0] = n
+      if C.mt_tensor_empty(szbuf, 1, FLOAT64, outp) ~= 0 then raise_last() end
+      t64 = take()
+      buf = ffi.cast(dbl_ptr, t64._data)
     end
-    if C.mt_tensor_from_doubles(t, buf, n) ~= 0 then raise_last() end
+    fill(op, data, 1, nd, shape, buf, 0, 1)
+  else
+    -- no leaves: every table down to the first empty one must still be a sequence of the shape
+    fill(op, data, 1, nd, shape, scratch, 0, 0)
   end
+  local dt = opts and opts.dtype and resolve_dtype(opts.dtype, op)
+  if not dt then dt = (n > 0 and not seen_number) and torch.bool or default_dtype() end
+  T.check_device(opts, op)
+  for i = 1, nd do szbuf[i - 1] = shape[i] end
+  if t64 and dt.id == FLOAT64 then
+    if C.mt_view(t64, szbuf, nd, outp) ~= 0 then raise_last() end
+    return apply(take(), opts)
+  end
+  if C.mt_tensor_empty(szbuf, nd, dt.id, outp) ~= 0 then raise_last() end
+  local t = take()
+  if n > 0 and C.mt_tensor_from_doubles(t, buf, n) ~= 0 then raise_last() end
   return apply(t, opts)
 end
+
+function M.tensor(data, opts) return from_data('tensor', data, opts) end
 M.as_tensor = function(data, opts)
   if is_tensor(data) then
+    check_opts(opts, 'as_tensor')
     if opts and opts.dtype then return data:to(resolve_dtype(opts.dtype, 'as_tensor')) end
     return data
   end
-  return M.tensor(data, opts)
+  return from_data('as_tensor', data, opts)
 end
-M.scalar_tensor = function(v, opts) return M.tensor(v, opts) end
+M.scalar_tensor = function(v, opts)
+  if type(v) ~= 'number' and type(v) ~= 'boolean' then
+    fail('scalar_tensor', 'expected a number or a boolean, got ' .. T.describe(v))
+  end
+  return from_data('scalar_tensor', v, opts)
+end
 
 -- arange(end) / arange(start, end[, step]) [, opts]
 function M.arange(a, b, c, d)
@@ -183,7 +262,8 @@ end
 
 function M.linspace(start, stop, steps, opts)
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'linspace') or default_dtype()
-  if type(steps) ~= 'number' then fail('linspace', 'steps must be a number') end
+  check_number(start, 'linspace', 'start'); check_number(stop, 'linspace', 'end')
+  steps = int_arg(steps, 'linspace', 'steps')
   if C.mt_linspace(start, stop, steps, dt.id, outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
@@ -191,6 +271,9 @@ end
 function M.logspace(start, stop, steps, base, opts)
   if type(base) == 'table' then opts, base = base, nil end
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'logspace') or default_dtype()
+  check_number(start, 'logspace', 'start'); check_number(stop, 'logspace', 'end')
+  steps = int_arg(steps, 'logspace', 'steps')
+  if base ~= nil then check_number(base, 'logspace', 'base') end
   if C.mt_logspace(start, stop, steps, base or 10, dt.id, outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
@@ -198,7 +281,9 @@ end
 function M.eye(n, m, opts)
   if type(m) == 'table' then opts, m = m, nil end
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'eye') or default_dtype()
-  if C.mt_eye(n, m or n, dt.id, outp) ~= 0 then raise_last() end
+  n = int_arg(n, 'eye', 'n')
+  m = m == nil and n or int_arg(m, 'eye', 'm')
+  if C.mt_eye(n, m, dt.id, outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
 
@@ -292,7 +377,10 @@ function methods.new_ones(t, ...) local n, opts = parse_sizes('new_ones', ...)
 function methods.new_empty(t, ...) local n, opts = parse_sizes('new_empty', ...)
   return M.empty(T.size_from_buf(n), { dtype = opts and opts.dtype or t.dtype }) end
 function methods.new_full(t, size, v, opts) return M.full(size, v, { dtype = opts and opts.dtype or t.dtype }) end
-function methods.new_tensor(t, data, opts) return M.tensor(data, { dtype = opts and opts.dtype or t.dtype }) end
+function methods.new_tensor(t, data, opts)
+  check_opts(opts, 'new_tensor')
+  return from_data('new_tensor', data, { dtype = opts and opts.dtype or t.dtype })
+end
 
 ------------------------------------------------------------------------------ values out
 local dbl = ffi.new('double[1]')

@@ -210,12 +210,14 @@ tensor_mt.__unm = function(a) return unary(U.neg, 'neg', a, 0, 0, nil) end
 -- round(decimals=)
 local function round(a, opts)
   local d = type(opts) == 'table' and opts.decimals or (type(opts) == 'number' and opts) or 0
+  d = T.int_arg(d, 'round', 'decimals')
   if d == 0 then return unary(U.round, 'round', a, 0, 0, out_of(opts)) end
   return unary(U.round_decimals, 'round', a, d, 0, out_of(opts))
 end
 methods.round, M.round = round, round
 methods.round_ = function(a, opts)
-  local d = type(opts) == 'table' and opts.decimals or 0
+  local d = type(opts) == 'table' and opts.decimals or (type(opts) == 'number' and opts) or 0
+  d = T.int_arg(d, 'round_', 'decimals')
   if d == 0 then return unary(U.round, 'round_', a, 0, 0, a) end
   return unary(U.round_decimals, 'round_', a, d, 0, a)
 end

@@ -128,10 +128,13 @@ end
 local function check_number(x, op, what)
   if type(x) ~= 'number' then fail(op, what .. ' must be a number, got ' .. (is_tensor(x) and 'a tensor' or type(x))) end
 end
-local function check_integer(x, op, what)
-  if type(x) ~= 'number' or x ~= floor(x) then
-    fail(op, what .. ' must be an integer, got ' .. (is_tensor(x) and 'a tensor' or tostring(x)))
-  end
+local check_integer = T.int_arg -- (x, op, what) -> x as a Lua number
+-- a bound of random_/randint: checked as any integer argument, and kept exact (as int64) when
+-- given as an int64 cdata, where a Lua number would round beyond 2^53
+local function bound_arg(x, op, what)
+  local v = check_integer(x, op, what)
+  if type(x) == 'cdata' then return ffi.cast(i64, x) end
+  return v
 end
 
 -- a trailing options table among optional number arguments
@@ -173,11 +176,9 @@ function methods.random_(t, a, b, opts)
   if a == nil then
     from, to = 0, full_range_to[t._dtype]
   elseif b == nil then
-    check_integer(a, 'random_', 'to')
-    from, to = 0, a
+    from, to = 0, bound_arg(a, 'random_', 'to')
   else
-    check_integer(a, 'random_', 'from'); check_integer(b, 'random_', 'to')
-    from, to = a, b
+    from, to = bound_arg(a, 'random_', 'from'), bound_arg(b, 'random_', 'to')
   end
   if C.mt_random_(t, from, to, gen_of(opts, 'random_')) ~= 0 then raise_last() end
   return t
@@ -262,7 +263,7 @@ local function check_sizes(op, n)
   for i = 0, n - 1 do
     if szbuf[i] < 0 then
       local parts = {}
-      for j = 0, n - 1 do parts[j + 1] = tostring(tonumber(szbuf[j])) end
+      for j = 0, n - 1 do parts[j + 1] = ('%d'):format(tonumber(szbuf[j])) end
       fail(op, ('Trying to create tensor with negative dimension %d: [%s]'):format(tonumber(szbuf[i]),
         table.concat(parts, ', ')))
     end
@@ -293,8 +294,8 @@ function M.randn(...)
 end
 
 local function size_arg(size, op)
-  if type(size) == 'number' then size = { size } end
-  if type(size) ~= 'table' or is_tensor(size) then fail(op, 'size must be a table of integers') end
+  if type(size) == 'number' or type(size) == 'cdata' and not is_tensor(size) then size = { size } end
+  if type(size) ~= 'table' then fail(op, 'size must be a table of integers, got ' .. T.describe(size)) end
   return size
 end
 
@@ -303,7 +304,7 @@ function M.randint(a, b, c, d)
   local low, high, size, opts
   if type(b) == 'table' then low, high, size, opts = 0, a, b, c
   else low, high, size, opts = a, b, c, d end
-  check_integer(low, 'randint', 'low'); check_integer(high, 'randint', 'high')
+  low, high = bound_arg(low, 'randint', 'low'), bound_arg(high, 'randint', 'high')
   if size == nil then fail('randint', 'a size is required, e.g. torch.randint(0, 10, {3})') end
   local n = parse_sizes('randint', size_arg(size, 'randint'))
   check_sizes('randint', n)
@@ -313,7 +314,7 @@ function M.randint(a, b, c, d)
 end
 
 function M.randperm(n, opts)
-  check_integer(n, 'randperm', 'n')
+  n = check_integer(n, 'randperm', 'n')
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'randperm') or by_id[INT64]
   T.check_device(opts, 'randperm')
   if C.mt_randperm(n, dt.id, 1, gen_of(opts, 'randperm'), outp) ~= 0 then raise_last() end
@@ -344,7 +345,7 @@ end
 function M.randint_like(t, a, b, c)
   local low, high, opts
   if b == nil or type(b) == 'table' then low, high, opts = 0, a, b else low, high, opts = a, b, c end
-  check_integer(low, 'randint_like', 'low'); check_integer(high, 'randint_like', 'high')
+  low, high = bound_arg(low, 'randint_like', 'low'), bound_arg(high, 'randint_like', 'high')
   local r = empty_like(t, opts, 'randint_like')
   if C.mt_random_(r, low, high, gen_of(opts, 'randint_like')) ~= 0 then raise_last() end
   return apply(r, opts)
@@ -374,7 +375,7 @@ function M.multinomial(probs, num_samples, replacement, opts)
   check_tensor(probs, 'multinomial')
   if type(replacement) == 'table' then replacement, opts = nil, replacement end
   if replacement == nil and opts then replacement = opts.replacement end
-  check_integer(num_samples, 'multinomial', 'num_samples')
+  num_samples = check_integer(num_samples, 'multinomial', 'num_samples')
   if C.mt_multinomial(probs, num_samples, replacement and 1 or 0, 1, gen_of(opts, 'multinomial'), outp) ~= 0 then
     raise_last()
   end

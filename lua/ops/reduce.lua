@@ -12,9 +12,9 @@ local C = core.C
 local raise_last, fail = core.raise_last, core.fail
 local methods = T.methods
 local is_tensor, take, wrap, outp, outp2 = T.is_tensor, T.take, T.wrap, T.outp, T.outp2
-local is_opts, resolve_dtype = T.is_opts, T.resolve_dtype
+local is_opts, resolve_dtype, int_arg = T.is_opts, T.resolve_dtype, T.int_arg
 local is_dtype = require('moontorch.dtype').is_dtype
-local type, floor, huge, tostring = type, math.floor, math.huge, tostring
+local type, huge, tostring = type, math.huge, tostring
 local release = C.mt_tensor_release
 
 local M = {}
@@ -39,7 +39,7 @@ end
 
 -- one 1-based dim (negative from the end) of t -> 0-based, with a 1-based message
 local function one_dim(t, d, op)
-  if type(d) ~= 'number' or d ~= floor(d) then fail(op, 'dimension must be an integer, got ' .. tostring(d)) end
+  d = int_arg(d, op, 'dimension')
   local n = t._ndim
   local lim = n > 0 and n or 1
   if d == 0 or d > lim or d < -lim then
@@ -48,17 +48,20 @@ local function one_dim(t, d, op)
   return d > 0 and d - 1 or d
 end
 
+-- one dim: a number, or an int64 cdata (2LL)
+local function is_one_dim(d) return type(d) == 'number' or (type(d) == 'cdata' and not is_tensor(d)) end
+
 -- dims (nil, a number or an array) into dimbuf; returns their count (0: all dims)
 local function dims_of(t, d, op)
   if d == nil then return 0 end
-  if type(d) == 'number' then
+  if is_one_dim(d) then
     dimbuf[0] = one_dim(t, d, op)
     return 1
   end
   if type(d) ~= 'table' or is_tensor(d) then
     fail(op, 'dim must be a number or a table of numbers, got ' .. type(d))
   end
-  local k = #d
+  local k = T.seq_len(d) or T.seq_fail(d, op, 'dim')
   if k > 16 then fail(op, 'too many dimensions (' .. k .. ')') end
   local n = t._ndim
   local lim = n > 0 and n or 1
@@ -181,7 +184,7 @@ local function def_maxmin(name, is_min)
       check_nonempty(t, 0, name)
       return reduce(amop, name, t, nil, 0, -1, 0, nil)
     end
-    if type(dim) ~= 'number' then fail(name, 'dim must be a single number, got ' .. type(dim)) end
+    if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. type(dim)) end
     local d = one_dim(t, dim, name)
     dimbuf[0] = d
     check_nonempty(t, 1, name)
@@ -205,7 +208,7 @@ local function def_arg(name, is_min)
       check_nonempty(t, 0, name)
       st = C.mt_argmax(t, 0, 1, keepdim, is_min and 1 or 0, 1, outp)
     else
-      if type(dim) ~= 'number' then fail(name, 'dim must be a single number, got ' .. type(dim)) end
+      if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. type(dim)) end
       dimbuf[0] = one_dim(t, dim, name)
       check_nonempty(t, 1, name)
       st = C.mt_argmax(t, dimbuf[0], 0, keepdim, is_min and 1 or 0, 1, outp)
@@ -227,7 +230,7 @@ function M.aminmax(t, opts)
     if not is_opts(opts) then fail('aminmax', 'expected an options table {dim=, keepdim=}') end
     dim, keepdim = opts.dim, opts.keepdim and 1 or 0
   end
-  if dim ~= nil and type(dim) ~= 'number' then fail('aminmax', 'dim must be a single number') end
+  if dim ~= nil and not is_one_dim(dim) then fail('aminmax', 'dim must be a single number') end
   return reduce(R.amin, 'aminmax', t, dim, keepdim, -1, 0, nil), reduce(R.amax, 'aminmax', t, dim, keepdim, -1, 0, nil)
 end
 methods.aminmax = M.aminmax

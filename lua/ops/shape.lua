@@ -25,10 +25,7 @@ local function check_tensor(x, op, what)
   return x
 end
 
-local function check_int(x, op, what)
-  if type(x) ~= 'number' or x ~= floor(x) then fail(op, ('%s must be an integer, got %s'):format(what, tostring(x))) end
-  return x
-end
+local check_int = T.int_arg -- (x, op, what[, position]) -> x as a Lua number
 
 -- a number or boolean (or 0-dim tensor when allowed) to a Lua number
 local function scalar_value(v, op)
@@ -73,7 +70,7 @@ local function tensor_list(ts, op)
   if type(ts) ~= 'table' or is_tensor(ts) then
     fail(op, 'expected an array of tensors, got ' .. (is_tensor(ts) and 'a tensor' or type(ts)))
   end
-  local n = #ts
+  local n = T.seq_len(ts) or T.seq_fail(ts, op, 'tensors')
   if n == 0 then
     if op == 'stack' then fail(op, 'stack expects a non-empty TensorList') end
     fail(op, 'expected a non-empty list of Tensors')
@@ -209,10 +206,13 @@ function methods.split(t, size, dim)
   dim = dim or 1
   local d, n = dim_and_size(t, dim, 'split')
   local r = {}
-  if type(size) == 'table' then
+  if type(size) == 'table' and not is_tensor(size) then
+    local ns = T.seq_len(size) or T.seq_fail(size, 'split', 'split_size')
     local sum, parts = 0, {}
-    for i = 1, #size do
-      local s = check_int(size[i], 'split', 'split sizes')
+    local sizes = {}
+    for i = 1, ns do
+      local s = check_int(size[i], 'split', 'split_size', i)
+      sizes[i] = s
       parts[i] = tostring(s)
       if s < 0 then
         fail('split', ('split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=[%s]')
@@ -221,18 +221,17 @@ function methods.split(t, size, dim)
       sum = sum + s
     end
     if sum ~= n then
-      for i = #parts + 1, #size do parts[i] = tostring(size[i]) end
       fail('split', ("split_with_sizes expects split_sizes to sum exactly to %d (input tensor's size at dimension %d), but got split_sizes=[%s]")
         :format(n, ldim(d), table.concat(parts, ', ')))
     end
     local pos = 0
-    for i = 1, #size do
-      r[i] = narrow0(t, d, pos, size[i])
-      pos = pos + size[i]
+    for i = 1, ns do
+      r[i] = narrow0(t, d, pos, sizes[i])
+      pos = pos + sizes[i]
     end
     return r
   end
-  check_int(size, 'split', 'split_size')
+  size = check_int(size, 'split', 'split_size')
   if size < 0 then
     fail('split', ('split expects split_size be non-negative, but got split_size=%d'):format(size))
   end
@@ -240,6 +239,7 @@ function methods.split(t, size, dim)
     fail('split', ('split_size can only be 0 if dimension size is 0, but got dimension size of %d'):format(n))
   end
   local count = size > 0 and math.max(math.ceil(n / size), 1) or 1
+  T.check_list_len(count, 'split')
   for i = 1, count do
     local start = (i - 1) * size
     r[i] = narrow0(t, d, start, math.min(size, n - start))
@@ -249,11 +249,12 @@ end
 methods.split_with_sizes = methods.split
 
 function methods.chunk(t, chunks, dim)
-  check_int(chunks, 'chunk', 'chunks')
+  chunks = check_int(chunks, 'chunk', 'chunks')
   if chunks <= 0 then fail('chunk', ('chunk expects `chunks` to be greater than 0, got: %d'):format(chunks)) end
   local d, n = dim_and_size(t, dim or 1, 'chunk')
   local size = math.ceil(n / chunks)
   if size == 0 then
+    T.check_list_len(chunks, 'chunk')
     local r = {}
     for i = 1, chunks do r[i] = narrow0(t, d, 0, 0) end
     return r
@@ -264,11 +265,12 @@ end
 function methods.tensor_split(t, sections, dim)
   local d, n = dim_and_size(t, dim or 1, 'tensor_split')
   local r = {}
-  if type(sections) == 'table' then
+  if type(sections) == 'table' and not is_tensor(sections) then
     -- split before each given 1-based position
+    local ns = T.seq_len(sections) or T.seq_fail(sections, 'tensor_split', 'indices')
     local prev = 0
-    for i = 1, #sections + 1 do
-      local stop = sections[i] and sections[i] - 1 or n
+    for i = 1, ns + 1 do
+      local stop = i <= ns and check_int(sections[i], 'tensor_split', 'indices', i) - 1 or n
       if stop < 0 then stop = stop + n + 1 end
       stop = math.max(math.min(stop, n), prev)
       r[i] = narrow0(t, d, prev, stop - prev)
@@ -276,8 +278,9 @@ function methods.tensor_split(t, sections, dim)
     end
     return r
   end
-  check_int(sections, 'tensor_split', 'sections')
+  sections = check_int(sections, 'tensor_split', 'sections')
   if sections <= 0 then fail('tensor_split', 'number of sections must be larger than 0, got ' .. sections) end
+  T.check_list_len(sections, 'tensor_split')
   local base, extra = floor(n / sections), n % sections
   local pos = 0
   for i = 1, sections do
@@ -290,6 +293,7 @@ end
 
 function methods.unbind(t, dim)
   local d, n = dim_and_size(t, dim or 1, 'unbind')
+  T.check_list_len(n, 'unbind')
   local r = {}
   for i = 1, n do
     if C.mt_select(t, d, i - 1, outp) ~= 0 then raise_last() end
@@ -466,7 +470,7 @@ function methods.argwhere(t) return t:nonzero() end
 local function index_args(indices, op)
   if is_tensor(indices) then indices = { indices } end
   if type(indices) ~= 'table' then fail(op, 'expected an array of index tensors, got ' .. type(indices)) end
-  local n = #indices
+  local n = T.seq_len(indices) or T.seq_fail(indices, op, 'indices')
   local arr = tensor_array(n > 0 and n or 1)
   for i = 1, n do
     local x = indices[i]

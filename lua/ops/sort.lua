@@ -23,9 +23,7 @@ local torch
 local function check_tensor(t, op)
   if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
 end
-local function check_int(v, op, what)
-  if type(v) ~= 'number' or v ~= floor(v) then fail(op, what .. ' must be an integer, got ' .. tostring(v)) end
-end
+local check_int = T.int_arg -- (v, op, what[, position]) -> v as a Lua number
 local function opt_bool(v, op, what)
   if v == nil then return false end
   if type(v) ~= 'boolean' then fail(op, what .. ' must be a boolean, got ' .. tostring(v)) end
@@ -73,7 +71,7 @@ end
 -- topk(k, dim, {largest=, sorted=}) or topk(k, dim, largest, sorted)
 function methods.topk(t, k, dim, opts, sorted)
   check_tensor(t, 'topk')
-  check_int(k, 'topk', 'k')
+  k = check_int(k, 'topk', 'k')
   if type(dim) == 'table' then dim, opts = nil, dim end
   local largest, srt = true, true
   if type(opts) == 'boolean' then
@@ -150,7 +148,7 @@ end
 -- kthvalue(k, dim, keepdim): the k-th smallest (1-based k) and its index
 function methods.kthvalue(t, k, dim, keepdim, opts)
   if type(dim) == 'table' then dim, keepdim = nil, dim end
-  check_int(k, 'kthvalue', 'k')
+  k = check_int(k, 'kthvalue', 'k')
   local vs, is, d, scalar, shape = sorted_lines(t, dim, 'kthvalue')
   local n = shape[d + 1]
   if k < 1 or k > n then
@@ -305,8 +303,7 @@ function methods.bincount(t, weights, minlength)
     weights, minlength = weights.weights, weights.minlength
   end
   if weights ~= nil then check_tensor(weights, 'bincount') end
-  minlength = minlength or 0
-  check_int(minlength, 'bincount', 'minlength')
+  minlength = check_int(minlength or 0, 'bincount', 'minlength')
   if C.mt_bincount(t, weights, minlength, outp) ~= 0 then raise_last() end
   return take()
 end
@@ -317,9 +314,10 @@ local function dims_list(op, buf, ...)
   local n = select('#', ...)
   local first = ...
   if n == 1 and type(first) == 'table' then
-    if #first > 16 then fail(op, 'too many dimensions') end
-    for i = 1, #first do buf[i - 1] = cdim(first[i], op) end
-    return #first
+    local k = T.seq_len(first) or T.seq_fail(first, op, 'dims')
+    if k > 16 then fail(op, 'too many dimensions') end
+    for i = 1, k do buf[i - 1] = cdim(first[i], op) end
+    return k
   end
   if n > 16 then fail(op, 'too many dimensions') end
   for i = 1, n do buf[i - 1] = cdim((select(i, ...)), op) end
@@ -349,17 +347,13 @@ methods.fliplr, methods.flipud = M.fliplr, M.flipud
 function methods.roll(t, shifts, dims)
   check_tensor(t, 'roll')
   local ns
-  if type(shifts) == 'number' then
-    check_int(shifts, 'roll', 'shifts')
-    szbuf2[0] = shifts
+  if type(shifts) == 'number' or type(shifts) == 'cdata' and not is_tensor(shifts) then
+    szbuf2[0] = check_int(shifts, 'roll', 'shifts')
     ns = 1
-  elseif type(shifts) == 'table' and not is_tensor(shifts) then
-    ns = #shifts
+  elseif type(shifts) == 'table' then
+    ns = T.seq_len(shifts) or T.seq_fail(shifts, 'roll', 'shifts')
     if ns > 16 then fail('roll', 'too many shifts') end
-    for i = 1, ns do
-      check_int(shifts[i], 'roll', 'shifts')
-      szbuf2[i - 1] = shifts[i]
-    end
+    for i = 1, ns do szbuf2[i - 1] = check_int(shifts[i], 'roll', 'shifts', i) end
   else
     fail('roll', 'shifts must be a number or an array of numbers, got ' .. type(shifts))
   end
@@ -408,7 +402,7 @@ function methods.repeat_interleave(t, repeats, dim, opts)
     end
     repeats = repeats:item()
   end
-  check_int(repeats, 'repeat_interleave', 'repeats')
+  repeats = check_int(repeats, 'repeat_interleave', 'repeats')
   local d
   if dim == nil then d = -2147483648
   else d = wrapped_dim(t, dim, 'repeat_interleave') end

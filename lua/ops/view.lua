@@ -8,8 +8,8 @@ local C = core.C
 local raise_last, fail = core.raise_last, core.fail
 local methods = T.methods
 local is_tensor, take, outp, szbuf, szbuf2 = T.is_tensor, T.take, T.outp, T.szbuf, T.szbuf2
-local parse_sizes, cdim = T.parse_sizes, T.cdim
-local type, floor = type, math.floor
+local parse_sizes, cdim, int_arg = T.parse_sizes, T.cdim, T.int_arg
+local type = type
 
 local M = {}
 local torch
@@ -52,10 +52,23 @@ function methods.permute(t, ...)
   if C.mt_permute(t, szbuf, n, outp) ~= 0 then raise_last() end
   return take()
 end
+-- a dim of t, 1-based and non-negative (as PyTorch's maybe_wrap_dim, with 1-based messages)
+local function wrap_dim(t, dim, op)
+  local n = t._ndim > 0 and t._ndim or 1
+  local d = cdim(dim, op)
+  if d < -n or d >= n then
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, %d] without 0)')
+      :format(d < 0 and d or d + 1, -n, n))
+  end
+  return (d < 0 and d + n or d) + 1
+end
 function methods.movedim(t, src, dst)
+  if type(src) == 'table' or type(dst) == 'table' then
+    fail('movedim', 'source and destination must each be one dimension (a number)')
+  end
   local n = t._ndim
-  local s = src > 0 and src or src + n + 1
-  local d = dst > 0 and dst or dst + n + 1
+  local s, d = wrap_dim(t, src, 'movedim'), wrap_dim(t, dst, 'movedim')
+  if n == 0 then return t end
   local order = {}
   for i = 1, n do if i ~= s then order[#order + 1] = i end end
   table.insert(order, d, s)
@@ -65,7 +78,7 @@ methods.moveaxis = methods.movedim
 
 -- narrow(dim, start, length): start is 1-based
 function methods.narrow(t, dim, start, length)
-  if type(start) ~= 'number' or type(length) ~= 'number' then fail('narrow', 'start and length must be numbers') end
+  start, length = int_arg(start, 'narrow', 'start'), int_arg(length, 'narrow', 'length')
   local s = start > 0 and start - 1 or start
   if start == 0 then fail('narrow', 'start 0 is out of range: positions are 1-based') end
   if C.mt_narrow(t, cdim(dim, 'narrow'), s, length, outp) ~= 0 then raise_last() end
@@ -73,7 +86,7 @@ function methods.narrow(t, dim, start, length)
 end
 -- select(dim, index): index is 1-based, negative from the end
 function methods.select(t, dim, index)
-  if type(index) ~= 'number' or index ~= floor(index) then fail('select', 'index must be an integer') end
+  index = int_arg(index, 'select', 'index')
   if index == 0 then fail('select', 'index 0 is out of range: indices are 1-based') end
   if C.mt_select(t, cdim(dim, 'select'), index > 0 and index - 1 or index, outp) ~= 0 then raise_last() end
   return take()
@@ -102,29 +115,47 @@ function methods.flatten(t, s, e)
 end
 function methods.ravel(t) return t:reshape(-1) end
 function methods.unflatten(t, dim, sizes)
-  local d = cdim(dim, 'unflatten')
-  if d < 0 then d = d + t._ndim end
+  local d = wrap_dim(t, dim, 'unflatten') - 1
+  if type(sizes) ~= 'table' then
+    fail('unflatten', 'sizes must be a table of integers, got ' .. T.describe(sizes))
+  end
+  local k = T.seq_len(sizes) or T.seq_fail(sizes, 'unflatten', 'sizes')
   local shape = t:size()
   local new = {}
   for i = 1, d do new[#new + 1] = shape[i] end
-  for i = 1, #sizes do new[#new + 1] = sizes[i] end
+  for i = 1, k do new[#new + 1] = int_arg(sizes[i], 'unflatten', 'sizes', i) end
   for i = d + 2, #shape do new[#new + 1] = shape[i] end
   return t:view(new)
 end
 function methods.unfold(t, dim, size, step)
+  size, step = int_arg(size, 'unfold', 'size'), int_arg(step, 'unfold', 'step')
   if C.mt_unfold(t, cdim(dim, 'unfold'), size, step, outp) ~= 0 then raise_last() end
   return take()
 end
 function methods.as_strided(t, size, stride, offset)
-  local n = #size
-  if #stride ~= n then fail('as_strided', 'size and stride must have the same length') end
-  for i = 1, n do szbuf[i - 1] = size[i]; szbuf2[i - 1] = stride[i] end
+  if type(size) ~= 'table' then fail('as_strided', 'size must be a table of integers, got ' .. T.describe(size)) end
+  if type(stride) ~= 'table' then
+    fail('as_strided', 'stride must be a table of integers, got ' .. T.describe(stride))
+  end
+  local n = T.seq_len(size) or T.seq_fail(size, 'as_strided', 'size')
+  local ns = T.seq_len(stride) or T.seq_fail(stride, 'as_strided', 'stride')
+  if ns ~= n then fail('as_strided', ('mismatch in length of strides and shape (%d and %d)'):format(ns, n)) end
+  if n > 16 then fail('as_strided', 'too many dimensions (' .. n .. ')') end
+  for i = 1, n do
+    szbuf[i - 1] = int_arg(size[i], 'as_strided', 'size', i)
+    szbuf2[i - 1] = int_arg(stride[i], 'as_strided', 'stride', i)
+  end
+  if offset ~= nil then
+    offset = int_arg(offset, 'as_strided', 'storage_offset')
+    if offset < 0 then fail('as_strided', ('Tensor: invalid storage offset %d'):format(offset)) end
+  end
   if C.mt_as_strided(t, szbuf, szbuf2, n, offset or -1, outp) ~= 0 then raise_last() end
   return take()
 end
 function methods.diagonal(t, offset, d0, d1)
   if type(offset) == 'table' then offset, d0, d1 = offset.offset, offset.dim1, offset.dim2 end
-  if C.mt_diagonal(t, offset or 0, d0 and cdim(d0, 'diagonal') or 0, d1 and cdim(d1, 'diagonal') or 1, outp) ~= 0 then
+  offset = offset == nil and 0 or int_arg(offset, 'diagonal', 'offset')
+  if C.mt_diagonal(t, offset, d0 and cdim(d0, 'diagonal') or 0, d1 and cdim(d1, 'diagonal') or 1, outp) ~= 0 then
     raise_last()
   end
   return take()
@@ -134,7 +165,7 @@ function methods.broadcast_to(t, ...) return t:expand(...) end
 ------------------------------------------------------------------------------ indexing
 -- t[i] (1-based, negative from the end): select along the first dim
 local function number_index(t, i)
-  if i ~= floor(i) then fail('index', 'index must be an integer, got ' .. i) end
+  i = int_arg(i, 'index', 'index')
   if i == 0 then fail('index', 'index 0 is out of range: indices are 1-based') end
   if C.mt_select(t, 0, i > 0 and i - 1 or i, outp) ~= 0 then raise_last() end
   return take()
@@ -145,17 +176,28 @@ end
 local function table_index(t, idx)
   local r = t
   local d = 0 -- current dim (0-based) in r
-  for k = 1, #idx do
+  for k = 1, T.seq_len(idx) or T.seq_fail(idx, 'index', 'the index table') do
     local e = idx[k]
     if type(e) == 'number' then
+      e = int_arg(e, 'index', 'index', k)
       if e == 0 then fail('index', 'index 0 is out of range: indices are 1-based') end
       if C.mt_select(r, d, e > 0 and e - 1 or e, outp) ~= 0 then raise_last() end
       r = take()
-    elseif e == ':' or (type(e) == 'table' and not is_tensor(e) and e[1] == nil) then
+    elseif e == ':' or (type(e) == 'table' and not is_tensor(e) and next(e) == nil) then
       d = d + 1
     elseif type(e) == 'table' and not is_tensor(e) then
+      local ne = T.seq_len(e)
+      if ne == nil or ne > 3 then
+        fail('index', ('a range is {first}, {first, last} or {first, last, step}, got %s at position %d')
+          :format(ne and ('a table of %d entries'):format(ne) or 'a table that is not a sequence', k))
+      end
       local n = tonumber(r._sizes[d])
-      local first, last, step = e[1], e[2] or e[1], e[3] or 1
+      local first = int_arg(e[1], 'index', 'range start', k)
+      local last = e[2] == nil and first or int_arg(e[2], 'index', 'range end', k)
+      local step = e[3] == nil and 1 or int_arg(e[3], 'index', 'range step', k)
+      if first == 0 or last == 0 then
+        fail('index', ('range {%d, %d} at position %d is out of range: positions are 1-based'):format(first, last, k))
+      end
       if first < 0 then first = first + n + 1 end
       if last < 0 then last = last + n + 1 end
       if C.mt_slice(r, d, first - 1, last, step, outp) ~= 0 then raise_last() end
@@ -168,8 +210,10 @@ local function table_index(t, idx)
         if not is_tensor(idx[j]) then fail('index', 'tensor indices must all come first and be the only indices') end
       end
       return T.advanced_index(r, idx)
+    elseif e == nil then
+      T.seq_fail(idx, 'index', 'the index table')
     else
-      fail('index', 'unsupported index ' .. tostring(e))
+      fail('index', 'unsupported index ' .. T.describe(e) .. ' at position ' .. k)
     end
   end
   return r
@@ -195,7 +239,7 @@ end
 
 local function newindex(t, k, v)
   local tk = type(k)
-  if tk == 'number' then return assign(number_index(t, k), v) end
+  if tk == 'number' or tk == 'cdata' and not is_tensor(k) then return assign(number_index(t, k), v) end
   if tk == 'table' then
     if is_tensor(k[1]) then
       -- t[{i1, i2, ...}] = v with index tensors: index_put_
