@@ -44,6 +44,8 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(unary, (int op, mt_tensor *out, const mt_tensor *a, double p1, double p2))                                    \
   X(binary, (int op, mt_tensor *out, const mt_tensor *a, const mt_tensor *b))                                     \
   X(where, (mt_tensor * out, const mt_tensor *cond, const mt_tensor *a, const mt_tensor *b))                      \
+  /* g * op'(x) in one pass, for the unary ops whose backward a backend fuses (MT_ENOTIMPL: not op) */            \
+  X(unary_grad, (int op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x))                                 \
   /* reduce.c: mask[d] says whether dim d of a is reduced */                                                     \
   X(reduce, (int op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p))               \
   X(reduce_index, (mt_tensor * values, mt_tensor *indices, const mt_tensor *a, int dim, int keepdim, int is_min, \
@@ -77,7 +79,8 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(bincount, (const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result))             \
   /* out[i0, i1, ...] = src[maps[0][i0] + maps[1][i1] + ...] (element offsets): flip, roll, repeat, ... */      \
   X(rearrange, (mt_tensor * out, const mt_tensor *src, int64_t *const *maps))                                    \
-  /* linalg.c */                                                                                                  \
+  /* linalg.c: out (k x n) = a (k) times b (n), one product per element; a, b and out of one float dtype */    \
+  X(outer, (mt_tensor * out, const mt_tensor *a, const mt_tensor *b))                                             \
   X(gemm, (const mt_gemm *g))                                                                                     \
   /* random.c: fills in the order PyTorch's CPU generator draws (g: a CPU generator) */                          \
   X(uniform, (mt_tensor * t, double from, double to, mt_generator *g))                                           \

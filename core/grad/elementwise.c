@@ -1,8 +1,9 @@
-/* elementwise.c -- autograd for the elementwise ops: each wrapper refuses what autograd cannot
- * record (out= arguments, leaves written in place), keeps the input's old value when an in-place
- * op's backward needs it, runs the front door with grad mode off and records a node. */
-#include "grad.h"
+/* elementwise.c -- autograd for the elementwise ops (core/ops/elementwise.c): unary ops, binary
+ * ops with a tensor or a number, a + alpha * b, where. For each: the node's data, the wrapper that
+ * records it, its backward, and the names PyTorch prints. */
+#include "formula.h"
 
+/* ---------------------------------------------------------------- wrappers' shared steps */
 /* the result `r` (a new reference) handed out once `rec` (the recording's status) succeeded */
 static mt_status hand_out(mt_tensor *r, mt_status rec, mt_tensor *out, mt_tensor **result) {
   if (rec) {
@@ -24,57 +25,536 @@ static mt_status old_value(mt_tensor *a, bool needed, mt_tensor **x) {
   return MT_NOGRAD(mt_clone(a, x));
 }
 
-static mt_status grad_checks(mt_tensor *a, mt_tensor *out, const char *op) {
+/* in place (out == a): a leaf is refused; out=: refused */
+static mt_status check_out(mt_tensor *a, mt_tensor *out, const char *op) {
   if (out == a) return mt_grad_check_inplace(a, op);
   return mt_grad_check_out(out, true, op);
 }
 
+/* ---------------------------------------------------------------- unary ops */
+/* y = op(x; p1, p2) */
+typedef struct unary_node {
+  mt_saved x;    /* the input (its old value for an in-place op), when the derivative reads it */
+  mt_saved y;    /* the result, when the derivative is written with it */
+  int32_t op;
+  double p1, p2; /* the op's parameters: clamp's bounds, pow's exponent, leaky_relu's slope, ... */
+} unary_node;
+MT_NODE_DATA_FITS(unary_node);
+
+static const char *unary_grad_name(int op) {
+  switch (op) {
+#define N(OP, S) case MT_OP_##OP: return S;
+    N(NEG, "NegBackward0") N(ABS, "AbsBackward0") N(SIGN, "SignBackward0") N(EXP, "ExpBackward0")
+    N(EXP2, "Exp2Backward0") N(LOG, "LogBackward0") N(LOG2, "Log2Backward0") N(LOG10, "Log10Backward0")
+    N(LOG1P, "Log1PBackward0") N(EXPM1, "Expm1Backward0") N(SQRT, "SqrtBackward0") N(RSQRT, "RsqrtBackward0")
+    N(SIN, "SinBackward0") N(COS, "CosBackward0") N(TAN, "TanBackward0") N(ASIN, "AsinBackward0")
+    N(ACOS, "AcosBackward0") N(ATAN, "AtanBackward0") N(SINH, "SinhBackward0") N(COSH, "CoshBackward0")
+    N(TANH, "TanhBackward0") N(SIGMOID, "SigmoidBackward0") N(RELU, "ReluBackward0") N(GELU, "GeluBackward0")
+    N(GELU_TANH, "GeluBackward0") N(SILU, "SiluBackward0") N(ERF, "ErfBackward0") N(ERFC, "ErfcBackward0")
+    N(FLOOR, "FloorBackward0") N(CEIL, "CeilBackward0") N(ROUND, "RoundBackward0") N(TRUNC, "TruncBackward0")
+    N(FRAC, "FracBackward0") N(RECIPROCAL, "ReciprocalBackward0") N(SQUARE, "PowBackward0")
+    N(SOFTPLUS, "SoftplusBackward0") N(LGAMMA, "LgammaBackward0") N(CLAMP, "ClampBackward1")
+    N(POW_SCALAR, "PowBackward0") N(RPOW_SCALAR, "PowBackward2") N(LEAKY_RELU, "LeakyReluBackward0")
+    N(ELU, "EluBackward0") N(HARDTANH, "HardtanhBackward0") N(THRESHOLD, "ThresholdBackward0")
+    N(ROUND_DECIMALS, "RoundBackward1") N(NAN_TO_NUM, "NanToNumBackward0")
+#undef N
+    default: return NULL;
+  }
+}
+static const char *unary_name_of(const mt_node *n) { return unary_grad_name(NODE_DATA(n, unary_node)->op); }
+static const char *unary_names(int i) {
+  if (i >= MT_UNARY_OP_COUNT) return NULL;
+  const char *s = unary_grad_name(i);
+  return s ? s : "";
+}
+
+/* the ops whose derivative reads the input */
+static bool unary_needs_input(int op) {
+  switch (op) {
+    case MT_OP_NEG: case MT_OP_EXP: case MT_OP_EXP2: case MT_OP_EXPM1: case MT_OP_SQRT: case MT_OP_RSQRT:
+    case MT_OP_TAN: case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RECIPROCAL:
+    case MT_OP_RPOW_SCALAR: case MT_OP_SIGN: case MT_OP_FLOOR: case MT_OP_CEIL: case MT_OP_ROUND:
+    case MT_OP_TRUNC: case MT_OP_FRAC: case MT_OP_ROUND_DECIMALS:
+      return false;
+    default:
+      return true;
+  }
+}
+/* the ops whose derivative is written with their output */
+static bool unary_needs_output(int op) {
+  switch (op) {
+    case MT_OP_EXP: case MT_OP_EXP2: case MT_OP_EXPM1: case MT_OP_SQRT: case MT_OP_RSQRT: case MT_OP_TAN:
+    case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RECIPROCAL: case MT_OP_RPOW_SCALAR: case MT_OP_ELU:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* g * op'(x) in one pass when the backward is not recorded and the kernels fuse it (abs, relu:
+ * the same float operations as the formula, so the same bits); NULL, having done nothing, else */
+static mt_tensor *fused_grad(scope *sc, int op, mt_tensor *g, mt_tensor *x) {
+  if (!LIVE(sc) || mt_grad_mode || !g || !x) return NULL;
+  mt_tensor *r = NULL;
+  return mt_unary_grad(op, g, x, &r) == MT_OK ? keep(sc, MT_OK, &r) : NULL;
+}
+
+static mt_status unary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  unary_node *d = NODE_DATA(n, unary_node);
+  mt_tensor *g = gout[0], *x = saved(sc, n, &d->x), *y = saved(sc, n, &d->y), *r = NULL;
+  double p1 = d->p1, p2 = d->p2;
+  if (!g || !mt_node_wants(n, 0)) goto done;
+  switch (d->op) {
+    case MT_OP_NEG: r = NEG(g); break;
+    case MT_OP_ABS:
+      if (!(r = fused_grad(sc, MT_OP_ABS, g, x))) r = MUL(g, UNARY(MT_OP_SIGN, x, 0, 0));
+      break;
+    case MT_OP_SIGN: case MT_OP_FLOOR: case MT_OP_CEIL: case MT_OP_ROUND: case MT_OP_TRUNC:
+    case MT_OP_ROUND_DECIMALS:
+      r = MULS(g, 0); break;
+    case MT_OP_EXP: r = MUL(g, y); break;
+    case MT_OP_EXP2: r = MULS(MUL(g, y), M_LN2); break;
+    case MT_OP_LOG: r = DIV(g, x); break;
+    case MT_OP_LOG2: r = DIV(g, MULS(x, M_LN2)); break;
+    case MT_OP_LOG10: r = DIV(g, MULS(x, M_LN10)); break;
+    case MT_OP_LOG1P: r = DIV(g, ADDS(x, 1)); break;
+    case MT_OP_EXPM1: r = MUL(g, ADDS(y, 1)); break;
+    case MT_OP_SQRT: r = DIV(g, MULS(y, 2)); break;
+    case MT_OP_RSQRT: r = MUL(g, MULS(UNARY(MT_OP_POW_SCALAR, y, 3, 0), -0.5)); break;
+    case MT_OP_SIN: r = MUL(g, UNARY(MT_OP_COS, x, 0, 0)); break;
+    case MT_OP_COS: r = MUL(g, NEG(UNARY(MT_OP_SIN, x, 0, 0))); break;
+    case MT_OP_TAN: r = MUL(g, ADDS(MUL(y, y), 1)); break;
+    case MT_OP_ASIN: r = DIV(g, UNARY(MT_OP_SQRT, NEG(ADDS(MUL(x, x), -1)), 0, 0)); break;
+    case MT_OP_ACOS: r = NEG(DIV(g, UNARY(MT_OP_SQRT, NEG(ADDS(MUL(x, x), -1)), 0, 0))); break;
+    case MT_OP_ATAN: r = DIV(g, ADDS(MUL(x, x), 1)); break;
+    case MT_OP_SINH: r = MUL(g, UNARY(MT_OP_COSH, x, 0, 0)); break;
+    case MT_OP_COSH: r = MUL(g, UNARY(MT_OP_SINH, x, 0, 0)); break;
+    case MT_OP_TANH: r = MUL(g, NEG(ADDS(MUL(y, y), -1))); break;
+    case MT_OP_SIGMOID: r = MUL(g, MUL(y, NEG(ADDS(y, -1)))); break;
+    case MT_OP_RELU: /* x > 0 iff relu(x) > 0 */
+      if (!(r = fused_grad(sc, MT_OP_RELU, g, x))) r = MUL(g, MASK_AS(CMPS(MT_OP_GT, x, 0), g));
+      break;
+    case MT_OP_GELU: {
+      mt_tensor *cdf = MULS(ADDS(UNARY(MT_OP_ERF, MULS(x, M_SQRT1_2), 0, 0), 1), 0.5);
+      mt_tensor *pdf = MULS(UNARY(MT_OP_EXP, MULS(MUL(x, x), -0.5), 0, 0), 0.3989422804014327);
+      r = MUL(g, ADD(cdf, MUL(x, pdf)));
+      break;
+    }
+    case MT_OP_GELU_TANH: {
+      const double k = 0.7978845608028654, c = 0.044715;
+      mt_tensor *x2 = MUL(x, x);
+      mt_tensor *inner = MULS(MUL(x, ADDS(MULS(x2, c), 1)), k);
+      mt_tensor *t = UNARY(MT_OP_TANH, inner, 0, 0);
+      mt_tensor *dinner = MULS(ADDS(MULS(x2, 3 * c), 1), k);
+      mt_tensor *left = MULS(ADDS(t, 1), 0.5);
+      mt_tensor *right = MUL(MULS(x, 0.5), MUL(NEG(ADDS(MUL(t, t), -1)), dinner));
+      r = MUL(g, ADD(left, right));
+      break;
+    }
+    case MT_OP_SILU: {
+      mt_tensor *s = UNARY(MT_OP_SIGMOID, x, 0, 0);
+      r = MUL(g, MUL(s, ADDS(MUL(x, NEG(ADDS(s, -1))), 1)));
+      break;
+    }
+    case MT_OP_ERF: r = MUL(g, MULS(UNARY(MT_OP_EXP, NEG(MUL(x, x)), 0, 0), 1.1283791670955126)); break;
+    case MT_OP_ERFC: r = MUL(g, MULS(UNARY(MT_OP_EXP, NEG(MUL(x, x)), 0, 0), -1.1283791670955126)); break;
+    case MT_OP_FRAC: r = g; break;
+    case MT_OP_RECIPROCAL: r = MUL(g, NEG(MUL(y, y))); break;
+    case MT_OP_SQUARE: r = MUL(g, MULS(x, 2)); break;
+    case MT_OP_SOFTPLUS: r = MUL(g, UNARY(MT_OP_SIGMOID, x, 0, 0)); break;
+    case MT_OP_LGAMMA: r = MUL(g, UNARY(MT_OP_DIGAMMA, x, 0, 0)); break;
+    case MT_OP_CLAMP: {
+      mt_tensor *m = NULL;
+      if (!isnan(p1)) m = CMPS(MT_OP_GE, x, p1);
+      if (!isnan(p2)) { mt_tensor *m2 = CMPS(MT_OP_LE, x, p2); m = m ? BINARY(MT_OP_LOGICAL_AND, m, m2) : m2; }
+      r = m ? MUL(g, MASK_AS(m, g)) : g;
+      break;
+    }
+    case MT_OP_POW_SCALAR:
+      if (p1 == 0) r = MULS(g, 0);
+      else r = MUL(g, MULS(UNARY(MT_OP_POW_SCALAR, x, p1 - 1, 0), p1));
+      break;
+    case MT_OP_RPOW_SCALAR: r = MULS(MUL(g, y), log(p1)); break;
+    case MT_OP_LEAKY_RELU: {
+      mt_tensor *pos = MASK_AS(CMPS(MT_OP_GT, x, 0), g);
+      r = MUL(g, ADDS(MULS(pos, 1 - p1), p1));
+      break;
+    }
+    case MT_OP_ELU: {
+      mt_tensor *pos = MASK_AS(CMPS(MT_OP_GT, x, 0), g);
+      mt_tensor *neg = ADDS(y, p1); /* alpha * exp(x) where x <= 0 */
+      r = MUL(g, ADD(pos, MUL(NEG(ADDS(pos, -1)), neg)));
+      break;
+    }
+    case MT_OP_HARDTANH:
+      r = MUL(g, MASK_AS(BINARY(MT_OP_LOGICAL_AND, CMPS(MT_OP_GT, x, p1), CMPS(MT_OP_LT, x, p2)), g));
+      break;
+    case MT_OP_THRESHOLD: r = MUL(g, MASK_AS(CMPS(MT_OP_GT, x, p1), g)); break;
+    case MT_OP_NAN_TO_NUM: r = MUL(g, MASK_AS(UNARY(MT_OP_ISFINITE, x, 0, 0), g)); break;
+    default:
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", mt_unary_op_name(d->op));
+  }
+  if (LIVE(sc) && r) give(gin, 0, r);
+done:;
+  return scope_close(sc);
+}
+
+static const mt_node_kind unary_kind = {
+    .name_of = unary_name_of, .names = unary_names, .backward = unary_backward, .nsaved = 2};
+
+/* `x` is a's value for the backward: a copy of its old value for an in-place op */
+static mt_status record_unary(int op, mt_tensor *a, mt_tensor *x, double p1, double p2, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || unary_grad_name(op) == NULL) return MT_OK; /* not differentiable */
+  mt_node *n;
+  MT_TRY(mt_node_make(&unary_kind, &a, 1, 1, &n));
+  unary_node *d = NODE_DATA(n, unary_node);
+  d->op = op;
+  d->p1 = p1;
+  d->p2 = p2;
+  if (unary_needs_input(op)) mt_node_save(n, &d->x, x);
+  if (unary_needs_output(op)) mt_node_save_output(n, &d->y, out, 0);
+  return mt_node_attach_new(n, out);
+}
+
 static mt_status grad_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(grad_checks(a, out, mt_unary_op_name(op)));
+  MT_TRY(check_out(a, out, mt_unary_op_name(op)));
   mt_tensor *x, *r;
-  MT_TRY(old_value(a, out == a && mt_grad_unary_needs_input(op), &x));
+  MT_TRY(old_value(a, out == a && unary_needs_input(op), &x));
   mt_status s = MT_NOGRAD(mt_unary(op, a, p1, p2, out, &r));
-  if (s == MT_OK) s = hand_out(r, mt_record_unary(op, a, x ? x : a, p1, p2, r), out, result);
+  if (s == MT_OK) s = hand_out(r, record_unary(op, a, x ? x : a, p1, p2, r), out, result);
   mt_tensor_release(x);
   return s;
 }
 
+/* ---------------------------------------------------------------- binary ops */
+/* y = a (op) b, broadcast */
+typedef struct binary_node {
+  mt_saved a, b; /* the inputs (a's old value for an in-place op), but for add and sub */
+  mt_saved y;    /* the result: pow, hypot */
+  int32_t op;
+  mt_input_shape shape_a, shape_b;
+} binary_node;
+MT_NODE_DATA_FITS(binary_node);
+
+/* PyTorch's names, with a tensor (scalar == 0) or a number (a (op) s, or s (op) a when reverse) */
+static const char *binary_grad_name(int op, int scalar, int reverse) {
+  switch (op) {
+    case MT_OP_ADD: return scalar ? "AddBackward1" : "AddBackward0";
+    case MT_OP_SUB: return scalar ? (reverse ? "RsubBackward1" : "SubBackward1") : "SubBackward0";
+    case MT_OP_MUL: return scalar ? "MulBackward1" : "MulBackward0";
+    case MT_OP_DIV: return scalar ? (reverse ? "DivBackward0" : "DivBackward1") : "DivBackward0";
+    case MT_OP_POW: return scalar ? (reverse ? "PowBackward2" : "PowBackward0") : "PowBackward1";
+    case MT_OP_MAXIMUM: return scalar ? "ClampMinBackward0" : "MaximumBackward0";
+    case MT_OP_MINIMUM: return scalar ? "ClampMaxBackward0" : "MinimumBackward0";
+    case MT_OP_FMAX: return "FmaxBackward0";
+    case MT_OP_FMIN: return "FminBackward0";
+    case MT_OP_FMOD: return scalar ? "FmodBackward0" : "FmodBackward1";
+    case MT_OP_REMAINDER: return scalar ? "RemainderBackward0" : "RemainderBackward1";
+    case MT_OP_ATAN2: return "Atan2Backward0";
+    case MT_OP_HYPOT: return "HypotBackward0";
+    case MT_OP_XLOGY: return scalar ? (reverse ? "XlogyBackward1" : "XlogyBackward2") : "XlogyBackward0";
+    case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR: return "DivBackward2";
+    default: return NULL;
+  }
+}
+static const char *binary_name_of(const mt_node *n) { return binary_grad_name(NODE_DATA(n, binary_node)->op, 0, 0); }
+static const char *binary_names(int i) {
+  if (i >= MT_BINARY_OP_COUNT) return NULL;
+  const char *s = binary_grad_name(i, 0, 0);
+  return s ? s : "";
+}
+
+/* The end of a two-input backward: each gradient summed down to its input's shape (undoing
+ * broadcasting), handed out, and the scope closed. */
+static mt_status finish_two(scope *sc, mt_tensor **gin, mt_tensor *ga, const mt_input_shape *sa, mt_tensor *gb,
+                            const mt_input_shape *sb) {
+  if (ga) ga = TO_INPUT(sa, ga);
+  if (gb) gb = TO_INPUT(sb, gb);
+  if (LIVE(sc)) {
+    if (ga) give(gin, 0, ga);
+    if (gb) give(gin, 1, gb);
+  }
+  return scope_close(sc);
+}
+
+static mt_status binary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  binary_node *d = NODE_DATA(n, binary_node);
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *a = saved(sc, n, &d->a), *b = saved(sc, n, &d->b), *y = saved(sc, n, &d->y);
+  mt_tensor *ga = NULL, *gb = NULL;
+  bool wa = mt_node_wants(n, 0), wb = mt_node_wants(n, 1);
+  switch (d->op) {
+    case MT_OP_ADD: ga = g; gb = g; break;
+    case MT_OP_SUB: ga = g; if (wb) gb = NEG(g); break;
+    case MT_OP_MUL: if (wa) ga = MUL(g, b); if (wb) gb = MUL(g, a); break;
+    case MT_OP_DIV:
+      if (wa) ga = DIV(g, b);
+      if (wb) gb = NEG(DIV(MUL(g, a), MUL(b, b)));
+      break;
+    case MT_OP_POW:
+      if (wa) ga = MUL(g, MUL(b, BINARY(MT_OP_POW, a, ADDS(b, -1))));
+      if (wb) {
+        /* where a == 0 and b >= 0 the derivative is 0 (log(0) would give nan) */
+        mt_tensor *safe = MUL(MUL(g, y), UNARY(MT_OP_LOG, a, 0, 0));
+        mt_tensor *zero_base = BINARY(MT_OP_LOGICAL_AND, CMPS(MT_OP_EQ, a, 0), CMPS(MT_OP_GE, b, 0));
+        gb = WHERE(zero_base, ZEROS(NULL, 0, g->_dtype), safe);
+      }
+      break;
+    case MT_OP_MAXIMUM: case MT_OP_MINIMUM: case MT_OP_FMAX: case MT_OP_FMIN: {
+      bool mx = d->op == MT_OP_MAXIMUM || d->op == MT_OP_FMAX;
+      mt_tensor *eq = MASK_AS(CMP(MT_OP_EQ, a, b), g);
+      mt_tensor *win = MASK_AS(CMP(mx ? MT_OP_GT : MT_OP_LT, a, b), g);
+      mt_tensor *share = ADD(win, MULS(eq, 0.5)); /* a's share; ties split evenly */
+      if (wa) ga = MUL(g, share);
+      if (wb) gb = MUL(g, NEG(ADDS(share, -1)));
+      break;
+    }
+    case MT_OP_ATAN2: {
+      mt_tensor *den = ADD(MUL(a, a), MUL(b, b));
+      if (wa) ga = MUL(g, DIV(b, den));
+      if (wb) gb = MUL(g, NEG(DIV(a, den)));
+      break;
+    }
+    case MT_OP_HYPOT:
+      if (wa) ga = MUL(g, DIV(a, y));
+      if (wb) gb = MUL(g, DIV(b, y));
+      break;
+    case MT_OP_FMOD: case MT_OP_REMAINDER:
+      ga = g;
+      if (wb) gb = NEG(MUL(g, BINARY(d->op == MT_OP_FMOD ? MT_OP_DIV_TRUNC : MT_OP_DIV_FLOOR, a, b)));
+      break;
+    case MT_OP_XLOGY:
+      if (wa) ga = MUL(g, UNARY(MT_OP_LOG, b, 0, 0));
+      if (wb) gb = MUL(g, DIV(a, b));
+      break;
+    case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR:
+      if (wa) ga = MULS(g, 0);
+      if (wb) gb = MULS(g, 0);
+      break;
+    default:
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", mt_binary_op_name(d->op));
+  }
+  return finish_two(sc, gin, wa ? ga : NULL, &d->shape_a, wb ? gb : NULL, &d->shape_b);
+}
+
+static const mt_node_kind binary_kind = {
+    .name_of = binary_name_of, .names = binary_names, .backward = binary_backward, .nsaved = 3};
+
+/* `xa` is a's value for the backward: a copy of its old value for an in-place op */
+static mt_status record_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *xa, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || binary_grad_name(op, 0, 0) == NULL) return MT_OK;
+  mt_tensor *in[2] = {a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(&binary_kind, in, 2, 1, &n));
+  binary_node *d = NODE_DATA(n, binary_node);
+  d->op = op;
+  mt_input_shape_keep(&d->shape_a, a, out);
+  mt_input_shape_keep(&d->shape_b, b, out);
+  if (op != MT_OP_ADD && op != MT_OP_SUB) {
+    mt_node_save(n, &d->a, xa);
+    mt_node_save(n, &d->b, b);
+  }
+  if (op == MT_OP_POW || op == MT_OP_HYPOT) mt_node_save_output(n, &d->y, out, 0);
+  return mt_node_attach_new(n, out);
+}
+
 static mt_status grad_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(grad_checks(a, out, mt_binary_op_name(op)));
+  MT_TRY(check_out(a, out, mt_binary_op_name(op)));
   mt_tensor *x, *r;
   MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB, &x));
   mt_status s = MT_NOGRAD(mt_binary(op, a, b, out, &r));
-  if (s == MT_OK) s = hand_out(r, mt_record_binary(op, a, b, x ? x : a, r), out, result);
+  if (s == MT_OK) s = hand_out(r, record_binary(op, a, b, x ? x : a, r), out, result);
   mt_tensor_release(x);
   return s;
+}
+
+/* ---------------------------------------------------------------- binary ops with a number */
+/* y = x (op) s, or s (op) x when reverse */
+typedef struct binary_number_node {
+  mt_saved x; /* the input (its old value for an in-place op), but for add, sub and mul */
+  mt_saved y; /* the result: div, pow */
+  int32_t op, reverse;
+  double s;
+  mt_input_shape shape;
+} binary_number_node;
+MT_NODE_DATA_FITS(binary_number_node);
+
+static const char *binary_number_name_of(const mt_node *n) {
+  const binary_number_node *d = NODE_DATA(n, binary_number_node);
+  return binary_grad_name(d->op, 1, d->reverse);
+}
+static const char *binary_number_names(int i) {
+  if (i >= 2 * MT_BINARY_OP_COUNT) return NULL;
+  const char *s = binary_grad_name(i / 2, 1, i % 2);
+  return s ? s : "";
+}
+
+static mt_status binary_number_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  binary_number_node *d = NODE_DATA(n, binary_number_node);
+  mt_tensor *g = gout[0], *r = NULL;
+  if (!g || !mt_node_wants(n, 0)) return MT_OK;
+  mt_tensor *x = saved(sc, n, &d->x), *y = saved(sc, n, &d->y);
+  double s = d->s;
+  bool rev = d->reverse != 0;
+  switch (d->op) {
+    case MT_OP_ADD: r = g; break;
+    case MT_OP_SUB: r = rev ? NEG(g) : g; break;
+    case MT_OP_MUL: r = MULS(g, s); break;
+    case MT_OP_DIV: r = rev ? NEG(DIV(MUL(g, y), x)) : MULS(g, 1 / s); break;
+    case MT_OP_POW:
+      if (rev) r = MULS(MUL(g, y), log(s));
+      else r = s == 0 ? MULS(g, 0) : MUL(g, MULS(UNARY(MT_OP_POW_SCALAR, x, s - 1, 0), s));
+      break;
+    case MT_OP_MAXIMUM: case MT_OP_FMAX: r = MUL(g, MASK_AS(CMPS(MT_OP_GE, x, s), g)); break;
+    case MT_OP_MINIMUM: case MT_OP_FMIN: r = MUL(g, MASK_AS(CMPS(MT_OP_LE, x, s), g)); break;
+    case MT_OP_FMOD: case MT_OP_REMAINDER:
+      if (!rev) r = g;
+      else S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of a number modulo a tensor is not implemented");
+      break;
+    case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR: r = MULS(g, 0); break;
+    case MT_OP_ATAN2: /* atan2(x, s): s / (x^2 + s^2); atan2(s, x): -s / (x^2 + s^2) */
+      r = MULS(DIV(g, ADDS(MUL(x, x), s * s)), rev ? -s : s);
+      break;
+    case MT_OP_HYPOT: r = MUL(g, DIV(x, UNARY(MT_OP_SQRT, ADDS(MUL(x, x), s * s), 0, 0))); break;
+    case MT_OP_XLOGY: r = rev ? MULS(DIV(g, x), s) : MULS(g, log(s)); break; /* s*log(x) : x*log(s) */
+    default:
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s with a number is not implemented",
+                     mt_binary_op_name(d->op));
+  }
+  if (LIVE(sc) && r) give(gin, 0, TO_INPUT(&d->shape, r));
+  return scope_close(sc);
+}
+
+static const mt_node_kind binary_number_kind = {.name_of = binary_number_name_of,
+                                                .names = binary_number_names,
+                                                .backward = binary_number_backward,
+                                                .nsaved = 2};
+
+static mt_status record_binary_number(int op, mt_tensor *a, mt_tensor *x, double s, int reverse, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || binary_grad_name(op, 1, reverse) == NULL) return MT_OK;
+  mt_node *n;
+  MT_TRY(mt_node_make(&binary_number_kind, &a, 1, 1, &n));
+  binary_number_node *d = NODE_DATA(n, binary_number_node);
+  d->op = op;
+  d->reverse = reverse;
+  d->s = s;
+  mt_input_shape_keep(&d->shape, a, out);
+  if (op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL) mt_node_save(n, &d->x, x);
+  if (op == MT_OP_DIV || op == MT_OP_POW) mt_node_save_output(n, &d->y, out, 0);
+  return mt_node_attach_new(n, out);
 }
 
 static mt_status grad_binary_scalar(int op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
                                     mt_tensor **result) {
-  MT_TRY(grad_checks(a, out, mt_binary_op_name(op)));
+  MT_TRY(check_out(a, out, mt_binary_op_name(op)));
   mt_tensor *x, *r;
   MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL, &x));
   mt_status s = MT_NOGRAD(mt_binary_scalar(op, a, sv, scalar_kind, reverse, out, &r));
-  if (s == MT_OK) s = hand_out(r, mt_record_binary_scalar(op, a, x ? x : a, sv, reverse, r), out, result);
+  if (s == MT_OK) s = hand_out(r, record_binary_number(op, a, x ? x : a, sv, reverse, r), out, result);
   mt_tensor_release(x);
   return s;
 }
 
-/* a + alpha * b as one node */
-static mt_status grad_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(grad_checks(a, out, "add"));
-  mt_tensor *r = NULL;
-  mt_status s = MT_NOGRAD(mt_add_scaled(a, b, alpha, out, &r));
-  if (s == MT_OK) s = hand_out(r, mt_record_add_scaled(a, b, alpha, r), out, result);
-  return s;
+/* ---------------------------------------------------------------- a + alpha * b */
+typedef struct add_scaled_node {
+  double alpha;
+  mt_input_shape shape_a, shape_b;
+} add_scaled_node;
+MT_NODE_DATA_FITS(add_scaled_node);
+
+static const char *add_scaled_name_of(const mt_node *n) {
+  return NODE_DATA(n, add_scaled_node)->alpha >= 0 ? "AddBackward0" : "SubBackward0";
 }
+static const char *add_scaled_names(int i) { return i == 0 ? "AddBackward0" : i == 1 ? "SubBackward0" : NULL; }
+
+static mt_status add_scaled_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  add_scaled_node *d = NODE_DATA(n, add_scaled_node);
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  if (mt_node_wants(n, 0)) give(gin, 0, TO_INPUT(&d->shape_a, g));
+  if (mt_node_wants(n, 1)) give(gin, 1, TO_INPUT(&d->shape_b, MULS(g, d->alpha)));
+  return scope_close(sc);
+}
+
+static const mt_node_kind add_scaled_kind = {
+    .name_of = add_scaled_name_of, .names = add_scaled_names, .backward = add_scaled_backward};
+
+/* one node for a + alpha * b */
+static mt_status grad_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(check_out(a, out, "add"));
+  mt_tensor *r = NULL;
+  MT_TRY(MT_NOGRAD(mt_add_scaled(a, b, alpha, out, &r)));
+  mt_status rec = MT_OK;
+  if (mt_is_float(r->_dtype)) {
+    mt_tensor *in[2] = {a, b};
+    mt_node *n;
+    rec = mt_node_make(&add_scaled_kind, in, 2, 1, &n);
+    if (rec == MT_OK) {
+      add_scaled_node *d = NODE_DATA(n, add_scaled_node);
+      d->alpha = alpha;
+      mt_input_shape_keep(&d->shape_a, a, r);
+      mt_input_shape_keep(&d->shape_b, b, r);
+      rec = mt_node_attach_new(n, r);
+    }
+  }
+  return hand_out(r, rec, out, result);
+}
+
+/* ---------------------------------------------------------------- where */
+/* y = cond ? a : b, broadcast */
+typedef struct where_node {
+  mt_saved cond;
+  mt_shape shape_a, shape_b;
+} where_node;
+MT_NODE_DATA_FITS(where_node);
+
+static mt_status where_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  where_node *d = NODE_DATA(n, where_node);
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *c = saved(sc, n, &d->cond), *z = ZEROS(NULL, 0, g->_dtype);
+  if (mt_node_wants(n, 0)) {
+    mt_tensor *ga = SUM_TO(WHERE(c, g, z), &d->shape_a);
+    if (LIVE(sc)) give(gin, 0, ga);
+  }
+  if (mt_node_wants(n, 1)) {
+    mt_tensor *gb = SUM_TO(WHERE(c, z, g), &d->shape_b);
+    if (LIVE(sc)) give(gin, 1, gb);
+  }
+  return scope_close(sc);
+}
+
+static const mt_node_kind where_kind = {.name = "WhereBackward0", .backward = where_backward, .nsaved = 1};
 
 static mt_status grad_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
   MT_TRY(mt_grad_check_out(out, true, "where"));
   mt_tensor *r = NULL;
   MT_TRY(MT_NOGRAD(mt_where(cond, a, b, NULL, &r)));
-  return hand_out(r, mt_record_where(cond, a, b, r), NULL, result);
+  mt_status rec = MT_OK;
+  if (mt_is_float(r->_dtype)) {
+    mt_tensor *in[2] = {a, b};
+    mt_node *n;
+    rec = mt_node_make(&where_kind, in, 2, 1, &n);
+    if (rec == MT_OK) {
+      where_node *d = NODE_DATA(n, where_node);
+      mt_shape_of(&d->shape_a, a);
+      mt_shape_of(&d->shape_b, b);
+      mt_node_save(n, &d->cond, cond);
+      rec = mt_node_attach_new(n, r);
+    }
+  }
+  return hand_out(r, rec, NULL, result);
 }
+
+/* ---------------------------------------------------------------- registration */
+const mt_node_kind *const mt_elementwise_kinds[] = {&unary_kind, &binary_kind, &binary_number_kind, &add_scaled_kind,
+                                                     &where_kind, NULL};
 
 void mt_grad_register_elementwise(mt_autograd_ops *t) {
   t->unary = grad_unary;

@@ -4,12 +4,10 @@
  *
  * It is steppable: mt_engine_run returns to the caller whenever the Lua layer must act (Lua hooks,
  * Lua backward functions), and the caller calls it again to go on. The C core never calls Lua. */
-#include "grad.h"
+#include "node.h"
 
 #include <stddef.h>
 #include <stdlib.h>
-
-enum { GOP_ACCUMULATE = 0, GOP_LUA = 1 };
 
 typedef enum { ST_POP, ST_PRE_DONE, ST_LUA_DONE, ST_HOOK_DONE, ST_POST_DONE } stage;
 
@@ -430,9 +428,10 @@ static mt_status propagate(mt_engine *e, mt_node *n) {
     n->buf[k] = NULL;
   }
   if (!e->retain_graph && (n->flags & NODE_HAS_SAVED)) {
-    for (int k = 0; k < MT_NODE_MAX_SAVED; k++) {
-      mt_tensor_release(n->saved[k].t);
-      n->saved[k].t = NULL;
+    mt_saved *sv = NODE_DATA(n, mt_saved);
+    for (int k = 0; k < n->kind->nsaved; k++) {
+      mt_tensor_release(sv[k].t);
+      sv[k].t = NULL;
     }
     n->flags |= NODE_RELEASED;
   }
@@ -452,7 +451,7 @@ static void set_event(mt_engine_event *ev, int kind, mt_node *n, mt_tensor **gra
 
 /* Run the C backward of n into e->gin. */
 static mt_status run_c_backward(mt_engine *e, mt_node *n) {
-  mt_backward_fn bw = mt_grad_op_backward(n->op);
+  mt_backward_fn bw = n->kind->backward;
   if (!bw) return mt_error(MT_ENOTIMPL, "backward: %s has no backward", mt_node_name(n));
   mt_grad_mode = e->create_graph;
   mt_status s = bw(n, n->buf, e->gin);
@@ -501,7 +500,7 @@ mt_status mt_engine_run(mt_engine *e, mt_engine_event *ev) {
       }
       e->gin = e->gin_buf;
       for (int k = 0; k < n->nin; k++) e->gin[k] = NULL;
-      if (n->op == GOP_ACCUMULATE) {
+      if (n->kind == &mt_accumulate_grad_kind) {
         mt_meta *m = n->variable ? n->variable->_autograd : NULL;
         if (m && (m->flags & META_HAS_HOOKS)) {
           e->st = ST_HOOK_DONE;
@@ -509,7 +508,7 @@ mt_status mt_engine_run(mt_engine *e, mt_engine_event *ev) {
           return MT_OK;
         }
         e->st = ST_HOOK_DONE;
-      } else if (n->op == GOP_LUA) {
+      } else if (n->kind == &mt_lua_function_kind) {
         e->st = ST_LUA_DONE;
         set_event(ev, MT_EV_LUA_BACKWARD, n, n->buf, n->nout, e->gin, n->nin);
         return MT_OK;

@@ -1,5 +1,77 @@
-/* linalg.c -- autograd for the matrix products. */
-#include "grad.h"
+/* linalg.c -- autograd for the matrix products (core/ops/linalg.c): mm, bmm, mv, matmul, dot,
+ * addmm, baddbmm; outer records as the product of views PyTorch records. */
+#include "formula.h"
+
+/* ---------------------------------------------------------------- a @ b */
+/* matmul by its operands' dims, with PyTorch's names */
+enum { MM_DOT, MM_MV, MM_VM, MM_MM, MM_BMM, MM_ND };
+typedef struct matmul_node {
+  mt_saved a; /* kept when b needs a gradient */
+  mt_saved b; /* kept when a needs a gradient */
+  int32_t how; /* MM_* */
+  mt_shape shape_a, shape_b;
+} matmul_node;
+MT_NODE_DATA_FITS(matmul_node);
+
+static const char *const matmul_names_by_how[] = {[MM_DOT] = "DotBackward0", [MM_MV] = "MvBackward0",
+                                                   [MM_VM] = "SqueezeBackward4", [MM_MM] = "MmBackward0",
+                                                   [MM_BMM] = "BmmBackward0", [MM_ND] = "UnsafeViewBackward0"};
+static const char *matmul_name_of(const mt_node *n) { return matmul_names_by_how[NODE_DATA(n, matmul_node)->how]; }
+static const char *matmul_names(int i) { return i <= MM_ND ? matmul_names_by_how[i] : NULL; }
+
+static mt_status matmul_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  matmul_node *d = NODE_DATA(n, matmul_node);
+  mt_tensor *g = gout[0], *ga = NULL, *gb = NULL;
+  if (!g) return MT_OK;
+  mt_tensor *a = saved(sc, n, &d->a), *b = saved(sc, n, &d->b);
+  bool wa = mt_node_wants(n, 0), wb = mt_node_wants(n, 1);
+  switch (d->how) {
+    case MM_DOT:
+      if (wa) ga = MUL(g, b);
+      if (wb) gb = MUL(g, a);
+      break;
+    case MM_MV:
+      if (wa) ga = MUL(UNSQUEEZE(g, -1), b);
+      if (wb) gb = SQUEEZE(MATMUL(TRANSPOSE_LAST(a), UNSQUEEZE(g, -1)), -1);
+      break;
+    case MM_VM:
+      if (wa) ga = SQUEEZE(MATMUL(UNSQUEEZE(g, -2), TRANSPOSE_LAST(b)), -2);
+      if (wb && a && g) gb = SCOPED(mt_outer(a, g, &r_)); /* a[:, None] * g */
+      break;
+    default:
+      if (wa) ga = MATMUL(g, TRANSPOSE_LAST(b));
+      if (wb) gb = MATMUL(TRANSPOSE_LAST(a), g);
+  }
+  if (wa) ga = SUM_TO(ga, &d->shape_a);
+  if (wb) gb = SUM_TO(gb, &d->shape_b);
+  if (LIVE(sc)) {
+    if (wa && ga) give(gin, 0, ga);
+    if (wb && gb) give(gin, 1, gb);
+  }
+  return scope_close(sc);
+}
+static const mt_node_kind matmul_kind = {
+    .name_of = matmul_name_of, .names = matmul_names, .backward = matmul_backward, .nsaved = 2};
+
+static mt_status record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[2] = {a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(&matmul_kind, in, 2, 1, &n));
+  matmul_node *d = NODE_DATA(n, matmul_node);
+  if (a->_ndim == 1 && b->_ndim == 1) d->how = MM_DOT;
+  else if (b->_ndim == 1) d->how = MM_MV;
+  else if (a->_ndim == 1) d->how = MM_VM;
+  else if (a->_ndim == 2 && b->_ndim == 2) d->how = MM_MM;
+  else if (a->_ndim == 3 && b->_ndim == 3) d->how = MM_BMM;
+  else d->how = MM_ND;
+  mt_shape_of(&d->shape_a, a);
+  mt_shape_of(&d->shape_b, b);
+  if (b->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, &d->a, a);
+  if (a->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, &d->b, b);
+  return mt_node_attach_new(n, out);
+}
 
 /* mm, bmm, mv, matmul, dot: run without recording, then record the product */
 #define PRODUCT_OP(name, call)                                  \
@@ -7,7 +79,7 @@
     MT_TRY(mt_grad_check_out(out, true, name));                 \
     mt_tensor *r_;                                              \
     MT_TRY(MT_NOGRAD(call));                                    \
-    mt_status s_ = mt_record_matmul(a, b, r_);                  \
+    mt_status s_ = record_matmul(a, b, r_);                     \
     if (s_) { mt_tensor_release(r_); return s_; }               \
     return mt_give(r_, result);                                 \
   } while (0)
@@ -29,6 +101,67 @@ static mt_status grad_dot(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
   PRODUCT_OP("dot", mt_dot(a, b, &r_));
 }
 
+/* outer with grad: a[:, None] * b, as PyTorch 1.13 records it (MulBackward0) */
+static mt_status grad_outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
+  if (a->_ndim != 1 || b->_ndim != 1) return MT_NOGRAD(mt_outer(a, b, result)); /* its error message */
+  mt_tensor *ua;
+  MT_TRY(mt_unsqueeze(a, 1, &ua));
+  mt_status s = mt_binary(MT_OP_MUL, ua, b, NULL, result);
+  mt_tensor_release(ua);
+  return s;
+}
+
+/* ---------------------------------------------------------------- beta * c + alpha * (a @ b) */
+typedef struct addmm_node {
+  mt_saved a; /* kept when b needs a gradient */
+  mt_saved b; /* kept when a needs a gradient */
+  double beta, alpha;
+  mt_shape c;
+} addmm_node;
+MT_NODE_DATA_FITS(addmm_node);
+
+/* inputs c, a, b (addmm: matrices; baddbmm: batches of them) */
+static mt_status addmm_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
+  scope S = {0}, *sc = &S;
+  addmm_node *d = NODE_DATA(n, addmm_node);
+  mt_tensor *g = gout[0];
+  if (!g) return MT_OK;
+  mt_tensor *a = saved(sc, n, &d->a), *b = saved(sc, n, &d->b);
+  mt_tensor *gc = NULL, *ga = NULL, *gb = NULL;
+  if (mt_node_wants(n, 0)) gc = SUM_TO(d->beta == 1 ? g : MULS(g, d->beta), &d->c);
+  if (mt_node_wants(n, 1)) {
+    ga = MATMUL(g, TRANSPOSE_LAST(b));
+    if (d->alpha != 1) ga = MULS(ga, d->alpha);
+  }
+  if (mt_node_wants(n, 2)) {
+    gb = MATMUL(TRANSPOSE_LAST(a), g);
+    if (d->alpha != 1) gb = MULS(gb, d->alpha);
+  }
+  if (LIVE(sc)) {
+    if (gc) give(gin, 0, gc);
+    if (ga) give(gin, 1, ga);
+    if (gb) give(gin, 2, gb);
+  }
+  return scope_close(sc);
+}
+static const mt_node_kind addmm_kind = {.name = "AddmmBackward0", .backward = addmm_backward, .nsaved = 2};
+static const mt_node_kind baddbmm_kind = {.name = "BaddbmmBackward0", .backward = addmm_backward, .nsaved = 2};
+
+static mt_status record_addmm(const mt_node_kind *kind, mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta,
+                              double alpha, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype)) return MT_OK;
+  mt_tensor *in[3] = {c, a, b};
+  mt_node *n;
+  MT_TRY(mt_node_make(kind, in, 3, 1, &n));
+  addmm_node *d = NODE_DATA(n, addmm_node);
+  d->beta = beta;
+  d->alpha = alpha;
+  mt_shape_of(&d->c, c);
+  if (b->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, &d->a, a);
+  if (a->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, &d->b, b);
+  return mt_node_attach_new(n, out);
+}
+
 static mt_status grad_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha, mt_tensor *out,
                             mt_tensor **result) {
   if (out == c) MT_TRY(mt_grad_check_inplace(c, "addmm_"));
@@ -36,7 +169,7 @@ static mt_status grad_addmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double bet
   if (out == c) return mt_error(MT_ENOTIMPL, "addmm_: in-place addmm on a tensor that requires grad is not supported yet");
   mt_tensor *r;
   MT_TRY(MT_NOGRAD(mt_addmm(c, a, b, beta, alpha, NULL, &r)));
-  mt_status s = mt_record_addmm(c, a, b, beta, alpha, r);
+  mt_status s = record_addmm(&addmm_kind, c, a, b, beta, alpha, r);
   if (s) { mt_tensor_release(r); return s; }
   return mt_give(r, result);
 }
@@ -49,20 +182,13 @@ static mt_status grad_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double b
     return mt_error(MT_ENOTIMPL, "baddbmm_: in-place baddbmm on a tensor that requires grad is not supported (use baddbmm)");
   mt_tensor *r;
   MT_TRY(MT_NOGRAD(mt_baddbmm(c, a, b, beta, alpha, NULL, &r)));
-  mt_status s = mt_record_baddbmm(c, a, b, beta, alpha, r);
+  mt_status s = record_addmm(&baddbmm_kind, c, a, b, beta, alpha, r);
   if (s) { mt_tensor_release(r); return s; }
   return mt_give(r, result);
 }
 
-/* outer with grad: a[:, None] * b, as PyTorch 1.13 records it (MulBackward0) */
-static mt_status grad_outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
-  if (a->_ndim != 1 || b->_ndim != 1) return MT_NOGRAD(mt_outer(a, b, result)); /* its error message */
-  mt_tensor *ua;
-  MT_TRY(mt_unsqueeze(a, 1, &ua));
-  mt_status s = mt_binary(MT_OP_MUL, ua, b, NULL, result);
-  mt_tensor_release(ua);
-  return s;
-}
+/* ---------------------------------------------------------------- registration */
+const mt_node_kind *const mt_linalg_kinds[] = {&matmul_kind, &addmm_kind, &baddbmm_kind, NULL};
 
 void mt_grad_register_linalg(mt_autograd_ops *t) {
   t->mm = grad_mm;

@@ -1,6 +1,6 @@
 /* node.c -- graph nodes and per-tensor autograd metadata: creation, reference counting, the
  * public getters and setters (requires_grad, grad, grad_fn, detach, ...), and recording helpers. */
-#include "grad.h"
+#include "formula.h"
 
 #include <stdlib.h>
 
@@ -45,8 +45,8 @@ mt_meta *mt_meta_get(mt_tensor *t) {
   return m;
 }
 
-/* called by mt_tensor_release when the head dies (mt_autograd_release) */
-static void meta_free(mt_tensor *t) {
+/* called by mt_tensor_release when the head dies (installed as mt_autograd_release) */
+void mt_meta_free(mt_tensor *t) {
   mt_meta *m = t->_autograd;
   if (!m) return;
   t->_autograd = NULL;
@@ -163,7 +163,7 @@ mt_status mt_detach_(mt_tensor *t) {
 }
 
 /* ---------------------------------------------------------------- nodes */
-static mt_node *node_alloc(int op, int nin, int nout) {
+static mt_node *node_alloc(const mt_node_kind *kind, int nin, int nout) {
   int extra = nin > MT_NODE_INLINE_EDGES ? nin : 0;
   size_t size = sizeof(mt_node) + sizeof(mt_edge) * (size_t)extra;
   mt_node *n;
@@ -176,10 +176,10 @@ static mt_node *node_alloc(int op, int nin, int nout) {
     if (!n) return NULL;
     n->flags = 0;
   }
-  /* field by field, lines 0-2 only (see struct mt_node): saved[] is initialised by the first save,
-   * the shapes by whoever uses them */
+  /* field by field, lines 0-1 only (see struct mt_node): the data is the recording's to fill (its
+   * saved tensors initialised by the first save) */
   n->refcount = 1;
-  n->op = op;
+  n->kind = kind;
   n->nin = (int16_t)nin;
   n->nout = (int16_t)nout;
   n->deps = 0;
@@ -192,9 +192,6 @@ static mt_node *node_alloc(int op, int nin, int nout) {
   n->anomaly_id = anomaly_mode ? anomaly_trace : 0;
   n->variable = NULL;
   n->name = NULL;
-  for (int i = 0; i < 6; i++) n->ip[i] = 0;
-  n->same_shape = 0;
-  for (int i = 0; i < 4; i++) n->dp[i] = 0;
   for (int i = 0; i < nin; i++) {
     n->next[i].node = NULL;
     n->next[i].input_nr = 0;
@@ -229,8 +226,10 @@ void mt_node_release(mt_node *n) {
         todo[len++] = c;
       }
     }
-    if (d->flags & NODE_HAS_SAVED)
-      for (int i = 0; i < MT_NODE_MAX_SAVED; i++) mt_tensor_release(d->saved[i].t);
+    if (d->flags & NODE_HAS_SAVED) {
+      mt_saved *sv = NODE_DATA(d, mt_saved);
+      for (int i = 0; i < d->kind->nsaved; i++) mt_tensor_release(sv[i].t);
+    }
     if (d->flags & NODE_EXTRA) {
       if (d->variable) {
         mt_meta *m = d->variable->_autograd;
@@ -248,7 +247,11 @@ void mt_node_release(mt_node *n) {
   if (todo != local) free(todo);
 }
 
-const char *mt_node_name(const mt_node *n) { return n ? (n->name ? n->name : mt_grad_op_name(n)) : ""; }
+const char *mt_node_name(const mt_node *n) {
+  if (!n) return "";
+  if (n->name) return n->name;
+  return n->kind->name_of ? n->kind->name_of(n) : n->kind->name;
+}
 int mt_node_num_next(const mt_node *n) { return n ? n->nin : 0; }
 mt_node *mt_node_next(const mt_node *n, int i, int *input_nr) {
   if (!n || i < 0 || i >= n->nin) return NULL;
@@ -277,7 +280,7 @@ static mt_status grad_accumulator(mt_tensor *t, mt_node **out) {
     *out = node_ref(m->grad_acc);
     return MT_OK;
   }
-  mt_node *n = node_alloc(0 /* GOP_ACCUMULATE */, 0, 1);
+  mt_node *n = node_alloc(&mt_accumulate_grad_kind, 0, 1);
   if (!n) return mt_error(MT_ENOMEM, "autograd: out of memory");
   n->variable = mt_tensor_retain(t);
   n->flags |= NODE_EXTRA;
@@ -299,8 +302,8 @@ mt_status mt_tensor_edge(mt_tensor *t, mt_edge *e) {
   return grad_accumulator(t, &e->node);
 }
 
-mt_status mt_node_make(int op, mt_tensor **inputs, int nin, int nout, mt_node **out) {
-  mt_node *n = node_alloc(op, nin, nout);
+mt_status mt_node_make(const mt_node_kind *kind, mt_tensor **inputs, int nin, int nout, mt_node **out) {
+  mt_node *n = node_alloc(kind, nin, nout);
   if (!n) return mt_error(MT_ENOMEM, "autograd: out of memory recording an op");
   for (int i = 0; i < nin; i++) {
     mt_status s = mt_tensor_edge(inputs[i], &n->next[i]);
@@ -310,49 +313,41 @@ mt_status mt_node_make(int op, mt_tensor **inputs, int nin, int nout, mt_node **
   return MT_OK;
 }
 
-/* saved[] is initialised by the first save */
+/* the saved tensors at the start of the data are initialised by the first save */
 static void saved_init(mt_node *n) {
   if (n->flags & NODE_HAS_SAVED) return;
-  for (int i = 0; i < MT_NODE_MAX_SAVED; i++) {
-    n->saved[i].t = NULL;
-    n->saved[i].version = 0;
-    n->saved[i].output_nr = -1;
+  mt_saved *sv = NODE_DATA(n, mt_saved);
+  for (int i = 0; i < n->kind->nsaved; i++) {
+    sv[i].t = NULL;
+    sv[i].version = 0;
+    sv[i].output_nr = -1;
   }
   n->flags |= NODE_HAS_SAVED;
 }
 
-mt_status mt_node_save(mt_node *n, int slot, mt_tensor *t) {
+void mt_node_save(mt_node *n, mt_saved *slot, mt_tensor *t) {
   saved_init(n);
-  n->saved[slot].t = mt_tensor_retain(t);
-  n->saved[slot].version = t ? t->_storage->_version : 0;
-  n->saved[slot].output_nr = -1;
-  return MT_OK;
+  slot->t = mt_tensor_retain(t);
+  slot->version = t ? t->_storage->_version : 0;
+  slot->output_nr = -1;
 }
 
 /* An output saved by its own node would be a reference cycle (node -> output -> grad_fn -> node):
  * keep a detached head over the same data instead. */
-mt_status mt_node_save_output(mt_node *n, int slot, mt_tensor *out, int output_nr) {
+mt_status mt_node_save_output(mt_node *n, mt_saved *slot, mt_tensor *out, int output_nr) {
   mt_tensor *alias;
   MT_TRY(mt_tensor_alias(out, &alias));
   saved_init(n);
-  n->saved[slot].t = alias;
-  n->saved[slot].version = out->_storage->_version;
-  n->saved[slot].output_nr = output_nr;
+  slot->t = alias;
+  slot->version = out->_storage->_version;
+  slot->output_nr = output_nr;
   return MT_OK;
 }
 
-void mt_node_set_shape(mt_node *n, int k, const mt_tensor *t) {
-  n->shape[k].ndim = t->_ndim;
-  n->shape[k].dtype = t->_dtype;
-  memcpy(n->shape[k].sizes, t->_sizes, sizeof(int64_t) * (size_t)t->_ndim);
-}
-
-mt_status mt_node_to_input_shape(mt_node *n, int k, mt_tensor *g, mt_tensor **out) {
-  if (n->same_shape & (1u << k)) {
-    *out = mt_tensor_retain(g);
-    return MT_OK;
-  }
-  return mt_sum_to_shape(g, &n->shape[k], out);
+void mt_shape_of(mt_shape *s, const mt_tensor *t) {
+  s->ndim = t->_ndim;
+  s->dtype = t->_dtype;
+  memcpy(s->sizes, t->_sizes, sizeof(int64_t) * (size_t)t->_ndim);
 }
 
 mt_status mt_node_attach(mt_node *n, mt_tensor *out, int nr) {
@@ -385,12 +380,11 @@ mt_status mt_node_attach_new(mt_node *n, mt_tensor *out) {
   return s;
 }
 
-mt_status mt_node_get_saved(mt_node *n, int slot, mt_tensor **t) {
+mt_status mt_node_saved(mt_node *n, mt_saved *sv, mt_tensor **t) {
   if (!(n->flags & NODE_HAS_SAVED)) {
     *t = NULL;
     return MT_OK;
   }
-  mt_saved *sv = &n->saved[slot];
   if (!sv->t) {
     if (n->flags & NODE_RELEASED)
       return mt_error(MT_ESTATE,
@@ -436,10 +430,27 @@ mt_status mt_grad_check_out(mt_tensor *out, bool recording, const char *op) {
   return MT_OK;
 }
 
+/* A head over t that is output `nr` of node n (its grad_fn n): how an output that n (or a Lua
+ * function) kept detached is unpacked for a backward that records (create_graph). */
+/* function.c -- C support for nodes whose backward is written in Lua (torch.autograd.Function). */
+#include "node.h"
+
+mt_status mt_node_output_alias(mt_node *n, mt_tensor *t, int nr, mt_tensor **out) {
+  if (!n) return mt_error(MT_EINVAL, "backward: no node");
+  MT_TRY(mt_check_tensor(t, "backward", "saved tensor"));
+  if (nr < 0 || nr >= n->nout) return mt_error(MT_ERANGE, "backward: output %d of a node with %d outputs", nr, n->nout);
+  mt_tensor *a;
+  MT_TRY(mt_tensor_alias(t, &a));
+  mt_status s = mt_node_attach(n, a, nr);
+  if (s) { mt_tensor_release(a); return s; }
+  *out = a;
+  return MT_OK;
+}
+
 mt_status mt_node_new_lua(const char *name, mt_tensor **inputs, int nin, mt_tensor **outputs, int nout,
                           int64_t lua_id, mt_node **out) {
   mt_node *n;
-  MT_TRY(mt_node_make(1 /* GOP_LUA */, inputs, nin, nout, &n));
+  MT_TRY(mt_node_make(&mt_lua_function_kind, inputs, nin, nout, &n));
   n->lua_id = lua_id;
   n->flags |= NODE_EXTRA;
   size_t len = strlen(name ? name : "");
@@ -470,15 +481,21 @@ int64_t mt_tensor_hooks_id(const mt_tensor *t) {
 
 void mt_node_set_anomaly_trace(mt_node *n, int64_t id) { if (n) n->anomaly_id = id; }
 
-/* The autograd layer plugs in when the library loads: the allocator learns how to release a
- * tensor's metadata, the dispatch layer gets every family's wrappers. */
-__attribute__((constructor)) static void grad_register(void) {
-  mt_autograd_release = meta_free;
-  mt_grad_register_elementwise(&mt_autograd);
-  mt_grad_register_copy(&mt_autograd);
-  mt_grad_register_view(&mt_autograd);
-  mt_grad_register_reduce(&mt_autograd);
-  mt_grad_register_index(&mt_autograd);
-  mt_grad_register_sort(&mt_autograd);
-  mt_grad_register_linalg(&mt_autograd);
+/* In-place writes recorded over a whole tensor: a view (or part of a storage) cannot be written
+ * into with autograd, since the tensor it views would not learn of it (PyTorch's CopySlices). */
+mt_status mt_grad_check_whole_write(mt_tensor *t, const char *op) {
+  const mt_meta *m = t->_autograd;
+  bool view = m && m->grad_fn && m->grad_fn->kind->view;
+  bool whole = t->_offset == 0 && (t->_flags & MT_TENSOR_CONTIGUOUS) &&
+               (size_t)t->_numel * mt_itemsize(t->_dtype) == t->_storage->_nbytes;
+  if (view || !whole)
+    return mt_error(MT_ENOTIMPL,
+                    "%s: an in-place write into a view (or part) of a tensor is not supported when autograd records it "
+                    "(write into the whole tensor, or build the result with cat, where, index_put_ or masked_scatter_)",
+                    op);
+  return MT_OK;
 }
+
+/* A leaf's AccumulateGrad and a Lua function's node: the engine runs them itself. */
+const mt_node_kind mt_accumulate_grad_kind = {.name = "AccumulateGrad"};
+const mt_node_kind mt_lua_function_kind = {.name = "LuaFunctionBackward"};

@@ -57,6 +57,10 @@ extern mt_autograd_ops mt_autograd;
 mt_status mt_deliver(mt_tensor *r, mt_tensor *out, mt_tensor **result, const char *op);
 /* t in `dtype`: a new reference to t itself when it already has it, else a converted copy. */
 mt_status mt_as_dtype(mt_tensor *t, int dtype, mt_tensor **r);
+/* (elementwise.c) For backwards that are not recorded: g * op'(x) in one pass, on small contiguous
+ * float operands of one shape and dtype; MT_ENOTIMPL (no message) when the device does not fuse
+ * op's backward or the operands are not such. */
+mt_status mt_unary_grad(int op, mt_tensor *g, mt_tensor *x, mt_tensor **result);
 /* (dispatch.c) A 0-dim tensor on the stack for a number (PyTorch's wrapped number): kind 0 bool, 1 integer,
  * 2 floating. It never escapes the call that made it. */
 void mt_wrapped_number(mt_tensor *t, double *buf, double s, int kind);

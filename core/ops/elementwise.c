@@ -317,12 +317,14 @@ static bool scalar_fast(int op, mt_tensor *a, double sv, int kind, int reverse, 
   union { float f; double d; } num;
   if (a->_dtype == MT_FLOAT32) num.f = (float)sv;
   else num.d = sv;
-  mt_tensor sc; /* the number as a 0-dim tensor of a's dtype on the stack */
-  memset(&sc, 0, offsetof(mt_tensor, _sizes));
+  mt_tensor sc; /* the number as a 0-dim tensor of a's dtype on the stack: what the kernel reads */
   sc._numel = 1;
+  sc._ndim = 0;
   sc._dtype = a->_dtype;
   sc._flags = MT_TENSOR_CONTIGUOUS;
   sc._data = (char *)&num;
+  sc._device_type = a->_device_type;
+  sc._device_index = a->_device_index;
   mt_tensor *r;
   if ((*st = fast_result(a, bk == B_CMP ? MT_BOOL : a->_dtype, out, mt_binary_op_name(op), &r))) return true;
   const mt_kernels *k = mt_kernels_of(a);
@@ -433,4 +435,18 @@ done:
   mt_tensor_release(y);
   mt_tensor_release(r);
   return s;
+}
+
+/* ---------------------------------------------------------------- fused backward */
+/* For backwards that are not recorded (core/grad/elementwise.c): g * op'(x) in one kernel pass,
+ * on small contiguous float operands of one shape and dtype. MT_ENOTIMPL (no message: the caller
+ * composes the formula instead) when the call is not one of those. */
+mt_status mt_unary_grad(int op, mt_tensor *g, mt_tensor *x, mt_tensor **result) {
+  if (!small_float(g) || !small_float(x) || g->_dtype != x->_dtype || !same_sizes(g, x)) return MT_ENOTIMPL;
+  mt_tensor *r;
+  MT_TRY(mt_new_like(g, g->_dtype, "backward", &r));
+  mt_status s = mt_kernels_of(g)->unary_grad(op, r, g, x);
+  if (s) { mt_tensor_release(r); return s; }
+  *result = r;
+  return MT_OK;
 }

@@ -357,7 +357,16 @@ static mt_status outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
   MT_TRY(mt_check_tensor(b, "outer", "vec2"));
   if (a->_ndim != 1) return mt_error(MT_ESHAPE, "outer: Expected 1-D argument self, but got %d-D", a->_ndim);
   if (b->_ndim != 1) return mt_error(MT_ESHAPE, "outer: Expected 1-D argument vec2, but got %d-D", b->_ndim);
-  /* a[:, None] * b[None, :]: broadcasting and type promotion as PyTorch's outer */
+  if (a->_dtype == b->_dtype && (a->_dtype == MT_FLOAT32 || a->_dtype == MT_FLOAT64)) {
+    /* one dtype: the products in one kernel pass */
+    int64_t sz[2] = {a->_sizes[0], b->_sizes[0]};
+    mt_tensor *r;
+    MT_TRY(mt_new(sz, 2, a->_dtype, "outer", &r));
+    mt_status s = mt_kernels_of(r)->outer(r, a, b);
+    if (s) { mt_tensor_release(r); return s; }
+    return mt_give(r, result);
+  }
+  /* else a[:, None] * b[None, :]: broadcasting and type promotion as PyTorch's outer */
   int64_t sa[2] = {a->_sizes[0], 1}, ta[2] = {a->_strides[0], 1};
   int64_t sb[2] = {1, b->_sizes[0]}, tb[2] = {1, b->_strides[0]};
   mt_tensor *va = NULL, *vb = NULL;

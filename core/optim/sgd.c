@@ -2,7 +2,7 @@
  * (its .grad when none is given: the optimizer layer sits above autograd), checks the operands
  * and runs the device's sgd_step kernel (core/tensor/sgd.c says what it computes). No autograd is
  * recorded; the version counters are bumped as by any in-place op. */
-#include "../grad/grad.h"
+#include "../grad/node.h"
 
 /* (a loop, not memcmp: parameters have few dims and this runs for every parameter every step) */
 static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {

@@ -405,3 +405,25 @@ mt_status mt_cpu_where(mt_tensor *out, const mt_tensor *cond, const mt_tensor *a
   run(where_loop, &wc, ops, 4);
   return MT_OK;
 }
+
+/* g * sign(x) (abs), g * (x > 0) (relu): the float operations of their backward formulas (g times
+ * the sign, g times the mask), in one pass. g, x and out of one shape and dtype, contiguous. */
+mt_status mt_cpu_unary_grad(int op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x) {
+  if (op != MT_OP_ABS && op != MT_OP_RELU) return MT_ENOTIMPL;
+  int64_t n = g->_numel;
+#define FUSED_LOOP(T)                                                               \
+  {                                                                                 \
+    const T *G = (const T *)g->_data, *X = (const T *)x->_data;                     \
+    T *R = (T *)out->_data;                                                         \
+    if (op == MT_OP_ABS)                                                            \
+      for (int64_t i = 0; i < n; i++) {                                             \
+        T v = X[i];                                                                 \
+        R[i] = G[i] * (T)(v > 0 ? 1 : (v < 0 ? -1 : v));                            \
+      }                                                                             \
+    else                                                                            \
+      for (int64_t i = 0; i < n; i++) R[i] = G[i] * (T)(X[i] > 0);                  \
+  }
+  if (g->_dtype == MT_FLOAT32) FUSED_LOOP(float) else FUSED_LOOP(double)
+#undef FUSED_LOOP
+  return MT_OK;
+}

@@ -487,3 +487,21 @@ mt_status mt_cpu_gemm(const mt_gemm *g) {
   j.failed = 0;
   return gemm_run(&j);
 }
+
+/* the outer product of two vectors of one float dtype into a fresh (k, n) out: a[i] * b[j], the
+ * products a broadcasting multiply makes */
+mt_status mt_cpu_outer(mt_tensor *out, const mt_tensor *a, const mt_tensor *b) {
+  int64_t k = a->_sizes[0], n = b->_sizes[0], sa = a->_strides[0], sb = b->_strides[0];
+#define OUTER_LOOP(T)                                                                  \
+  {                                                                                    \
+    const T *A = (const T *)a->_data, *B = (const T *)b->_data;                        \
+    T *R = (T *)out->_data;                                                            \
+    for (int64_t i = 0; i < k; i++)                                                    \
+      for (int64_t j = 0; j < n; j++) R[i * n + j] = A[i * sa] * B[j * sb];            \
+  }
+  if (out->_dtype == MT_FLOAT32) OUTER_LOOP(float)
+  else if (out->_dtype == MT_FLOAT64) OUTER_LOOP(double)
+  else return mt_error(MT_EDTYPE, "outer: no one-pass kernel for %s", mt_dtype_name(out->_dtype));
+#undef OUTER_LOOP
+  return MT_OK;
+}

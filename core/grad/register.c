@@ -1,0 +1,72 @@
+/* register.c -- the autograd layer plugs into the core when the library loads: the allocator
+ * learns how to release a tensor's autograd metadata, the dispatch layer gets every op family's
+ * wrappers. And the list of every grad_fn name the core can give, walked by the specs. */
+#include "node.h"
+
+#include <stdlib.h>
+
+/* each op family's wrappers and kinds of node (core/grad/<family>.c) */
+void mt_grad_register_elementwise(mt_autograd_ops *t);
+void mt_grad_register_copy(mt_autograd_ops *t);
+void mt_grad_register_view(mt_autograd_ops *t);
+void mt_grad_register_reduce(mt_autograd_ops *t);
+void mt_grad_register_index(mt_autograd_ops *t);
+void mt_grad_register_sort(mt_autograd_ops *t);
+void mt_grad_register_linalg(mt_autograd_ops *t);
+extern const mt_node_kind *const mt_elementwise_kinds[], *const mt_copy_kinds[], *const mt_view_kinds[],
+    *const mt_reduce_kinds[], *const mt_index_kinds[], *const mt_sort_kinds[], *const mt_linalg_kinds[];
+
+__attribute__((constructor)) static void grad_register(void) {
+  mt_autograd_release = mt_meta_free;
+  mt_grad_register_elementwise(&mt_autograd);
+  mt_grad_register_copy(&mt_autograd);
+  mt_grad_register_view(&mt_autograd);
+  mt_grad_register_reduce(&mt_autograd);
+  mt_grad_register_index(&mt_autograd);
+  mt_grad_register_sort(&mt_autograd);
+  mt_grad_register_linalg(&mt_autograd);
+}
+
+/* ---------------------------------------------------------------- the list of names */
+static const char *all_names[512];
+static int n_all_names = -1;
+
+static void add_name(const char *s) {
+  if (!s || !*s) return;
+  for (int i = 0; i < n_all_names; i++)
+    if (!strcmp(all_names[i], s)) return;
+  if (n_all_names < (int)(sizeof all_names / sizeof all_names[0])) all_names[n_all_names++] = s;
+}
+
+static void add_kinds(const mt_node_kind *const *kinds) {
+  for (int k = 0; kinds[k]; k++) {
+    const mt_node_kind *kind = kinds[k];
+    if (kind->names)
+      for (int i = 0; kind->names(i); i++) add_name(kind->names(i));
+    else
+      add_name(kind->name);
+  }
+}
+
+static void build_names(void) {
+  n_all_names = 0;
+  const mt_node_kind *const own[] = {&mt_accumulate_grad_kind, &mt_lua_function_kind, NULL};
+  add_kinds(own);
+  add_kinds(mt_elementwise_kinds);
+  add_kinds(mt_copy_kinds);
+  add_kinds(mt_view_kinds);
+  add_kinds(mt_reduce_kinds);
+  add_kinds(mt_index_kinds);
+  add_kinds(mt_sort_kinds);
+  add_kinds(mt_linalg_kinds);
+}
+
+int mt_grad_op_count(void) {
+  if (n_all_names < 0) build_names();
+  return n_all_names;
+}
+
+const char *mt_grad_op_list_name(int i) {
+  if (n_all_names < 0) build_names();
+  return i >= 0 && i < n_all_names ? all_names[i] : NULL;
+}
