@@ -41,13 +41,13 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(copy, (mt_tensor * dst, const mt_tensor *src))                                                                \
   X(fill, (mt_tensor * t, double value))                                                                          \
   /* elementwise.c: a, b in the compute dtype; out of the broadcast shape */                                     \
-  X(unary, (int op, mt_tensor *out, const mt_tensor *a, double p1, double p2))                                    \
-  X(binary, (int op, mt_tensor *out, const mt_tensor *a, const mt_tensor *b))                                     \
+  X(unary, (mt_op op, mt_tensor *out, const mt_tensor *a, double p1, double p2))                                    \
+  X(binary, (mt_op op, mt_tensor *out, const mt_tensor *a, const mt_tensor *b))                                     \
   X(where, (mt_tensor * out, const mt_tensor *cond, const mt_tensor *a, const mt_tensor *b))                      \
   /* g * op'(x) in one pass, for the unary ops whose backward a backend fuses (MT_ENOTIMPL: not op) */            \
-  X(unary_grad, (int op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x))                                 \
+  X(unary_grad, (mt_op op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x))                                 \
   /* reduce.c: mask[d] says whether dim d of a is reduced */                                                     \
-  X(reduce, (int op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p))               \
+  X(reduce, (mt_op op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p))               \
   X(reduce_index, (mt_tensor * values, mt_tensor *indices, const mt_tensor *a, int dim, int keepdim, int is_min, \
                    int64_t base))                                                                                 \
   X(cumulative, (mt_tensor * out, const mt_tensor *a, int dim, int is_prod))                                      \
@@ -93,6 +93,11 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
   /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
   X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step))
+
+/* the slots by number: the op list of core/moontorch.h names each op's slot */
+#define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,
+typedef enum mt_kernel_slot { MT_SLOT_none = -1, MT_KERNEL_LIST(MT_KERNEL_SLOT_) MT_SLOT_COUNT } mt_kernel_slot;
+#undef MT_KERNEL_SLOT_
 
 #define MT_KERNEL_FIELD_(slot, params) mt_status(*slot) params;
 typedef struct mt_kernels {

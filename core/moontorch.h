@@ -232,6 +232,242 @@ MT_API mt_status mt_diagonal(mt_tensor *t, int64_t offset, int d0, int d1, mt_te
 /* The broadcast shape of two shapes. */
 MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out, int *nout);
 
+/* ---------------------------------------------------------------- the op list */
+/* Every op of the core, named once. X(ID, name, kind, arity, grad, kernel, binding, params, aliases):
+ *   ID       its constant: MT_OP_<ID>, the `op` argument of mt_unary, mt_binary, mt_reduce, ...
+ *   name     the name PyTorch and the Lua bindings give it (torch.<name>, t:<name>)
+ *   kind     UNARY_FLOAT: float result (integers turn into the default float dtype); UNARY_KEEP: keeps
+ *            an integer dtype; UNARY_TEST: bool result, no in-place form; UNARY_LOGICAL: bool result;
+ *            UNARY_BITS: integers and bool only; BINARY_ARITH: PyTorch's promotion; BINARY_FLOAT: float
+ *            result; BINARY_CMP: bool result; BINARY_BITS: integers and bool only; REDUCE: mt_reduce;
+ *            VIEW: shares its input's storage when it can; OP: any other computation; COMPOSITE: made of
+ *            other ops, no kernel of its own
+ *   arity    how many tensors it takes (-1: a list of them)
+ *   grad     DIFF: recorded for autograd (when a floating result and an input requires grad); NODIFF
+ *   kernel   its slot in a backend's kernel table (core/kernels.h); none: it runs no kernel of its own
+ *   binding  how the Lua bindings reach it: PLAIN: torch.<name>(a, [params,] [{out=t}]), t:<name>(),
+ *            t:<name>_() are made from this line; CUSTOM: written by hand under <name>; INTERNAL: a
+ *            variant reached through another op's binding (pow_scalar through pow, ...)
+ *   params   what p1, p2 of mt_unary mean (NaN: not given)
+ *   aliases  other public names of the op, separated by spaces */
+#define MT_OP_LIST(X)                                                                                                  \
+  /* unary elementwise: mt_unary, kernel slot `unary` */                                                               \
+  X(NEG, neg, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "negative")                                                       \
+  X(ABS, abs, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "absolute")                                                       \
+  X(SIGN, sign, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "")                                                             \
+  X(EXP, exp, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                              \
+  X(EXP2, exp2, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(LOG, log, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                              \
+  X(LOG2, log2, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(LOG10, log10, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                          \
+  X(LOG1P, log1p, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                          \
+  X(EXPM1, expm1, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                          \
+  X(SQRT, sqrt, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(RSQRT, rsqrt, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                          \
+  X(SIN, sin, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                              \
+  X(COS, cos, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                              \
+  X(TAN, tan, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                              \
+  X(ASIN, asin, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "arcsin")                                                      \
+  X(ACOS, acos, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "arccos")                                                      \
+  X(ATAN, atan, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "arctan")                                                      \
+  X(SINH, sinh, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(COSH, cosh, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(TANH, tanh, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(SIGMOID, sigmoid, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                      \
+  X(LOGIT, logit, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "eps", "special.logit")                                          \
+  X(RELU, relu, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "")                                                             \
+  X(GELU, gelu, UNARY_FLOAT, 1, DIFF, unary, CUSTOM, "", "")                                                           \
+  X(GELU_TANH, gelu_tanh, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "", "")                                               \
+  X(SILU, silu, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(ERF, erf, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                              \
+  X(ERFC, erfc, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(FLOOR, floor, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "")                                                           \
+  X(CEIL, ceil, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "")                                                             \
+  X(ROUND, round, UNARY_KEEP, 1, DIFF, unary, CUSTOM, "", "")                                                          \
+  X(TRUNC, trunc, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "fix")                                                        \
+  X(FRAC, frac, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                            \
+  X(RECIPROCAL, reciprocal, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                \
+  X(SQUARE, square, UNARY_KEEP, 1, DIFF, unary, PLAIN, "", "")                                                         \
+  X(SINC, sinc, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "special.sinc")                                                \
+  X(LOGICAL_NOT, logical_not, UNARY_LOGICAL, 1, NODIFF, unary, PLAIN, "", "")                                          \
+  X(BITWISE_NOT, bitwise_not, UNARY_BITS, 1, NODIFF, unary, PLAIN, "", "")                                             \
+  X(ISNAN, isnan, UNARY_TEST, 1, NODIFF, unary, PLAIN, "", "")                                                         \
+  X(ISINF, isinf, UNARY_TEST, 1, NODIFF, unary, PLAIN, "", "")                                                         \
+  X(ISFINITE, isfinite, UNARY_TEST, 1, NODIFF, unary, PLAIN, "", "")                                                   \
+  X(SOFTPLUS, softplus, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "", "")                                                 \
+  X(LGAMMA, lgamma, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                        \
+  X(DIGAMMA, digamma, UNARY_FLOAT, 1, NODIFF, unary, PLAIN, "", "")                                                    \
+  X(CLAMP, clamp, UNARY_KEEP, 1, DIFF, unary, CUSTOM, "min max", "clip")                                               \
+  X(POW_SCALAR, pow_scalar, UNARY_KEEP, 1, DIFF, unary, INTERNAL, "exponent", "")                                      \
+  X(RPOW_SCALAR, rpow_scalar, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "base", "")                                       \
+  X(LEAKY_RELU, leaky_relu, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "negative_slope", "")                               \
+  X(ELU, elu, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "alpha", "")                                                      \
+  X(HARDTANH, hardtanh, UNARY_KEEP, 1, DIFF, unary, INTERNAL, "min_val max_val", "")                                   \
+  X(THRESHOLD, threshold, UNARY_KEEP, 1, DIFF, unary, INTERNAL, "threshold value", "")                                 \
+  X(ROUND_DECIMALS, round_decimals, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "decimals", "")                             \
+  X(NAN_TO_NUM, nan_to_num, UNARY_KEEP, 1, DIFF, unary, CUSTOM, "posinf neginf", "")                                   \
+  /* binary elementwise: mt_binary, mt_binary_scalar, kernel slot `binary` */                                          \
+  X(ADD, add, BINARY_ARITH, 2, DIFF, binary, CUSTOM, "", "")                                                           \
+  X(SUB, sub, BINARY_ARITH, 2, DIFF, binary, CUSTOM, "", "subtract")                                                   \
+  X(MUL, mul, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "multiply")                                                    \
+  X(DIV, div, BINARY_FLOAT, 2, DIFF, binary, CUSTOM, "", "divide true_divide")                                         \
+  X(DIV_TRUNC, div_trunc, BINARY_ARITH, 2, DIFF, binary, INTERNAL, "", "")                                             \
+  X(DIV_FLOOR, floor_divide, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "")                                             \
+  X(POW, pow, BINARY_ARITH, 2, DIFF, binary, CUSTOM, "", "")                                                           \
+  X(MAXIMUM, maximum, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "")                                                    \
+  X(MINIMUM, minimum, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "")                                                    \
+  X(FMOD, fmod, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "")                                                          \
+  X(REMAINDER, remainder, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "")                                                \
+  X(ATAN2, atan2, BINARY_FLOAT, 2, DIFF, binary, PLAIN, "", "arctan2")                                                 \
+  X(EQ, eq, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "")                                                              \
+  X(NE, ne, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "not_equal")                                                     \
+  X(LT, lt, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "less")                                                          \
+  X(LE, le, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "less_equal")                                                    \
+  X(GT, gt, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "greater")                                                       \
+  X(GE, ge, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "greater_equal")                                                 \
+  X(LOGICAL_AND, logical_and, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "")                                            \
+  X(LOGICAL_OR, logical_or, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "")                                              \
+  X(LOGICAL_XOR, logical_xor, BINARY_CMP, 2, NODIFF, binary, PLAIN, "", "")                                            \
+  X(BITWISE_AND, bitwise_and, BINARY_BITS, 2, NODIFF, binary, PLAIN, "", "")                                           \
+  X(BITWISE_OR, bitwise_or, BINARY_BITS, 2, NODIFF, binary, PLAIN, "", "")                                             \
+  X(BITWISE_XOR, bitwise_xor, BINARY_BITS, 2, NODIFF, binary, PLAIN, "", "")                                           \
+  X(HYPOT, hypot, BINARY_FLOAT, 2, DIFF, binary, PLAIN, "", "")                                                        \
+  X(FMAX, fmax, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "")                                                          \
+  X(FMIN, fmin, BINARY_ARITH, 2, DIFF, binary, PLAIN, "", "")                                                          \
+  X(XLOGY, xlogy, BINARY_FLOAT, 2, DIFF, binary, PLAIN, "", "special.xlogy")                                           \
+  X(COPYSIGN, copysign, BINARY_FLOAT, 2, DIFF, binary, PLAIN, "", "")                                                  \
+  /* other elementwise ops */                                                                                          \
+  X(ADD_SCALED, add_scaled, COMPOSITE, 2, DIFF, none, INTERNAL, "", "")                                                \
+  X(ADDCMUL, addcmul, COMPOSITE, 3, DIFF, none, CUSTOM, "", "")                                                        \
+  X(ADDCDIV, addcdiv, COMPOSITE, 3, DIFF, none, CUSTOM, "", "")                                                        \
+  X(LERP, lerp, COMPOSITE, 3, DIFF, none, CUSTOM, "", "")                                                              \
+  X(WHERE, where, OP, 3, DIFF, where, CUSTOM, "", "")                                                                  \
+  X(ISCLOSE, isclose, OP, 2, NODIFF, isclose, CUSTOM, "", "")                                                          \
+  X(ALLCLOSE, allclose, COMPOSITE, 2, NODIFF, none, CUSTOM, "", "")                                                    \
+  X(EQUAL, equal, COMPOSITE, 2, NODIFF, none, CUSTOM, "", "")                                                          \
+  /* reductions: mt_reduce, kernel slot `reduce` */                                                                    \
+  X(SUM, sum, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                                 \
+  X(MEAN, mean, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                               \
+  X(PROD, prod, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                               \
+  X(AMAX, amax, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                               \
+  X(AMIN, amin, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                               \
+  X(ALL, all, REDUCE, 1, NODIFF, reduce, CUSTOM, "", "")                                                               \
+  X(ANY, any, REDUCE, 1, NODIFF, reduce, CUSTOM, "", "")                                                               \
+  X(VAR, var, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                                 \
+  X(STD, std, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                                 \
+  X(NORM, norm, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                               \
+  X(LOGSUMEXP, logsumexp, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                     \
+  X(NANSUM, nansum, REDUCE, 1, DIFF, reduce, CUSTOM, "", "")                                                           \
+  X(COUNT_NONZERO, count_nonzero, REDUCE, 1, NODIFF, reduce, CUSTOM, "", "")                                           \
+  /* other reductions and scans */                                                                                     \
+  X(MAX, max, OP, 1, DIFF, reduce_index, CUSTOM, "", "")                                                               \
+  X(MIN, min, OP, 1, DIFF, reduce_index, CUSTOM, "", "")                                                               \
+  X(ARGMAX, argmax, OP, 1, NODIFF, reduce_index, CUSTOM, "", "")                                                       \
+  X(ARGMIN, argmin, OP, 1, NODIFF, reduce_index, CUSTOM, "", "")                                                       \
+  X(VAR_MEAN, var_mean, COMPOSITE, 1, DIFF, none, CUSTOM, "", "")                                                      \
+  X(STD_MEAN, std_mean, COMPOSITE, 1, DIFF, none, CUSTOM, "", "")                                                      \
+  X(CUMSUM, cumsum, OP, 1, DIFF, cumulative, CUSTOM, "", "")                                                           \
+  X(CUMPROD, cumprod, OP, 1, DIFF, cumulative, CUSTOM, "", "")                                                         \
+  X(SOFTMAX, softmax, OP, 1, DIFF, softmax, CUSTOM, "", "")                                                            \
+  X(LOG_SOFTMAX, log_softmax, OP, 1, DIFF, softmax, CUSTOM, "", "")                                                    \
+  /* copies and fills */                                                                                               \
+  X(COPY_, copy_, OP, 2, DIFF, copy, CUSTOM, "", "")                                                                   \
+  X(TO, to, OP, 1, DIFF, copy, CUSTOM, "", "")                                                                         \
+  X(CLONE, clone, OP, 1, DIFF, copy, CUSTOM, "", "")                                                                   \
+  X(CONTIGUOUS, contiguous, OP, 1, DIFF, copy, CUSTOM, "", "")                                                         \
+  X(FILL_, fill_, OP, 1, DIFF, fill, CUSTOM, "", "")                                                                   \
+  X(ZERO_, zero_, OP, 1, DIFF, fill, CUSTOM, "", "")                                                                   \
+  /* views (and reshape, flatten: a copy when no view can do) */                                                       \
+  X(VIEW, view, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                                   \
+  X(RESHAPE, reshape, VIEW, 1, DIFF, copy, CUSTOM, "", "")                                                             \
+  X(FLATTEN, flatten, VIEW, 1, DIFF, copy, CUSTOM, "", "")                                                             \
+  X(AS_STRIDED, as_strided, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                       \
+  X(TRANSPOSE, transpose, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                         \
+  X(PERMUTE, permute, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                             \
+  X(NARROW, narrow, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                               \
+  X(SLICE, slice, VIEW, 1, DIFF, none, INTERNAL, "", "")                                                               \
+  X(SELECT, select, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                               \
+  X(UNSQUEEZE, unsqueeze, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                         \
+  X(SQUEEZE, squeeze, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                             \
+  X(EXPAND, expand, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                               \
+  X(UNFOLD, unfold, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                               \
+  X(DIAGONAL, diagonal, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                           \
+  /* joining, indexing, rearranging */                                                                                 \
+  X(CAT, cat, OP, -1, DIFF, copy, CUSTOM, "", "")                                                                      \
+  X(STACK, stack, COMPOSITE, -1, DIFF, none, CUSTOM, "", "")                                                           \
+  X(INDEX_SELECT, index_select, OP, 2, DIFF, index_select, CUSTOM, "", "")                                             \
+  X(GATHER, gather, OP, 2, DIFF, gather, CUSTOM, "", "")                                                               \
+  X(SCATTER, scatter, OP, 3, DIFF, scatter, CUSTOM, "", "")                                                            \
+  X(SCATTER_ADD, scatter_add, OP, 3, DIFF, scatter, CUSTOM, "", "")                                                    \
+  X(INDEX_ADD, index_add, OP, 3, DIFF, index_write, CUSTOM, "", "")                                                    \
+  X(INDEX_COPY, index_copy, OP, 3, DIFF, index_write, CUSTOM, "", "")                                                  \
+  X(INDEX_FILL, index_fill, OP, 2, DIFF, index_fill, CUSTOM, "", "")                                                   \
+  X(MASKED_FILL, masked_fill, OP, 2, DIFF, masked_fill, CUSTOM, "", "")                                                \
+  X(MASKED_SELECT, masked_select, OP, 2, DIFF, masked_select, CUSTOM, "", "")                                          \
+  X(MASKED_SCATTER, masked_scatter, OP, 3, DIFF, masked_scatter, CUSTOM, "", "")                                       \
+  X(INDEX, index, OP, -1, DIFF, index, INTERNAL, "", "")                                                               \
+  X(INDEX_PUT, index_put, OP, -1, DIFF, index_put, CUSTOM, "", "")                                                     \
+  X(NONZERO, nonzero, OP, 1, NODIFF, nonzero, CUSTOM, "", "")                                                          \
+  X(REPEAT, repeat, OP, 1, DIFF, rearrange, CUSTOM, "", "")                                                            \
+  X(REPEAT_INTERLEAVE, repeat_interleave, OP, 1, DIFF, rearrange, CUSTOM, "", "")                                      \
+  X(FLIP, flip, OP, 1, DIFF, rearrange, CUSTOM, "", "")                                                                \
+  X(ROLL, roll, OP, 1, DIFF, rearrange, CUSTOM, "", "")                                                                \
+  X(TRIU, triu, OP, 1, DIFF, triangle, CUSTOM, "", "")                                                                 \
+  X(TRIL, tril, OP, 1, DIFF, triangle, CUSTOM, "", "")                                                                 \
+  X(DIAG, diag, OP, 1, DIFF, copy, CUSTOM, "", "")                                                                     \
+  X(ONE_HOT, one_hot, OP, 1, NODIFF, one_hot, CUSTOM, "", "")                                                          \
+  X(SORT, sort, OP, 1, DIFF, sort, CUSTOM, "", "")                                                                     \
+  X(TOPK, topk, OP, 1, DIFF, sort, CUSTOM, "", "")                                                                     \
+  X(UNIQUE, unique, OP, 1, NODIFF, unique, CUSTOM, "", "")                                                             \
+  X(SEARCHSORTED, searchsorted, OP, 2, NODIFF, searchsorted, CUSTOM, "", "")                                           \
+  X(BINCOUNT, bincount, OP, 2, NODIFF, bincount, CUSTOM, "", "")                                                       \
+  /* factories */                                                                                                      \
+  X(EMPTY, empty, OP, 0, NODIFF, none, CUSTOM, "", "")                                                                 \
+  X(FULL, full, OP, 0, NODIFF, fill, CUSTOM, "", "")                                                                   \
+  X(ARANGE, arange, OP, 0, NODIFF, arange, CUSTOM, "", "")                                                             \
+  X(LINSPACE, linspace, OP, 0, NODIFF, linspace, CUSTOM, "", "")                                                       \
+  X(LOGSPACE, logspace, OP, 0, NODIFF, linspace, CUSTOM, "", "")                                                       \
+  X(EYE, eye, OP, 0, NODIFF, fill, CUSTOM, "", "")                                                                     \
+  /* linear algebra: kernel slot `gemm` (outer: `outer`) */                                                            \
+  X(MM, mm, OP, 2, DIFF, gemm, CUSTOM, "", "")                                                                         \
+  X(BMM, bmm, OP, 2, DIFF, gemm, CUSTOM, "", "")                                                                       \
+  X(MATMUL, matmul, OP, 2, DIFF, gemm, CUSTOM, "", "")                                                                 \
+  X(MV, mv, OP, 2, DIFF, gemm, CUSTOM, "", "")                                                                         \
+  X(DOT, dot, OP, 2, DIFF, gemm, CUSTOM, "", "")                                                                       \
+  X(OUTER, outer, OP, 2, DIFF, outer, CUSTOM, "", "")                                                                  \
+  X(ADDMM, addmm, OP, 3, DIFF, gemm, CUSTOM, "", "")                                                                   \
+  X(BADDBMM, baddbmm, OP, 3, DIFF, gemm, CUSTOM, "", "")                                                               \
+  /* random numbers (in the order PyTorch's CPU generator draws them) */                                               \
+  X(UNIFORM_, uniform_, OP, 1, NODIFF, uniform, CUSTOM, "", "")                                                        \
+  X(NORMAL_, normal_, OP, 1, NODIFF, normal, CUSTOM, "", "")                                                           \
+  X(RANDOM_, random_, OP, 1, NODIFF, random, CUSTOM, "", "")                                                           \
+  X(BERNOULLI_, bernoulli_, OP, 1, NODIFF, bernoulli, CUSTOM, "", "")                                                  \
+  X(BERNOULLI, bernoulli, OP, 1, NODIFF, bernoulli_tensor, CUSTOM, "", "")                                             \
+  X(EXPONENTIAL_, exponential_, OP, 1, NODIFF, exponential, CUSTOM, "", "")                                            \
+  X(RANDPERM, randperm, OP, 0, NODIFF, randperm, CUSTOM, "", "")                                                       \
+  X(MULTINOMIAL, multinomial, OP, 1, NODIFF, multinomial, CUSTOM, "", "")                                              \
+  /* optimizers */                                                                                                     \
+  X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")
+
+#define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
+typedef enum mt_op { MT_OP_LIST(MT_OP_ENUM_) MT_OP_COUNT } mt_op;
+#undef MT_OP_ENUM_
+
+/* What the list says of one op (NULL for a number that is no op). */
+typedef struct mt_op_info {
+  const char *name;    /* torch.<name> */
+  const char *kind;    /* "UNARY_FLOAT", ..., "OP", "COMPOSITE" */
+  int arity;           /* tensors taken; -1: a list */
+  int differentiable;  /* 1: recorded for autograd */
+  const char *kernel;  /* its kernel-table slot, "none" for none */
+  const char *binding; /* "PLAIN", "CUSTOM", "INTERNAL" */
+  const char *params;  /* p1, p2 of a unary op, separated by spaces */
+  const char *aliases; /* other public names, separated by spaces */
+} mt_op_info;
+MT_API int mt_op_count(void);
+MT_API const mt_op_info *mt_op_info_of(int op);
+MT_API const char *mt_op_name(int op); /* "?" for a number that is no op */
+
 /* ---------------------------------------------------------------- copy and conversion */
 /* dst <- src, broadcasting src to dst's shape, converting dtype; any strides on both sides;
  * overlapping memory is handled. */
@@ -242,49 +478,15 @@ MT_API mt_status mt_fill_(mt_tensor *t, double value);
 MT_API mt_status mt_zero_(mt_tensor *t);
 
 /* ---------------------------------------------------------------- elementwise ops */
-/* One list: op name, arity. Kernels and (later) backward formulas are registered by op. */
-#define MT_UNARY_OP_LIST(X)                                                           \
-  X(NEG, neg) X(ABS, abs) X(SIGN, sign) X(EXP, exp) X(EXP2, exp2) X(LOG, log)         \
-  X(LOG2, log2) X(LOG10, log10) X(LOG1P, log1p) X(EXPM1, expm1) X(SQRT, sqrt)        \
-  X(RSQRT, rsqrt) X(SIN, sin) X(COS, cos) X(TAN, tan) X(ASIN, asin) X(ACOS, acos)    \
-  X(ATAN, atan) X(SINH, sinh) X(COSH, cosh) X(TANH, tanh) X(SIGMOID, sigmoid)        \
-  X(RELU, relu) X(GELU, gelu) X(GELU_TANH, gelu_tanh) X(SILU, silu) X(ERF, erf)      \
-  X(ERFC, erfc) X(FLOOR, floor) X(CEIL, ceil) X(ROUND, round) X(TRUNC, trunc)        \
-  X(FRAC, frac) X(RECIPROCAL, reciprocal) X(SQUARE, square) X(LOGICAL_NOT, logical_not) \
-  X(BITWISE_NOT, bitwise_not) X(ISNAN, isnan) X(ISINF, isinf) X(ISFINITE, isfinite)  \
-  X(SOFTPLUS, softplus) X(LGAMMA, lgamma) X(DIGAMMA, digamma)                         \
-  /* parameterised: p1, p2 */                                                         \
-  X(CLAMP, clamp) X(POW_SCALAR, pow_scalar) X(RPOW_SCALAR, rpow_scalar)               \
-  X(LEAKY_RELU, leaky_relu) X(ELU, elu) X(HARDTANH, hardtanh) X(THRESHOLD, threshold) \
-  X(ROUND_DECIMALS, round_decimals) X(NAN_TO_NUM, nan_to_num)
 
-#define MT_BINARY_OP_LIST(X)                                                         \
-  X(ADD, add) X(SUB, sub) X(MUL, mul) X(DIV, div) X(DIV_TRUNC, div_trunc)             \
-  X(DIV_FLOOR, div_floor) X(POW, pow) X(MAXIMUM, maximum) X(MINIMUM, minimum)         \
-  X(FMOD, fmod) X(REMAINDER, remainder) X(ATAN2, atan2) X(EQ, eq) X(NE, ne) X(LT, lt) \
-  X(LE, le) X(GT, gt) X(GE, ge) X(LOGICAL_AND, logical_and) X(LOGICAL_OR, logical_or) \
-  X(LOGICAL_XOR, logical_xor) X(BITWISE_AND, bitwise_and) X(BITWISE_OR, bitwise_or)   \
-  X(BITWISE_XOR, bitwise_xor) X(HYPOT, hypot) X(FMAX, fmax) X(FMIN, fmin)              \
-  X(XLOGY, xlogy) X(COPYSIGN, copysign)
-
-#define MT_OP_ENUM_(NAME, name) MT_OP_##NAME,
-typedef enum mt_unary_op { MT_UNARY_OP_LIST(MT_OP_ENUM_) MT_UNARY_OP_COUNT } mt_unary_op;
-typedef enum mt_binary_op { MT_BINARY_OP_LIST(MT_OP_ENUM_) MT_BINARY_OP_COUNT } mt_binary_op;
-#undef MT_OP_ENUM_
-
-MT_API const char *mt_unary_op_name(int op);
-MT_API const char *mt_binary_op_name(int op);
-
-/* Unary op. p1/p2: the parameters of the parameterised ops (clamp: min, max with NaN meaning
- * "none"; pow_scalar: exponent; rpow_scalar: base; leaky_relu: slope; elu: alpha; hardtanh: min,
- * max; threshold: threshold, value; round_decimals: decimals; nan_to_num: posinf, neginf with nan
- * replaced by 0). */
-MT_API mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result);
+/* Unary op (a UNARY_* op of the list). p1/p2: the parameters of the parameterised ops, as the
+ * list's `params` name them (NaN: not given; nan_to_num replaces nan by 0). */
+MT_API mt_status mt_unary(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result);
 /* a (op) b with broadcasting and PyTorch's type promotion. */
-MT_API mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result);
+MT_API mt_status mt_binary(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result);
 /* a (op) scalar, or scalar (op) a when `reverse`. scalar_kind: 0 bool, 1 integer, 2 floating
  * (a number takes part in type promotion as PyTorch's wrapped numbers do). */
-MT_API mt_status mt_binary_scalar(int op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
+MT_API mt_status mt_binary_scalar(mt_op op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
                                   mt_tensor **result);
 /* a + alpha * b (torch.add/sub with alpha), and addcmul/addcdiv: a + value * b * c, a + value * b / c. */
 MT_API mt_status mt_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_tensor *out, mt_tensor **result);
@@ -298,20 +500,10 @@ MT_API mt_status mt_lerp(mt_tensor *a, mt_tensor *b, mt_tensor *w, mt_tensor *ou
 MT_API int mt_result_type(const mt_tensor *a, const mt_tensor *b, int scalar_kind);
 
 /* ---------------------------------------------------------------- reductions */
-#define MT_REDUCE_OP_LIST(X)                                                             \
-  X(SUM, sum) X(MEAN, mean) X(PROD, prod) X(AMAX, amax) X(AMIN, amin) X(ALL, all)     \
-  X(ANY, any) X(VAR, var) X(STD, std) X(NORM, norm) X(LOGSUMEXP, logsumexp)          \
-  X(NANSUM, nansum) X(COUNT_NONZERO, count_nonzero)
-
-#define MT_OP_ENUM_(NAME, name) MT_REDUCE_##NAME,
-typedef enum mt_reduce_op { MT_REDUCE_OP_LIST(MT_OP_ENUM_) MT_REDUCE_OP_COUNT } mt_reduce_op;
-#undef MT_OP_ENUM_
-MT_API const char *mt_reduce_op_name(int op);
-
 /* Reduce over `dims` (ndims == 0: over all dims). dtype: the accumulation/result dtype, -1 for
  * PyTorch's default (sum/prod of integers and bool -> int64, mean needs floating input, all/any ->
  * bool). p: var/std correction, norm order (inf allowed). */
-MT_API mt_status mt_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
+MT_API mt_status mt_reduce(mt_op op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
                            mt_tensor *out, mt_tensor **result);
 /* max/min/argmax/argmin along one dim: values and indices (index_base added to indices).
  * is_min: 0 max, 1 min. dim < -ndim... : over the flattened tensor when `flat`. */

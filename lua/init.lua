@@ -74,6 +74,8 @@ local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'l
 for _, name in ipairs(modules) do
   require('moontorch.ops.' .. name).install(torch)
 end
+-- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
+require('moontorch.ops.list').install_aliases(torch, T.methods)
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
 

@@ -44,6 +44,8 @@ local UNARY = {
   gelu = { -0.015524178743362427, -0.1586552858352661, -0.11462658643722534, 0.0, 0.26216867566108704, 0.8413447141647339, 2.690639019012451 },
   gelu_tanh = { -0.015084296464920044, -0.15880799293518066, -0.11462908238172531, 0.0, 0.26216116547584534, 0.8411920070648193, 2.6911122798919678 },
   silu = { -0.189645454287529, -0.2689414322376251, -0.12766724824905396, 0.0, 0.2394750714302063, 0.7310585975646973, 2.5299718379974365 },
+  logit = { 0/0, 0/0, 0/0, -math.huge, -0.40546515583992004, math.huge, 0/0 },
+  sinc = { 0.1273239552974701, -2.7827534054836178e-08, 0.858393669128418, 1.0, 0.7568266987800598, -2.7827534054836178e-08, 0.09537702798843384 },
 }
 
 describe('unary ops', function()
@@ -134,6 +136,90 @@ describe('unary ops', function()
     H.errors_with(function() return -torch.tensor({ true, false }) end, 'neg: negation')
     H.errors_with(function() return torch.tensor({ 1.5 }):bitwise_not() end, 'bitwise_not')
     assert.are.same({ -2, 0 }, torch.tensor({ 1, -1 }, { dtype = torch.int64 }):bitwise_not():tolist())
+  end)
+end)
+
+-- logit and sinc came in through the op list (its entry, a kernel, a derivative: nothing else).
+-- Produced with /usr/bin/python3 (torch 1.13), float64 unless said:
+--   x = torch.tensor([0.0, 0.1, 0.25, 0.5, 0.9, 1.0, -0.5, 1.5, nan], dtype=torch.float64, requires_grad=True)
+--   y = torch.logit(x) (and torch.logit(x, 0.2)); y.sum().backward(); y.tolist(), x.grad.tolist()
+--   s = torch.tensor([0.0, 0.5, 1.0, -1.5, 2.25, 1e-8, inf], dtype=torch.float64, requires_grad=True)
+--   y = torch.sinc(s); y.sum().backward(); y.tolist(), s.grad.tolist()
+describe('logit and sinc', function()
+  local nan, inf = 0 / 0, math.huge
+  local LX = { 0.0, 0.1, 0.25, 0.5, 0.9, 1.0, -0.5, 1.5, nan }
+  local function leaf(v) return torch.tensor(v, { dtype = torch.float64, requires_grad = true }) end
+
+  it('logit without eps: values, and nan gradients outside [0, 1]', function()
+    local x = leaf(LX)
+    local y = torch.logit(x)
+    H.near(y, { -inf, -2.197224577336219, -1.0986122886681098, 0.0, 2.1972245773362196, inf, nan, nan, nan }, 1e-12, 1e-12)
+    assert.are.equal('LogitBackward0', y.grad_fn:name())
+    y:sum():backward()
+    H.near(x.grad, { inf, 11.111111111111109, 5.333333333333333, 4.0, 11.111111111111112, inf, nan, nan, nan }, 1e-12, 1e-12)
+  end)
+
+  it('logit with eps clamps the input and gives zero gradients where it clamped', function()
+    local x = leaf(LX)
+    local y = torch.logit(x, 0.2)
+    local lo, hi = -1.3862943611198906, 1.3862943611198908
+    H.near(y, { lo, lo, -1.0986122886681098, 0.0, hi, hi, lo, hi, nan }, 1e-12, 1e-12)
+    y:sum():backward()
+    H.near(x.grad, { 0, 0, 5.333333333333333, 4.0, 0, 0, 0, 0, nan }, 1e-12, 1e-12)
+    -- eps by name, in place, and torch.special.logit (float32:
+    --   torch.logit(torch.tensor([0.05, 0.3, 0.96]), eps=0.1).tolist())
+    local want = { -2.1972246170043945, -0.8472977876663208, 2.1972243785858154 }
+    H.near(torch.logit(torch.tensor({ 0.05, 0.3, 0.96 }), { eps = 0.1 }), want, 1e-6, 1e-6)
+    local t = torch.tensor({ 0.05, 0.3, 0.96 })
+    assert.are.equal(t, t:logit_(0.1))
+    H.near(t, want, 1e-6, 1e-6)
+    H.near(torch.special.logit(torch.tensor({ 0.05, 0.3, 0.96 }), 0.1), want, 1e-6, 1e-6)
+    -- a negative eps is no eps, as in PyTorch (torch.logit(torch.tensor([0.0, 1.0]), -1.0) -> [-inf, inf])
+    H.near(torch.logit(torch.tensor({ 0.0, 1.0 }), -1), { -inf, inf })
+    H.errors_with(function() torch.logit(torch.tensor({ 0.5 }), 'x') end, 'moontorch.logit: eps must be a number')
+    H.errors_with(function() torch.logit(torch.tensor({ 0.5 }), 0.1, 0.2) end, 'moontorch.logit: takes 1 parameter')
+  end)
+
+  it('logit and sinc turn integers into floats (torch.sinc(torch.tensor([0, 1, 2])))', function()
+    local l = torch.logit(torch.tensor({ 0, 1 }))
+    assert.are.equal(torch.float32, l.dtype)
+    H.near(l, { -inf, inf })
+    local s = torch.sinc(torch.tensor({ 0, 1, 2 }))
+    assert.are.equal(torch.float32, s.dtype)
+    H.near(s, { 1.0, -2.7827534054836178e-08, 2.7827534054836178e-08 }, 1e-12, 1e-6)
+  end)
+
+  it('sinc: 1 at 0, its derivative 0 there', function()
+    local x = leaf({ 0.0, 0.5, 1.0, -1.5, 2.25, 1e-8, inf })
+    local y = torch.sinc(x)
+    H.near(y, { 1.0, 0.6366197723675814, 3.8981718325193755e-17, -0.2122065907891938, 0.10003514623967844,
+      0.9999999999999998, nan }, 1e-15, 1e-12)
+    assert.are.equal('SincBackward0', y.grad_fn:name())
+    y:sum():backward()
+    H.near(x.grad, { 0.0, -1.2732395447351625, -1.0, -0.14147106052612907, 0.26980961553194194,
+      -2.1063981330815398e-08, nan }, 1e-15, 1e-9)
+    assert.are.equal(torch.special.sinc, torch.sinc)
+  end)
+end)
+
+describe('copysign gradients', function()
+  -- a = torch.tensor([1.5, -2.0, 0.0, 3.0], dtype=torch.float64, requires_grad=True)
+  -- b = torch.tensor([-1.0, -1.0, -2.0, 2.0], dtype=torch.float64, requires_grad=True)
+  -- y = torch.copysign(a, b); y.sum().backward() -> a.grad [-1, 1, 0, 1], b.grad zeros;
+  -- torch.copysign(a, -2.0) -> a.grad [-1, 1, 0, -1], CopysignBackward1
+  it('flow to the magnitude, not to the sign', function()
+    local a = torch.tensor({ 1.5, -2.0, 0.0, 3.0 }, { dtype = torch.float64, requires_grad = true })
+    local b = torch.tensor({ -1.0, -1.0, -2.0, 2.0 }, { dtype = torch.float64, requires_grad = true })
+    local y = torch.copysign(a, b)
+    assert.are.equal('CopysignBackward0', y.grad_fn:name())
+    y:sum():backward()
+    H.near(a.grad, { -1, 1, 0, 1 })
+    H.near(b.grad, { 0, 0, 0, 0 })
+    a.grad = nil
+    y = torch.copysign(a, -2.0)
+    assert.are.equal('CopysignBackward1', y.grad_fn:name())
+    y:sum():backward()
+    H.near(a.grad, { -1, 1, 0, -1 })
   end)
 end)
 

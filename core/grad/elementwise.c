@@ -41,59 +41,72 @@ typedef struct unary_node {
 } unary_node;
 MT_NODE_DATA_FITS(unary_node);
 
-static const char *unary_grad_name(int op) {
-  switch (op) {
-#define N(OP, S) case MT_OP_##OP: return S;
-    N(NEG, "NegBackward0") N(ABS, "AbsBackward0") N(SIGN, "SignBackward0") N(EXP, "ExpBackward0")
-    N(EXP2, "Exp2Backward0") N(LOG, "LogBackward0") N(LOG2, "Log2Backward0") N(LOG10, "Log10Backward0")
-    N(LOG1P, "Log1PBackward0") N(EXPM1, "Expm1Backward0") N(SQRT, "SqrtBackward0") N(RSQRT, "RsqrtBackward0")
-    N(SIN, "SinBackward0") N(COS, "CosBackward0") N(TAN, "TanBackward0") N(ASIN, "AsinBackward0")
-    N(ACOS, "AcosBackward0") N(ATAN, "AtanBackward0") N(SINH, "SinhBackward0") N(COSH, "CoshBackward0")
-    N(TANH, "TanhBackward0") N(SIGMOID, "SigmoidBackward0") N(RELU, "ReluBackward0") N(GELU, "GeluBackward0")
-    N(GELU_TANH, "GeluBackward0") N(SILU, "SiluBackward0") N(ERF, "ErfBackward0") N(ERFC, "ErfcBackward0")
-    N(FLOOR, "FloorBackward0") N(CEIL, "CeilBackward0") N(ROUND, "RoundBackward0") N(TRUNC, "TruncBackward0")
-    N(FRAC, "FracBackward0") N(RECIPROCAL, "ReciprocalBackward0") N(SQUARE, "PowBackward0")
-    N(SOFTPLUS, "SoftplusBackward0") N(LGAMMA, "LgammaBackward0") N(CLAMP, "ClampBackward1")
-    N(POW_SCALAR, "PowBackward0") N(RPOW_SCALAR, "PowBackward2") N(LEAKY_RELU, "LeakyReluBackward0")
-    N(ELU, "EluBackward0") N(HARDTANH, "HardtanhBackward0") N(THRESHOLD, "ThresholdBackward0")
-    N(ROUND_DECIMALS, "RoundBackward1") N(NAN_TO_NUM, "NanToNumBackward0")
-#undef N
-    default: return NULL;
-  }
-}
-static const char *unary_name_of(const mt_node *n) { return unary_grad_name(NODE_DATA(n, unary_node)->op); }
+/* Each differentiable unary op (DIFF in the op list): the grad_fn name PyTorch gives it and what its
+ * derivative reads, the input x and/or the result y. A new unary op is a row here and its case in
+ * unary_backward below. */
+enum { READS_X = 1, READS_Y = 2 };
+static const struct unary_rule {
+  const char *name;
+  unsigned char reads;
+} unary_rules[MT_OP_COUNT] = {
+    [MT_OP_NEG] = {"NegBackward0", 0},
+    [MT_OP_ABS] = {"AbsBackward0", READS_X},
+    [MT_OP_SIGN] = {"SignBackward0", 0},
+    [MT_OP_EXP] = {"ExpBackward0", READS_Y},
+    [MT_OP_EXP2] = {"Exp2Backward0", READS_Y},
+    [MT_OP_LOG] = {"LogBackward0", READS_X},
+    [MT_OP_LOG2] = {"Log2Backward0", READS_X},
+    [MT_OP_LOG10] = {"Log10Backward0", READS_X},
+    [MT_OP_LOG1P] = {"Log1PBackward0", READS_X},
+    [MT_OP_EXPM1] = {"Expm1Backward0", READS_Y},
+    [MT_OP_SQRT] = {"SqrtBackward0", READS_Y},
+    [MT_OP_RSQRT] = {"RsqrtBackward0", READS_Y},
+    [MT_OP_SIN] = {"SinBackward0", READS_X},
+    [MT_OP_COS] = {"CosBackward0", READS_X},
+    [MT_OP_TAN] = {"TanBackward0", READS_Y},
+    [MT_OP_ASIN] = {"AsinBackward0", READS_X},
+    [MT_OP_ACOS] = {"AcosBackward0", READS_X},
+    [MT_OP_ATAN] = {"AtanBackward0", READS_X},
+    [MT_OP_SINH] = {"SinhBackward0", READS_X},
+    [MT_OP_COSH] = {"CoshBackward0", READS_X},
+    [MT_OP_TANH] = {"TanhBackward0", READS_Y},
+    [MT_OP_SIGMOID] = {"SigmoidBackward0", READS_Y},
+    [MT_OP_LOGIT] = {"LogitBackward0", READS_X},
+    [MT_OP_RELU] = {"ReluBackward0", READS_X},
+    [MT_OP_GELU] = {"GeluBackward0", READS_X},
+    [MT_OP_GELU_TANH] = {"GeluBackward0", READS_X},
+    [MT_OP_SILU] = {"SiluBackward0", READS_X},
+    [MT_OP_ERF] = {"ErfBackward0", READS_X},
+    [MT_OP_ERFC] = {"ErfcBackward0", READS_X},
+    [MT_OP_FLOOR] = {"FloorBackward0", 0},
+    [MT_OP_CEIL] = {"CeilBackward0", 0},
+    [MT_OP_ROUND] = {"RoundBackward0", 0},
+    [MT_OP_TRUNC] = {"TruncBackward0", 0},
+    [MT_OP_FRAC] = {"FracBackward0", 0},
+    [MT_OP_RECIPROCAL] = {"ReciprocalBackward0", READS_Y},
+    [MT_OP_SQUARE] = {"PowBackward0", READS_X},
+    [MT_OP_SINC] = {"SincBackward0", READS_X},
+    [MT_OP_SOFTPLUS] = {"SoftplusBackward0", READS_X},
+    [MT_OP_LGAMMA] = {"LgammaBackward0", READS_X},
+    [MT_OP_CLAMP] = {"ClampBackward1", READS_X},
+    [MT_OP_POW_SCALAR] = {"PowBackward0", READS_X},
+    [MT_OP_RPOW_SCALAR] = {"PowBackward2", READS_Y},
+    [MT_OP_LEAKY_RELU] = {"LeakyReluBackward0", READS_X},
+    [MT_OP_ELU] = {"EluBackward0", READS_X | READS_Y},
+    [MT_OP_HARDTANH] = {"HardtanhBackward0", READS_X},
+    [MT_OP_THRESHOLD] = {"ThresholdBackward0", READS_X},
+    [MT_OP_ROUND_DECIMALS] = {"RoundBackward1", 0},
+    [MT_OP_NAN_TO_NUM] = {"NanToNumBackward0", READS_X},
+};
+static const char *unary_name_of(const mt_node *n) { return unary_rules[NODE_DATA(n, unary_node)->op].name; }
 static const char *unary_names(int i) {
-  if (i >= MT_UNARY_OP_COUNT) return NULL;
-  const char *s = unary_grad_name(i);
-  return s ? s : "";
-}
-
-/* the ops whose derivative reads the input */
-static bool unary_needs_input(int op) {
-  switch (op) {
-    case MT_OP_NEG: case MT_OP_EXP: case MT_OP_EXP2: case MT_OP_EXPM1: case MT_OP_SQRT: case MT_OP_RSQRT:
-    case MT_OP_TAN: case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RECIPROCAL:
-    case MT_OP_RPOW_SCALAR: case MT_OP_SIGN: case MT_OP_FLOOR: case MT_OP_CEIL: case MT_OP_ROUND:
-    case MT_OP_TRUNC: case MT_OP_FRAC: case MT_OP_ROUND_DECIMALS:
-      return false;
-    default:
-      return true;
-  }
-}
-/* the ops whose derivative is written with their output */
-static bool unary_needs_output(int op) {
-  switch (op) {
-    case MT_OP_EXP: case MT_OP_EXP2: case MT_OP_EXPM1: case MT_OP_SQRT: case MT_OP_RSQRT: case MT_OP_TAN:
-    case MT_OP_TANH: case MT_OP_SIGMOID: case MT_OP_RECIPROCAL: case MT_OP_RPOW_SCALAR: case MT_OP_ELU:
-      return true;
-    default:
-      return false;
-  }
+  if (i >= MT_OP_COUNT) return NULL;
+  return unary_rules[i].name ? unary_rules[i].name : "";
 }
 
 /* g * op'(x) in one pass when the backward is not recorded and the kernels fuse it (abs, relu:
  * the same float operations as the formula, so the same bits); NULL, having done nothing, else */
-static mt_tensor *fused_grad(scope *sc, int op, mt_tensor *g, mt_tensor *x) {
+static mt_tensor *fused_grad(scope *sc, mt_op op, mt_tensor *g, mt_tensor *x) {
   if (!LIVE(sc) || mt_grad_mode || !g || !x) return NULL;
   mt_tensor *r = NULL;
   return mt_unary_grad(op, g, x, &r) == MT_OK ? keep(sc, MT_OK, &r) : NULL;
@@ -132,6 +145,17 @@ static mt_status unary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     case MT_OP_COSH: r = MUL(g, UNARY(MT_OP_SINH, x, 0, 0)); break;
     case MT_OP_TANH: r = MUL(g, NEG(ADDS(MUL(y, y), -1))); break;
     case MT_OP_SIGMOID: r = MUL(g, MUL(y, NEG(ADDS(y, -1)))); break;
+    case MT_OP_LOGIT: { /* g / (x (1 - x)); with eps: 0 outside [eps, 1 - eps]; without: nan outside [0, 1] */
+      mt_tensor *d = DIV(g, MUL(x, ADDS(NEG(x), 1)));
+      if (p1 >= 0) {
+        mt_tensor *outside = BINARY(MT_OP_LOGICAL_OR, CMPS(MT_OP_LT, x, p1), CMPS(MT_OP_GT, x, 1 - p1));
+        r = WHERE(outside, ZEROS(NULL, 0, g->_dtype), d);
+      } else {
+        mt_tensor *outside = BINARY(MT_OP_LOGICAL_OR, CMPS(MT_OP_LT, x, 0), CMPS(MT_OP_GT, x, 1));
+        r = WHERE(outside, FULL(NULL, 0, g->_dtype, NAN), d);
+      }
+      break;
+    }
     case MT_OP_RELU: /* x > 0 iff relu(x) > 0 */
       if (!(r = fused_grad(sc, MT_OP_RELU, g, x))) r = MUL(g, MASK_AS(CMPS(MT_OP_GT, x, 0), g));
       break;
@@ -162,6 +186,12 @@ static mt_status unary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     case MT_OP_FRAC: r = g; break;
     case MT_OP_RECIPROCAL: r = MUL(g, NEG(MUL(y, y))); break;
     case MT_OP_SQUARE: r = MUL(g, MULS(x, 2)); break;
+    case MT_OP_SINC: { /* (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x = 0 */
+      mt_tensor *px = MULS(x, M_PI);
+      mt_tensor *d = DIV(SUB(MUL(px, UNARY(MT_OP_COS, px, 0, 0)), UNARY(MT_OP_SIN, px, 0, 0)), MUL(px, x));
+      r = MUL(g, WHERE(CMPS(MT_OP_EQ, x, 0), ZEROS(NULL, 0, g->_dtype), d));
+      break;
+    }
     case MT_OP_SOFTPLUS: r = MUL(g, UNARY(MT_OP_SIGMOID, x, 0, 0)); break;
     case MT_OP_LGAMMA: r = MUL(g, UNARY(MT_OP_DIGAMMA, x, 0, 0)); break;
     case MT_OP_CLAMP: {
@@ -193,7 +223,7 @@ static mt_status unary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     case MT_OP_THRESHOLD: r = MUL(g, MASK_AS(CMPS(MT_OP_GT, x, p1), g)); break;
     case MT_OP_NAN_TO_NUM: r = MUL(g, MASK_AS(UNARY(MT_OP_ISFINITE, x, 0, 0), g)); break;
     default:
-      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", mt_unary_op_name(d->op));
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", MT_OP_NAME(d->op));
   }
   if (LIVE(sc) && r) give(gin, 0, r);
 done:;
@@ -204,23 +234,26 @@ static const mt_node_kind unary_kind = {
     .name_of = unary_name_of, .names = unary_names, .backward = unary_backward, .nsaved = 2};
 
 /* `x` is a's value for the backward: a copy of its old value for an in-place op */
-static mt_status record_unary(int op, mt_tensor *a, mt_tensor *x, double p1, double p2, mt_tensor *out) {
-  if (!mt_is_float(out->_dtype) || unary_grad_name(op) == NULL) return MT_OK; /* not differentiable */
+static mt_status record_unary(mt_op op, mt_tensor *a, mt_tensor *x, double p1, double p2, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || !mt_op_differentiable[op]) return MT_OK;
+  if (!unary_rules[op].name)
+    return mt_error(MT_ENOTIMPL, "%s: differentiable in the op list but without a rule in core/grad/elementwise.c",
+                    MT_OP_NAME(op));
   mt_node *n;
   MT_TRY(mt_node_make(&unary_kind, &a, 1, 1, &n));
   unary_node *d = NODE_DATA(n, unary_node);
   d->op = op;
   d->p1 = p1;
   d->p2 = p2;
-  if (unary_needs_input(op)) mt_node_save(n, &d->x, x);
-  if (unary_needs_output(op)) mt_node_save_output(n, &d->y, out, 0);
+  if (unary_rules[op].reads & READS_X) mt_node_save(n, &d->x, x);
+  if (unary_rules[op].reads & READS_Y) mt_node_save_output(n, &d->y, out, 0);
   return mt_node_attach_new(n, out);
 }
 
-static mt_status grad_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(check_out(a, out, mt_unary_op_name(op)));
+static mt_status grad_unary(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(check_out(a, out, MT_OP_NAME(op)));
   mt_tensor *x, *r;
-  MT_TRY(old_value(a, out == a && unary_needs_input(op), &x));
+  MT_TRY(old_value(a, out == a && (unary_rules[op].reads & READS_X), &x));
   mt_status s = MT_NOGRAD(mt_unary(op, a, p1, p2, out, &r));
   if (s == MT_OK) s = hand_out(r, record_unary(op, a, x ? x : a, p1, p2, r), out, result);
   mt_tensor_release(x);
@@ -230,37 +263,53 @@ static mt_status grad_unary(int op, mt_tensor *a, double p1, double p2, mt_tenso
 /* ---------------------------------------------------------------- binary ops */
 /* y = a (op) b, broadcast */
 typedef struct binary_node {
-  mt_saved a, b; /* the inputs (a's old value for an in-place op), but for add and sub */
-  mt_saved y;    /* the result: pow, hypot */
+  mt_saved a, b; /* the inputs (a's old value for an in-place op), when the rule reads them (IN) */
+  mt_saved y;    /* the result, when the rule reads it (OUT) */
   int32_t op;
   mt_input_shape shape_a, shape_b;
 } binary_node;
 MT_NODE_DATA_FITS(binary_node);
 
-/* PyTorch's names, with a tensor (scalar == 0) or a number (a (op) s, or s (op) a when reverse) */
-static const char *binary_grad_name(int op, int scalar, int reverse) {
-  switch (op) {
-    case MT_OP_ADD: return scalar ? "AddBackward1" : "AddBackward0";
-    case MT_OP_SUB: return scalar ? (reverse ? "RsubBackward1" : "SubBackward1") : "SubBackward0";
-    case MT_OP_MUL: return scalar ? "MulBackward1" : "MulBackward0";
-    case MT_OP_DIV: return scalar ? (reverse ? "DivBackward0" : "DivBackward1") : "DivBackward0";
-    case MT_OP_POW: return scalar ? (reverse ? "PowBackward2" : "PowBackward0") : "PowBackward1";
-    case MT_OP_MAXIMUM: return scalar ? "ClampMinBackward0" : "MaximumBackward0";
-    case MT_OP_MINIMUM: return scalar ? "ClampMaxBackward0" : "MinimumBackward0";
-    case MT_OP_FMAX: return "FmaxBackward0";
-    case MT_OP_FMIN: return "FminBackward0";
-    case MT_OP_FMOD: return scalar ? "FmodBackward0" : "FmodBackward1";
-    case MT_OP_REMAINDER: return scalar ? "RemainderBackward0" : "RemainderBackward1";
-    case MT_OP_ATAN2: return "Atan2Backward0";
-    case MT_OP_HYPOT: return "HypotBackward0";
-    case MT_OP_XLOGY: return scalar ? (reverse ? "XlogyBackward1" : "XlogyBackward2") : "XlogyBackward0";
-    case MT_OP_DIV_TRUNC: case MT_OP_DIV_FLOOR: return "DivBackward2";
-    default: return NULL;
-  }
+/* Each differentiable binary op (DIFF in the op list): the grad_fn names PyTorch gives a (op) b,
+ * a (op) s and s (op) a for a number s (NULL: no such form), and what the derivatives read: the
+ * inputs and/or the result, of the form with two tensors (IN, OUT) and of those with a number
+ * (NUM_IN, NUM_OUT). A new binary op is a row here and its cases in binary_backward and
+ * binary_number_backward below. */
+enum { IN = 1, OUT = 2, NUM_IN = 4, NUM_OUT = 8 };
+static const struct binary_rule {
+  const char *name, *number_name, *number_first_name;
+  unsigned char reads;
+} binary_rules[MT_OP_COUNT] = {
+    [MT_OP_ADD] = {"AddBackward0", "AddBackward1", "AddBackward1", 0},
+    [MT_OP_SUB] = {"SubBackward0", "SubBackward1", "RsubBackward1", 0},
+    [MT_OP_MUL] = {"MulBackward0", "MulBackward1", "MulBackward1", IN},
+    [MT_OP_DIV] = {"DivBackward0", "DivBackward1", "DivBackward0", IN | NUM_IN | NUM_OUT},
+    [MT_OP_DIV_TRUNC] = {"DivBackward2", "DivBackward2", "DivBackward2", IN | NUM_IN},
+    [MT_OP_DIV_FLOOR] = {"DivBackward2", "DivBackward2", "DivBackward2", IN | NUM_IN},
+    [MT_OP_POW] = {"PowBackward1", "PowBackward0", "PowBackward2", IN | OUT | NUM_IN | NUM_OUT},
+    [MT_OP_MAXIMUM] = {"MaximumBackward0", "ClampMinBackward0", "ClampMinBackward0", IN | NUM_IN},
+    [MT_OP_MINIMUM] = {"MinimumBackward0", "ClampMaxBackward0", "ClampMaxBackward0", IN | NUM_IN},
+    [MT_OP_FMOD] = {"FmodBackward1", "FmodBackward0", "FmodBackward0", IN | NUM_IN},
+    [MT_OP_REMAINDER] = {"RemainderBackward1", "RemainderBackward0", "RemainderBackward0", IN | NUM_IN},
+    [MT_OP_ATAN2] = {"Atan2Backward0", "Atan2Backward0", "Atan2Backward0", IN | NUM_IN},
+    [MT_OP_HYPOT] = {"HypotBackward0", "HypotBackward0", "HypotBackward0", IN | OUT | NUM_IN},
+    [MT_OP_FMAX] = {"FmaxBackward0", "FmaxBackward0", "FmaxBackward0", IN | NUM_IN},
+    [MT_OP_FMIN] = {"FminBackward0", "FminBackward0", "FminBackward0", IN | NUM_IN},
+    [MT_OP_XLOGY] = {"XlogyBackward0", "XlogyBackward2", "XlogyBackward1", IN | NUM_IN},
+    [MT_OP_COPYSIGN] = {"CopysignBackward0", "CopysignBackward1", NULL, IN | OUT | NUM_IN | NUM_OUT},
+};
+static const char *binary_grad_name(mt_op op, int scalar, int reverse) {
+  const struct binary_rule *r = &binary_rules[op];
+  return scalar ? (reverse ? r->number_first_name : r->number_name) : r->name;
+}
+/* a differentiable op without the rule for this form: an error (not a silently detached result) */
+static mt_status no_rule(mt_op op, int scalar, int reverse) {
+  return mt_error(MT_ENOTIMPL, "%s: %s is not differentiable", MT_OP_NAME(op),
+                  !scalar ? "the form with two tensors" : (reverse ? "a number as its first argument" : "a number argument"));
 }
 static const char *binary_name_of(const mt_node *n) { return binary_grad_name(NODE_DATA(n, binary_node)->op, 0, 0); }
 static const char *binary_names(int i) {
-  if (i >= MT_BINARY_OP_COUNT) return NULL;
+  if (i >= MT_OP_COUNT) return NULL;
   const char *s = binary_grad_name(i, 0, 0);
   return s ? s : "";
 }
@@ -334,8 +383,12 @@ static mt_status binary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
       if (wa) ga = MULS(g, 0);
       if (wb) gb = MULS(g, 0);
       break;
+    case MT_OP_COPYSIGN: /* copysign(a, b) / a where a != 0; nothing for b */
+      if (wa) ga = MUL(g, WHERE(CMPS(MT_OP_EQ, a, 0), ZEROS(NULL, 0, g->_dtype), DIV(y, a)));
+      if (wb) gb = ZEROS(b->_sizes, b->_ndim, g->_dtype);
+      break;
     default:
-      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", mt_binary_op_name(d->op));
+      S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", MT_OP_NAME(d->op));
   }
   return finish_two(sc, gin, wa ? ga : NULL, &d->shape_a, wb ? gb : NULL, &d->shape_b);
 }
@@ -344,8 +397,9 @@ static const mt_node_kind binary_kind = {
     .name_of = binary_name_of, .names = binary_names, .backward = binary_backward, .nsaved = 3};
 
 /* `xa` is a's value for the backward: a copy of its old value for an in-place op */
-static mt_status record_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *xa, mt_tensor *out) {
-  if (!mt_is_float(out->_dtype) || binary_grad_name(op, 0, 0) == NULL) return MT_OK;
+static mt_status record_binary(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *xa, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || !mt_op_differentiable[op]) return MT_OK;
+  if (!binary_rules[op].name) return no_rule(op, 0, 0);
   mt_tensor *in[2] = {a, b};
   mt_node *n;
   MT_TRY(mt_node_make(&binary_kind, in, 2, 1, &n));
@@ -353,18 +407,18 @@ static mt_status record_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *xa
   d->op = op;
   mt_input_shape_keep(&d->shape_a, a, out);
   mt_input_shape_keep(&d->shape_b, b, out);
-  if (op != MT_OP_ADD && op != MT_OP_SUB) {
+  if (binary_rules[op].reads & IN) {
     mt_node_save(n, &d->a, xa);
     mt_node_save(n, &d->b, b);
   }
-  if (op == MT_OP_POW || op == MT_OP_HYPOT) mt_node_save_output(n, &d->y, out, 0);
+  if (binary_rules[op].reads & OUT) mt_node_save_output(n, &d->y, out, 0);
   return mt_node_attach_new(n, out);
 }
 
-static mt_status grad_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  MT_TRY(check_out(a, out, mt_binary_op_name(op)));
+static mt_status grad_binary(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(check_out(a, out, MT_OP_NAME(op)));
   mt_tensor *x, *r;
-  MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB, &x));
+  MT_TRY(old_value(a, out == a && (binary_rules[op].reads & IN), &x));
   mt_status s = MT_NOGRAD(mt_binary(op, a, b, out, &r));
   if (s == MT_OK) s = hand_out(r, record_binary(op, a, b, x ? x : a, r), out, result);
   mt_tensor_release(x);
@@ -374,8 +428,8 @@ static mt_status grad_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out,
 /* ---------------------------------------------------------------- binary ops with a number */
 /* y = x (op) s, or s (op) x when reverse */
 typedef struct binary_number_node {
-  mt_saved x; /* the input (its old value for an in-place op), but for add, sub and mul */
-  mt_saved y; /* the result: div, pow */
+  mt_saved x; /* the input (its old value for an in-place op), when the rule reads it (NUM_IN) */
+  mt_saved y; /* the result, when the rule reads it (NUM_OUT) */
   int32_t op, reverse;
   double s;
   mt_input_shape shape;
@@ -387,7 +441,7 @@ static const char *binary_number_name_of(const mt_node *n) {
   return binary_grad_name(d->op, 1, d->reverse);
 }
 static const char *binary_number_names(int i) {
-  if (i >= 2 * MT_BINARY_OP_COUNT) return NULL;
+  if (i >= 2 * MT_OP_COUNT) return NULL;
   const char *s = binary_grad_name(i / 2, 1, i % 2);
   return s ? s : "";
 }
@@ -421,9 +475,10 @@ static mt_status binary_number_backward(mt_node *n, mt_tensor **gout, mt_tensor 
       break;
     case MT_OP_HYPOT: r = MUL(g, DIV(x, UNARY(MT_OP_SQRT, ADDS(MUL(x, x), s * s), 0, 0))); break;
     case MT_OP_XLOGY: r = rev ? MULS(DIV(g, x), s) : MULS(g, log(s)); break; /* s*log(x) : x*log(s) */
+    case MT_OP_COPYSIGN: r = MUL(g, WHERE(CMPS(MT_OP_EQ, x, 0), ZEROS(NULL, 0, g->_dtype), DIV(y, x))); break;
     default:
       S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s with a number is not implemented",
-                     mt_binary_op_name(d->op));
+                     MT_OP_NAME(d->op));
   }
   if (LIVE(sc) && r) give(gin, 0, TO_INPUT(&d->shape, r));
   return scope_close(sc);
@@ -434,8 +489,9 @@ static const mt_node_kind binary_number_kind = {.name_of = binary_number_name_of
                                                 .backward = binary_number_backward,
                                                 .nsaved = 2};
 
-static mt_status record_binary_number(int op, mt_tensor *a, mt_tensor *x, double s, int reverse, mt_tensor *out) {
-  if (!mt_is_float(out->_dtype) || binary_grad_name(op, 1, reverse) == NULL) return MT_OK;
+static mt_status record_binary_number(mt_op op, mt_tensor *a, mt_tensor *x, double s, int reverse, mt_tensor *out) {
+  if (!mt_is_float(out->_dtype) || !mt_op_differentiable[op]) return MT_OK;
+  if (!binary_grad_name(op, 1, reverse)) return no_rule(op, 1, reverse);
   mt_node *n;
   MT_TRY(mt_node_make(&binary_number_kind, &a, 1, 1, &n));
   binary_number_node *d = NODE_DATA(n, binary_number_node);
@@ -443,16 +499,16 @@ static mt_status record_binary_number(int op, mt_tensor *a, mt_tensor *x, double
   d->reverse = reverse;
   d->s = s;
   mt_input_shape_keep(&d->shape, a, out);
-  if (op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL) mt_node_save(n, &d->x, x);
-  if (op == MT_OP_DIV || op == MT_OP_POW) mt_node_save_output(n, &d->y, out, 0);
+  if (binary_rules[op].reads & NUM_IN) mt_node_save(n, &d->x, x);
+  if (binary_rules[op].reads & NUM_OUT) mt_node_save_output(n, &d->y, out, 0);
   return mt_node_attach_new(n, out);
 }
 
-static mt_status grad_binary_scalar(int op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
+static mt_status grad_binary_scalar(mt_op op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
                                     mt_tensor **result) {
-  MT_TRY(check_out(a, out, mt_binary_op_name(op)));
+  MT_TRY(check_out(a, out, MT_OP_NAME(op)));
   mt_tensor *x, *r;
-  MT_TRY(old_value(a, out == a && op != MT_OP_ADD && op != MT_OP_SUB && op != MT_OP_MUL, &x));
+  MT_TRY(old_value(a, out == a && (binary_rules[op].reads & NUM_IN), &x));
   mt_status s = MT_NOGRAD(mt_binary_scalar(op, a, sv, scalar_kind, reverse, out, &r));
   if (s == MT_OK) s = hand_out(r, record_binary_number(op, a, x ? x : a, sv, reverse, r), out, result);
   mt_tensor_release(x);

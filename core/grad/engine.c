@@ -185,7 +185,7 @@ static bool has_nan(const mt_tensor *g) {
   int any = 0;
   if (mt_unary(MT_OP_ISNAN, (mt_tensor *)g, 0, 0, NULL, &isn) == MT_OK) {
     mt_tensor *r = NULL;
-    if (mt_reduce(MT_REDUCE_ANY, isn, NULL, 0, 0, -1, 0, NULL, &r) == MT_OK) {
+    if (mt_reduce(MT_OP_ANY, isn, NULL, 0, 0, -1, 0, NULL, &r) == MT_OK) {
       any = *(uint8_t *)r->_data;
       mt_tensor_release(r);
     }

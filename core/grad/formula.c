@@ -47,7 +47,7 @@ mt_status mt_sum_to(mt_tensor *g, const int64_t *sizes, int ndim, mt_tensor **ou
     return mt_reshape(g, sizes, ndim, out);
   }
   mt_tensor *s;
-  MT_TRY(mt_reduce(MT_REDUCE_SUM, g, dims, nd, 1, -1, 0, NULL, &s));
+  MT_TRY(mt_reduce(MT_OP_SUM, g, dims, nd, 1, -1, 0, NULL, &s));
   mt_status st = mt_reshape(s, sizes, ndim, out);
   mt_tensor_release(s);
   return st;

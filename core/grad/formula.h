@@ -46,14 +46,14 @@ static inline mt_tensor *saved(scope *sc, mt_node *n, mt_saved *slot) {
 }
 
 /* ---------------------------------------------------------------- elementwise */
-static inline mt_tensor *f_binary(scope *sc, int op, mt_tensor *a, mt_tensor *b) {
+static inline mt_tensor *f_binary(scope *sc, mt_op op, mt_tensor *a, mt_tensor *b) {
   return a && b ? SCOPED(mt_binary(op, a, b, NULL, &r_)) : NULL;
 }
 /* a (op) s, s a floating number */
-static inline mt_tensor *f_binary_number(scope *sc, int op, mt_tensor *a, double s) {
+static inline mt_tensor *f_binary_number(scope *sc, mt_op op, mt_tensor *a, double s) {
   return a ? SCOPED(mt_binary_scalar(op, a, s, 2, 0, NULL, &r_)) : NULL;
 }
-static inline mt_tensor *f_unary(scope *sc, int op, mt_tensor *a, double p1, double p2) {
+static inline mt_tensor *f_unary(scope *sc, mt_op op, mt_tensor *a, double p1, double p2) {
   return a ? SCOPED(mt_unary(op, a, p1, p2, NULL, &r_)) : NULL;
 }
 #define MUL(a, b) f_binary(sc, MT_OP_MUL, a, b)
@@ -133,7 +133,7 @@ static inline mt_tensor *f_pad_to(scope *sc, mt_tensor *t, const mt_shape *s) { 
 
 /* ---------------------------------------------------------------- reductions, products */
 static inline mt_tensor *f_sum_dims(scope *sc, mt_tensor *t, const int64_t *dims, int ndims, int keepdim) {
-  return t ? SCOPED(mt_reduce(MT_REDUCE_SUM, t, dims, ndims, keepdim, -1, 0, NULL, &r_)) : NULL;
+  return t ? SCOPED(mt_reduce(MT_OP_SUM, t, dims, ndims, keepdim, -1, 0, NULL, &r_)) : NULL;
 }
 static inline mt_tensor *f_sum_dim(scope *sc, mt_tensor *t, int64_t dim, int keepdim) {
   return f_sum_dims(sc, t, &dim, 1, keepdim);

@@ -37,7 +37,7 @@ static int64_t reduced_count(const reduced_dims *r) {
 }
 
 /* x reduced by op over the same dims, keeping them */
-static mt_tensor *reduce_keep(scope *sc, int op, mt_tensor *x, const reduced_dims *r) {
+static mt_tensor *reduce_keep(scope *sc, mt_op op, mt_tensor *x, const reduced_dims *r) {
   int64_t dims[MT_MAX_DIMS];
   int nd = 0;
   for (int d = 0; d < r->in.ndim; d++)
@@ -72,18 +72,18 @@ typedef struct reduce_node {
 } reduce_node;
 MT_NODE_DATA_FITS(reduce_node);
 
-static const char *reduce_grad_name(int op, int all) {
+static const char *reduce_grad_name(mt_op op, int all) {
   switch (op) {
-    case MT_REDUCE_SUM: return all ? "SumBackward0" : "SumBackward1";
-    case MT_REDUCE_MEAN: return all ? "MeanBackward0" : "MeanBackward1";
-    case MT_REDUCE_PROD: return all ? "ProdBackward0" : "ProdBackward1";
-    case MT_REDUCE_AMAX: return "AmaxBackward0";
-    case MT_REDUCE_AMIN: return "AminBackward0";
-    case MT_REDUCE_VAR: return "VarBackward0";
-    case MT_REDUCE_STD: return "StdBackward0";
-    case MT_REDUCE_NORM: return all ? "NormBackward0" : "NormBackward1";
-    case MT_REDUCE_LOGSUMEXP: return "LogsumexpBackward0";
-    case MT_REDUCE_NANSUM: return "NansumBackward0";
+    case MT_OP_SUM: return all ? "SumBackward0" : "SumBackward1";
+    case MT_OP_MEAN: return all ? "MeanBackward0" : "MeanBackward1";
+    case MT_OP_PROD: return all ? "ProdBackward0" : "ProdBackward1";
+    case MT_OP_AMAX: return "AmaxBackward0";
+    case MT_OP_AMIN: return "AminBackward0";
+    case MT_OP_VAR: return "VarBackward0";
+    case MT_OP_STD: return "StdBackward0";
+    case MT_OP_NORM: return all ? "NormBackward0" : "NormBackward1";
+    case MT_OP_LOGSUMEXP: return "LogsumexpBackward0";
+    case MT_OP_NANSUM: return "NansumBackward0";
     default: return NULL;
   }
 }
@@ -92,7 +92,7 @@ static const char *reduce_name_of(const mt_node *n) {
   return reduce_grad_name(d->op, d->all);
 }
 static const char *reduce_names(int i) {
-  if (i >= 2 * MT_REDUCE_OP_COUNT) return NULL;
+  if (i >= 2 * MT_OP_COUNT) return NULL;
   const char *s = reduce_grad_name(i / 2, i % 2);
   return s ? s : "";
 }
@@ -107,12 +107,12 @@ static mt_status reduce_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
   mt_tensor *ge = unreduce(sc, g, rd);
   double p = d->p;
   switch (d->op) {
-    case MT_REDUCE_SUM: r = ge; break;
-    case MT_REDUCE_NANSUM:
+    case MT_OP_SUM: r = ge; break;
+    case MT_OP_NANSUM:
       r = MUL(ge, MASK_AS(UNARY(MT_OP_LOGICAL_NOT, UNARY(MT_OP_ISNAN, x, 0, 0), 0, 0), ge));
       break;
-    case MT_REDUCE_MEAN: r = MULS(ge, 1.0 / (double)reduced_count(rd)); break;
-    case MT_REDUCE_PROD: {
+    case MT_OP_MEAN: r = MULS(ge, 1.0 / (double)reduced_count(rd)); break;
+    case MT_OP_PROD: {
       /* kept dims first, reduced dims flattened last: the product of each line, zeros allowed */
       const mt_shape *in = &rd->in;
       if (in->ndim == 0) { r = ge; break; }
@@ -133,21 +133,21 @@ static mt_status reduce_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
       r = PERMUTE(RESHAPE(rl, ps, in->ndim), inv, in->ndim);
       break;
     }
-    case MT_REDUCE_AMAX: case MT_REDUCE_AMIN: {
+    case MT_OP_AMAX: case MT_OP_AMIN: {
       /* the gradient shared evenly among the elements equal to the result */
       mt_tensor *m = MASK_AS(CMP(MT_OP_EQ, x, unreduce(sc, y, rd)), ge);
-      r = MUL(ge, DIV(m, EXPAND_TO(reduce_keep(sc, MT_REDUCE_SUM, m, rd), &rd->in)));
+      r = MUL(ge, DIV(m, EXPAND_TO(reduce_keep(sc, MT_OP_SUM, m, rd), &rd->in)));
       break;
     }
-    case MT_REDUCE_VAR: case MT_REDUCE_STD: {
-      mt_tensor *mean = reduce_keep(sc, MT_REDUCE_MEAN, x, rd);
+    case MT_OP_VAR: case MT_OP_STD: {
+      mt_tensor *mean = reduce_keep(sc, MT_OP_MEAN, x, rd);
       double dof = (double)reduced_count(rd) - p;
       mt_tensor *dev = SUB(x, mean);
-      if (d->op == MT_REDUCE_VAR) r = MUL(ge, MULS(dev, 2.0 / dof));
+      if (d->op == MT_OP_VAR) r = MUL(ge, MULS(dev, 2.0 / dof));
       else r = MUL(ge, DIV(MULS(dev, 1.0 / dof), unreduce(sc, y, rd)));
       break;
     }
-    case MT_REDUCE_NORM: {
+    case MT_OP_NORM: {
       mt_tensor *ny = unreduce(sc, y, rd);
       if (p == 2) r = MUL(ge, DIV(x, ny));
       else if (p == 1) r = MUL(ge, UNARY(MT_OP_SIGN, x, 0, 0));
@@ -155,15 +155,15 @@ static mt_status reduce_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
         mt_tensor *ax = UNARY(MT_OP_ABS, x, 0, 0);
         mt_tensor *m = MASK_AS(CMP(MT_OP_EQ, ax, ny), ge);
         r = MUL(MUL(ge, UNARY(MT_OP_SIGN, x, 0, 0)),
-                DIV(m, EXPAND_TO(reduce_keep(sc, MT_REDUCE_SUM, m, rd), &rd->in)));
+                DIV(m, EXPAND_TO(reduce_keep(sc, MT_OP_SUM, m, rd), &rd->in)));
       } else {
         mt_tensor *ax = UNARY(MT_OP_ABS, x, 0, 0);
         r = MUL(ge, DIV(MUL(x, UNARY(MT_OP_POW_SCALAR, ax, p - 2, 0)), UNARY(MT_OP_POW_SCALAR, ny, p - 1, 0)));
       }
       break;
     }
-    case MT_REDUCE_LOGSUMEXP: r = MUL(ge, UNARY(MT_OP_EXP, SUB(x, unreduce(sc, y, rd)), 0, 0)); break;
-    default: S.s = mt_error(MT_ENOTIMPL, "backward: %s is not differentiable", mt_reduce_op_name(d->op));
+    case MT_OP_LOGSUMEXP: r = MUL(ge, UNARY(MT_OP_EXP, SUB(x, unreduce(sc, y, rd)), 0, 0)); break;
+    default: S.s = mt_error(MT_ENOTIMPL, "backward: %s is not differentiable", MT_OP_NAME(d->op));
   }
   if (LIVE(sc) && r) give(gin, 0, r);
   return scope_close(sc);
@@ -172,9 +172,9 @@ static mt_status reduce_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
 static const mt_node_kind reduce_kind = {
     .name_of = reduce_name_of, .names = reduce_names, .backward = reduce_backward, .nsaved = 2};
 
-static mt_status grad_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
+static mt_status grad_reduce(mt_op op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
                              mt_tensor *out, mt_tensor **result) {
-  MT_TRY(mt_grad_check_out(out, true, mt_reduce_op_name(op)));
+  MT_TRY(mt_grad_check_out(out, true, MT_OP_NAME(op)));
   mt_tensor *r = NULL;
   MT_TRY(MT_NOGRAD(mt_reduce(op, a, dims, ndims, keepdim, dtype, p, NULL, &r)));
   mt_status s = MT_OK;
@@ -187,9 +187,9 @@ static mt_status grad_reduce(int op, mt_tensor *a, const int64_t *dims, int ndim
       d->all = ndims == 0;
       d->p = p;
       reduced_dims_of(&d->r, a, dims, ndims, keepdim);
-      if (op != MT_REDUCE_SUM && op != MT_REDUCE_MEAN) mt_node_save(n, &d->x, a);
-      if (op == MT_REDUCE_PROD || op == MT_REDUCE_AMAX || op == MT_REDUCE_AMIN || op == MT_REDUCE_STD ||
-          op == MT_REDUCE_NORM || op == MT_REDUCE_LOGSUMEXP)
+      if (op != MT_OP_SUM && op != MT_OP_MEAN) mt_node_save(n, &d->x, a);
+      if (op == MT_OP_PROD || op == MT_OP_AMAX || op == MT_OP_AMIN || op == MT_OP_STD ||
+          op == MT_OP_NORM || op == MT_OP_LOGSUMEXP)
         mt_node_save_output(n, &d->y, r, 0);
       s = mt_node_attach_new(n, r);
     }
@@ -415,7 +415,7 @@ static mt_status var_mean_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin
   double count = (double)reduced_count(&d->r);
   if (gv) {
     mt_tensor *x = saved(sc, n, &d->x);
-    mt_tensor *dev = SUB(x, reduce_keep(sc, MT_REDUCE_MEAN, x, &d->r));
+    mt_tensor *dev = SUB(x, reduce_keep(sc, MT_OP_MEAN, x, &d->r));
     double dof = count - d->correction;
     mt_tensor *ge = unreduce(sc, gv, &d->r);
     if (d->take_sqrt) r = MUL(ge, DIV(MULS(dev, 1.0 / dof), unreduce(sc, saved(sc, n, &d->std), &d->r)));

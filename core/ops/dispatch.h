@@ -10,6 +10,7 @@
 #define MT_DISPATCH_H
 
 #include "../kernels.h"
+#include "../optable.h"
 
 /* ---------------------------------------------------------------- kernels */
 extern const mt_kernels mt_cpu_kernels;
@@ -60,7 +61,7 @@ mt_status mt_as_dtype(mt_tensor *t, int dtype, mt_tensor **r);
 /* (elementwise.c) For backwards that are not recorded: g * op'(x) in one pass, on small contiguous
  * float operands of one shape and dtype; MT_ENOTIMPL (no message) when the device does not fuse
  * op's backward or the operands are not such. */
-mt_status mt_unary_grad(int op, mt_tensor *g, mt_tensor *x, mt_tensor **result);
+mt_status mt_unary_grad(mt_op op, mt_tensor *g, mt_tensor *x, mt_tensor **result);
 /* (dispatch.c) A 0-dim tensor on the stack for a number (PyTorch's wrapped number): kind 0 bool, 1 integer,
  * 2 floating. It never escapes the call that made it. */
 void mt_wrapped_number(mt_tensor *t, double *buf, double s, int kind);

@@ -5,39 +5,9 @@
 #include "dispatch.h"
 
 /* ---------------------------------------------------------------- dtype rules */
-typedef enum { U_FLOAT, U_KEEP, U_PRED, U_BITS } ukind;
-/* Which ops keep an integer dtype (U_KEEP), which give bool (U_PRED), bitwise (U_BITS);
- * the rest are float-only and turn integers into the default float dtype. */
-static ukind unary_kind(int op) {
-  switch (op) {
-    case MT_OP_NEG: case MT_OP_ABS: case MT_OP_SIGN: case MT_OP_RELU: case MT_OP_FLOOR: case MT_OP_CEIL:
-    case MT_OP_ROUND: case MT_OP_TRUNC: case MT_OP_SQUARE: case MT_OP_CLAMP: case MT_OP_POW_SCALAR:
-    case MT_OP_HARDTANH: case MT_OP_THRESHOLD: case MT_OP_NAN_TO_NUM:
-      return U_KEEP;
-    case MT_OP_ISNAN: case MT_OP_ISINF: case MT_OP_ISFINITE: case MT_OP_LOGICAL_NOT:
-      return U_PRED;
-    case MT_OP_BITWISE_NOT:
-      return U_BITS;
-    default:
-      return U_FLOAT;
-  }
-}
-
-typedef enum { B_ARITH, B_FLOAT, B_CMP, B_BITS } bkind;
-static bkind binary_kind(int op) {
-  switch (op) {
-    case MT_OP_DIV: case MT_OP_ATAN2: case MT_OP_HYPOT: case MT_OP_XLOGY: case MT_OP_COPYSIGN:
-      return B_FLOAT;
-    case MT_OP_EQ: case MT_OP_NE: case MT_OP_LT: case MT_OP_LE: case MT_OP_GT: case MT_OP_GE:
-    case MT_OP_LOGICAL_AND: case MT_OP_LOGICAL_OR: case MT_OP_LOGICAL_XOR:
-      return B_CMP;
-    case MT_OP_BITWISE_AND: case MT_OP_BITWISE_OR: case MT_OP_BITWISE_XOR:
-      return B_BITS;
-    default:
-      return B_ARITH;
-  }
-}
-
+/* An op's kind in the op list says what dtype its result has (core/optable.h): UNARY_FLOAT ops turn
+ * integers into the default float dtype, UNARY_KEEP ops keep them, UNARY_TEST and UNARY_LOGICAL
+ * ops give bool, ... */
 /* ---------------------------------------------------------------- type promotion */
 #define UNDEF (-1)
 static int promote_u(int a, int b) { return a == UNDEF ? b : (b == UNDEF ? a : mt_promote_types(a, b)); }
@@ -103,26 +73,26 @@ static mt_status finish(mt_tensor *res, mt_tensor *out, mt_tensor **result, cons
 }
 
 /* ---------------------------------------------------------------- the general drivers */
-static mt_status unary_impl(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
-  if (op < 0 || op >= MT_UNARY_OP_COUNT) return mt_error(MT_EINVAL, "unary: unknown op %d", op);
-  const char *name = mt_unary_op_name(op);
+static mt_status unary_impl(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  if (!mt_op_is_unary(op)) return mt_error(MT_EINVAL, "unary: %d is no unary op", op);
+  const char *name = MT_OP_NAME(op);
   MT_TRY(mt_check_tensor(a, name, "input"));
-  ukind kind = unary_kind(op);
+  mt_op_kind kind = mt_op_kind_of(op);
   int in = a->_dtype;
   int rdt; /* result dtype */
   int cdt; /* compute dtype: the kernel's input */
   if (op == MT_OP_NEG && in == MT_BOOL)
     return mt_error(MT_EDTYPE, "neg: negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                                "to invert a mask, use the `~` or `logical_not()` operator instead.");
-  if (op == MT_OP_POW_SCALAR && !mt_is_float(in) && p1 != floor(p1)) kind = U_FLOAT;
-  if (kind == U_BITS) {
+  if (op == MT_OP_POW_SCALAR && !mt_is_float(in) && p1 != floor(p1)) kind = MT_KIND_UNARY_FLOAT;
+  if (kind == MT_KIND_UNARY_BITS) {
     if (mt_is_float(in)) return mt_error(MT_EDTYPE, "bitwise_not: not implemented for '%s'", mt_dtype_name(in));
     rdt = cdt = in;
-  } else if (kind == U_PRED) {
+  } else if (kind == MT_KIND_UNARY_TEST || kind == MT_KIND_UNARY_LOGICAL) {
     rdt = MT_BOOL;
     if (mt_is_float(in)) {
       cdt = in == MT_FLOAT64 ? MT_FLOAT64 : MT_FLOAT32;
-    } else if (op == MT_OP_LOGICAL_NOT) {
+    } else if (kind == MT_KIND_UNARY_LOGICAL) {
       cdt = in;
     } else { /* integers are never nan/inf */
       mt_tensor *r;
@@ -131,7 +101,7 @@ static mt_status unary_impl(int op, mt_tensor *a, double p1, double p2, mt_tenso
       if (s) { mt_tensor_release(r); return s; }
       return mt_give(r, result);
     }
-  } else if (kind == U_KEEP && !mt_is_float(in)) {
+  } else if (kind == MT_KIND_UNARY_KEEP && !mt_is_float(in)) {
     rdt = cdt = in; /* bool: abs/relu/sign/floor/... are identities */
   } else {
     rdt = mt_is_float(in) ? in : mt_get_default_dtype();
@@ -139,7 +109,7 @@ static mt_status unary_impl(int op, mt_tensor *a, double p1, double p2, mt_tenso
   }
   if (out) MT_TRY(mt_check_tensor(out, name, "out"));
   MT_TRY(check_cast(rdt, out, name));
-  int res_dt = kind == U_PRED ? MT_BOOL : cdt; /* what the kernel writes */
+  int res_dt = rdt == MT_BOOL ? MT_BOOL : cdt; /* what the kernel writes */
   mt_tensor *x, *res;
   MT_TRY(mt_as_dtype(a, cdt, &x));
   mt_status s;
@@ -169,18 +139,18 @@ static mt_status unary_impl(int op, mt_tensor *a, double p1, double p2, mt_tenso
 }
 
 /* The core binary driver: a and b already tensors (b may be a wrapped number on the stack). */
-static mt_status binary_impl(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  const char *name = mt_binary_op_name(op);
+static mt_status binary_impl(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  const char *name = MT_OP_NAME(op);
   int common = mt_result_type(a, b, -1);
-  bkind kind = binary_kind(op);
+  mt_op_kind kind = mt_op_kind_of(op);
   int rdt, cdt;
-  if (kind == B_FLOAT) {
+  if (kind == MT_KIND_BINARY_FLOAT) {
     rdt = mt_is_float(common) ? common : mt_get_default_dtype();
     cdt = rdt;
-  } else if (kind == B_CMP) {
+  } else if (kind == MT_KIND_BINARY_CMP) {
     rdt = MT_BOOL;
     cdt = common;
-  } else if (kind == B_BITS) {
+  } else if (kind == MT_KIND_BINARY_BITS) {
     if (mt_is_float(common))
       return mt_error(MT_EDTYPE, "%s: not implemented for '%s' (bitwise ops take integer or bool tensors)", name,
                       mt_dtype_name(common));
@@ -206,7 +176,7 @@ static mt_status binary_impl(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out,
   mt_tensor *x = NULL, *y = NULL, *res = NULL;
   mt_status s;
   if ((s = mt_as_dtype(a, cdt, &x)) || (s = mt_as_dtype(b, cdt, &y))) goto done;
-  int res_dt = kind == B_CMP ? MT_BOOL : cdt;
+  int res_dt = kind == MT_KIND_BINARY_CMP ? MT_BOOL : cdt;
   bool direct = out && out->_dtype == res_dt;
   if (direct) {
     if ((s = mt_prepare_out(out, shape, nd, out->_dtype, name))) goto done;
@@ -233,18 +203,18 @@ done:
   return s;
 }
 
-static mt_status binary_pub(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  if (op < 0 || op >= MT_BINARY_OP_COUNT) return mt_error(MT_EINVAL, "binary: unknown op %d", op);
-  const char *name = mt_binary_op_name(op);
+static mt_status binary_pub(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  if (!mt_op_is_binary(op)) return mt_error(MT_EINVAL, "binary: %d is no binary op", op);
+  const char *name = MT_OP_NAME(op);
   MT_TRY(mt_check_tensor(a, name, "input"));
   MT_TRY(mt_check_tensor(b, name, "other"));
   return binary_impl(op, a, b, out, result);
 }
 
-static mt_status binary_scalar_pub(int op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
+static mt_status binary_scalar_pub(mt_op op, mt_tensor *a, double s, int scalar_kind, int reverse, mt_tensor *out,
                                    mt_tensor **result) {
-  if (op < 0 || op >= MT_BINARY_OP_COUNT) return mt_error(MT_EINVAL, "binary: unknown op %d", op);
-  MT_TRY(mt_check_tensor(a, mt_binary_op_name(op), "input"));
+  if (!mt_op_is_binary(op)) return mt_error(MT_EINVAL, "binary: %d is no binary op", op);
+  MT_TRY(mt_check_tensor(a, MT_OP_NAME(op), "input"));
   if (scalar_kind == 1 && (s != floor(s) || fabs(s) > 9.2e18)) scalar_kind = 2;
   mt_tensor sc;
   double buf;
@@ -283,36 +253,36 @@ static mt_status fast_done(mt_status s, mt_tensor *r, mt_tensor *out, mt_tensor 
   return mt_give(r, result);
 }
 
-static bool unary_fast(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result, mt_status *st) {
-  if (!a || (out && out != a) || op < 0 || op >= MT_UNARY_OP_COUNT || !small_float(a)) return false;
-  ukind kind = unary_kind(op);
-  if (kind != U_FLOAT && kind != U_KEEP) return false;
+static bool unary_fast(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result, mt_status *st) {
+  if (!a || (out && out != a) || !mt_op_is_unary(op) || !small_float(a)) return false;
+  mt_op_kind kind = mt_op_kind_of(op);
+  if (kind != MT_KIND_UNARY_FLOAT && kind != MT_KIND_UNARY_KEEP) return false;
   mt_tensor *r;
-  if ((*st = fast_result(a, a->_dtype, out, mt_unary_op_name(op), &r))) return true;
+  if ((*st = fast_result(a, a->_dtype, out, MT_OP_NAME(op), &r))) return true;
   *st = fast_done(mt_kernels_of(a)->unary(op, r, a, p1, p2), r, out, result);
   return true;
 }
 
 /* a (op) b of one shape and dtype; out NULL or a */
-static bool binary_fast(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result, mt_status *st) {
-  if (!a || !b || (out && out != a) || op < 0 || op >= MT_BINARY_OP_COUNT) return false;
+static bool binary_fast(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result, mt_status *st) {
+  if (!a || !b || (out && out != a) || !mt_op_is_binary(op)) return false;
   if (!small_float(a) || !small_float(b) || a->_dtype != b->_dtype || !same_sizes(a, b)) return false;
-  bkind bk = binary_kind(op);
-  if (bk == B_BITS || (bk == B_CMP && out)) return false;
+  mt_op_kind bk = mt_op_kind_of(op);
+  if (bk == MT_KIND_BINARY_BITS || (bk == MT_KIND_BINARY_CMP && out)) return false;
   if (out && a->_data != b->_data && mt_may_overlap(a, b)) return false;
   mt_tensor *r;
-  if ((*st = fast_result(a, bk == B_CMP ? MT_BOOL : a->_dtype, out, mt_binary_op_name(op), &r))) return true;
+  if ((*st = fast_result(a, bk == MT_KIND_BINARY_CMP ? MT_BOOL : a->_dtype, out, MT_OP_NAME(op), &r))) return true;
   *st = fast_done(mt_kernels_of(a)->binary(op, r, a, b), r, out, result);
   return true;
 }
 
 /* a (op) s, or s (op) a; the number converted to a's dtype, as the promotion of a wrapped number
  * with a float tensor does */
-static bool scalar_fast(int op, mt_tensor *a, double sv, int kind, int reverse, mt_tensor *out, mt_tensor **result,
+static bool scalar_fast(mt_op op, mt_tensor *a, double sv, int kind, int reverse, mt_tensor *out, mt_tensor **result,
                         mt_status *st) {
-  if (!a || (out && out != a) || op < 0 || op >= MT_BINARY_OP_COUNT || !small_float(a)) return false;
-  bkind bk = binary_kind(op);
-  if (bk == B_BITS || (bk == B_CMP && out)) return false;
+  if (!a || (out && out != a) || !mt_op_is_binary(op) || !small_float(a)) return false;
+  mt_op_kind bk = mt_op_kind_of(op);
+  if (bk == MT_KIND_BINARY_BITS || (bk == MT_KIND_BINARY_CMP && out)) return false;
   if (kind == 0) sv = sv != 0;
   union { float f; double d; } num;
   if (a->_dtype == MT_FLOAT32) num.f = (float)sv;
@@ -326,32 +296,32 @@ static bool scalar_fast(int op, mt_tensor *a, double sv, int kind, int reverse, 
   sc._device_type = a->_device_type;
   sc._device_index = a->_device_index;
   mt_tensor *r;
-  if ((*st = fast_result(a, bk == B_CMP ? MT_BOOL : a->_dtype, out, mt_binary_op_name(op), &r))) return true;
+  if ((*st = fast_result(a, bk == MT_KIND_BINARY_CMP ? MT_BOOL : a->_dtype, out, MT_OP_NAME(op), &r))) return true;
   const mt_kernels *k = mt_kernels_of(a);
   *st = fast_done(reverse ? k->binary(op, r, &sc, a) : k->binary(op, r, a, &sc), r, out, result);
   return true;
 }
 
 /* ---------------------------------------------------------------- the front doors */
-mt_status mt_unary(int op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
-  if (op >= 0 && op < MT_UNARY_OP_COUNT && mt_records(a) && mt_autograd.unary)
+mt_status mt_unary(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  if (mt_op_is_unary(op) && mt_records(a) && mt_autograd.unary)
     return mt_autograd.unary(op, a, p1, p2, out, result);
   mt_status s;
   if (unary_fast(op, a, p1, p2, out, result, &s)) return s;
   return unary_impl(op, a, p1, p2, out, result);
 }
 
-mt_status mt_binary(int op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  if (a && b && op >= 0 && op < MT_BINARY_OP_COUNT && mt_records2(a, b) && mt_autograd.binary)
+mt_status mt_binary(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
+  if (a && b && mt_op_is_binary(op) && mt_records2(a, b) && mt_autograd.binary)
     return mt_autograd.binary(op, a, b, out, result);
   mt_status s;
   if (binary_fast(op, a, b, out, result, &s)) return s;
   return binary_pub(op, a, b, out, result);
 }
 
-mt_status mt_binary_scalar(int op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
+mt_status mt_binary_scalar(mt_op op, mt_tensor *a, double sv, int scalar_kind, int reverse, mt_tensor *out,
                            mt_tensor **result) {
-  if (op >= 0 && op < MT_BINARY_OP_COUNT && mt_records(a) && mt_autograd.binary_scalar)
+  if (mt_op_is_binary(op) && mt_records(a) && mt_autograd.binary_scalar)
     return mt_autograd.binary_scalar(op, a, sv, scalar_kind, reverse, out, result);
   mt_status s;
   if (scalar_fast(op, a, sv, scalar_kind, reverse, out, result, &s)) return s;
@@ -441,7 +411,7 @@ done:
 /* For backwards that are not recorded (core/grad/elementwise.c): g * op'(x) in one kernel pass,
  * on small contiguous float operands of one shape and dtype. MT_ENOTIMPL (no message: the caller
  * composes the formula instead) when the call is not one of those. */
-mt_status mt_unary_grad(int op, mt_tensor *g, mt_tensor *x, mt_tensor **result) {
+mt_status mt_unary_grad(mt_op op, mt_tensor *g, mt_tensor *x, mt_tensor **result) {
   if (!small_float(g) || !small_float(x) || g->_dtype != x->_dtype || !same_sizes(g, x)) return MT_ENOTIMPL;
   mt_tensor *r;
   MT_TRY(mt_new_like(g, g->_dtype, "backward", &r));

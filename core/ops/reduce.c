@@ -29,7 +29,7 @@ static mt_status parse_dims(const mt_tensor *a, const int64_t *dims, int ndims, 
   return MT_OK;
 }
 
-static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
+static mt_status reduce_impl(mt_op op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
                              mt_tensor *out, mt_tensor **result, const char *name) {
   MT_TRY(mt_check_tensor(a, name, "input"));
   if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
@@ -37,12 +37,12 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
   bool in_float = mt_is_float(in_dt);
   int out_dt = in_dt;
   switch (op) {
-    case MT_REDUCE_SUM:
-    case MT_REDUCE_PROD:
-    case MT_REDUCE_NANSUM:
+    case MT_OP_SUM:
+    case MT_OP_PROD:
+    case MT_OP_NANSUM:
       out_dt = dtype >= 0 ? dtype : (in_float ? in_dt : MT_INT64);
       break;
-    case MT_REDUCE_MEAN:
+    case MT_OP_MEAN:
       if (dtype >= 0 && !mt_is_float(dtype))
         return mt_error(MT_EDTYPE,
                         "mean(): could not infer output dtype. Optional dtype must be either a floating point or "
@@ -55,26 +55,26 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
                         mt_type_title(in_dt));
       out_dt = dtype >= 0 ? dtype : in_dt;
       break;
-    case MT_REDUCE_AMAX:
-    case MT_REDUCE_AMIN:
+    case MT_OP_AMAX:
+    case MT_OP_AMIN:
       out_dt = dtype >= 0 ? dtype : in_dt;
       break;
-    case MT_REDUCE_ALL:
-    case MT_REDUCE_ANY:
+    case MT_OP_ALL:
+    case MT_OP_ANY:
       out_dt = dtype >= 0 ? dtype : (in_dt == MT_UINT8 ? MT_UINT8 : MT_BOOL);
       break;
-    case MT_REDUCE_COUNT_NONZERO:
+    case MT_OP_COUNT_NONZERO:
       out_dt = dtype >= 0 ? dtype : MT_INT64;
       break;
-    case MT_REDUCE_VAR:
-    case MT_REDUCE_STD:
+    case MT_OP_VAR:
+    case MT_OP_STD:
       if (!in_float) return mt_error(MT_EDTYPE, "%s: std and var only support floating point and complex dtypes (got %s)", name, mt_dtype_name(in_dt));
       if (dtype >= 0 && !mt_is_float(dtype))
         return mt_error(MT_EDTYPE, "%s: the dtype must be a floating point dtype, got %s", name, mt_dtype_name(dtype));
       out_dt = dtype >= 0 ? dtype : in_dt;
       if (!(p >= 0) && !isnan(p)) return mt_error(MT_EINVAL, "%s: correction must be non-negative, got %g", name, p);
       break;
-    case MT_REDUCE_NORM:
+    case MT_OP_NORM:
       if (!in_float)
         return mt_error(MT_EDTYPE, "norm(): input dtype should be either floating point or complex. Got %s instead.",
                         mt_type_title(in_dt));
@@ -83,7 +83,7 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
       if (isnan(p)) return mt_error(MT_EINVAL, "%s: the order p must be a number, got nan", name);
       out_dt = dtype >= 0 ? dtype : in_dt;
       break;
-    case MT_REDUCE_LOGSUMEXP:
+    case MT_OP_LOGSUMEXP:
       if (dtype >= 0 && !mt_is_float(dtype))
         return mt_error(MT_EDTYPE, "%s: the dtype must be a floating point dtype, got %s", name, mt_dtype_name(dtype));
       out_dt = dtype >= 0 ? dtype : (in_float ? in_dt : mt_get_default_dtype());
@@ -92,7 +92,7 @@ static mt_status reduce_impl(int op, mt_tensor *a, const int64_t *dims, int ndim
   }
   bool mask[MT_MAX_DIMS];
   MT_TRY(parse_dims(a, dims, ndims, name, mask));
-  if (op == MT_REDUCE_AMAX || op == MT_REDUCE_AMIN) {
+  if (op == MT_OP_AMAX || op == MT_OP_AMIN) {
     if (a->_numel == 0 && (ndims == 0 || a->_ndim == 0))
       return mt_error(MT_ESHAPE,
                       "%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim "
@@ -248,9 +248,9 @@ static mt_status var_mean(mt_tensor *a, const int64_t *dims, int ndims, double c
     return mt_error(MT_EDTYPE, "%s: %s only support floating point and complex dtypes (got %s)", name, name,
                     mt_dtype_name(a->_dtype));
   mt_tensor *v, *m;
-  MT_TRY(reduce_impl(take_sqrt ? MT_REDUCE_STD : MT_REDUCE_VAR, a, dims, ndims, keepdim, -1, correction, NULL, &v,
+  MT_TRY(reduce_impl(take_sqrt ? MT_OP_STD : MT_OP_VAR, a, dims, ndims, keepdim, -1, correction, NULL, &v,
                      name));
-  mt_status s = reduce_impl(MT_REDUCE_MEAN, a, dims, ndims, keepdim, -1, 0, NULL, &m, name);
+  mt_status s = reduce_impl(MT_OP_MEAN, a, dims, ndims, keepdim, -1, 0, NULL, &m, name);
   if (s != MT_OK) {
     mt_tensor_release(v);
     return s;
@@ -263,7 +263,7 @@ static mt_status var_mean(mt_tensor *a, const int64_t *dims, int ndims, double c
 /* ---------------------------------------------------------------- equal / isclose / allclose */
 static mt_status all_true(mt_tensor *t, int *result, const char *name) {
   mt_tensor *r = NULL;
-  MT_TRY(reduce_impl(MT_REDUCE_ALL, t, NULL, 0, 0, MT_BOOL, 0, NULL, &r, name));
+  MT_TRY(reduce_impl(MT_OP_ALL, t, NULL, 0, 0, MT_BOOL, 0, NULL, &r, name));
   double v = 0;
   mt_status s = mt_tensor_item(r, &v);
   mt_tensor_release(r);
@@ -327,11 +327,11 @@ mt_status mt_allclose(mt_tensor *a, mt_tensor *b, double rtol, double atol, int 
 }
 
 /* ---------------------------------------------------------------- the front doors */
-mt_status mt_reduce(int op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
+mt_status mt_reduce(mt_op op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
                     mt_tensor *out, mt_tensor **result) {
+  if (!mt_op_is_reduce(op)) return mt_error(MT_EINVAL, "reduce: %d is no reduction", op);
   if (mt_records(a) && mt_autograd.reduce) return mt_autograd.reduce(op, a, dims, ndims, keepdim, dtype, p, out, result);
-  if (op < 0 || op >= MT_REDUCE_OP_COUNT) return mt_error(MT_EINVAL, "reduce: unknown reduction op %d", op);
-  return reduce_impl(op, a, dims, ndims, keepdim, dtype, p, out, result, mt_reduce_op_name(op));
+  return reduce_impl(op, a, dims, ndims, keepdim, dtype, p, out, result, MT_OP_NAME(op));
 }
 
 mt_status mt_reduce_with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base,

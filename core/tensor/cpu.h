@@ -6,6 +6,7 @@
 #define MT_CPU_H
 
 #include "../kernels.h"
+#include "../optable.h"
 
 /* ---------------------------------------------------------------- the kernel table (cpu.c) */
 extern const mt_kernels mt_cpu_kernels;
@@ -49,6 +50,6 @@ void mt_iter_run(const mt_iter *it, mt_loop_fn fn, void *ctx, int64_t grain);
 typedef void (*mt_vmath_fn)(float *out, const float *in, int64_t n);
 /* out[i] = op(in[i]) for n contiguous floats (out may be in); NULL when the op has no such loop or the CPU
  * lacks AVX2+FMA (or MOONTORCH_VMATH=0 is set). */
-mt_vmath_fn mt_vmath_f32(int op);
+mt_vmath_fn mt_vmath_f32(mt_op op);
 
 #endif

@@ -1,5 +1,5 @@
 /* elementwise.c -- the CPU's unary, binary and where kernels. Loops are generated per op and
- * compute dtype from the expression lists below (the op lists of core/moontorch.h name the ops;
+ * compute dtype from the expression lists below (the op list of core/moontorch.h names the ops;
  * the dispatch layer has converted operands to the compute dtype: float16/bfloat16 compute in
  * float32). */
 #include "cpu.h"
@@ -74,6 +74,24 @@ static inline float gelu_tanh_f(float x) {
 }
 static inline double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float sigmoid_f(float x) { return 1.0f / (1.0f + expf(-x)); }
+/* logit: log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (not NaN, not negative) */
+static inline double logit_d(double x, double eps) {
+  if (eps >= 0) x = x < eps ? eps : (x > 1 - eps ? 1 - eps : x);
+  return log(x / (1 - x));
+}
+static inline float logit_f(float x, double eps) {
+  if (eps >= 0) {
+    float lo = (float)eps, hi = 1.0f - lo;
+    x = x < lo ? lo : (x > hi ? hi : x);
+  }
+  return logf(x / (1.0f - x));
+}
+/* sinc: sin(pi x) / (pi x), 1 at 0 */
+static inline double sinc_d(double x) { return x == 0 ? 1.0 : sin(M_PI * x) / (M_PI * x); }
+static inline float sinc_f(float x) {
+  float px = (float)M_PI * x;
+  return x == 0 ? 1.0f : sinf(px) / px;
+}
 static inline double softplus_d(double x) { return x > 20 ? x : log1p(exp(x)); }
 static inline float softplus_f(float x) { return x > 20.f ? x : log1pf(expf(x)); }
 static inline double digamma_d(double x) {
@@ -112,11 +130,13 @@ static inline double clamp_d(double x, double lo, double hi) {
   X(EXPM1, expm1(x)) X(SQRT, sqrt(x)) X(RSQRT, (T)1 / sqrt(x)) X(SIN, sin(x))      \
   X(COS, cos(x)) X(TAN, tan(x)) X(ASIN, asin(x)) X(ACOS, acos(x)) X(ATAN, atan(x)) \
   X(SINH, sinh(x)) X(COSH, cosh(x)) X(TANH, tanh(x)) X(SIGMOID, sigmoid_##SFX(x))  \
-  X(RELU, x > 0 ? x : (x != x ? x : (T)0)) X(GELU, gelu_##SFX(x))                    \
+  X(LOGIT, logit_##SFX(x, ctx->p1)) X(RELU, x > 0 ? x : (x != x ? x : (T)0))        \
+  X(GELU, gelu_##SFX(x))                                                           \
   X(GELU_TANH, gelu_tanh_##SFX(x)) X(SILU, x * sigmoid_##SFX(x)) X(ERF, erf(x))    \
   X(ERFC, erfc(x)) X(FLOOR, floor(x)) X(CEIL, ceil(x)) X(ROUND, nearbyint(x))      \
   X(TRUNC, trunc(x)) X(FRAC, x - trunc(x)) X(RECIPROCAL, (T)1 / x)                 \
-  X(SQUARE, x * x) X(SOFTPLUS, softplus_##SFX(x)) X(LGAMMA, lgamma(x))             \
+  X(SQUARE, x * x) X(SINC, sinc_##SFX(x)) X(SOFTPLUS, softplus_##SFX(x))           \
+  X(LGAMMA, lgamma(x))                                                             \
   X(DIGAMMA, (T)digamma_d(x))                                                      \
   X(CLAMP, (T)clamp_d(x, ctx->p1, ctx->p2)) X(POW_SCALAR, pow(x, (T)ctx->p1))      \
   X(RPOW_SCALAR, pow((T)ctx->p1, x)) X(LEAKY_RELU, x > 0 ? x : x * (T)ctx->p1)     \
@@ -135,7 +155,7 @@ FLOAT_UNARY(DEF_FU, double, d)
 
 /* float32 ops with a vectorised loop in vmath.c (AVX2+FMA, chosen at run time in init_tables): that loop
  * takes contiguous operands, the scalar kernel above strided ones */
-static mt_vmath_fn vmath_f32[MT_UNARY_OP_COUNT];
+static mt_vmath_fn vmath_f32[MT_OP_COUNT];
 #define DEF_VM(OP, name)                                                                  \
   static void un_##OP##_f32_vm(void *ctx, char **p, const int64_t *st, int64_t n) {      \
     if (st[0] == sizeof(float) && st[1] == sizeof(float))                                 \
@@ -191,8 +211,8 @@ UN_KERNEL(un_LOGICAL_NOT_b, uint8_t, uint8_t, !x)
 INT_TYPES(DEF_LNOT)
 UN_KERNEL(un_BITWISE_NOT_b, uint8_t, uint8_t, !x)
 
-static mt_loop_fn unary_f32[MT_UNARY_OP_COUNT], unary_f64[MT_UNARY_OP_COUNT];
-static mt_loop_fn unary_int[MT_UNARY_OP_COUNT][MT_DTYPE_MAX];
+static mt_loop_fn unary_f32[MT_OP_COUNT], unary_f64[MT_OP_COUNT];
+static mt_loop_fn unary_int[MT_OP_COUNT][MT_DTYPE_MAX];
 static mt_loop_fn lnot_int[MT_DTYPE_MAX];
 
 /* ---------------------------------------------------------------- binary kernels */
@@ -270,7 +290,7 @@ CMP_BINARY(DEF_CB_f64)
 INT_TYPES(GEN_CMP)
 
 /* kernels by [op][compute dtype]; bool computes with the uint8 kernels */
-static mt_loop_fn binary_table[MT_BINARY_OP_COUNT][MT_DTYPE_MAX];
+static mt_loop_fn binary_table[MT_OP_COUNT][MT_DTYPE_MAX];
 
 static void init_tables(void) {
 #define SET_FU(OP, EXPR) unary_f32[MT_OP_##OP] = un_##OP##_f32; unary_f64[MT_OP_##OP] = un_##OP##_f64;
@@ -365,7 +385,7 @@ static inline __attribute__((always_inline)) void run(mt_loop_fn fn, void *ctx, 
 /* ---------------------------------------------------------------- the kernels */
 /* the loop of a unary op for input dtype dt: float32/float64 compute in their type; integers in
  * theirs; bool through the uint8 loops, but for logical_not and bitwise_not */
-static mt_loop_fn unary_loop(int op, int dt) {
+static mt_loop_fn unary_loop(mt_op op, int dt) {
   if (dt == MT_FLOAT32) return unary_f32[op];
   if (dt == MT_FLOAT64) return unary_f64[op];
   if (op == MT_OP_LOGICAL_NOT) return lnot_int[dt];
@@ -373,24 +393,24 @@ static mt_loop_fn unary_loop(int op, int dt) {
   return unary_int[op][dt];
 }
 
-mt_status mt_cpu_unary(int op, mt_tensor *out, const mt_tensor *a, double p1, double p2) {
+mt_status mt_cpu_unary(mt_op op, mt_tensor *out, const mt_tensor *a, double p1, double p2) {
   tables_ready();
   mt_loop_fn fn = unary_loop(op, a->_dtype);
-  if (!fn) return mt_error(MT_EDTYPE, "%s: not implemented for '%s'", mt_unary_op_name(op), mt_dtype_name(a->_dtype));
+  if (!fn) return mt_error(MT_EDTYPE, "%s: not implemented for '%s'", MT_OP_NAME(op), mt_dtype_name(a->_dtype));
   ew_ctx ctx = {p1, p2, 0};
   const mt_tensor *ops[2] = {out, a};
   run(fn, &ctx, ops, 2);
-  return int_error(&ctx, mt_unary_op_name(op));
+  return int_error(&ctx, MT_OP_NAME(op));
 }
 
-mt_status mt_cpu_binary(int op, mt_tensor *out, const mt_tensor *a, const mt_tensor *b) {
+mt_status mt_cpu_binary(mt_op op, mt_tensor *out, const mt_tensor *a, const mt_tensor *b) {
   tables_ready();
   mt_loop_fn fn = binary_table[op][a->_dtype];
-  if (!fn) return mt_error(MT_EDTYPE, "%s: not implemented for '%s'", mt_binary_op_name(op), mt_dtype_name(a->_dtype));
+  if (!fn) return mt_error(MT_EDTYPE, "%s: not implemented for '%s'", MT_OP_NAME(op), mt_dtype_name(a->_dtype));
   ew_ctx ctx = {0, 0, 0};
   const mt_tensor *ops[3] = {out, a, b};
   run(fn, &ctx, ops, 3);
-  if (ctx.error) return int_error(&ctx, mt_binary_op_name(op));
+  if (ctx.error) return int_error(&ctx, MT_OP_NAME(op));
   if (a->_dtype == MT_BOOL && out->_dtype == MT_BOOL && (out->_flags & MT_TENSOR_CONTIGUOUS)) {
     /* bool arithmetic ran in uint8: normalise to 0/1 */
     uint8_t *p = (uint8_t *)out->_data;
@@ -408,7 +428,7 @@ mt_status mt_cpu_where(mt_tensor *out, const mt_tensor *cond, const mt_tensor *a
 
 /* g * sign(x) (abs), g * (x > 0) (relu): the float operations of their backward formulas (g times
  * the sign, g times the mask), in one pass. g, x and out of one shape and dtype, contiguous. */
-mt_status mt_cpu_unary_grad(int op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x) {
+mt_status mt_cpu_unary_grad(mt_op op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x) {
   if (op != MT_OP_ABS && op != MT_OP_RELU) return MT_ENOTIMPL;
   int64_t n = g->_numel;
 #define FUSED_LOOP(T)                                                               \

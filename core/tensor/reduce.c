@@ -404,12 +404,12 @@ static void reduce_one(const red_job *j, const char *in, char *out, int par) {
   pass_t ps = {F_ID, C_ADD, 0, 0};
   if (j->isint) {
     switch (j->op) {
-      case MT_REDUCE_PROD: ps.c = C_MUL; break;
-      case MT_REDUCE_AMAX: ps.c = C_MAX; break;
-      case MT_REDUCE_AMIN: ps.c = C_MIN; break;
-      case MT_REDUCE_ALL: ps.f = F_NONZERO; ps.c = C_AND; break;
-      case MT_REDUCE_ANY: ps.f = F_NONZERO; ps.c = C_OR; break;
-      case MT_REDUCE_COUNT_NONZERO: ps.f = F_NONZERO; break;
+      case MT_OP_PROD: ps.c = C_MUL; break;
+      case MT_OP_AMAX: ps.c = C_MAX; break;
+      case MT_OP_AMIN: ps.c = C_MIN; break;
+      case MT_OP_ALL: ps.f = F_NONZERO; ps.c = C_AND; break;
+      case MT_OP_ANY: ps.f = F_NONZERO; ps.c = C_OR; break;
+      case MT_OP_COUNT_NONZERO: ps.f = F_NONZERO; break;
       default: break; /* sum, nansum */
     }
     int64_t v = pass_i(g, j->in_dt, in, &ps, par);
@@ -418,17 +418,17 @@ static void reduce_one(const red_job *j, const char *in, char *out, int par) {
   }
   double v = 0;
   switch (j->op) {
-    case MT_REDUCE_SUM: v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_NANSUM: ps.f = F_NAN0; v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_MEAN: v = pass_d(g, j->in_dt, in, &ps, par) / n; break;
-    case MT_REDUCE_PROD: ps.c = C_MUL; v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_AMAX: ps.c = C_MAX; v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_AMIN: ps.c = C_MIN; v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_ALL: ps.f = F_NONZERO; ps.c = C_AND; v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_ANY: ps.f = F_NONZERO; ps.c = C_OR; v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_COUNT_NONZERO: ps.f = F_NONZERO; v = pass_d(g, j->in_dt, in, &ps, par); break;
-    case MT_REDUCE_VAR:
-    case MT_REDUCE_STD: {
+    case MT_OP_SUM: v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_NANSUM: ps.f = F_NAN0; v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_MEAN: v = pass_d(g, j->in_dt, in, &ps, par) / n; break;
+    case MT_OP_PROD: ps.c = C_MUL; v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_AMAX: ps.c = C_MAX; v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_AMIN: ps.c = C_MIN; v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_ALL: ps.f = F_NONZERO; ps.c = C_AND; v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_ANY: ps.f = F_NONZERO; ps.c = C_OR; v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_COUNT_NONZERO: ps.f = F_NONZERO; v = pass_d(g, j->in_dt, in, &ps, par); break;
+    case MT_OP_VAR:
+    case MT_OP_STD: {
       double mean = pass_d(g, j->in_dt, in, &ps, par) / n;
       ps.f = F_SQDEV;
       ps.center = mean;
@@ -436,10 +436,10 @@ static void reduce_one(const red_job *j, const char *in, char *out, int par) {
       double dof = n - j->p;
       if (dof < 0) dof = 0;
       v = m2 / dof;
-      if (j->op == MT_REDUCE_STD) v = sqrt(v);
+      if (j->op == MT_OP_STD) v = sqrt(v);
       break;
     }
-    case MT_REDUCE_NORM: {
+    case MT_OP_NORM: {
       double p = j->p;
       if (g->numel == 0) { v = 0; break; }
       norm_pass(p, &ps);
@@ -448,7 +448,7 @@ static void reduce_one(const red_job *j, const char *in, char *out, int par) {
       else if (p != 0 && p != 1 && !isinf(p)) v = pow(v, 1.0 / p);
       break;
     }
-    case MT_REDUCE_LOGSUMEXP: {
+    case MT_OP_LOGSUMEXP: {
       ps.c = C_MAX;
       double m = pass_d(g, j->in_dt, in, &ps, par);
       double c = isinf(m) ? 0 : m;
@@ -784,16 +784,16 @@ static void close_loop(void *ctx_, char **p, const int64_t *st, int64_t n) {
 /* ---------------------------------------------------------------- the kernels */
 /* Sum, prod and nansum accumulate in int64 for integer results; the ops that keep the input's
  * values (amax, amin, all, any, count_nonzero) for integer inputs; the rest in double. */
-static int in_int64(int op, int in_dt, int out_dt) {
+static int in_int64(mt_op op, int in_dt, int out_dt) {
   switch (op) {
-    case MT_REDUCE_SUM: case MT_REDUCE_PROD: case MT_REDUCE_NANSUM: return !mt_is_float(out_dt);
-    case MT_REDUCE_AMAX: case MT_REDUCE_AMIN: case MT_REDUCE_ALL: case MT_REDUCE_ANY: case MT_REDUCE_COUNT_NONZERO:
+    case MT_OP_SUM: case MT_OP_PROD: case MT_OP_NANSUM: return !mt_is_float(out_dt);
+    case MT_OP_AMAX: case MT_OP_AMIN: case MT_OP_ALL: case MT_OP_ANY: case MT_OP_COUNT_NONZERO:
       return !mt_is_float(in_dt);
     default: return 0;
   }
 }
 
-mt_status mt_cpu_reduce(int op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p) {
+mt_status mt_cpu_reduce(mt_op op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p) {
   red_job j;
   memset(&j, 0, sizeof j);
   j.op = op;

@@ -369,7 +369,7 @@ static int vm_have_avx2_fma(void) {
 }
 #endif /* VM_X86 */
 
-mt_vmath_fn mt_vmath_f32(int op) {
+mt_vmath_fn mt_vmath_f32(mt_op op) {
 #if VM_X86
   if (!vm_have_avx2_fma())
     return NULL;

@@ -3,6 +3,7 @@
 local ffi = require 'ffi'
 local core = require 'moontorch.ffi'
 local T = require 'moontorch.tensor'
+local list = require 'moontorch.ops.list'
 
 local C = core.C
 local raise_last, fail = core.raise_last, core.fail
@@ -28,15 +29,8 @@ local function scalar_tensor(s, op)
 end
 
 ------------------------------------------------------------------------------ binary
-local B = {}
-do
-  for i = 0, 200 do
-    local n = ffi.string(C.mt_binary_op_name(i))
-    if n == '?' then break end
-    B[n] = i
-  end
-  M.binary_ops = B
-end
+local B = list.ids('BINARY') -- op ids by name
+M.binary_ops = B
 
 -- a (op) b for tensors and numbers on either side; out may be nil
 local function binary(op, name, a, b, out)
@@ -66,7 +60,7 @@ local function out_of(opts)
   return nil
 end
 
-local function def_binary(name, op, aliases)
+local function def_binary(name, op)
   local function f(a, b, opts)
     return binary(op, name, a, b, out_of(opts))
   end
@@ -77,39 +71,11 @@ local function def_binary(name, op, aliases)
   methods[name] = f
   methods[name .. '_'] = f_
   M[name] = f
-  for _, al in ipairs(aliases or {}) do
-    methods[al] = f
-    methods[al .. '_'] = f_
-    M[al] = f
-  end
 end
-
-def_binary('mul', B.mul, { 'multiply' })
-def_binary('true_divide', B.div)
-def_binary('pow', B.pow)
-def_binary('maximum', B.maximum)
-def_binary('minimum', B.minimum)
-def_binary('fmax', B.fmax)
-def_binary('fmin', B.fmin)
-def_binary('fmod', B.fmod)
-def_binary('remainder', B.remainder)
-def_binary('atan2', B.atan2, { 'arctan2' })
-def_binary('hypot', B.hypot)
-def_binary('xlogy', B.xlogy)
-def_binary('copysign', B.copysign)
-def_binary('floor_divide', B.div_floor)
-def_binary('eq', B.eq)
-def_binary('ne', B.ne, { 'not_equal' })
-def_binary('lt', B.lt, { 'less' })
-def_binary('le', B.le, { 'less_equal' })
-def_binary('gt', B.gt, { 'greater' })
-def_binary('ge', B.ge, { 'greater_equal' })
-def_binary('logical_and', B.logical_and)
-def_binary('logical_or', B.logical_or)
-def_binary('logical_xor', B.logical_xor)
-def_binary('bitwise_and', B.bitwise_and)
-def_binary('bitwise_or', B.bitwise_or)
-def_binary('bitwise_xor', B.bitwise_xor)
+-- the list's PLAIN binary ops: torch.f(a, b, {out=t}), t:f(b), t:f_(b)
+for _, op in ipairs(list.ops()) do
+  if op.binding == 'PLAIN' and op.kind:sub(1, 6) == 'BINARY' then def_binary(op.name, op.id) end
+end
 
 -- add / sub with alpha (torch.add(a, b, {alpha=2}))
 local function add_like(op, name, sign)
@@ -136,26 +102,24 @@ local function add_like(op, name, sign)
 end
 methods.add, methods.add_ = add_like(B.add, 'add', 1)
 methods.sub, methods.sub_ = add_like(B.sub, 'sub', -1)
-methods.subtract, methods.subtract_ = methods.sub, methods.sub_
-M.add, M.sub, M.subtract = methods.add, methods.sub, methods.sub
+M.add, M.sub = methods.add, methods.sub
 
 -- div with rounding_mode = nil | 'trunc' | 'floor'
 local function div(a, b, opts)
   local mode = type(opts) == 'table' and not is_tensor(opts) and opts.rounding_mode or nil
   local op = B.div
   if mode == 'trunc' then op = B.div_trunc
-  elseif mode == 'floor' then op = B.div_floor
+  elseif mode == 'floor' then op = B.floor_divide
   elseif mode ~= nil then fail('div', 'expected rounding_mode to be one of nil, "trunc", or "floor" but found "' .. tostring(mode) .. '"') end
   return binary(op, 'div', a, b, out_of(opts))
 end
-methods.div, methods.divide = div, div
+methods.div = div
 methods.div_ = function(a, b, opts)
   local mode = type(opts) == 'table' and opts.rounding_mode or nil
-  local op = mode == 'trunc' and B.div_trunc or (mode == 'floor' and B.div_floor or B.div)
+  local op = mode == 'trunc' and B.div_trunc or (mode == 'floor' and B.floor_divide or B.div)
   return binary(op, 'div_', a, b, a)
 end
-methods.divide_ = methods.div_
-M.div, M.divide = div, div
+M.div = div
 
 -- operators: + - * / ^ % and unary minus; `..` is not used.
 tensor_mt.__add = function(a, b) return binary(B.add, 'add', a, b, nil) end
@@ -166,12 +130,7 @@ tensor_mt.__pow = function(a, b) return binary(B.pow, 'pow', a, b, nil) end
 tensor_mt.__mod = function(a, b) return binary(B.remainder, 'remainder', a, b, nil) end
 
 ------------------------------------------------------------------------------ unary
-local U = {}
-for i = 0, 200 do
-  local n = ffi.string(C.mt_unary_op_name(i))
-  if n == '?' then break end
-  U[n] = i
-end
+local U = list.ids('UNARY') -- op ids by name
 M.unary_ops = U
 
 local function unary(op, name, a, p1, p2, out)
@@ -184,26 +143,52 @@ local function unary(op, name, a, p1, p2, out)
 end
 M.unary = unary
 
-local function def_unary(name, cname, aliases)
-  local op = U[cname or name]
-  assert(op, cname or name)
-  local function f(a, opts) return unary(op, name, a, 0, 0, out_of(opts)) end
-  local function f_(a) return unary(op, name .. '_', a, 0, 0, a) end
-  methods[name], methods[name .. '_'], M[name] = f, f_, f
-  for _, al in ipairs(aliases or {}) do methods[al], methods[al .. '_'], M[al] = f, f_, f end
+-- The list's PLAIN unary ops: torch.f(a, {out=t}), t:f(), t:f_() (no in-place form for the
+-- UNARY_TEST ops: isnan, ...). An op with parameters takes them after the tensor, as numbers or by
+-- name in the options table (torch.logit(a, 1e-6), torch.logit(a, {eps=1e-6})); one not given is NaN.
+local function def_unary(op)
+  local id, name, params = op.id, op.name, op.params
+  local f, f_
+  if #params == 0 then
+    f = function(a, opts) return unary(id, name, a, 0, 0, out_of(opts)) end
+    f_ = function(a) return unary(id, name .. '_', a, 0, 0, a) end
+  else
+    local function args(fname, ...)
+      local p, opts = { nan, nan }, nil
+      for i = 1, select('#', ...) do
+        local v = select(i, ...)
+        if type(v) == 'table' and not is_tensor(v) then
+          opts = v
+          break
+        end
+        if i > #params then fail(fname, 'takes ' .. #params .. ' parameter(s) after the tensor, got more') end
+        if v ~= nil and type(v) ~= 'number' then fail(fname, params[i] .. ' must be a number, got ' .. type(v)) end
+        if v ~= nil then p[i] = v end
+      end
+      if opts then
+        for k, pname in ipairs(params) do
+          local v = opts[pname]
+          if v ~= nil and type(v) ~= 'number' then fail(fname, pname .. ' must be a number, got ' .. type(v)) end
+          if v ~= nil then p[k] = v end
+        end
+      end
+      return p[1], p[2], opts and opts.out or nil
+    end
+    f = function(a, ...)
+      local p1, p2, out = args(name, ...)
+      return unary(id, name, a, p1, p2, out)
+    end
+    f_ = function(a, ...)
+      local p1, p2 = args(name .. '_', ...)
+      return unary(id, name .. '_', a, p1, p2, a)
+    end
+  end
+  methods[name], M[name] = f, f
+  if op.kind ~= 'UNARY_TEST' then methods[name .. '_'] = f_ end
 end
-for _, n in ipairs { 'neg', 'abs', 'sign', 'exp', 'exp2', 'log', 'log2', 'log10', 'log1p', 'expm1', 'sqrt',
-  'rsqrt', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh', 'sigmoid', 'relu', 'erf',
-  'erfc', 'floor', 'ceil', 'trunc', 'frac', 'reciprocal', 'square', 'logical_not', 'bitwise_not',
-  'isnan', 'isinf', 'isfinite', 'lgamma', 'digamma', 'silu' } do
-  def_unary(n)
+for _, op in ipairs(list.ops()) do
+  if op.binding == 'PLAIN' and op.kind:sub(1, 5) == 'UNARY' then def_unary(op) end
 end
-methods.negative, methods.negative_, M.negative = methods.neg, methods.neg_, M.neg
-methods.absolute, methods.absolute_, M.absolute = methods.abs, methods.abs_, M.abs
-methods.arcsin, methods.arccos, methods.arctan = methods.asin, methods.acos, methods.atan
-methods.fix, M.fix = methods.trunc, M.trunc
--- in-place predicates make no sense
-methods.isnan_, methods.isinf_, methods.isfinite_ = nil, nil, nil
 
 tensor_mt.__unm = function(a) return unary(U.neg, 'neg', a, 0, 0, nil) end
 
@@ -260,12 +245,11 @@ local function clamp(a, lo, hi, opts)
   if type(opts) == 'table' then out = opts.out end
   return clamp_impl('clamp', a, l, h, out)
 end
-methods.clamp, methods.clip, M.clamp, M.clip = clamp, clamp, clamp, clamp
+methods.clamp, M.clamp = clamp, clamp
 methods.clamp_ = function(a, lo, hi)
   local l, h = clamp_args(lo, hi)
   return clamp_impl('clamp_', a, l, h, a)
 end
-methods.clip_ = methods.clamp_
 methods.clamp_min = function(a, lo) return clamp_impl('clamp_min', a, lo, nil, nil) end
 methods.clamp_max = function(a, hi) return clamp_impl('clamp_max', a, nil, hi, nil) end
 methods.clamp_min_ = function(a, lo) return clamp_impl('clamp_min_', a, lo, nil, a) end
@@ -295,7 +279,7 @@ methods.nan_to_num = M.nan_to_num
 
 -- pow with a number exponent goes through the unary kernel (exact integer powers, no promotion
 -- surprises); number ^ tensor through rpow.
-local pow_tensor = methods.pow
+local function pow_tensor(a, b, opts) return binary(B.pow, 'pow', a, b, out_of(opts)) end
 local function pow(a, b, opts)
   if is_tensor(a) and type(b) == 'number' then
     local out = out_of(opts)
@@ -309,6 +293,10 @@ local function pow(a, b, opts)
   return pow_tensor(a, b, opts)
 end
 methods.pow, M.pow = pow, pow
+methods.pow_ = function(a, b)
+  if not is_tensor(a) then fail('pow_', 'expected a tensor') end
+  return binary(B.pow, 'pow_', a, b, a)
+end
 tensor_mt.__pow = function(a, b) return pow(a, b) end
 methods.float_power = function(a, b)
   local x = is_tensor(a) and a:double() or a

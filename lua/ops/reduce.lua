@@ -20,13 +20,8 @@ local release = C.mt_tensor_release
 local M = {}
 local torch -- set by install()
 
--- reduction op ids, from the C list
-local R = {}
-for i = 0, 100 do
-  local n = ffi.string(C.mt_reduce_op_name(i))
-  if n == '?' then break end
-  R[n] = i
-end
+-- reduction op ids by name, from the op list
+local R = require('moontorch.ops.list').ids('REDUCE')
 M.reduce_ops = R
 
 local dimbuf = ffi.new('int64_t[16]')
