@@ -191,7 +191,8 @@ void mt_tensor_refresh(mt_tensor *t) {
   int64_t n = 1;
   for (int i = 0; i < t->_ndim; i++) n *= t->_sizes[i];
   t->_numel = n;
-  t->_data = t->_storage->_data + t->_offset * (int64_t)mt_itemsize(t->_dtype);
+  char *base = t->_storage->_data; /* NULL for an empty storage (a mapped one, say): no arithmetic on it */
+  t->_data = base ? base + t->_offset * (int64_t)mt_itemsize(t->_dtype) : NULL;
   if (compute_contiguous(t)) t->_flags |= MT_TENSOR_CONTIGUOUS;
   else t->_flags &= ~(uint32_t)MT_TENSOR_CONTIGUOUS;
 }
@@ -220,17 +221,22 @@ static void storage_release(mt_storage *s) {
 static mt_status new_block(const int64_t *sizes, int ndim, int64_t numel, int dtype, size_t item, const char *op,
                            mt_tensor **out);
 
-mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out) {
-  int64_t numel;
-  MT_TRY(mt_check_sizes(sizes, ndim, op, &numel));
+/* the element count of a new tensor of these sizes and dtype, checked */
+static mt_status new_size(const int64_t *sizes, int ndim, int dtype, const char *op, int64_t *numel) {
+  MT_TRY(mt_check_sizes(sizes, ndim, op, numel));
   if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: invalid dtype %d", op, dtype);
-  size_t item = mt_itemsize(dtype);
-  if ((uint64_t)numel > (UINT64_MAX >> 2) / item)
+  if ((uint64_t)*numel > (UINT64_MAX >> 2) / mt_itemsize(dtype))
     return mt_error(MT_ENOMEM, "%s: size %s is too large to allocate", op, mt_shape_str(sizes, ndim));
-  return new_block(sizes, ndim, numel, dtype, item, op, out);
+  return MT_OK;
 }
 
-mt_status mt_new_like(const mt_tensor *t, int dtype, const char *op, mt_tensor **out) {
+mt_status mt_new_cpu(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out) {
+  int64_t numel;
+  MT_TRY(new_size(sizes, ndim, dtype, op, &numel));
+  return new_block(sizes, ndim, numel, dtype, mt_itemsize(dtype), op, out);
+}
+
+mt_status mt_new_cpu_like(const mt_tensor *t, int dtype, const char *op, mt_tensor **out) {
   size_t item = dtype == MT_FLOAT32 ? 4 : dtype == MT_FLOAT64 ? 8 : mt_itemsize(dtype);
   return new_block(t->_sizes, t->_ndim, t->_numel, dtype, item, op, out);
 }
@@ -311,23 +317,41 @@ mt_status mt_new_view(mt_tensor *base, const int64_t *sizes, const int64_t *stri
   return MT_OK;
 }
 
-mt_status mt_tensor_empty(const int64_t *sizes, int ndim, int dtype, mt_tensor **out) {
-  if (!out) return mt_error(MT_EINVAL, "empty: out is NULL");
-  if (ndim > 0 && !sizes) return mt_error(MT_EINVAL, "empty: sizes is NULL");
-  return mt_new(sizes, ndim, dtype, "empty", out);
-}
-
-mt_status mt_tensor_empty_device(const int64_t *sizes, int ndim, int dtype, int device_type, int device_index,
-                                 mt_tensor **out) {
-  if (device_type != MT_CPU)
-    return mt_error(MT_EDEVICE, "empty: device cuda:%d is not available (moontorch was built without CUDA)",
-                    device_index);
-  return mt_tensor_empty(sizes, ndim, dtype, out);
-}
-
-mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype, mt_tensor **out) {
-  MT_TRY(mt_check_tensor(t, "empty_like", "input"));
-  return mt_new(t->_sizes, t->_ndim, dtype < 0 ? t->_dtype : dtype, "empty_like", out);
+mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_index, const int64_t *sizes, int ndim,
+                      int dtype, const char *op, mt_tensor **out) {
+  int64_t numel;
+  MT_TRY(new_size(sizes, ndim, dtype, op, &numel));
+  size_t nbytes = (size_t)numel * mt_itemsize(dtype);
+  mt_storage *s = malloc(sizeof(mt_storage));
+  if (!s) return mt_error(MT_ENOMEM, "%s: out of memory for a storage", op);
+  memset(s, 0, sizeof *s);
+  if (memory->alloc && nbytes) {
+    s->_block = memory->alloc(memory->ctx, nbytes);
+    if (!s->_block) {
+      free(s);
+      return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
+                      mt_shape_str(sizes, ndim));
+    }
+  }
+  s->_refcount = 1;
+  s->_data = s->_block;
+  s->_nbytes = nbytes;
+  s->_device_type = device_type;
+  s->_device_index = device_index;
+  s->_allocator = memory;
+  stat_add(&stats.live_storages, 1);
+  stat_add(&stats.live_bytes, (int64_t)nbytes);
+  int64_t strides[MT_MAX_DIMS];
+  mt_compute_strides(sizes, ndim, strides);
+  mt_tensor base = {0};
+  base._storage = s;
+  base._dtype = dtype;
+  base._device_type = device_type;
+  base._device_index = device_index;
+  mt_status st = mt_new_view(&base, sizes, strides, ndim, 0, out);
+  storage_release(s); /* the new head holds its own reference */
+  if (st == MT_OK) (*out)->_flags |= MT_TENSOR_CONTIGUOUS;
+  return st;
 }
 
 typedef struct ext {
@@ -487,11 +511,14 @@ static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const cha
   MT_TRY(mt_check_sizes(sizes, ndim, op, &numel));
   size_t need = (size_t)numel * mt_itemsize(t->_dtype) + (size_t)t->_offset * mt_itemsize(t->_dtype);
   if (need > t->_storage->_nbytes) {
+    /* a storage on the old one's device: the core's CPU memory, or its device's allocator */
+    const mt_allocator *memory = t->_storage->_device_type == MT_CPU ? NULL : t->_storage->_allocator;
+    bool data = !memory || memory->alloc;
     mt_storage *s = malloc(sizeof(mt_storage));
-    char *d = mt_aligned_alloc(need);
-    if (!s || !d) {
+    char *d = !data ? NULL : memory ? memory->alloc(memory->ctx, need) : mt_aligned_alloc(need);
+    if (!s || (data && !d)) {
       free(s);
-      free(d);
+      if (d) memory ? memory->free(memory->ctx, d, need) : free(d);
       return mt_error(MT_ENOMEM, "%s: out of memory resizing out to %s", op, mt_shape_str(sizes, ndim));
     }
     memset(s, 0, sizeof *s);
@@ -500,7 +527,10 @@ static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const cha
     s->_block = d;
     s->_nbytes = need;
     s->_version = t->_storage->_version;
-    memcpy(d, t->_storage->_data, t->_storage->_nbytes);
+    s->_device_type = t->_storage->_device_type;
+    s->_device_index = t->_storage->_device_index;
+    s->_allocator = memory;
+    if (d && t->_storage->_data && !memory) memcpy(d, t->_storage->_data, t->_storage->_nbytes);
     stat_add(&stats.live_storages, 1);
     stat_add(&stats.live_bytes, (int64_t)need);
     mt_storage *old = t->_storage;
@@ -526,9 +556,3 @@ mt_status mt_prepare_out(mt_tensor *out, const int64_t *sizes, int ndim, int dty
   return resize_(out, sizes, ndim, op);
 }
 
-mt_status mt_out_or_new(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **dst) {
-  if (!out) return mt_new(sizes, ndim, dtype, op, dst);
-  MT_TRY(mt_prepare_out(out, sizes, ndim, dtype, op));
-  *dst = mt_tensor_retain(out);
-  return MT_OK;
-}

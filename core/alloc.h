@@ -1,4 +1,6 @@
-/* alloc.h -- storages and tensor heads (alloc.c): allocation, views, out= results. It knows nothing of kernels, backends or autograd. Internal to the core. */
+/* alloc.h -- storages and tensor heads (alloc.c): allocation, views, out= results. It knows nothing
+ * of kernels, backends or autograd: memory on a device other than the CPU comes from the allocator
+ * its caller hands it. Internal to the core. */
 #ifndef MT_ALLOC_H
 #define MT_ALLOC_H
 
@@ -25,19 +27,24 @@ extern void (*mt_autograd_release)(mt_tensor *t);
 /* t takes src's storage and geometry (dtype, device, sizes, strides, offset), keeping its own
  * head, flags and autograd metadata (mt_tensor_set_data). */
 void mt_tensor_take_data(mt_tensor *t, const mt_tensor *src);
-/* A new contiguous tensor; contents uninitialised. `op` names the caller in error messages. */
-mt_status mt_new(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out);
-/* A new contiguous tensor of t's sizes (checked when t was made) and `dtype`, whose itemsize is
- * at most t's (so that the size cannot overflow). */
-mt_status mt_new_like(const mt_tensor *t, int dtype, const char *op, mt_tensor **out);
+/* A new contiguous tensor in the core's CPU memory (one block: head, storage, data); contents
+ * uninitialised. `op` names the caller in error messages. The dispatch layer's mt_new
+ * (core/ops/device.h) makes one on any device. */
+mt_status mt_new_cpu(const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out);
+/* A new contiguous CPU tensor of t's sizes (checked when t was made) and `dtype`, whose itemsize
+ * is at most t's (so that the size cannot overflow). */
+mt_status mt_new_cpu_like(const mt_tensor *t, int dtype, const char *op, mt_tensor **out);
+/* A new contiguous tensor on a device whose memory comes from `memory` (alloc NULL: a device that
+ * holds no data; the tensor's data pointer is then NULL). */
+mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_index, const int64_t *sizes, int ndim,
+                      int dtype, const char *op, mt_tensor **out);
 /* A new head over `t`'s storage with the given geometry. */
 mt_status mt_new_view(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
                       mt_tensor **out);
 void mt_compute_strides(const int64_t *sizes, int ndim, int64_t *strides);
-/* Make `out` (an out= argument) have the given shape and dtype, resizing its storage if needed. */
+/* Make `out` (an out= argument) have the given shape and dtype, resizing its storage (on its
+ * device) if needed. */
 mt_status mt_prepare_out(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op);
-/* Either use `out` (checked and resized) or allocate; *dst is a new reference in both cases. */
-mt_status mt_out_or_new(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **dst);
 /* Hand `r` (a new reference) to the caller: into *result if non-NULL, else release it. */
 static inline mt_status mt_give(mt_tensor *r, mt_tensor **result) {
   if (result) *result = r; else mt_tensor_release(r);

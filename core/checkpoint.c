@@ -749,7 +749,7 @@ static mt_status reader_load(mt_ckpt_reader *r, int fd, int use_mmap) {
         return s;
       }
     } else {
-      MT_TRY(mt_tensor_empty(&sz, 1, MT_UINT8, &r->storages[i]));
+      MT_TRY(mt_tensor_empty(&sz, 1, MT_UINT8, NULL, &r->storages[i]));
     }
     uint64_t end = off + n;
     size_t pad = (size_t)(align_up(end) - end);

@@ -40,11 +40,9 @@ const char *mt_shape_str(const int64_t *sizes, int ndim) {
   return buf;
 }
 
-mt_status mt_check_tensor(const mt_tensor *t, const char *op, const char *arg) {
-  if (!t) return mt_error(MT_EINVAL, "%s: expected a tensor for '%s', got nothing", op, arg);
-  if (t->_device_type != MT_CPU)
-    return mt_error(MT_EDEVICE, "%s: '%s' is on device cuda:%d; this op runs on the CPU", op, arg, t->_device_index);
-  return MT_OK;
+mt_status mt_tensor_missing(const mt_tensor *t, const char *op, const char *arg) {
+  if (t) return mt_error(MT_EDEVICE, "%s: '%s' has an unknown device type %d", op, arg, (int)t->_device_type);
+  return mt_error(MT_EINVAL, "%s: expected a tensor for '%s', got nothing", op, arg);
 }
 
 mt_status mt_wrap_dim(int dim, int ndim, const char *op, int *out) {

@@ -31,7 +31,11 @@ const char *mt_shape_str(const int64_t *sizes, int ndim);
 #define MT_SHAPE(t) mt_shape_str((t)->_sizes, (t)->_ndim)
 
 /* Argument checks shared by ops: each records "<op>: ..." and returns the status. */
-mt_status mt_check_tensor(const mt_tensor *t, const char *op, const char *arg);
+/* a tensor argument: given, and on a device type there is (its fields are writable from Lua) */
+mt_status mt_tensor_missing(const mt_tensor *t, const char *op, const char *arg);
+static inline mt_status mt_check_tensor(const mt_tensor *t, const char *op, const char *arg) {
+  return t && (uint32_t)t->_device_type < MT_DEVICE_TYPES ? MT_OK : mt_tensor_missing(t, op, arg);
+}
 mt_status mt_wrap_dim(int dim, int ndim, const char *op, int *out);
 mt_status mt_check_sizes(const int64_t *sizes, int ndim, const char *op, int64_t *numel);
 

@@ -94,7 +94,14 @@ typedef enum mt_dtype {
   MT_DTYPE_MAX = 16
 } mt_dtype;
 
-typedef enum mt_device_type { MT_CPU = 0, MT_CUDA = 1 } mt_device_type;
+/* Devices: where a tensor's data lives and which backend's kernels compute on it. The meta device
+ * holds shapes, dtypes and strides but no data: every op gives its result's shape, dtype and
+ * strides there without computing (PyTorch's meta device). */
+typedef enum mt_device_type { MT_CPU = 0, MT_CUDA = 1, MT_META = 2, MT_DEVICE_TYPES } mt_device_type;
+typedef struct mt_device {
+  int32_t type;  /* mt_device_type */
+  int32_t index; /* 0 but for CUDA's devices */
+} mt_device;
 
 MT_API int mt_dtype_valid(int dtype);
 MT_API size_t mt_dtype_size(int dtype);
@@ -170,12 +177,13 @@ enum {
   MT_TENSOR_WRAPPED_NUMBER = 8  /* a 0-dim tensor made from a Lua/C number (type promotion) */
 };
 
-/* Creation. `sizes` may be NULL when ndim == 0 (a scalar). Contents uninitialised. */
-MT_API mt_status mt_tensor_empty(const int64_t *sizes, int ndim, int dtype, mt_tensor **out);
-MT_API mt_status mt_tensor_empty_device(const int64_t *sizes, int ndim, int dtype, int device_type,
-                                        int device_index, mt_tensor **out);
-MT_API mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype /* -1: same */, mt_tensor **out);
-MT_API mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, mt_tensor **out);
+/* Creation. `sizes` may be NULL when ndim == 0 (a scalar). Contents uninitialised. Every factory
+ * takes the device to make its result on: NULL is the CPU; a device this build has no backend for
+ * (CUDA) is MT_EDEVICE. */
+MT_API mt_status mt_tensor_empty(const int64_t *sizes, int ndim, int dtype, const mt_device *device, mt_tensor **out);
+MT_API mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype /* -1: same */, mt_tensor **out); /* t's device */
+MT_API mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, const mt_device *device,
+                                mt_tensor **out);
 /* A tensor over memory the caller owns; `deleter(ctx, data)` is called when the last view dies
  * (deleter may be NULL). */
 MT_API mt_status mt_tensor_from_blob(void *data, const int64_t *sizes, const int64_t *strides, int ndim,
@@ -468,11 +476,24 @@ MT_API int mt_op_count(void);
 MT_API const mt_op_info *mt_op_info_of(int op);
 MT_API const char *mt_op_name(int op); /* "?" for a number that is no op */
 
+/* ---------------------------------------------------------------- devices and their backends */
+/* A device type's name ("cpu", "cuda", "meta"; "?" for none). */
+MT_API const char *mt_device_name(int type);
+/* Can this build make tensors on the device (has it a backend for it)? */
+MT_API int mt_device_available(const mt_device *device);
+/* Does the device's backend run `op` (an MT_OP_*) on operands of these n dtypes (NULL, 0: of some
+ * dtype)? 0 for an op it lacks a kernel for, or a device this build has no backend for. */
+MT_API int mt_device_supports(const mt_device *device, int op, const int *dtypes, int n);
+/* Wait until every computation queued on the device has finished (NULL: the CPU). */
+MT_API mt_status mt_synchronize(const mt_device *device);
+
 /* ---------------------------------------------------------------- copy and conversion */
 /* dst <- src, broadcasting src to dst's shape, converting dtype; any strides on both sides;
  * overlapping memory is handled. */
 MT_API mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src);
-MT_API mt_status mt_to_dtype(mt_tensor *t, int dtype, int copy, mt_tensor **out); /* !copy: returns t if same dtype */
+/* t in `dtype` (-1: t's) on `device` (NULL: t's), copied across backends when the device differs;
+ * !copy: a new reference to t itself when it already is both. */
+MT_API mt_status mt_to(mt_tensor *t, int dtype, const mt_device *device, int copy, mt_tensor **out);
 MT_API mt_status mt_clone(mt_tensor *t, mt_tensor **out);
 MT_API mt_status mt_fill_(mt_tensor *t, double value);
 MT_API mt_status mt_zero_(mt_tensor *t);
@@ -563,10 +584,13 @@ MT_API mt_status mt_index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tens
                                int64_t index_base);
 /* a[indices...] (advanced indexing with index tensors over the first n dims) */
 MT_API mt_status mt_index(mt_tensor *a, mt_tensor **indices, int n, int64_t index_base, mt_tensor **result);
-MT_API mt_status mt_arange(double start, double end, double step, int dtype, mt_tensor **result);
-MT_API mt_status mt_linspace(double start, double end, int64_t steps, int dtype, mt_tensor **result);
-MT_API mt_status mt_logspace(double start, double end, int64_t steps, double base, int dtype, mt_tensor **result);
-MT_API mt_status mt_eye(int64_t n, int64_t m, int dtype, mt_tensor **result);
+MT_API mt_status mt_arange(double start, double end, double step, int dtype, const mt_device *device,
+                           mt_tensor **result);
+MT_API mt_status mt_linspace(double start, double end, int64_t steps, int dtype, const mt_device *device,
+                             mt_tensor **result);
+MT_API mt_status mt_logspace(double start, double end, int64_t steps, double base, int dtype, const mt_device *device,
+                             mt_tensor **result);
+MT_API mt_status mt_eye(int64_t n, int64_t m, int dtype, const mt_device *device, mt_tensor **result);
 MT_API mt_status mt_diag(mt_tensor *a, int64_t diagonal, mt_tensor **result);
 MT_API mt_status mt_unique(mt_tensor *a, int sorted, int return_inverse, int return_counts, int64_t index_base,
                            mt_tensor **values, mt_tensor **inverse, mt_tensor **counts);
@@ -606,7 +630,8 @@ MT_API mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator
 MT_API mt_status mt_bernoulli_(mt_tensor *t, double p, mt_generator *g);
 MT_API mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g);
 MT_API mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g);
-MT_API mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g, const mt_device *device,
+                             mt_tensor **result);
 MT_API mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
                                 mt_generator *g, mt_tensor **result);
 

@@ -27,10 +27,10 @@ static void print2d(const char *name, mt_tensor *t) {
 int main(void) {
   int64_t s23[2] = {2, 3}, s3[1] = {3};
   mt_tensor *a, *b, *c, *bt, *m;
-  CHECK(mt_arange(0, 6, 1, MT_FLOAT32, &a));
+  CHECK(mt_arange(0, 6, 1, MT_FLOAT32, NULL, &a));
   mt_tensor *a2;
   CHECK(mt_view(a, s23, 2, &a2));
-  CHECK(mt_tensor_full(s3, 1, MT_FLOAT32, 10.0, &b));
+  CHECK(mt_tensor_full(s3, 1, MT_FLOAT32, 10.0, NULL, &b));
   CHECK(mt_binary(MT_OP_ADD, a2, b, NULL, &c)); /* [2,3] + [3] broadcasts */
   print2d("a + b", c);
   CHECK(mt_transpose(c, 0, 1, &bt));

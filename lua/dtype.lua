@@ -55,6 +55,10 @@ function M.resolve(x)
 end
 
 -- Devices ----------------------------------------------------------------------------------
+-- A device object: its type ('cpu', 'cuda', 'meta'), its index (CUDA only), and `_c`, the
+-- mt_device the C core takes (a pointer to it; nil for the CPU, the core's default).
+local ffi = require 'ffi'
+require 'moontorch.ffi' -- the C declarations (mt_device)
 local device_mt = {}
 device_mt.__index = device_mt
 device_mt.__tostring = function(d)
@@ -63,11 +67,24 @@ device_mt.__tostring = function(d)
 end
 device_mt.__eq = function(a, b) return a.type == b.type and a.index == b.index end
 
-local cpu = setmetatable({ type = 'cpu' }, device_mt)
+local TYPE_IDS = { cpu = 0, cuda = 1, meta = 2 }
+M.device_type_ids = TYPE_IDS
+local function new_device(kind, index)
+  local c = nil
+  if kind ~= 'cpu' then
+    c = ffi.new('mt_device[1]')
+    c[0].type, c[0].index = TYPE_IDS[kind], index or 0
+  end
+  return setmetatable({ type = kind, index = index, _c = c }, device_mt)
+end
+local cpu = new_device('cpu')
 M.cpu_device = cpu
+M.cpu_c = ffi.new('mt_device[1]') -- the CPU as a C device (type 0), where nil would mean "the same"
+local meta = new_device('meta')
+M.meta_device = meta
 local cuda_devices = {}
 
--- torch.device('cuda:1'), torch.device('cuda', 1), torch.device('cpu')
+-- torch.device('cuda:1'), torch.device('cuda', 1), torch.device('cpu'), torch.device('meta')
 function M.device(spec, index)
   if getmetatable(spec) == device_mt then return spec end
   if type(spec) ~= 'string' then
@@ -77,16 +94,24 @@ function M.device(spec, index)
   if not kind then kind = spec end
   idx = tonumber(idx) or index
   if kind == 'cpu' then return cpu end
+  if kind == 'meta' then return meta end
   if kind ~= 'cuda' then
-    error(("moontorch.device: expected one of cpu, cuda device type at start of device string: %s"):format(spec), 2)
+    error(("moontorch.device: expected one of cpu, cuda, meta device type at start of device string: %s"):format(spec), 2)
   end
   idx = idx or 0
   local d = cuda_devices[idx]
   if not d then
-    d = setmetatable({ type = 'cuda', index = idx }, device_mt)
+    d = new_device('cuda', idx)
     cuda_devices[idx] = d
   end
   return d
+end
+
+-- the device object of a tensor's device fields
+function M.device_of(type_id, index)
+  if type_id == 0 then return cpu end
+  if type_id == 2 then return meta end
+  return M.device('cuda', index)
 end
 
 function M.is_device(x) return getmetatable(x) == device_mt end

@@ -293,15 +293,20 @@ local function resolve_dtype(d, op)
 end
 M.resolve_dtype = resolve_dtype
 
-local function check_device(opts, op)
-  local dev = opts and opts.device
-  if dev ~= nil then
-    dev = dtype.device(dev)
-    if dev.type ~= 'cpu' then
-      fail(op, ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
-    end
+-- The C device (mt_device *) of a device argument, nil for the CPU; a device this build has no
+-- backend for (CUDA) is refused here, naming the op.
+local function device_arg(dev, op)
+  if dev == nil then return nil end
+  local ok, d = pcall(dtype.device, dev)
+  if not ok then fail(op, (tostring(d):gsub('^moontorch%.device: ', ''))) end
+  if d.type == 'cuda' then
+    fail(op, ('device %s is not available: moontorch was built without CUDA'):format(tostring(d)))
   end
+  return d._c
 end
+M.device_arg = device_arg
+-- the C device of an options table's `device` (nil: the CPU)
+local function check_device(opts, op) return device_arg(opts and opts.device, op) end
 M.check_device = check_device
 
 -- Lua's `requires_grad` option is applied by autograd (issue 3): a hook it replaces.
@@ -318,17 +323,17 @@ M.raise_as = raise_as
 -- empty tensor of szbuf[0..n) with opts
 local function new_empty(op, n, opts, default_dt)
   local dt = (opts and resolve_dtype(opts.dtype, op)) or default_dt or by_id[C.mt_get_default_dtype()]
-  check_device(opts, op)
-  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then raise_as(op) end
+  if C.mt_tensor_empty(szbuf, n, dt.id, check_device(opts, op), outp) ~= 0 then raise_as(op) end
   return take(), dt
 end
 M.new_empty = new_empty
 
 ------------------------------------------------------------------------------ properties
 props.dtype = function(t) return by_id[t._dtype] end
-props.device = function(t) return t._device_type == 0 and dtype.cpu_device or dtype.device('cuda', t._device_index) end
+props.device = function(t) return t._device_type == 0 and dtype.cpu_device or dtype.device_of(t._device_type, t._device_index) end
 props.ndim = function(t) return t._ndim end
 props.is_cuda = function(t) return t._device_type == 1 end
+props.is_meta = function(t) return t._device_type == 2 end
 props.layout = function() return 'torch.strided' end
 props.itemsize = function(t) return by_id[t._dtype].itemsize end
 props.nbytes = function(t) return tonumber(t._numel) * by_id[t._dtype].itemsize end

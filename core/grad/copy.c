@@ -1,10 +1,11 @@
-/* copy.c -- autograd for copies (core/ops/copy.c): clone, to(dtype), and copy_ / fill_ over a
- * whole tensor. */
+/* copy.c -- autograd for copies (core/ops/copy.c): clone, to(dtype, device), and copy_ / fill_
+ * over a whole tensor. */
 #include "formula.h"
 
-/* ---------------------------------------------------------------- clone, to(dtype) */
+/* ---------------------------------------------------------------- clone, to(dtype, device) */
 typedef struct clone_node {
-  int32_t to_dtype; /* a conversion: the gradient goes back to the input's dtype */
+  int32_t to_dtype; /* a conversion: the gradient goes back to the input's dtype and device */
+  mt_device device; /* the input's */
   mt_shape in;
 } clone_node;
 MT_NODE_DATA_FITS(clone_node);
@@ -18,7 +19,7 @@ static mt_status clone_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   mt_tensor *g = gout[0];
   if (!g || !mt_node_wants(n, 0)) return MT_OK;
   const clone_node *d = NODE_DATA(n, clone_node);
-  if (d->to_dtype) return mt_to_dtype(g, d->in.dtype, 0, &gin[0]);
+  if (d->to_dtype) return mt_to(g, d->in.dtype, &d->device, 0, &gin[0]);
   gin[0] = mt_tensor_retain(g);
   return MT_OK;
 }
@@ -33,6 +34,7 @@ static mt_status record_clone(mt_tensor *t, int to_dtype, mt_tensor **out) {
   if (s == MT_OK) {
     clone_node *d = NODE_DATA(n, clone_node);
     d->to_dtype = to_dtype;
+    d->device = mt_device_of(t);
     mt_shape_of(&d->in, t);
     s = mt_node_attach_new(n, *out);
   }
@@ -45,10 +47,10 @@ static mt_status grad_clone(mt_tensor *t, mt_tensor **out) {
   return record_clone(t, 0, out);
 }
 
-static mt_status grad_to_dtype(mt_tensor *t, int dtype, int copy, mt_tensor **out) {
-  MT_TRY(MT_NOGRAD(mt_to_dtype(t, dtype, copy, out)));
+static mt_status grad_to(mt_tensor *t, int dtype, const mt_device *device, int copy, mt_tensor **out) {
+  MT_TRY(MT_NOGRAD(mt_to(t, dtype, device, copy, out)));
   if (*out == t) return MT_OK;
-  return record_clone(t, t->_dtype != dtype, out);
+  return record_clone(t, t->_dtype != (*out)->_dtype || !mt_same_device(t, *out), out);
 }
 
 /* ---------------------------------------------------------------- copy_, fill_ */
@@ -67,7 +69,7 @@ static mt_status copy_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   mt_tensor *g = gout[0];
   if (!g) return MT_OK;
   if (mt_node_wants(n, 0)) {
-    mt_tensor *z = ZEROS_OF(&d->dst, d->dst.dtype);
+    mt_tensor *z = ZEROS_OF(g, &d->dst, d->dst.dtype);
     if (LIVE(sc)) give(gin, 0, z);
   }
   if (n->nin > 1 && mt_node_wants(n, 1)) {
@@ -112,7 +114,7 @@ const mt_node_kind *const mt_copy_kinds[] = {&clone_kind, &copy_kind, &fill_kind
 
 void mt_grad_register_copy(mt_autograd_ops *t) {
   t->clone = grad_clone;
-  t->to_dtype = grad_to_dtype;
+  t->to = grad_to;
   t->copy_ = grad_copy_;
   t->fill_ = grad_fill_;
 }

@@ -149,10 +149,10 @@ static mt_status unary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
       mt_tensor *d = DIV(g, MUL(x, ADDS(NEG(x), 1)));
       if (p1 >= 0) {
         mt_tensor *outside = BINARY(MT_OP_LOGICAL_OR, CMPS(MT_OP_LT, x, p1), CMPS(MT_OP_GT, x, 1 - p1));
-        r = WHERE(outside, ZEROS(NULL, 0, g->_dtype), d);
+        r = WHERE(outside, ZEROS(g, NULL, 0, g->_dtype), d);
       } else {
         mt_tensor *outside = BINARY(MT_OP_LOGICAL_OR, CMPS(MT_OP_LT, x, 0), CMPS(MT_OP_GT, x, 1));
-        r = WHERE(outside, FULL(NULL, 0, g->_dtype, NAN), d);
+        r = WHERE(outside, FULL(g, NULL, 0, g->_dtype, NAN), d);
       }
       break;
     }
@@ -189,7 +189,7 @@ static mt_status unary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     case MT_OP_SINC: { /* (pi x cos(pi x) - sin(pi x)) / (pi x^2), 0 at x = 0 */
       mt_tensor *px = MULS(x, M_PI);
       mt_tensor *d = DIV(SUB(MUL(px, UNARY(MT_OP_COS, px, 0, 0)), UNARY(MT_OP_SIN, px, 0, 0)), MUL(px, x));
-      r = MUL(g, WHERE(CMPS(MT_OP_EQ, x, 0), ZEROS(NULL, 0, g->_dtype), d));
+      r = MUL(g, WHERE(CMPS(MT_OP_EQ, x, 0), ZEROS(g, NULL, 0, g->_dtype), d));
       break;
     }
     case MT_OP_SOFTPLUS: r = MUL(g, UNARY(MT_OP_SIGMOID, x, 0, 0)); break;
@@ -349,7 +349,7 @@ static mt_status binary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
         /* where a == 0 and b >= 0 the derivative is 0 (log(0) would give nan) */
         mt_tensor *safe = MUL(MUL(g, y), UNARY(MT_OP_LOG, a, 0, 0));
         mt_tensor *zero_base = BINARY(MT_OP_LOGICAL_AND, CMPS(MT_OP_EQ, a, 0), CMPS(MT_OP_GE, b, 0));
-        gb = WHERE(zero_base, ZEROS(NULL, 0, g->_dtype), safe);
+        gb = WHERE(zero_base, ZEROS(g, NULL, 0, g->_dtype), safe);
       }
       break;
     case MT_OP_MAXIMUM: case MT_OP_MINIMUM: case MT_OP_FMAX: case MT_OP_FMIN: {
@@ -384,8 +384,8 @@ static mt_status binary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
       if (wb) gb = MULS(g, 0);
       break;
     case MT_OP_COPYSIGN: /* copysign(a, b) / a where a != 0; nothing for b */
-      if (wa) ga = MUL(g, WHERE(CMPS(MT_OP_EQ, a, 0), ZEROS(NULL, 0, g->_dtype), DIV(y, a)));
-      if (wb) gb = ZEROS(b->_sizes, b->_ndim, g->_dtype);
+      if (wa) ga = MUL(g, WHERE(CMPS(MT_OP_EQ, a, 0), ZEROS(g, NULL, 0, g->_dtype), DIV(y, a)));
+      if (wb) gb = ZEROS(g, b->_sizes, b->_ndim, g->_dtype);
       break;
     default:
       S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", MT_OP_NAME(d->op));
@@ -475,7 +475,7 @@ static mt_status binary_number_backward(mt_node *n, mt_tensor **gout, mt_tensor 
       break;
     case MT_OP_HYPOT: r = MUL(g, DIV(x, UNARY(MT_OP_SQRT, ADDS(MUL(x, x), s * s), 0, 0))); break;
     case MT_OP_XLOGY: r = rev ? MULS(DIV(g, x), s) : MULS(g, log(s)); break; /* s*log(x) : x*log(s) */
-    case MT_OP_COPYSIGN: r = MUL(g, WHERE(CMPS(MT_OP_EQ, x, 0), ZEROS(NULL, 0, g->_dtype), DIV(y, x))); break;
+    case MT_OP_COPYSIGN: r = MUL(g, WHERE(CMPS(MT_OP_EQ, x, 0), ZEROS(g, NULL, 0, g->_dtype), DIV(y, x))); break;
     default:
       S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s with a number is not implemented",
                      MT_OP_NAME(d->op));
@@ -574,7 +574,7 @@ static mt_status where_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   where_node *d = NODE_DATA(n, where_node);
   mt_tensor *g = gout[0];
   if (!g) return MT_OK;
-  mt_tensor *c = saved(sc, n, &d->cond), *z = ZEROS(NULL, 0, g->_dtype);
+  mt_tensor *c = saved(sc, n, &d->cond), *z = ZEROS(g, NULL, 0, g->_dtype);
   if (mt_node_wants(n, 0)) {
     mt_tensor *ga = SUM_TO(WHERE(c, g, z), &d->shape_a);
     if (LIVE(sc)) give(gin, 0, ga);

@@ -251,7 +251,8 @@ mt_status mt_engine_new(mt_tensor **roots, mt_tensor **grads, int n, int retain_
     mt_tensor *g = grads ? grads[i] : NULL;
     mt_tensor *ones = NULL;
     if (!g) {
-      if ((s = mt_tensor_full(roots[i]->_sizes, roots[i]->_ndim, roots[i]->_dtype, 1.0, &ones))) goto fail;
+      mt_device dev = mt_device_of(roots[i]);
+      if ((s = mt_tensor_full(roots[i]->_sizes, roots[i]->_ndim, roots[i]->_dtype, 1.0, &dev, &ones))) goto fail;
       g = ones;
     }
     s = accumulate_into(&rn[i]->buf[rnr[i]], g);
@@ -377,7 +378,7 @@ static mt_status accumulate_grad(mt_engine *e, mt_node *n, mt_tensor *g) {
   if (g->_dtype != v->_dtype) {
     /* a gradient arrives in the leaf's own dtype (an op with a dtype= argument can differ) */
     mt_tensor *c;
-    MT_TRY(mt_to_dtype(g, v->_dtype, 0, &c));
+    MT_TRY(mt_to(g, v->_dtype, NULL, 0, &c));
     mt_status s = accumulate_grad(e, n, c);
     mt_tensor_release(c);
     return s;

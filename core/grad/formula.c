@@ -29,7 +29,7 @@ mt_tensor *mt_pad_to(scope *sc, mt_tensor *t, const mt_shape *shp) {
     int64_t zs[MT_MAX_DIMS];
     memcpy(zs, t->_sizes, sizeof zs);
     zs[d] = shp->sizes[d] - t->_sizes[d];
-    t = CAT2(t, ZEROS(zs, t->_ndim, t->_dtype), d);
+    t = CAT2(t, ZEROS(t, zs, t->_ndim, t->_dtype), d);
   }
   return t;
 }
@@ -55,7 +55,8 @@ mt_status mt_sum_to(mt_tensor *g, const int64_t *sizes, int ndim, mt_tensor **ou
 
 mt_status mt_grad_positions(const mt_tensor *t, mt_tensor **out) {
   mt_tensor *r, *v;
-  MT_TRY(MT_NOGRAD(mt_arange(0, (double)t->_numel, 1, MT_INT64, &r)));
+  mt_device dev = mt_device_of(t);
+  MT_TRY(MT_NOGRAD(mt_arange(0, (double)t->_numel, 1, MT_INT64, &dev, &r)));
   mt_status s = MT_NOGRAD(mt_reshape(r, t->_sizes, t->_ndim, &v));
   mt_tensor_release(r);
   if (s) return s;
@@ -66,7 +67,7 @@ mt_status mt_grad_positions(const mt_tensor *t, mt_tensor **out) {
 mt_tensor *mt_add_at_positions(scope *sc, mt_tensor *g, mt_tensor *pos, const mt_shape *input) {
   int64_t numel = 1;
   for (int d = 0; d < input->ndim; d++) numel *= input->sizes[d];
-  mt_tensor *z = ZEROS(&numel, 1, g ? g->_dtype : MT_FLOAT32), *fp = FLATTEN(pos), *fg = FLATTEN(g);
+  mt_tensor *z = ZEROS(g ? g : pos, &numel, 1, g ? g->_dtype : MT_FLOAT32), *fp = FLATTEN(pos), *fg = FLATTEN(g);
   mt_tensor *r = z && fp && fg ? SCOPED(mt_index_add(z, 0, fp, fg, 1, 0, NULL, &r_)) : NULL;
   return RESHAPE_TO(r, input);
 }

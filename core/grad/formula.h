@@ -67,21 +67,25 @@ static inline mt_tensor *f_unary(scope *sc, mt_op op, mt_tensor *a, double p1, d
 #define CMPS(op, a, s) f_binary_number(sc, op, a, s)
 /* a bool mask in like's dtype: 1 where cond holds */
 static inline mt_tensor *f_mask_as(scope *sc, mt_tensor *cond, mt_tensor *like) {
-  return cond ? SCOPED(mt_to_dtype(cond, like->_dtype, 0, &r_)) : NULL;
+  return cond ? SCOPED(mt_to(cond, like->_dtype, NULL, 0, &r_)) : NULL;
 }
 static inline mt_tensor *f_where(scope *sc, mt_tensor *cond, mt_tensor *a, mt_tensor *b) {
   return cond && a && b ? SCOPED(mt_where(cond, a, b, NULL, &r_)) : NULL;
 }
 
 /* ---------------------------------------------------------------- shapes */
-static inline mt_tensor *f_full(scope *sc, const int64_t *sizes, int ndim, int dtype, double value) {
-  return SCOPED(mt_tensor_full(sizes, ndim, dtype, value, &r_));
+/* new tensors on the device of `like` */
+static inline mt_tensor *f_full(scope *sc, const mt_tensor *like, const int64_t *sizes, int ndim, int dtype,
+                                double value) {
+  if (!like) return NULL;
+  mt_device dev = mt_device_of(like);
+  return SCOPED(mt_tensor_full(sizes, ndim, dtype, value, &dev, &r_));
 }
-static inline mt_tensor *f_zeros(scope *sc, const int64_t *sizes, int ndim, int dtype) {
-  return f_full(sc, sizes, ndim, dtype, 0);
+static inline mt_tensor *f_zeros(scope *sc, const mt_tensor *like, const int64_t *sizes, int ndim, int dtype) {
+  return f_full(sc, like, sizes, ndim, dtype, 0);
 }
-static inline mt_tensor *f_zeros_of(scope *sc, const mt_shape *s, int dtype) {
-  return f_full(sc, s->sizes, s->ndim, dtype, 0);
+static inline mt_tensor *f_zeros_of(scope *sc, const mt_tensor *like, const mt_shape *s, int dtype) {
+  return f_full(sc, like, s->sizes, s->ndim, dtype, 0);
 }
 static inline mt_tensor *f_reshape(scope *sc, mt_tensor *t, const int64_t *sizes, int ndim) {
   return t ? SCOPED(mt_reshape(t, sizes, ndim, &r_)) : NULL;
@@ -97,7 +101,7 @@ static inline mt_tensor *f_flatten(scope *sc, mt_tensor *t) {
 }
 static inline mt_tensor *f_to_dtype(scope *sc, mt_tensor *t, int dtype) {
   if (!t || t->_dtype == dtype) return t;
-  return SCOPED(mt_to_dtype(t, dtype, 0, &r_));
+  return SCOPED(mt_to(t, dtype, NULL, 0, &r_));
 }
 static inline mt_tensor *f_unsqueeze(scope *sc, mt_tensor *t, int dim) {
   return t ? SCOPED(mt_unsqueeze(t, dim, &r_)) : NULL;
@@ -171,9 +175,9 @@ static inline mt_tensor *f_add_at_positions(scope *sc, mt_tensor *g, mt_tensor *
 #define UNARY(op, a, p1, p2) f_unary(sc, op, a, p1, p2)
 #define MASK_AS(cond, like) f_mask_as(sc, cond, like)
 #define WHERE(cond, a, b) f_where(sc, cond, a, b)
-#define FULL(sizes, ndim, dtype, value) f_full(sc, sizes, ndim, dtype, value)
-#define ZEROS(sizes, ndim, dtype) f_zeros(sc, sizes, ndim, dtype)
-#define ZEROS_OF(shape, dtype) f_zeros_of(sc, shape, dtype)
+#define FULL(like, sizes, ndim, dtype, value) f_full(sc, like, sizes, ndim, dtype, value) /* on like's device */
+#define ZEROS(like, sizes, ndim, dtype) f_zeros(sc, like, sizes, ndim, dtype)
+#define ZEROS_OF(like, shape, dtype) f_zeros_of(sc, like, shape, dtype)
 #define RESHAPE(t, sizes, ndim) f_reshape(sc, t, sizes, ndim)
 #define RESHAPE_TO(t, shape) f_reshape_to(sc, t, shape)
 #define FLATTEN(t) f_flatten(sc, t)

@@ -23,7 +23,7 @@ static mt_status make(const mt_node_kind *kind, mt_tensor **in, int nin, const m
 /* an index tensor 0-based as int64 (a new reference) */
 static mt_status index0(mt_tensor *index, int64_t base, mt_tensor **out) {
   mt_tensor *i64 = NULL;
-  mt_status s = MT_NOGRAD(mt_to_dtype(index, MT_INT64, 1, &i64));
+  mt_status s = MT_NOGRAD(mt_to(index, MT_INT64, NULL, 1, &i64));
   if (s == MT_OK && base) {
     s = MT_NOGRAD(mt_binary_scalar(MT_OP_SUB, i64, (double)base, 1, 0, NULL, out));
     mt_tensor_release(i64);
@@ -71,7 +71,7 @@ static mt_status grad_cat(mt_tensor **ts, int count, int dim, mt_tensor *out, mt
     d->dim = dim < 0 ? dim + r->_ndim : dim;
     int64_t len = count;
     mt_tensor *sizes;
-    s = mt_tensor_empty(&len, 1, MT_INT64, &sizes);
+    s = mt_tensor_empty(&len, 1, MT_INT64, NULL, &sizes); /* sizes: read on the CPU */
     if (s == MT_OK) {
       for (int i = 0; i < count; i++) ((int64_t *)sizes->_data)[i] = ts[i]->_ndim ? ts[i]->_sizes[d->dim] : 0;
       mt_node_save(n, &d->sizes, sizes);
@@ -129,7 +129,8 @@ static mt_status indexed_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin,
   indexed_node *d = NODE_DATA(n, indexed_node);
   mt_tensor *idx, *z;
   MT_TRY(mt_node_saved(n, &d->index, &idx));
-  mt_status s = mt_tensor_full(d->in.sizes, d->in.ndim, g->_dtype, 0, &z);
+  mt_device dev = mt_device_of(g);
+  mt_status s = mt_tensor_full(d->in.sizes, d->in.ndim, g->_dtype, 0, &dev, &z);
   if (s == MT_OK) {
     s = gather ? mt_scatter(z, d->dim, idx, g, 0, 1, 0, NULL, &gin[0]) : mt_index_add(z, d->dim, idx, g, 1, 0, NULL, &gin[0]);
     mt_tensor_release(z);
@@ -260,7 +261,7 @@ static mt_status masked_select_backward(mt_node *n, mt_tensor **gout, mt_tensor 
   masked_select_node *d = NODE_DATA(n, masked_select_node);
   mt_tensor *g = gout[0];
   if (!g || !mt_node_wants(n, 0)) return MT_OK;
-  mt_tensor *m = saved(sc, n, &d->mask), *z = ZEROS_OF(&d->broadcast, g->_dtype);
+  mt_tensor *m = saved(sc, n, &d->mask), *z = ZEROS_OF(g, &d->broadcast, g->_dtype);
   if (LIVE(sc)) {
     mt_status s = mt_masked_scatter_(z, m, g);
     if (s) S.s = s;
@@ -295,7 +296,7 @@ static mt_status masked_scatter_backward(mt_node *n, mt_tensor **gout, mt_tensor
     for (int i = 0; i < d->src.ndim; i++) total *= d->src.sizes[i];
     if (sel && sel->_numel < total) {
       int64_t rest = total - sel->_numel;
-      sel = CAT2(sel, ZEROS(&rest, 1, g->_dtype), 0);
+      sel = CAT2(sel, ZEROS(g, &rest, 1, g->_dtype), 0);
     }
     mt_tensor *gs = RESHAPE_TO(sel, &d->src);
     if (LIVE(sc)) give(gin, 1, gs);

@@ -54,7 +54,7 @@ static mt_tensor *prod_grad_lines(scope *sc, mt_tensor *x) {
   int64_t os[MT_MAX_DIMS];
   memcpy(os, x->_sizes, sizeof os);
   os[nd - 1] = 1;
-  mt_tensor *one = FULL(os, nd, x->_dtype, 1);
+  mt_tensor *one = FULL(x, os, nd, x->_dtype, 1);
   mt_tensor *head = NARROW(x, nd - 1, 0, len - 1);
   mt_tensor *before = CUMULATIVE(CAT2(one, head, nd - 1), nd - 1, 1);
   mt_tensor *headf = NARROW(FLIP_DIM(x, nd - 1), nd - 1, 0, len - 1);
@@ -222,7 +222,7 @@ static mt_status reduce_index_backward(mt_node *n, mt_tensor **gout, mt_tensor *
     g = UNSQUEEZE(g, d->dim);
     idx = UNSQUEEZE(idx, d->dim);
   }
-  mt_tensor *z = ZEROS_OF(&d->in, g ? g->_dtype : MT_FLOAT32);
+  mt_tensor *z = ZEROS_OF(g, &d->in, g ? g->_dtype : MT_FLOAT32);
   mt_tensor *r = z && idx && g ? SCOPED(mt_scatter(z, d->dim, idx, g, 0, 1, 0, NULL, &r_)) : NULL;
   if (LIVE(sc)) give(gin, 0, r);
   return scope_close(sc);
@@ -353,10 +353,11 @@ static mt_status cumprod_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin)
     es.sizes[nd] = len;
     es.sizes[nd - 1] = len;
     mt_tensor *e = EXPAND_TO(UNSQUEEZE(xt, -2), &es);
-    mt_tensor *eye = SCOPED(mt_eye(len, len, g->_dtype, &r_));
+    mt_device dev = mt_device_of(g);
+    mt_tensor *eye = SCOPED(mt_eye(len, len, g->_dtype, &dev, &r_));
     mt_tensor *m = ADD(MUL(e, NEG(ADDS(eye, -1))), eye);
     mt_tensor *p = CUMULATIVE(m, nd, 1); /* p[j, k] = prod_{i<=k, i!=j} x_i */
-    mt_tensor *ones = FULL(es.sizes + nd - 1, 2, g->_dtype, 1);
+    mt_tensor *ones = FULL(g, es.sizes + nd - 1, 2, g->_dtype, 1);
     mt_tensor *upper = ones ? SCOPED(mt_triangle(ones, 0, 1, NULL, &r_)) : NULL; /* k >= j */
     mt_tensor *t = MUL(MUL(p, UNSQUEEZE(gt, -2)), upper);
     r = TRANSPOSE(SUM_DIM(t, -1, 0), dim, -1);

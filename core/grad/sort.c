@@ -27,7 +27,8 @@ static mt_status sort_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   sort_node *d = NODE_DATA(n, sort_node);
   mt_tensor *idx, *z;
   MT_TRY(mt_node_saved(n, &d->index, &idx));
-  mt_status s = mt_tensor_full(d->in.sizes, d->in.ndim, g->_dtype, 0, &z);
+  mt_device dev = mt_device_of(g);
+  mt_status s = mt_tensor_full(d->in.sizes, d->in.ndim, g->_dtype, 0, &dev, &z);
   if (s == MT_OK) {
     s = mt_scatter(z, d->dim, idx, g, 0, 1, 0, NULL, &gin[0]);
     mt_tensor_release(z);
@@ -210,7 +211,8 @@ static mt_status grad_repeat_interleave(mt_tensor *a, int64_t repeats, int dim, 
     else {
       /* the source positions 0, 0, ..., 1, 1, ...: each one `repeats` times */
       mt_tensor *pos = NULL;
-      s = MT_NOGRAD(mt_arange(0, (double)len, 1, MT_INT64, &pos));
+      mt_device dev = mt_device_of(src);
+      s = MT_NOGRAD(mt_arange(0, (double)len, 1, MT_INT64, &dev, &pos));
       if (s == MT_OK) s = MT_NOGRAD(mt_repeat_interleave(pos, repeats, 0, &idx));
       mt_tensor_release(pos);
     }

@@ -168,7 +168,8 @@ MT_NODE_DATA_FITS(slice_node);
 static mt_status into_zeros(mt_tensor *g, const mt_shape *in, const select_node *sel, const slice_node *sl,
                             mt_tensor **gin) {
   mt_tensor *z, *v;
-  MT_TRY(mt_tensor_full(in->sizes, in->ndim, g->_dtype, 0, &z));
+  mt_device dev = mt_device_of(g);
+  MT_TRY(mt_tensor_full(in->sizes, in->ndim, g->_dtype, 0, &dev, &z));
   mt_status s = sel ? mt_select(z, sel->dim, sel->index, &v) : mt_slice(z, sl->dim, sl->start, sl->stop, sl->step, &v);
   if (s == MT_OK) {
     s = MT_NOGRAD(mt_copy_(v, g));
@@ -303,7 +304,8 @@ static mt_status as_strided_positions(mt_tensor *t, const int64_t *sizes, const 
                                       int64_t offset, mt_tensor **pos) {
   int64_t len = (int64_t)(t->_storage->_nbytes / mt_itemsize(t->_dtype));
   mt_tensor *map, *in_t = NULL, *mine = NULL, *v = NULL, *c = NULL;
-  MT_TRY(mt_tensor_full(&len, 1, MT_INT64, -1, &map));
+  mt_device dev = mt_device_of(t);
+  MT_TRY(mt_tensor_full(&len, 1, MT_INT64, -1, &dev, &map));
   mt_status s = mt_as_strided(map, t->_sizes, t->_strides, t->_ndim, t->_offset, &in_t);
   if (s == MT_OK) s = mt_grad_positions(t, &mine);
   if (s == MT_OK) s = mt_copy_(in_t, mine);

@@ -1,5 +1,5 @@
-/* copy.c -- the front doors of copy_, clone, to(dtype), contiguous, fill_, and of element access
- * (item, get, set, tolist). */
+/* copy.c -- the front doors of copy_, clone, to(dtype, device), contiguous, fill_, and of element
+ * access (item, get, set, tolist). Copies between devices go through the backends' transfers. */
 #include "dispatch.h"
 
 /* Can src be broadcast to dst's shape? */
@@ -15,12 +15,49 @@ bad:
                   MT_SHAPE(dst));
 }
 
+/* dst <- src, on different devices (the shapes checked): src's values made into a contiguous
+ * tensor of dst's shape and dtype on src's device, carried over by the backend that is not the
+ * CPU's, and copied into dst on dst's device when dst is not contiguous. Nothing to carry into a
+ * device that holds no data; nothing to carry out of one. */
+static mt_status copy_across(mt_tensor *dst, const mt_tensor *src, const char *op) {
+  const mt_backend *bd = mt_backend_of(dst), *bs = mt_backend_of(src);
+  if (!bs->holds_data)
+    return mt_error(MT_EDEVICE, "%s: cannot copy out of a tensor on device %s: it holds no data", op,
+                    mt_device_str(mt_device_of(src)));
+  mt_bump_version(dst);
+  if (!bd->holds_data) return MT_OK;
+  if (dst->_device_type != MT_CPU && src->_device_type != MT_CPU) { /* through the CPU */
+    mt_tensor *h;
+    MT_TRY(mt_new_cpu(dst->_sizes, dst->_ndim, dst->_dtype, op, &h));
+    mt_status s = copy_across(h, src, op);
+    if (s == MT_OK) s = copy_across(dst, h, op);
+    mt_tensor_release(h);
+    return s;
+  }
+  const mt_backend *far = dst->_device_type == MT_CPU ? bs : bd;
+  mt_tensor *from = NULL, *to = NULL;
+  mt_status s = mt_new(mt_device_of(src), dst->_sizes, dst->_ndim, dst->_dtype, op, &from);
+  if (s == MT_OK) s = mt_kernels_of(src)->copy(from, src);
+  if (s == MT_OK && (dst->_flags & MT_TENSOR_CONTIGUOUS)) {
+    s = far->transfer(dst, from);
+  } else if (s == MT_OK) {
+    s = mt_new(mt_device_of(dst), dst->_sizes, dst->_ndim, dst->_dtype, op, &to);
+    if (s == MT_OK) s = far->transfer(to, from);
+    if (s == MT_OK) s = mt_kernels_of(dst)->copy(dst, to);
+  }
+  mt_tensor_release(from);
+  mt_tensor_release(to);
+  return s;
+}
+
 mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src) {
   if (mt_records2(dst, src) && mt_autograd.copy_) return mt_autograd.copy_(dst, src);
   MT_TRY(mt_check_tensor(dst, "copy_", "self"));
   MT_TRY(mt_check_tensor(src, "copy_", "src"));
   MT_TRY(check_broadcast_to(dst, src, "copy_"));
   if (dst == src) return MT_OK;
+  if (!mt_same_device(dst, src)) return copy_across(dst, src, "copy_");
+  MT_TRY(mt_check_kernel(MT_OP_COPY_, dst));
   mt_bump_version(dst);
   const mt_kernels *k = mt_kernels_of(dst);
   if (mt_may_overlap(dst, src)) {
@@ -29,7 +66,7 @@ mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src) {
         !memcmp(dst->_strides, src->_strides, sizeof(int64_t) * (size_t)dst->_ndim))
       return MT_OK; /* the same elements */
     mt_tensor *tmp;
-    MT_TRY(mt_new(src->_sizes, src->_ndim, src->_dtype, "copy_", &tmp));
+    MT_TRY(mt_new(mt_device_of(src), src->_sizes, src->_ndim, src->_dtype, "copy_", &tmp));
     mt_status s = k->copy(tmp, src);
     if (s == MT_OK) s = k->copy(dst, tmp);
     mt_tensor_release(tmp);
@@ -40,8 +77,9 @@ mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src) {
 
 /* a new contiguous tensor of t's shape in `dtype`, holding t's values */
 static mt_status converted(mt_tensor *t, int dtype, const char *op, mt_tensor **out) {
+  MT_TRY(mt_check_kernel(MT_OP_CLONE, t));
   mt_tensor *r;
-  MT_TRY(mt_new(t->_sizes, t->_ndim, dtype, op, &r));
+  MT_TRY(mt_new(mt_device_of(t), t->_sizes, t->_ndim, dtype, op, &r));
   mt_status s = mt_kernels_of(t)->copy(r, t);
   if (s) { mt_tensor_release(r); return s; }
   *out = r;
@@ -54,15 +92,25 @@ mt_status mt_clone(mt_tensor *t, mt_tensor **out) {
   return converted(t, t->_dtype, "clone", out);
 }
 
-mt_status mt_to_dtype(mt_tensor *t, int dtype, int copy, mt_tensor **out) {
-  if (mt_records(t) && mt_autograd.to_dtype) return mt_autograd.to_dtype(t, dtype, copy, out);
+mt_status mt_to(mt_tensor *t, int dtype, const mt_device *device, int copy, mt_tensor **out) {
+  if (mt_records(t) && mt_autograd.to) return mt_autograd.to(t, dtype, device, copy, out);
   MT_TRY(mt_check_tensor(t, "to", "input"));
+  if (dtype < 0) dtype = t->_dtype;
   if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "to: invalid dtype %d", dtype);
-  if (t->_dtype == dtype && !copy) {
+  mt_device dev = mt_device_of(t);
+  if (device) MT_TRY(mt_device_arg(device, "to", &dev));
+  bool here = dev.type == t->_device_type && dev.index == t->_device_index;
+  if (here && t->_dtype == dtype && !copy) {
     *out = mt_tensor_retain(t);
     return MT_OK;
   }
-  return converted(t, dtype, "to", out);
+  if (here) return converted(t, dtype, "to", out);
+  mt_tensor *r;
+  MT_TRY(mt_new(dev, t->_sizes, t->_ndim, dtype, "to", &r));
+  mt_status s = copy_across(r, t, "to");
+  if (s) { mt_tensor_release(r); return s; }
+  *out = r;
+  return MT_OK;
 }
 
 /* contiguous() of a contiguous tensor is the tensor itself; otherwise a clone (recorded as one) */
@@ -78,20 +126,12 @@ mt_status mt_contiguous(mt_tensor *t, mt_tensor **out) {
 mt_status mt_fill_(mt_tensor *t, double value) {
   if (mt_records(t) && mt_autograd.fill_) return mt_autograd.fill_(t, value);
   MT_TRY(mt_check_tensor(t, "fill_", "self"));
+  MT_TRY(mt_check_kernel(MT_OP_FILL_, t));
   mt_bump_version(t);
   return mt_kernels_of(t)->fill(t, value);
 }
 
 mt_status mt_zero_(mt_tensor *t) { return mt_fill_(t, 0.0); }
-
-mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, mt_tensor **out) {
-  mt_tensor *t = NULL;
-  MT_TRY(mt_new(sizes, ndim, dtype, "full", &t));
-  mt_status s = mt_kernels_of(t)->fill(t, value);
-  if (s != MT_OK) { mt_tensor_release(t); return s; }
-  *out = t;
-  return MT_OK;
-}
 
 /* ---------------------------------------------------------------- results */
 mt_status mt_deliver(mt_tensor *r, mt_tensor *out, mt_tensor **result, const char *op) {
@@ -109,15 +149,36 @@ mt_status mt_as_dtype(mt_tensor *t, int dtype, mt_tensor **r) {
     *r = mt_tensor_retain(t);
     return MT_OK;
   }
-  return mt_to_dtype(t, dtype, 1, r);
+  return mt_to(t, dtype, NULL, 1, r);
 }
 
 /* ---------------------------------------------------------------- element access */
 /* one element as the double handed out (NaNs canonical: see mt_number_out) */
 static double load_out(int dtype, const char *p) { return mt_canonical_double(mt_load_double(dtype, p)); }
 
+/* t's values, readable on the CPU: t itself, or a CPU copy of it (a new reference either way) */
+static mt_status on_cpu(const mt_tensor *t, const char *op, mt_tensor **h) {
+  MT_TRY(mt_check_tensor(t, op, "input"));
+  if (t->_device_type == MT_CPU) {
+    *h = mt_tensor_retain((mt_tensor *)t);
+    return MT_OK;
+  }
+  MT_TRY(mt_check_data(t, op));
+  MT_TRY(mt_new_cpu(t->_sizes, t->_ndim, t->_dtype, op, h));
+  mt_status s = copy_across(*h, t, op);
+  if (s) mt_tensor_release(*h);
+  return s;
+}
+
 mt_status mt_tensor_item(const mt_tensor *t, double *out) {
   MT_TRY(mt_check_tensor(t, "item", "input"));
+  if (t->_device_type != MT_CPU) {
+    mt_tensor *h;
+    MT_TRY(on_cpu(t, "item", &h));
+    mt_status s = mt_tensor_item(h, out);
+    mt_tensor_release(h);
+    return s;
+  }
   if (t->_numel != 1)
     return mt_error(MT_EINVAL, "item: a Tensor with %lld elements cannot be converted to Scalar", (long long)t->_numel);
   *out = load_out(t->_dtype, t->_data);
@@ -126,6 +187,13 @@ mt_status mt_tensor_item(const mt_tensor *t, double *out) {
 
 mt_status mt_tensor_item_int64(const mt_tensor *t, int64_t *out) {
   MT_TRY(mt_check_tensor(t, "item", "input"));
+  if (t->_device_type != MT_CPU) {
+    mt_tensor *h;
+    MT_TRY(on_cpu(t, "item", &h));
+    mt_status s = mt_tensor_item_int64(h, out);
+    mt_tensor_release(h);
+    return s;
+  }
   if (t->_numel != 1)
     return mt_error(MT_EINVAL, "item: a Tensor with %lld elements cannot be converted to Scalar", (long long)t->_numel);
   if (t->_dtype == MT_INT64) *out = *(const int64_t *)t->_data;
@@ -135,6 +203,10 @@ mt_status mt_tensor_item_int64(const mt_tensor *t, int64_t *out) {
 
 static mt_status element_ptr(const mt_tensor *t, const int64_t *index, const char *op, char **p) {
   MT_TRY(mt_check_tensor(t, op, "input"));
+  if (t->_device_type != MT_CPU) {
+    MT_TRY(mt_check_data(t, op));
+    return mt_error(MT_EDEVICE, "%s: reads one element of a CPU tensor; copy this one to the CPU first", op);
+  }
   int64_t off = 0;
   for (int i = 0; i < t->_ndim; i++) {
     int64_t ix = index[i];
@@ -168,10 +240,12 @@ static mt_status read_into(const mt_tensor *t, void *buf, int64_t n, int dtype, 
   MT_TRY(mt_check_tensor(t, op, "input"));
   if (n != t->_numel)
     return mt_error(MT_EINVAL, "%s: buffer holds %lld values, tensor has %lld", op, (long long)n, (long long)t->_numel);
-  mt_tensor *view;
-  MT_TRY(mt_tensor_from_blob(buf, t->_sizes, NULL, t->_ndim, dtype, NULL, NULL, &view));
-  mt_status s = mt_kernels_of(t)->copy(view, t);
+  mt_tensor *h, *view = NULL;
+  MT_TRY(on_cpu(t, op, &h));
+  mt_status s = mt_tensor_from_blob(buf, h->_sizes, NULL, h->_ndim, dtype, NULL, NULL, &view);
+  if (s == MT_OK) s = mt_kernels_of(h)->copy(view, h);
   mt_tensor_release(view);
+  mt_tensor_release(h);
   return s;
 }
 
@@ -188,6 +262,7 @@ mt_status mt_tensor_to_int64s(const mt_tensor *t, int64_t *out, int64_t n) {
 
 mt_status mt_tensor_from_doubles(mt_tensor *t, const double *src, int64_t n) {
   MT_TRY(mt_check_tensor(t, "from_doubles", "input"));
+  if (t->_device_type != MT_CPU) return mt_error(MT_EDEVICE, "from_doubles: fills a CPU tensor");
   if (n != t->_numel)
     return mt_error(MT_EINVAL, "from_doubles: %lld values given, tensor has %lld", (long long)n, (long long)t->_numel);
   mt_tensor *view;

@@ -9,16 +9,7 @@
 #ifndef MT_DISPATCH_H
 #define MT_DISPATCH_H
 
-#include "../kernels.h"
-#include "../optable.h"
-
-/* ---------------------------------------------------------------- kernels */
-extern const mt_kernels mt_cpu_kernels;
-/* The kernel table of t's device. */
-static inline const mt_kernels *mt_kernels_of(const mt_tensor *t) {
-  (void)t;
-  return &mt_cpu_kernels;
-}
+#include "device.h"
 
 /* ---------------------------------------------------------------- grad mode and autograd */
 extern int mt_grad_mode;      /* 1: ops on tensors that require grad are recorded (torch.no_grad sets 0) */
@@ -35,7 +26,7 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
 /* The front doors that have an autograd wrapper. Each wrapper has its front door's signature. */
 #define MT_AUTOGRAD_OPS(X)                                                                                       \
   X(unary) X(binary) X(binary_scalar) X(add_scaled) X(where)                                                     \
-  X(copy_) X(fill_) X(clone) X(to_dtype)                                                                         \
+  X(copy_) X(fill_) X(clone) X(to)                                                                         \
   X(view) X(reshape) X(flatten) X(unsqueeze) X(squeeze) X(transpose) X(permute) X(expand) X(select) X(slice)     \
   X(narrow) X(as_strided) X(unfold) X(diagonal)                                                                  \
   X(reduce) X(reduce_with_index) X(softmax) X(cumulative) X(var_mean)                                            \

@@ -57,7 +57,7 @@ static mt_status check_cast(int from, const mt_tensor *out, const char *op) {
 static mt_status finish(mt_tensor *res, mt_tensor *out, mt_tensor **result, const char *op, int out_dtype) {
   if (res->_dtype != out_dtype) {
     mt_tensor *conv;
-    mt_status s = mt_to_dtype(res, out_dtype, 0, &conv);
+    mt_status s = mt_to(res, out_dtype, NULL, 0, &conv);
     mt_tensor_release(res);
     if (s) return s;
     res = conv;
@@ -77,6 +77,8 @@ static mt_status unary_impl(mt_op op, mt_tensor *a, double p1, double p2, mt_ten
   if (!mt_op_is_unary(op)) return mt_error(MT_EINVAL, "unary: %d is no unary op", op);
   const char *name = MT_OP_NAME(op);
   MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_kernel(op, a));
+  if (out) MT_TRY(mt_check_same_device(name, a, out));
   mt_op_kind kind = mt_op_kind_of(op);
   int in = a->_dtype;
   int rdt; /* result dtype */
@@ -96,7 +98,7 @@ static mt_status unary_impl(mt_op op, mt_tensor *a, double p1, double p2, mt_ten
       cdt = in;
     } else { /* integers are never nan/inf */
       mt_tensor *r;
-      MT_TRY(mt_out_or_new(out, a->_sizes, a->_ndim, MT_BOOL, name, &r));
+      MT_TRY(mt_out_or_new(out, mt_device_of(a), a->_sizes, a->_ndim, MT_BOOL, name, &r));
       mt_status s = mt_fill_(r, op == MT_OP_ISFINITE);
       if (s) { mt_tensor_release(r); return s; }
       return mt_give(r, result);
@@ -122,7 +124,7 @@ static mt_status unary_impl(mt_op op, mt_tensor *a, double p1, double p2, mt_ten
   }
   if (direct) {
     res = mt_tensor_retain(out);
-  } else if ((s = mt_new(a->_sizes, a->_ndim, res_dt, name, &res))) {
+  } else if ((s = mt_new(mt_device_of(a), a->_sizes, a->_ndim, res_dt, name, &res))) {
     mt_tensor_release(x);
     return s;
   }
@@ -169,9 +171,14 @@ static mt_status binary_impl(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *ou
   if (mt_broadcast_shapes(a->_sizes, a->_ndim, b->_sizes, b->_ndim, shape, &nd) != MT_OK)
     return mt_error(MT_ESHAPE, "%s: the size of tensor a %s must match the size of tensor b %s (they do not broadcast)",
                     name, MT_SHAPE(a), MT_SHAPE(b));
+  mt_device dev = mt_result_device(a, b);
+  if (dev.type != MT_CPU) MT_TRY(mt_check_kernel(op, dev.type == a->_device_type ? a : b));
   if (out) {
     MT_TRY(mt_check_tensor(out, name, "out"));
     MT_TRY(check_cast(rdt, out, name));
+    if (out->_device_type != dev.type || out->_device_index != dev.index)
+      return mt_error(MT_EDEVICE, "%s: expected out on device %s, found it on %s", name, mt_device_str(dev),
+                      mt_device_str(mt_device_of(out)));
   }
   mt_tensor *x = NULL, *y = NULL, *res = NULL;
   mt_status s;
@@ -186,7 +193,7 @@ static mt_status binary_impl(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *ou
       direct = false;
   }
   if (direct) res = mt_tensor_retain(out);
-  else if ((s = mt_new(shape, nd, res_dt, name, &res))) goto done;
+  else if ((s = mt_new(dev, shape, nd, res_dt, name, &res))) goto done;
   if ((s = mt_kernels_of(res)->binary(op, res, x, y))) goto done;
   if (direct) {
     mt_bump_version(out);
@@ -208,6 +215,7 @@ static mt_status binary_pub(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out
   const char *name = MT_OP_NAME(op);
   MT_TRY(mt_check_tensor(a, name, "input"));
   MT_TRY(mt_check_tensor(b, name, "other"));
+  MT_TRY(mt_check_same_device_or_scalar(name, a, b));
   return binary_impl(op, a, b, out, result);
 }
 
@@ -383,6 +391,8 @@ mt_status mt_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, 
   MT_TRY(mt_check_tensor(cond, "where", "condition"));
   MT_TRY(mt_check_tensor(a, "where", "input"));
   MT_TRY(mt_check_tensor(b, "where", "other"));
+  MT_TRY(mt_check_same_device_or_scalar("where", a, b));
+  MT_TRY(mt_check_same_device_or_scalar("where", cond, mt_is_cpu_scalar(a) ? b : a));
   if (cond->_dtype != MT_BOOL && cond->_dtype != MT_UINT8)
     return mt_error(MT_EDTYPE, "where: expected condition to be a boolean tensor, but got a tensor with dtype %s",
                     mt_dtype_name(cond->_dtype));
@@ -396,7 +406,9 @@ mt_status mt_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, 
   mt_tensor *x = NULL, *y = NULL, *r = NULL;
   mt_status s;
   if ((s = mt_as_dtype(a, dt, &x)) || (s = mt_as_dtype(b, dt, &y))) goto done;
-  if ((s = mt_new(s2, n2, dt, "where", &r))) goto done;
+  const mt_tensor *at = !mt_is_cpu_scalar(cond) ? cond : !mt_is_cpu_scalar(a) ? a : b; /* the result's device */
+  if ((s = mt_check_kernel(MT_OP_WHERE, at))) goto done;
+  if ((s = mt_new(mt_device_of(at), s2, n2, dt, "where", &r))) goto done;
   if ((s = mt_kernels_of(r)->where(r, cond, x, y))) goto done;
   s = finish(r, out, result, "where", out ? out->_dtype : dt);
   r = NULL;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 
 #define CHECK(t, op, arg) MT_TRY(mt_check_tensor((t), (op), (arg)))
+#define SAME_DEVICE(op, a, b) MT_TRY(mt_check_same_device((op), (a), (b)))
+#define KERNEL(op_id, t) MT_TRY(mt_check_kernel((op_id), (t)))
 
 static bool same_shape(const mt_tensor *a, const mt_tensor *b) {
   if (a->_ndim != b->_ndim) return false;
@@ -26,6 +28,7 @@ static mt_status cat(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor *
   for (int i = 0; i < n; i++) {
     if (!ts[i]) return mt_error(MT_EINVAL, "cat: expected a tensor at position %d, got nothing", i);
     MT_TRY(mt_check_tensor(ts[i], "cat", "tensors"));
+    SAME_DEVICE("cat", ts[0], ts[i]);
     if (ts[i]->_ndim == 0)
       return mt_error(MT_ESHAPE, "cat: zero-dimensional tensor (at position %d) cannot be concatenated", i);
     dtype = dtype < 0 ? ts[i]->_dtype : mt_promote_types(dtype, ts[i]->_dtype);
@@ -54,7 +57,8 @@ static mt_status cat(mt_tensor **ts, int n, int dim, mt_tensor *out, mt_tensor *
   }
   sizes[dim] = total;
   mt_tensor *r;
-  MT_TRY(mt_new(sizes, r0->_ndim, dtype, "cat", &r));
+  KERNEL(MT_OP_CAT, r0);
+  MT_TRY(mt_new(mt_device_of(r0), sizes, r0->_ndim, dtype, "cat", &r));
   int64_t pos = 0;
   for (int i = 0; i < n; i++) {
     mt_tensor *t = ts[i];
@@ -112,6 +116,8 @@ static mt_status index_select(mt_tensor *a, int dim, mt_tensor *index, int64_t b
   const char *op = "index_select";
   CHECK(a, op, "input");
   CHECK(index, op, "index");
+  SAME_DEVICE(op, a, index);
+  KERNEL(MT_OP_INDEX_SELECT, a);
   if (!is_index_dtype(index->_dtype))
     return mt_error(MT_EDTYPE, "%s: expected dtype int32 or int64 for index, got %s", op, mt_dtype_name(index->_dtype));
   if (index->_ndim > 1)
@@ -124,7 +130,7 @@ static mt_status index_select(mt_tensor *a, int dim, mt_tensor *index, int64_t b
   memcpy(sizes, a->_sizes, sizeof sizes);
   if (a->_ndim) sizes[dim] = nidx;
   mt_tensor *r;
-  MT_TRY(mt_new(sizes, a->_ndim, a->_dtype, op, &r));
+  MT_TRY(mt_new(mt_device_of(a), sizes, a->_ndim, a->_dtype, op, &r));
   mt_status s = mt_kernels_of(a)->index_select(r, a, dim, index, base);
   if (s) { mt_tensor_release(r); return s; }
   return mt_deliver(r, out, result, op);
@@ -134,6 +140,8 @@ static mt_status gather(mt_tensor *a, int dim, mt_tensor *index, int64_t base, m
   const char *op = "gather";
   CHECK(a, op, "input");
   CHECK(index, op, "index");
+  SAME_DEVICE(op, a, index);
+  KERNEL(MT_OP_GATHER, a);
   if (index->_dtype != MT_INT64)
     return mt_error(MT_EDTYPE, "%s: expected dtype int64 for index, got %s", op, mt_dtype_name(index->_dtype));
   MT_TRY(mt_wrap_dim(dim, a->_ndim, op, &dim));
@@ -150,7 +158,7 @@ static mt_status gather(mt_tensor *a, int dim, mt_tensor *index, int64_t base, m
                       op, (long long)(d + base), MT_SHAPE(index), MT_SHAPE(a), (long long)(dim + base));
   }
   mt_tensor *r;
-  MT_TRY(mt_new(index->_sizes, index->_ndim, a->_dtype, op, &r));
+  MT_TRY(mt_new(mt_device_of(a), index->_sizes, index->_ndim, a->_dtype, op, &r));
   mt_status s = mt_kernels_of(a)->gather(r, a, dim, index, base);
   if (s) { mt_tensor_release(r); return s; }
   return mt_deliver(r, out, result, op);
@@ -185,6 +193,9 @@ static mt_status scatter(mt_tensor *a, int dim, mt_tensor *index, mt_tensor *src
   CHECK(a, op, "self");
   CHECK(index, op, "index");
   if (src) CHECK(src, op, "src");
+  SAME_DEVICE(op, a, index);
+  SAME_DEVICE(op, a, src);
+  KERNEL(MT_OP_SCATTER, a);
   if (reduce < 0 || reduce > 2) return mt_error(MT_EINVAL, "%s: reduce argument must be either add or multiply", op);
   if (index->_dtype != MT_INT64)
     return mt_error(MT_EDTYPE, "%s: expected dtype int64 for index, got %s", op, mt_dtype_name(index->_dtype));
@@ -229,6 +240,9 @@ static mt_status check_index_src(mt_tensor *a, int *dim, mt_tensor *index, mt_te
   CHECK(a, op, "self");
   CHECK(index, op, "index");
   CHECK(src, op, "source");
+  SAME_DEVICE(op, a, index);
+  SAME_DEVICE(op, a, src);
+  KERNEL(MT_OP_INDEX_ADD, a);
   if (!(index->_dtype == MT_INT64 || (int32_ok && index->_dtype == MT_INT32)))
     return mt_error(MT_EDTYPE, "%s: expected dtype %s for index, got %s", op, int32_ok ? "int32 or int64" : "int64",
                     mt_dtype_name(index->_dtype));
@@ -286,6 +300,8 @@ static mt_status index_fill_(mt_tensor *a, int dim, mt_tensor *index, double val
   const char *op = "index_fill_";
   CHECK(a, op, "self");
   CHECK(index, op, "index");
+  SAME_DEVICE(op, a, index);
+  KERNEL(MT_OP_INDEX_FILL, a);
   if (index->_dtype != MT_INT64)
     return mt_error(MT_EDTYPE, "%s: expected dtype int64 for index, got %s", op, mt_dtype_name(index->_dtype));
   if (index->_ndim > 1)
@@ -323,6 +339,8 @@ static mt_status masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_ten
   const char *op = out == a ? "masked_fill_" : "masked_fill";
   CHECK(a, op, "self");
   MT_TRY(check_mask(mask, op));
+  SAME_DEVICE(op, a, mask);
+  KERNEL(MT_OP_MASKED_FILL, a);
   mt_tensor *t, *m0, *m;
   if (out == a) {
     t = mt_tensor_retain(a);
@@ -330,7 +348,7 @@ static mt_status masked_fill(mt_tensor *a, mt_tensor *mask, double value, mt_ten
     int64_t bs[MT_MAX_DIMS];
     int bn;
     MT_TRY(mt_broadcast_shapes(a->_sizes, a->_ndim, mask->_sizes, mask->_ndim, bs, &bn));
-    MT_TRY(mt_new(bs, bn, a->_dtype, op, &t));
+    MT_TRY(mt_new(mt_device_of(a), bs, bn, a->_dtype, op, &t));
     mt_status s = mt_copy_(t, a);
     if (s) { mt_tensor_release(t); return s; }
   }
@@ -363,6 +381,8 @@ static mt_status masked_select(mt_tensor *a, mt_tensor *mask, mt_tensor **result
   const char *op = "masked_select";
   CHECK(a, op, "input");
   MT_TRY(check_mask(mask, op));
+  SAME_DEVICE(op, a, mask);
+  KERNEL(MT_OP_MASKED_SELECT, a);
   int64_t bs[MT_MAX_DIMS];
   int bn;
   MT_TRY(mt_broadcast_shapes(a->_sizes, a->_ndim, mask->_sizes, mask->_ndim, bs, &bn));
@@ -382,6 +402,9 @@ static mt_status masked_scatter_(mt_tensor *a, mt_tensor *mask, mt_tensor *src) 
   CHECK(a, op, "self");
   MT_TRY(check_mask(mask, op));
   CHECK(src, op, "source");
+  SAME_DEVICE(op, a, mask);
+  SAME_DEVICE(op, a, src);
+  KERNEL(MT_OP_MASKED_SCATTER, a);
   if (src->_dtype != a->_dtype)
     return mt_error(MT_EDTYPE, "%s: expected self and source to have the same dtype, but got %s and %s", op,
                     mt_dtype_name(a->_dtype), mt_dtype_name(src->_dtype));
@@ -402,6 +425,7 @@ static mt_status masked_scatter_(mt_tensor *a, mt_tensor *mask, mt_tensor *src) 
 
 mt_status mt_nonzero(mt_tensor *a, int64_t base, mt_tensor **result) {
   CHECK(a, "nonzero", "input");
+  KERNEL(MT_OP_NONZERO, a);
   return mt_kernels_of(a)->nonzero(a, base, result);
 }
 
@@ -437,6 +461,8 @@ static mt_status adv_prepare(mt_tensor *a, mt_tensor **indices, int n, int64_t b
     mt_tensor *t = indices[i];
     if (!t) { s = mt_error(MT_EINVAL, "%s: index %d is missing (nil)", op, i + (int)base); break; }
     if ((s = mt_check_tensor(t, op, "indices"))) break;
+    /* index tensors on a's device, or on the CPU (as lists of positions made by the caller) */
+    if (t->_device_type != MT_CPU && (s = mt_check_same_device(op, a, t))) break;
     if (t->_dtype == MT_BOOL || t->_dtype == MT_UINT8) {
       int km = t->_ndim;
       if (km == 0) {
@@ -449,7 +475,8 @@ static mt_status adv_prepare(mt_tensor *a, mt_tensor **indices, int n, int64_t b
         double v;
         if ((s = mt_tensor_item(t, &v))) break;
         int64_t cnt = v != 0 ? 1 : 0;
-        if ((s = mt_tensor_full(&cnt, 1, MT_INT64, 0, &lt[nl]))) break;
+        mt_device dev = mt_device_of(t);
+        if ((s = mt_tensor_full(&cnt, 1, MT_INT64, 0, &dev, &lt[nl]))) break;
         raw[nl++] = 0;
         d++;
         continue;
@@ -536,12 +563,14 @@ static mt_status adv_shape(const adv_index *ai, const char *op, int64_t *sizes, 
 static mt_status index_tensors(mt_tensor *a, mt_tensor **indices, int n, int64_t base, mt_tensor **result) {
   const char *op = "index";
   adv_index ai;
+  CHECK(a, op, "self");
+  KERNEL(MT_OP_INDEX, a);
   MT_TRY(adv_prepare(a, indices, n, base, op, &ai));
   int64_t sizes[MT_MAX_DIMS];
   int nd;
   mt_tensor *r = NULL;
   mt_status s = adv_shape(&ai, op, sizes, &nd);
-  if (s == MT_OK) s = mt_new(sizes, nd, a->_dtype, op, &r);
+  if (s == MT_OK) s = mt_new(mt_device_of(a), sizes, nd, a->_dtype, op, &r);
   if (s == MT_OK) s = mt_kernels_of(a)->index(r, ai.w, ai.k, ai.idx, ai.raw, base);
   adv_free(&ai);
   if (s) { mt_tensor_release(r); return s; }
@@ -554,6 +583,8 @@ static mt_status index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tensor 
   const char *op = "index_put_";
   CHECK(a, op, "self");
   CHECK(values, op, "values");
+  MT_TRY(mt_check_same_device_or_scalar(op, a, values));
+  KERNEL(MT_OP_INDEX_PUT, a);
   if (values->_dtype != a->_dtype)
     return mt_error(MT_EDTYPE,
                     "%s: index_put_ requires the source and destination dtypes to match, got %s for the destination "
@@ -589,8 +620,10 @@ static mt_status index_put_(mt_tensor *a, mt_tensor **indices, int n, mt_tensor 
 }
 
 /* ---------------------------------------------------------------- creation */
-mt_status mt_arange(double start, double end, double step, int dtype, mt_tensor **result) {
+mt_status mt_arange(double start, double end, double step, int dtype, const mt_device *device, mt_tensor **result) {
   const char *op = "arange";
+  mt_device dev = MT_DEVICE_CPU;
+  MT_TRY(mt_device_arg(device, op, &dev));
   if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: invalid dtype %d", op, dtype);
   if (dtype == MT_BOOL) return mt_error(MT_EDTYPE, "%s: not implemented for 'bool'", op);
   bool integral = !mt_is_float(dtype);
@@ -617,42 +650,46 @@ mt_status mt_arange(double start, double end, double step, int dtype, mt_tensor 
   if (!(size_d >= 0 && size_d <= 9.2e18)) return mt_error(MT_EINVAL, "%s: invalid size, possible overflow?", op);
   int64_t n = (int64_t)size_d;
   mt_tensor *r;
-  MT_TRY(mt_new(&n, 1, dtype, op, &r));
+  MT_TRY(mt_new(dev, &n, 1, dtype, op, &r));
   mt_status s = mt_kernels_of(r)->arange(r, start, step);
   if (s) { mt_tensor_release(r); return s; }
   *result = r;
   return MT_OK;
 }
 
-static mt_status spaced(double start, double end, int64_t steps, double base, int log, int dtype, const char *op,
-                        mt_tensor **result) {
+static mt_status spaced(double start, double end, int64_t steps, double base, int log, int dtype,
+                        const mt_device *device, const char *op, mt_tensor **result) {
+  mt_device dev = MT_DEVICE_CPU;
+  MT_TRY(mt_device_arg(device, op, &dev));
   if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: invalid dtype %d", op, dtype);
   if (dtype == MT_BOOL) return mt_error(MT_EDTYPE, "%s: not implemented for 'bool'", op);
   if (steps < 0) return mt_error(MT_EINVAL, "%s: number of steps must be non-negative", op);
   mt_tensor *r;
-  MT_TRY(mt_new(&steps, 1, dtype, op, &r));
+  MT_TRY(mt_new(dev, &steps, 1, dtype, op, &r));
   mt_status s = mt_kernels_of(r)->linspace(r, start, end, base, log);
   if (s) { mt_tensor_release(r); return s; }
   *result = r;
   return MT_OK;
 }
 
-mt_status mt_linspace(double start, double end, int64_t steps, int dtype, mt_tensor **result) {
-  return spaced(start, end, steps, 10.0, 0, dtype, "linspace", result);
+mt_status mt_linspace(double start, double end, int64_t steps, int dtype, const mt_device *device,
+                      mt_tensor **result) {
+  return spaced(start, end, steps, 10.0, 0, dtype, device, "linspace", result);
 }
 
-mt_status mt_logspace(double start, double end, int64_t steps, double base, int dtype, mt_tensor **result) {
-  return spaced(start, end, steps, base, 1, dtype, "logspace", result);
+mt_status mt_logspace(double start, double end, int64_t steps, double base, int dtype, const mt_device *device,
+                      mt_tensor **result) {
+  return spaced(start, end, steps, base, 1, dtype, device, "logspace", result);
 }
 
 /* eye: zeros with ones on the diagonal (a fill of its diagonal view) */
-mt_status mt_eye(int64_t n, int64_t m, int dtype, mt_tensor **result) {
+mt_status mt_eye(int64_t n, int64_t m, int dtype, const mt_device *device, mt_tensor **result) {
   const char *op = "eye";
   if (n < 0) return mt_error(MT_EINVAL, "%s: n must be greater or equal to 0, got %lld", op, (long long)n);
   if (m < 0) return mt_error(MT_EINVAL, "%s: m must be greater or equal to 0, got %lld", op, (long long)m);
   int64_t sizes[2] = {n, m};
   mt_tensor *r, *d = NULL;
-  MT_TRY(mt_tensor_full(sizes, 2, dtype, 0, &r));
+  MT_TRY(mt_tensor_full(sizes, 2, dtype, 0, device, &r));
   mt_status s = mt_diagonal(r, 0, 0, 1, &d);
   if (s == MT_OK) s = mt_fill_(d, 1.0);
   mt_tensor_release(d);
@@ -677,7 +714,7 @@ static mt_status diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
     return mt_error(MT_ENOMEM, "%s: diagonal %lld makes a result too large to allocate", op, (long long)diagonal);
   int64_t sizes[2] = {m, m};
   mt_tensor *r, *d;
-  MT_TRY(mt_new(sizes, 2, a->_dtype, op, &r));
+  MT_TRY(mt_new(mt_device_of(a), sizes, 2, a->_dtype, op, &r));
   mt_status s = mt_fill_(r, 0);
   if (s == MT_OK) s = mt_diagonal(r, diagonal, 0, 1, &d);
   if (s == MT_OK) {
@@ -692,6 +729,7 @@ static mt_status diag(mt_tensor *a, int64_t diagonal, mt_tensor **result) {
 static mt_status triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *out, mt_tensor **result) {
   const char *op = upper ? "triu" : "tril";
   CHECK(a, op, "input");
+  KERNEL(upper ? MT_OP_TRIU : MT_OP_TRIL, a);
   if (a->_ndim < 2)
     return mt_error(MT_ESHAPE, "%s: input tensor must have at least 2 dimensions, got %d", op, a->_ndim);
   mt_tensor *t;
@@ -709,6 +747,7 @@ static mt_status triangle(mt_tensor *a, int64_t diagonal, int upper, mt_tensor *
 mt_status mt_one_hot(mt_tensor *index, int64_t num_classes, int64_t base, mt_tensor **result) {
   const char *op = "one_hot";
   CHECK(index, op, "input");
+  KERNEL(MT_OP_ONE_HOT, index);
   if (index->_dtype != MT_INT64)
     return mt_error(MT_EDTYPE, "%s: one_hot is only applicable to index tensors of dtype int64, got %s", op,
                     mt_dtype_name(index->_dtype));

@@ -86,9 +86,9 @@ static mt_status dest_open(dest *d, mt_tensor *out, const int64_t *sizes, int nd
                            mt_tensor *a, mt_tensor *b) {
   d->r = d->tmp = NULL;
   MT_TRY(check_out_dtype(op, out, dt));
-  MT_TRY(mt_out_or_new(out, sizes, nd, dt, op, &d->r));
+  MT_TRY(mt_out_or_new(out, mt_device_of(a), sizes, nd, dt, op, &d->r));
   if (out && ((a && mt_may_overlap(d->r, a)) || (b && mt_may_overlap(d->r, b)))) {
-    mt_status s = mt_new(sizes, nd, dt, op, &d->tmp);
+    mt_status s = mt_new(mt_device_of(a), sizes, nd, dt, op, &d->tmp);
     if (s != MT_OK) { mt_tensor_release(d->r); return s; }
   }
   return MT_OK;
@@ -157,6 +157,8 @@ static mt_status mm_into(mt_tensor *r, const mt_tensor *a, const mt_tensor *b, d
 static mt_status mm_checks(const char *op, const mt_tensor *a, const mt_tensor *b) {
   MT_TRY(mt_check_tensor(a, op, "self"));
   MT_TRY(mt_check_tensor(b, op, "mat2"));
+  MT_TRY(mt_check_same_device(op, a, b));
+  MT_TRY(mt_check_kernel(MT_OP_MM, a));
   if (a->_ndim != 2) return mt_error(MT_ESHAPE, "%s: self must be a matrix", op);
   if (b->_ndim != 2) return mt_error(MT_ESHAPE, "%s: mat2 must be a matrix", op);
   if (a->_sizes[1] != b->_sizes[0])
@@ -171,7 +173,7 @@ static mt_status mm_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor *
   int64_t sz[2] = {a->_sizes[0], b->_sizes[1]};
   if (!out) { /* the hot path: a fresh contiguous result */
     mt_tensor *r;
-    MT_TRY(mt_new(sz, 2, a->_dtype, op, &r));
+    MT_TRY(mt_new(mt_device_of(a), sz, 2, a->_dtype, op, &r));
     mt_status s = mm_into(r, a, b, 1.0, 0.0);
     if (s != MT_OK) { mt_tensor_release(r); return s; }
     return mt_give(r, result);
@@ -187,6 +189,9 @@ static mt_status addmm_impl(const char *op, mt_tensor *c, mt_tensor *a, mt_tenso
   MT_TRY(mt_check_tensor(c, op, "self"));
   MT_TRY(mt_check_tensor(a, op, "mat1"));
   MT_TRY(mt_check_tensor(b, op, "mat2"));
+  MT_TRY(mt_check_same_device(op, a, b));
+  MT_TRY(mt_check_same_device(op, a, c));
+  MT_TRY(mt_check_kernel(MT_OP_ADDMM, a));
   if (a->_ndim != 2) return mt_error(MT_ESHAPE, "%s: mat1 must be a matrix, got %d-D tensor", op, a->_ndim);
   if (b->_ndim != 2) return mt_error(MT_ESHAPE, "%s: mat2 must be a matrix, got %d-D tensor", op, b->_ndim);
   if (a->_dtype != b->_dtype) return mt_error(MT_EDTYPE, "%s: mat1 and mat2 must have the same dtype", op);
@@ -244,6 +249,8 @@ static mt_status bmm_into(mt_tensor *r, const mt_tensor *a, const mt_tensor *b, 
 static mt_status bmm_checks(const char *op, const mt_tensor *a, const mt_tensor *b, const char *kernel) {
   MT_TRY(mt_check_tensor(a, op, "batch1"));
   MT_TRY(mt_check_tensor(b, op, "batch2"));
+  MT_TRY(mt_check_same_device(op, a, b));
+  MT_TRY(mt_check_kernel(MT_OP_BMM, a));
   if (a->_ndim != 3) return mt_error(MT_ESHAPE, "%s: batch1 must be a 3D tensor", op);
   if (b->_ndim != 3) return mt_error(MT_ESHAPE, "%s: batch2 must be a 3D tensor", op);
   if (b->_sizes[0] != a->_sizes[0] || b->_sizes[1] != a->_sizes[2])
@@ -270,6 +277,7 @@ static mt_status baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, 
   const char *op = "baddbmm";
   MT_TRY(mt_check_tensor(c, op, "self"));
   MT_TRY(bmm_checks(op, a, b, "baddbmm"));
+  MT_TRY(mt_check_same_device(op, a, c));
   int64_t sz[3] = {a->_sizes[0], a->_sizes[1], b->_sizes[2]};
   MT_TRY(check_expand(op, c, sz, 3));
   if (out == c && (c->_ndim != 3 || memcmp(c->_sizes, sz, sizeof sz)))
@@ -287,6 +295,8 @@ static mt_status baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, 
 static mt_status mv_impl(const char *op, mt_tensor *a, mt_tensor *v, mt_tensor *out, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, op, "self"));
   MT_TRY(mt_check_tensor(v, op, "vec"));
+  MT_TRY(mt_check_same_device(op, a, v));
+  MT_TRY(mt_check_kernel(MT_OP_MV, a));
   if (a->_ndim != 2 || v->_ndim != 1)
     return mt_error(MT_ESHAPE, "%s: vector + matrix @ vector expected, got 1, %d, %d", op, a->_ndim, v->_ndim);
   if (a->_sizes[1] != v->_sizes[0])
@@ -319,6 +329,8 @@ static mt_status mv_impl(const char *op, mt_tensor *a, mt_tensor *v, mt_tensor *
 static mt_status dot_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, op, "self"));
   MT_TRY(mt_check_tensor(b, op, "tensor"));
+  MT_TRY(mt_check_same_device(op, a, b));
+  MT_TRY(mt_check_kernel(MT_OP_DOT, a));
   if (a->_ndim != 1 || b->_ndim != 1)
     return mt_error(MT_ESHAPE, "%s: 1D tensors expected, but got %dD and %dD tensors", op, a->_ndim, b->_ndim);
   if (a->_dtype != b->_dtype)
@@ -355,13 +367,15 @@ static mt_status dot_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor 
 static mt_status outer(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "outer", "self"));
   MT_TRY(mt_check_tensor(b, "outer", "vec2"));
+  MT_TRY(mt_check_same_device("outer", a, b));
+  MT_TRY(mt_check_kernel(MT_OP_OUTER, a));
   if (a->_ndim != 1) return mt_error(MT_ESHAPE, "outer: Expected 1-D argument self, but got %d-D", a->_ndim);
   if (b->_ndim != 1) return mt_error(MT_ESHAPE, "outer: Expected 1-D argument vec2, but got %d-D", b->_ndim);
   if (a->_dtype == b->_dtype && (a->_dtype == MT_FLOAT32 || a->_dtype == MT_FLOAT64)) {
     /* one dtype: the products in one kernel pass */
     int64_t sz[2] = {a->_sizes[0], b->_sizes[0]};
     mt_tensor *r;
-    MT_TRY(mt_new(sz, 2, a->_dtype, "outer", &r));
+    MT_TRY(mt_new(mt_device_of(a), sz, 2, a->_dtype, "outer", &r));
     mt_status s = mt_kernels_of(r)->outer(r, a, b);
     if (s) { mt_tensor_release(r); return s; }
     return mt_give(r, result);
@@ -462,7 +476,7 @@ static mt_status matmul_batched(mt_tensor *a, mt_tensor *b, int a1, int b1, mt_t
   if (!b1) rs[nr++] = gb.c;
   if (nbd + 2 > MT_MAX_DIMS) return mt_error(MT_EINVAL, "%s: too many dimensions", op);
   mt_tensor *r;
-  MT_TRY(mt_new(full, nbd + 2, dt, op, &r));
+  MT_TRY(mt_new(mt_device_of(a), full, nbd + 2, dt, op, &r));
   int64_t *offs = malloc(sizeof(int64_t) * 3 * (size_t)(nb ? nb : 1));
   if (!offs) { mt_tensor_release(r); return mt_error(MT_ENOMEM, "%s: out of memory", op); }
   batch_offsets(a, abd, bshape, nbd, nb, offs);
@@ -495,6 +509,8 @@ static mt_status matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **
   const char *op = "matmul";
   MT_TRY(mt_check_tensor(a, op, "self"));
   MT_TRY(mt_check_tensor(b, op, "other"));
+  MT_TRY(mt_check_same_device(op, a, b));
+  MT_TRY(mt_check_kernel(MT_OP_MATMUL, a));
   int da = a->_ndim, db = b->_ndim;
   if (da == 0 || db == 0)
     return mt_error(MT_ESHAPE, "%s: both arguments to matmul need to be at least 1D, but they are %dD and %dD", op, da,
@@ -513,7 +529,7 @@ static mt_status matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **
       int64_t k = a->_sizes[0], n = b->_sizes[1];
       geo ga = {1, k, k > 0 ? k * a->_strides[0] : 1, a->_strides[0]}, gr = {1, n, n > 0 ? n : 1, 1};
       mt_tensor *r;
-      MT_TRY(mt_new(&n, 1, a->_dtype, op, &r));
+      MT_TRY(mt_new(mt_device_of(a), &n, 1, a->_dtype, op, &r));
       mt_status s = product(r, a->_dtype, a->_data, ga, b->_data, geo_of(b, 0), r->_data, gr, 1.0, 0.0);
       if (s != MT_OK) { mt_tensor_release(r); return s; }
       return mt_give(r, result);
@@ -539,7 +555,7 @@ static mt_status matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **
       int64_t n = gb.c;
       int64_t sz2[2] = {rows, n};
       mt_tensor *r;
-      MT_TRY(mt_new(sz2, 2, a->_dtype, op, &r));
+      MT_TRY(mt_new(mt_device_of(a), sz2, 2, a->_dtype, op, &r));
       mt_status s = product(r, a->_dtype, a->_data, ga, b->_data, gb, r->_data, geo_of(r, 0), 1.0, 0.0);
       if (s != MT_OK) { mt_tensor_release(r); return s; }
       int64_t rs[MT_MAX_DIMS];

@@ -17,6 +17,7 @@ static inline float round_to(int dt, float v) {
 
 mt_status mt_uniform_(mt_tensor *t, double from, double to, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "uniform_", "self"));
+  MT_TRY(mt_check_kernel(MT_OP_UNIFORM_, t));
   MT_TRY(need_float(t, "uniform_", "check_uniform_bounds"));
   if (!(from <= to))
     return mt_error(MT_EINVAL, "uniform_: uniform_ expects to return a [from, to) range, but found from=%g > to=%g",
@@ -32,6 +33,7 @@ mt_status mt_uniform_(mt_tensor *t, double from, double to, mt_generator *g) {
 
 mt_status mt_normal_(mt_tensor *t, double mean, double std, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "normal_", "self"));
+  MT_TRY(mt_check_kernel(MT_OP_NORMAL_, t));
   MT_TRY(need_float(t, "normal_", "normal_kernel_cpu"));
   if (!(std >= 0.0)) return mt_error(MT_EINVAL, "normal_: normal expects std >= 0.0, but found std %g", std);
   mt_bump_version(t);
@@ -83,6 +85,7 @@ static const char *c_type_name(int dt) {
  * random_() on an int64 tensor is random_(0, 2^63). */
 mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "random_", "self"));
+  MT_TRY(mt_check_kernel(MT_OP_RANDOM_, t));
   int dt = t->_dtype;
   bool to_end = to == INT64_MIN;
   if (!to_end && from >= to)
@@ -98,6 +101,7 @@ mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
 
 mt_status mt_bernoulli_(mt_tensor *t, double p, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "bernoulli_", "self"));
+  MT_TRY(mt_check_kernel(MT_OP_BERNOULLI_, t));
   if (!(p >= 0 && p <= 1))
     return mt_error(MT_EINVAL, "bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
   mt_bump_version(t);
@@ -107,6 +111,8 @@ mt_status mt_bernoulli_(mt_tensor *t, double p, mt_generator *g) {
 mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "bernoulli_", "self"));
   MT_TRY(mt_check_tensor(p, "bernoulli_", "p"));
+  MT_TRY(mt_check_same_device("bernoulli_", t, p));
+  MT_TRY(mt_check_kernel(MT_OP_BERNOULLI, t));
   if (!mt_is_float(p->_dtype))
     return mt_error(MT_EDTYPE, "bernoulli_: \"bernoulli_tensor_cpu_p_\" not implemented for '%s'", mt_type_title(p->_dtype));
   /* p must broadcast to t's shape */
@@ -135,6 +141,7 @@ mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g) {
 
 mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "exponential_", "self"));
+  MT_TRY(mt_check_kernel(MT_OP_EXPONENTIAL_, t));
   MT_TRY(need_float(t, "exponential_", "exponential_cpu"));
   if (!(lambd >= 0.0))
     return mt_error(MT_EINVAL, "exponential_: exponential_ expects lambda >= 0.0, but found lambda=%g", lambd);
@@ -142,8 +149,11 @@ mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g) {
   return mt_kernels_of(t)->exponential(t, lambd, g);
 }
 
-mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g, mt_tensor **result) {
+mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g, const mt_device *device,
+                      mt_tensor **result) {
   if (!result) return mt_error(MT_EINVAL, "randperm: result is NULL");
+  mt_device dev = MT_DEVICE_CPU;
+  MT_TRY(mt_device_arg(device, "randperm", &dev));
   if (n < 0) return mt_error(MT_EINVAL, "randperm: Trying to create tensor with negative dimension %lld: [%lld]",
                              (long long)n, (long long)n);
   if (!mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "randperm: invalid dtype %d", dtype);
@@ -163,7 +173,7 @@ mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g,
     }
   }
   mt_tensor *r;
-  MT_TRY(mt_new(&n, 1, dtype, "randperm", &r));
+  MT_TRY(mt_new(dev, &n, 1, dtype, "randperm", &r));
   mt_status s = mt_kernels_of(r)->randperm(r, index_base, g);
   if (s) { mt_tensor_release(r); return s; }
   return mt_give(r, result);
@@ -172,6 +182,7 @@ mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g,
 mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
                          mt_generator *g, mt_tensor **result) {
   MT_TRY(mt_check_tensor(probs, "multinomial", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_MULTINOMIAL, probs));
   if (!result) return mt_error(MT_EINVAL, "multinomial: result is NULL");
   if (probs->_ndim < 1 || probs->_ndim > 2) return mt_error(MT_ESHAPE, "multinomial: prob_dist must be 1 or 2 dim");
   int dt = probs->_dtype;
@@ -185,8 +196,8 @@ mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement,
   if (ncat > (1 << 24)) return mt_error(MT_EINVAL, "multinomial: number of categories cannot exceed 2^24");
   int64_t rs[2] = {probs->_ndim == 2 ? probs->_sizes[0] : 1, num_samples};
   mt_tensor *r;
-  if (probs->_ndim == 1) MT_TRY(mt_new(&num_samples, 1, MT_INT64, "multinomial", &r));
-  else MT_TRY(mt_new(rs, 2, MT_INT64, "multinomial", &r));
+  if (probs->_ndim == 1) MT_TRY(mt_new(mt_device_of(probs), &num_samples, 1, MT_INT64, "multinomial", &r));
+  else MT_TRY(mt_new(mt_device_of(probs), rs, 2, MT_INT64, "multinomial", &r));
   mt_status s = mt_kernels_of(probs)->multinomial(r, probs, replacement, index_base, g);
   if (s) { mt_tensor_release(r); return s; }
   return mt_give(r, result);

@@ -32,6 +32,7 @@ static mt_status parse_dims(const mt_tensor *a, const int64_t *dims, int ndims, 
 static mt_status reduce_impl(mt_op op, mt_tensor *a, const int64_t *dims, int ndims, int keepdim, int dtype, double p,
                              mt_tensor *out, mt_tensor **result, const char *name) {
   MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_kernel(op, a));
   if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
   int in_dt = a->_dtype;
   bool in_float = mt_is_float(in_dt);
@@ -108,13 +109,13 @@ static mt_status reduce_impl(mt_op op, mt_tensor *a, const int64_t *dims, int nd
     if (!mask[d]) osizes[ond++] = a->_sizes[d];
     else if (keepdim) osizes[ond++] = 1;
   mt_tensor *r = NULL;
-  MT_TRY(mt_out_or_new(out, osizes, ond, out_dt, name, &r));
+  MT_TRY(mt_out_or_new(out, mt_device_of(a), osizes, ond, out_dt, name, &r));
   const mt_kernels *k = mt_kernels_of(a);
   mt_status s;
   if (out && mt_may_overlap(out, a)) {
     /* write into a fresh tensor, then copy */
     mt_tensor *tmp;
-    s = mt_new(osizes, ond, out_dt, name, &tmp);
+    s = mt_new(mt_device_of(a), osizes, ond, out_dt, name, &tmp);
     if (s != MT_OK) { mt_tensor_release(r); return s; }
     s = k->reduce(op, tmp, a, mask, keepdim, p);
     if (s == MT_OK) s = mt_copy_(r, tmp);
@@ -130,6 +131,7 @@ static mt_status reduce_impl(mt_op op, mt_tensor *a, const int64_t *dims, int nd
 static mt_status with_index(mt_tensor *a, int dim, int keepdim, int is_min, int64_t index_base, mt_tensor **values,
                             mt_tensor **indices, const char *name) {
   MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_kernel(values ? (is_min ? MT_OP_MIN : MT_OP_MAX) : (is_min ? MT_OP_ARGMIN : MT_OP_ARGMAX), a));
   int w;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
   int nd = a->_ndim;
@@ -145,8 +147,8 @@ static mt_status with_index(mt_tensor *a, int dim, int keepdim, int is_min, int6
     }
   }
   mt_tensor *v = NULL, *ix = NULL;
-  if (values) MT_TRY(mt_new(osizes, ond, a->_dtype, name, &v));
-  mt_status s = mt_new(osizes, ond, MT_INT64, name, &ix);
+  if (values) MT_TRY(mt_new(mt_device_of(a), osizes, ond, a->_dtype, name, &v));
+  mt_status s = mt_new(mt_device_of(a), osizes, ond, MT_INT64, name, &ix);
   if (s != MT_OK) {
     if (v) mt_tensor_release(v);
     return s;
@@ -172,6 +174,7 @@ mt_status mt_argmax(mt_tensor *a, int dim, int flat, int keepdim, int is_min, in
                     mt_tensor **result) {
   const char *name = is_min ? "argmin" : "argmax";
   MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_kernel(is_min ? MT_OP_ARGMIN : MT_OP_ARGMAX, a));
   if (!flat) return with_index(a, dim, keepdim, is_min, index_base, NULL, result, name);
   if (a->_numel == 0)
     return mt_error(MT_ESHAPE, "%s(): Expected reduction dim to be specified for input.numel() == 0.", name);
@@ -185,7 +188,7 @@ mt_status mt_argmax(mt_tensor *a, int dim, int flat, int keepdim, int is_min, in
   int64_t ones[MT_MAX_DIMS];
   for (int d = 0; d < a->_ndim; d++) ones[d] = 1;
   mt_tensor *r = NULL;
-  s = mt_new(ones, keepdim ? a->_ndim : 0, MT_INT64, name, &r);
+  s = mt_new(mt_device_of(a), ones, keepdim ? a->_ndim : 0, MT_INT64, name, &r);
   if (s == MT_OK) s = mt_kernels_of(line)->reduce_index(NULL, r, line, 0, 0, is_min, index_base);
   mt_tensor_release(line);
   if (s) { mt_tensor_release(r); return s; }
@@ -195,16 +198,17 @@ mt_status mt_argmax(mt_tensor *a, int dim, int flat, int keepdim, int is_min, in
 static mt_status cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_tensor *out, mt_tensor **result) {
   const char *name = is_prod ? "cumprod" : "cumsum";
   MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_kernel(is_prod ? MT_OP_CUMPROD : MT_OP_CUMSUM, a));
   if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
   int w;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
   int out_dt = dtype >= 0 ? dtype : (mt_is_float(a->_dtype) ? a->_dtype : MT_INT64);
   mt_tensor *r = NULL;
-  MT_TRY(mt_out_or_new(out, a->_sizes, a->_ndim, out_dt, name, &r));
+  MT_TRY(mt_out_or_new(out, mt_device_of(a), a->_sizes, a->_ndim, out_dt, name, &r));
   mt_status s;
   if (out && mt_may_overlap(out, a) && r->_data != a->_data) {
     mt_tensor *tmp = NULL;
-    s = mt_new(a->_sizes, a->_ndim, out_dt, name, &tmp);
+    s = mt_new(mt_device_of(a), a->_sizes, a->_ndim, out_dt, name, &tmp);
     if (s == MT_OK) s = mt_kernels_of(a)->cumulative(tmp, a, w, is_prod);
     if (s == MT_OK) s = mt_copy_(r, tmp);
     if (tmp) mt_tensor_release(tmp);
@@ -222,6 +226,7 @@ static mt_status cumulative(mt_tensor *a, int dim, int is_prod, int dtype, mt_te
 static mt_status softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result) {
   const char *name = log ? "log_softmax" : "softmax";
   MT_TRY(mt_check_tensor(a, name, "input"));
+  MT_TRY(mt_check_kernel(log ? MT_OP_LOG_SOFTMAX : MT_OP_SOFTMAX, a));
   if (dtype >= 0 && !mt_dtype_valid(dtype)) return mt_error(MT_EDTYPE, "%s: unknown dtype %d", name, dtype);
   int out_dt = dtype >= 0 ? dtype : a->_dtype;
   if (!mt_is_float(out_dt))
@@ -230,7 +235,7 @@ static mt_status softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **
   int w;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, name, &w));
   mt_tensor *r = NULL;
-  MT_TRY(mt_new(a->_sizes, a->_ndim, out_dt, name, &r));
+  MT_TRY(mt_new(mt_device_of(a), a->_sizes, a->_ndim, out_dt, name, &r));
   mt_status s = mt_kernels_of(a)->softmax(r, a, w, log);
   if (s != MT_OK) {
     mt_tensor_release(r);
@@ -262,6 +267,7 @@ static mt_status var_mean(mt_tensor *a, const int64_t *dims, int ndims, double c
 
 /* ---------------------------------------------------------------- equal / isclose / allclose */
 static mt_status all_true(mt_tensor *t, int *result, const char *name) {
+  MT_TRY(mt_check_data(t, name)); /* a bool out of the data */
   mt_tensor *r = NULL;
   MT_TRY(reduce_impl(MT_OP_ALL, t, NULL, 0, 0, MT_BOOL, 0, NULL, &r, name));
   double v = 0;
@@ -275,6 +281,8 @@ mt_status mt_equal(mt_tensor *a, mt_tensor *b, int *result) {
   MT_TRY(mt_check_tensor(a, "equal", "input"));
   MT_TRY(mt_check_tensor(b, "equal", "other"));
   if (!result) return mt_error(MT_EINVAL, "equal: result is NULL");
+  MT_TRY(mt_check_same_device("equal", a, b));
+  MT_TRY(mt_check_data(a, "equal"));
   *result = 0;
   if (a->_ndim != b->_ndim) return MT_OK;
   for (int d = 0; d < a->_ndim; d++)
@@ -294,6 +302,8 @@ static mt_status isclose_impl(mt_tensor *a, mt_tensor *b, double rtol, double at
                               const char *name) {
   MT_TRY(mt_check_tensor(a, name, "input"));
   MT_TRY(mt_check_tensor(b, name, "other"));
+  MT_TRY(mt_check_same_device(name, a, b));
+  MT_TRY(mt_check_kernel(MT_OP_ISCLOSE, a));
   if (a->_dtype != b->_dtype)
     return mt_error(MT_EDTYPE, "%s: expected both tensors to have the same dtype, got %s and %s", name,
                     mt_dtype_name(a->_dtype), mt_dtype_name(b->_dtype));
@@ -307,7 +317,7 @@ static mt_status isclose_impl(mt_tensor *a, mt_tensor *b, double rtol, double at
     return mt_error(MT_ESHAPE, "%s: %s (shapes %s and %s)", name, msg, MT_SHAPE(a), MT_SHAPE(b));
   }
   mt_tensor *r = NULL;
-  MT_TRY(mt_new(shape, nd, MT_BOOL, name, &r));
+  MT_TRY(mt_new(mt_device_of(a), shape, nd, MT_BOOL, name, &r));
   mt_status s = mt_kernels_of(a)->isclose(r, a, b, rtol, atol, equal_nan);
   if (s) { mt_tensor_release(r); return s; }
   return mt_give(r, result);

@@ -31,8 +31,8 @@ static mt_status sort_impl(mt_tensor *a, int d, int desc, int64_t k, int64_t bas
   if (nd) sizes[d] = k;
   mt_tensor *v = NULL, *ix = NULL;
   mt_status s;
-  if ((s = mt_new(sizes, nd, a->_dtype, op, &v)) != MT_OK) return s;
-  if ((s = mt_new(sizes, nd, MT_INT64, op, &ix)) != MT_OK) goto fail;
+  if ((s = mt_new(mt_device_of(a), sizes, nd, a->_dtype, op, &v)) != MT_OK) return s;
+  if ((s = mt_new(mt_device_of(a), sizes, nd, MT_INT64, op, &ix)) != MT_OK) goto fail;
   if ((s = mt_kernels_of(a)->sort(v, ix, a, d, desc, base)) != MT_OK) goto fail;
   mt_give(v, values);
   mt_give(ix, indices);
@@ -46,6 +46,7 @@ static mt_status sort(mt_tensor *a, int dim, int descending, int stable, int64_t
                       mt_tensor **indices) {
   (void)stable; /* always stable */
   MT_TRY(mt_check_tensor(a, "sort", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_SORT, a));
   int d;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, "sort", &d));
   int64_t n = a->_ndim ? a->_sizes[d] : 1;
@@ -56,6 +57,7 @@ static mt_status topk(mt_tensor *a, int64_t k, int dim, int largest, int sorted,
                       mt_tensor **values, mt_tensor **indices) {
   (void)sorted; /* the kept elements always come out in sorted order, which `sorted=false` allows */
   MT_TRY(mt_check_tensor(a, "topk", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_TOPK, a));
   int d;
   MT_TRY(mt_wrap_dim(dim, a->_ndim, "topk", &d));
   if (a->_dtype == MT_BOOL) return mt_error(MT_EDTYPE, "topk: not implemented for bool tensors");
@@ -71,6 +73,7 @@ mt_status mt_unique(mt_tensor *a, int sorted, int return_inverse, int return_cou
                     mt_tensor **values, mt_tensor **inverse, mt_tensor **counts) {
   (void)sorted; /* results always come out sorted, which `sorted=false` allows */
   MT_TRY(mt_check_tensor(a, "unique", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_UNIQUE, a));
   if (inverse) *inverse = NULL;
   if (counts) *counts = NULL;
   mt_tensor *v = NULL, *inv = NULL, *cnt = NULL;
@@ -84,6 +87,8 @@ mt_status mt_unique(mt_tensor *a, int sorted, int return_inverse, int return_cou
 mt_status mt_searchsorted(mt_tensor *sorted, mt_tensor *values, int right, int64_t index_base, mt_tensor **result) {
   MT_TRY(mt_check_tensor(sorted, "searchsorted", "sorted_sequence"));
   MT_TRY(mt_check_tensor(values, "searchsorted", "input"));
+  MT_TRY(mt_check_same_device("searchsorted", sorted, values));
+  MT_TRY(mt_check_kernel(MT_OP_SEARCHSORTED, sorted));
   int nb = sorted->_ndim, nv = values->_ndim;
   if (nb == 0)
     return mt_error(MT_EINVAL, "searchsorted: boundaries tensor should have positive dimension, but got 0 dimension");
@@ -98,7 +103,7 @@ mt_status mt_searchsorted(mt_tensor *sorted, mt_tensor *values, int right, int64
                       MT_SHAPE(sorted), MT_SHAPE(values));
   }
   mt_tensor *r;
-  MT_TRY(mt_new(values->_sizes, nv, MT_INT64, "searchsorted", &r));
+  MT_TRY(mt_new(mt_device_of(values), values->_sizes, nv, MT_INT64, "searchsorted", &r));
   mt_status s = mt_kernels_of(sorted)->searchsorted(r, sorted, values, right, index_base);
   if (s) { mt_tensor_release(r); return s; }
   return mt_give(r, result);
@@ -107,6 +112,8 @@ mt_status mt_searchsorted(mt_tensor *sorted, mt_tensor *values, int right, int64
 mt_status mt_bincount(mt_tensor *a, mt_tensor *weights, int64_t minlength, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "bincount", "input"));
   if (weights) MT_TRY(mt_check_tensor(weights, "bincount", "weights"));
+  MT_TRY(mt_check_same_device("bincount", a, weights));
+  MT_TRY(mt_check_kernel(MT_OP_BINCOUNT, a));
   if (a->_ndim != 1 || mt_is_float(a->_dtype) || a->_dtype == MT_BOOL)
     return mt_error(MT_EINVAL, "bincount: only 1-d non-negative integral inputs are supported, got a %dD %s tensor",
                     a->_ndim, mt_dtype_name(a->_dtype));
@@ -139,6 +146,7 @@ static int64_t pos_mod(int64_t a, int64_t n) {
 
 static mt_status flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "flip", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_FLIP, a));
   int nd = a->_ndim;
   bool flipped[MT_MAX_DIMS + 1] = {false};
   for (int i = 0; i < n; i++) {
@@ -150,7 +158,7 @@ static mt_status flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **resu
     flipped[d] = true;
   }
   mt_tensor *r;
-  MT_TRY(mt_new(a->_sizes, nd, a->_dtype, "flip", &r));
+  MT_TRY(mt_new(mt_device_of(a), a->_sizes, nd, a->_dtype, "flip", &r));
   int64_t *maps[MT_MAX_DIMS];
   void *block = NULL;
   mt_status s = alloc_maps(a->_sizes, nd, "flip", maps, &block);
@@ -170,6 +178,7 @@ static mt_status flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **resu
 
 static mt_status roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, int n, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "roll", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_ROLL, a));
   int nd = a->_ndim;
   if (n < 1) return mt_error(MT_EINVAL, "roll: `shifts` required");
   if (!dims && n != 1)
@@ -189,7 +198,7 @@ static mt_status roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, 
     }
   }
   mt_tensor *r = NULL, *src = NULL;
-  MT_TRY(mt_new(a->_sizes, nd, a->_dtype, "roll", &r));
+  MT_TRY(mt_new(mt_device_of(a), a->_sizes, nd, a->_dtype, "roll", &r));
   int64_t *maps[MT_MAX_DIMS];
   void *block = NULL;
   mt_status s;
@@ -221,6 +230,7 @@ fail:
 
 static mt_status repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "repeat", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_REPEAT, a));
   int nd = a->_ndim;
   if (n < nd)
     return mt_error(MT_EINVAL,
@@ -241,7 +251,7 @@ static mt_status repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor *
     os[d] = ss[d] * repeats[d];
   }
   mt_tensor *r;
-  MT_TRY(mt_new(os, n, a->_dtype, "repeat", &r));
+  MT_TRY(mt_new(mt_device_of(a), os, n, a->_dtype, "repeat", &r));
   if (r->_numel == 0) return mt_give(r, result);
   int64_t *maps[MT_MAX_DIMS];
   void *block = NULL;
@@ -260,6 +270,7 @@ static mt_status repeat(mt_tensor *a, const int64_t *repeats, int n, mt_tensor *
 
 static mt_status repeat_interleave(mt_tensor *a, int64_t repeats, int dim, mt_tensor **result) {
   MT_TRY(mt_check_tensor(a, "repeat_interleave", "input"));
+  MT_TRY(mt_check_kernel(MT_OP_REPEAT_INTERLEAVE, a));
   if (repeats < 0) return mt_error(MT_EINVAL, "repeat_interleave: repeats can not be negative, got %lld",
                                    (long long)repeats);
   int nd = a->_ndim;
@@ -274,7 +285,7 @@ static mt_status repeat_interleave(mt_tensor *a, int64_t repeats, int dim, mt_te
     if (repeats && m > INT64_MAX / repeats) return mt_error(MT_EINVAL, "repeat_interleave: result size overflows");
     int64_t om = m * repeats;
     MT_TRY(mt_contiguous(a, &src));
-    if ((s = mt_new(&om, 1, a->_dtype, "repeat_interleave", &r)) != MT_OK) goto fail;
+    if ((s = mt_new(mt_device_of(a), &om, 1, a->_dtype, "repeat_interleave", &r)) != MT_OK) goto fail;
     if ((s = alloc_maps(&om, 1, "repeat_interleave", maps, &block)) != MT_OK) goto fail;
     for (int64_t i = 0; i < om; i++) maps[0][i] = i / repeats;
     if ((s = flat_rearrange(r, src, maps)) != MT_OK) goto fail;
@@ -291,7 +302,7 @@ static mt_status repeat_interleave(mt_tensor *a, int64_t repeats, int dim, mt_te
   for (int i = 0; i < nd; i++) os[i] = a->_sizes[i];
   if (repeats && os[d] > INT64_MAX / repeats) return mt_error(MT_EINVAL, "repeat_interleave: result size overflows");
   os[d] *= repeats;
-  MT_TRY(mt_new(os, nd, a->_dtype, "repeat_interleave", &r));
+  MT_TRY(mt_new(mt_device_of(a), os, nd, a->_dtype, "repeat_interleave", &r));
   if ((s = alloc_maps(os, nd, "repeat_interleave", maps, &block)) != MT_OK) goto fail;
   for (int j = 0; j < nd; j++)
     for (int64_t i = 0; i < os[j]; i++) maps[j][i] = (j == d ? i / repeats : i) * a->_strides[j];

@@ -15,6 +15,7 @@ static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {
 /* grad / momentum_buffer against the parameter: shape, dtype, no shared memory */
 static inline mt_status check_operand(const mt_tensor *p, const mt_tensor *t, const char *what) {
   MT_TRY(mt_check_tensor(t, "sgd_step", what));
+  MT_TRY(mt_check_same_device("sgd_step", p, t));
   if (!same_sizes(p, t))
     return mt_error(MT_ESHAPE, "sgd_step: %s of shape %s does not match the parameter's shape %s", what, MT_SHAPE(t),
                     MT_SHAPE(p));
@@ -28,6 +29,7 @@ static inline mt_status check_operand(const mt_tensor *p, const mt_tensor *t, co
 
 mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step) {
   MT_TRY(mt_check_tensor(param, "sgd_step", "param"));
+  MT_TRY(mt_check_kernel(MT_OP_SGD_STEP, param));
   if (!s) return mt_error(MT_EINVAL, "sgd_step: no settings given");
   if (!grad) {
     /* the parameter's own .grad (borrowed: the parameter holds it for the call); none: nothing to

@@ -96,7 +96,7 @@ mt_status mt_cpu_contiguous(const mt_tensor *a, const char *op, mt_tensor **out)
 
 mt_status mt_cpu_convert(const mt_tensor *a, int dtype, const char *op, mt_tensor **out) {
   mt_tensor *r;
-  MT_TRY(mt_new(a->_sizes, a->_ndim, dtype, op, &r));
+  MT_TRY(mt_new_cpu(a->_sizes, a->_ndim, dtype, op, &r));
   mt_cpu_copy(r, a);
   *out = r;
   return MT_OK;

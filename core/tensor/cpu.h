@@ -8,10 +8,8 @@
 #include "../kernels.h"
 #include "../optable.h"
 
-/* ---------------------------------------------------------------- the kernel table (cpu.c) */
-extern const mt_kernels mt_cpu_kernels;
-
-/* each file's kernels, named mt_cpu_<slot> */
+/* ---------------------------------------------------------------- the kernels */
+/* each file's kernels, named mt_cpu_<slot>, gathered by cpu.c into the CPU backend's table */
 #define MT_CPU_KERNEL_DECL_(slot, params) mt_status mt_cpu_##slot params;
 MT_KERNEL_LIST(MT_CPU_KERNEL_DECL_)
 #undef MT_CPU_KERNEL_DECL_

@@ -497,7 +497,7 @@ mt_status mt_cpu_masked_fill(mt_tensor *t, const mt_tensor *mask, double value) 
 mt_status mt_cpu_masked_select(const mt_tensor *a, const mt_tensor *mask, mt_tensor **result) {
   int64_t cnt = count_true(mask);
   mt_tensor *r;
-  MT_TRY(mt_new(&cnt, 1, a->_dtype, "masked_select", &r));
+  MT_TRY(mt_new_cpu(&cnt, 1, a->_dtype, "masked_select", &r));
   if (cnt > 0) {
     walk w;
     walk_init(&w, a->_sizes, a->_ndim);
@@ -535,7 +535,7 @@ mt_status mt_cpu_nonzero(const mt_tensor *a, int64_t base, mt_tensor **result) {
   walk_rows(&w, nz_count_row, &c, 0, nrows);
   int64_t sizes[2] = {c.count, a->_ndim};
   mt_tensor *r;
-  MT_TRY(mt_new(sizes, 2, MT_INT64, "nonzero", &r));
+  MT_TRY(mt_new_cpu(sizes, 2, MT_INT64, "nonzero", &r));
   c.out = (int64_t *)r->_data;
   c.count = 0;
   if (sizes[0] > 0) walk_rows(&w, nz_fill_row, &c, 0, nrows);
@@ -714,7 +714,7 @@ mt_status mt_cpu_one_hot(const mt_tensor *index, int64_t num_classes, int64_t ba
     int64_t sizes[MT_MAX_DIMS];
     memcpy(sizes, index->_sizes, sizeof(int64_t) * (size_t)index->_ndim);
     sizes[index->_ndim] = num_classes;
-    s = mt_new(sizes, index->_ndim + 1, MT_INT64, op, &r);
+    s = mt_new_cpu(sizes, index->_ndim + 1, MT_INT64, op, &r);
     if (s == MT_OK) {
       int64_t *q = (int64_t *)r->_data;
       memset(q, 0, (size_t)r->_numel * sizeof *q);

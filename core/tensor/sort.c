@@ -213,9 +213,9 @@ mt_status mt_cpu_unique(const mt_tensor *a, int64_t index_base, mt_tensor **valu
                              : ((pair_i *)work)[i].k == ((pair_i *)work)[i - 1].k);
     if (!same) nu++;
   }
-  if ((s = mt_new(&nu, 1, a->_dtype, "unique", &v)) != MT_OK) goto fail;
-  if (return_inverse && (s = mt_new(a->_sizes, a->_ndim, MT_INT64, "unique", &inv)) != MT_OK) goto fail;
-  if (return_counts && (s = mt_new(&nu, 1, MT_INT64, "unique", &cnt)) != MT_OK) goto fail;
+  if ((s = mt_new_cpu(&nu, 1, a->_dtype, "unique", &v)) != MT_OK) goto fail;
+  if (return_inverse && (s = mt_new_cpu(a->_sizes, a->_ndim, MT_INT64, "unique", &inv)) != MT_OK) goto fail;
+  if (return_counts && (s = mt_new_cpu(&nu, 1, MT_INT64, "unique", &cnt)) != MT_OK) goto fail;
   int64_t u = -1;
   for (int64_t i = 0; i < n; i++) {
     bool same = i > 0 && (fl ? ((pair_d *)work)[i].k == ((pair_d *)work)[i - 1].k
@@ -327,7 +327,7 @@ mt_status mt_cpu_bincount(const mt_tensor *a, const mt_tensor *weights, int64_t 
   int64_t len = mx + 1 > minlength ? mx + 1 : minlength;
   int odt = !weights ? MT_INT64 : weights->_dtype == MT_FLOAT32 ? MT_FLOAT32 : MT_FLOAT64;
   mt_tensor *r = NULL;
-  mt_status s = mt_new(&len, 1, odt, "bincount", &r);
+  mt_status s = mt_new_cpu(&len, 1, odt, "bincount", &r);
   if (s != MT_OK) {
     free(x);
     return s;

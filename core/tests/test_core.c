@@ -26,7 +26,7 @@ static double at(mt_tensor *t, int64_t i, int64_t j) {
 static void test_views_and_ops(void) {
   int64_t s23[2] = {2, 3};
   mt_tensor *a, *a2, *t, *c, *b;
-  EXPECT(mt_arange(0, 6, 1, MT_FLOAT32, &a) == MT_OK, "arange: %s", mt_last_error());
+  EXPECT(mt_arange(0, 6, 1, MT_FLOAT32, NULL, &a) == MT_OK, "arange: %s", mt_last_error());
   EXPECT(mt_view(a, s23, 2, &a2) == MT_OK, "view: %s", mt_last_error());
   EXPECT(mt_transpose(a2, 0, 1, &t) == MT_OK, "transpose");
   EXPECT(!mt_tensor_is_contiguous(t), "a transpose is not contiguous");
@@ -39,7 +39,7 @@ static void test_views_and_ops(void) {
   EXPECT(at(a2, 1, 2) == 7, "view shares storage");
   /* broadcasting add with a row */
   int64_t s3[1] = {3};
-  EXPECT(mt_tensor_full(s3, 1, MT_FLOAT64, 1.5, &b) == MT_OK, "full");
+  EXPECT(mt_tensor_full(s3, 1, MT_FLOAT64, 1.5, NULL, &b) == MT_OK, "full");
   mt_tensor *sum;
   EXPECT(mt_binary(MT_OP_ADD, a2, b, NULL, &sum) == MT_OK, "add");
   EXPECT(sum->_dtype == MT_FLOAT64 && sum->_ndim == 2 && at(sum, 1, 2) == 8.5, "broadcast add");
@@ -54,17 +54,17 @@ static void test_views_and_ops(void) {
 static void test_errors(void) {
   int64_t s2[1] = {2}, s3[1] = {3}, neg[1] = {-4};
   mt_tensor *a, *b, *r = NULL;
-  mt_tensor_full(s2, 1, MT_FLOAT32, 1, &a);
-  mt_tensor_full(s3, 1, MT_FLOAT32, 1, &b);
+  mt_tensor_full(s2, 1, MT_FLOAT32, 1, NULL, &a);
+  mt_tensor_full(s3, 1, MT_FLOAT32, 1, NULL, &b);
   EXPECT(mt_binary(MT_OP_ADD, a, b, NULL, &r) == MT_ESHAPE, "shape mismatch is MT_ESHAPE");
   EXPECT(strstr(mt_last_error(), "add:") != NULL, "message names the op: %s", mt_last_error());
-  EXPECT(mt_tensor_empty(neg, 1, MT_FLOAT32, &r) == MT_EINVAL, "negative size");
+  EXPECT(mt_tensor_empty(neg, 1, MT_FLOAT32, NULL, &r) == MT_EINVAL, "negative size");
   EXPECT(strstr(mt_last_error(), "negative dimension") != NULL, "%s", mt_last_error());
-  EXPECT(mt_tensor_empty(s2, 1, 99, &r) == MT_EDTYPE, "bad dtype");
+  EXPECT(mt_tensor_empty(s2, 1, 99, NULL, &r) == MT_EDTYPE, "bad dtype");
   EXPECT(mt_select(a, 0, 5, &r) == MT_ERANGE, "select out of range");
   EXPECT(mt_binary(MT_OP_ADD, NULL, b, NULL, &r) == MT_EINVAL, "NULL tensor");
   int64_t huge[1] = {(int64_t)1 << 60};
-  EXPECT(mt_tensor_empty(huge, 1, MT_FLOAT64, &r) == MT_ENOMEM, "allocation failure is a status");
+  EXPECT(mt_tensor_empty(huge, 1, MT_FLOAT64, NULL, &r) == MT_ENOMEM, "allocation failure is a status");
   EXPECT(mt_binary(MT_OP_ADD, a, a, NULL, &r) == MT_OK, "still usable");
   mt_tensor_release(r);
   mt_tensor_release(a);
@@ -74,7 +74,7 @@ static void test_errors(void) {
 static void test_refcounts(void) {
   int64_t s[2] = {4, 4};
   mt_tensor *a, *v;
-  mt_tensor_full(s, 2, MT_FLOAT32, 2, &a);
+  mt_tensor_full(s, 2, MT_FLOAT32, 2, NULL, &a);
   mt_narrow(a, 1, 1, 2, &v);
   mt_tensor_release(a); /* the view keeps the storage alive */
   double x;

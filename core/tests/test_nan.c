@@ -94,7 +94,7 @@ static void test_double_tag_ranges(void) {
 /* a tensor of `dtype` whose elements are the bit patterns `pat` (itemsize bytes each) */
 static mt_tensor *tensor_of(int dtype, const void *pat, int64_t n) {
   mt_tensor *t = NULL;
-  EXPECT(mt_tensor_empty(&n, 1, dtype, &t) == MT_OK, "empty: %s", mt_last_error());
+  EXPECT(mt_tensor_empty(&n, 1, dtype, NULL, &t) == MT_OK, "empty: %s", mt_last_error());
   memcpy(t->_data, pat, (size_t)n * mt_dtype_size(dtype));
   return t;
 }

@@ -58,8 +58,7 @@ function M.full(size, value, opts)
     else dt = default_dtype() end
   end
   if type(value) == 'boolean' then value = value and 1 or 0 end
-  T.check_device(opts, 'full')
-  if C.mt_tensor_empty(szbuf, n, dt.id, outp) ~= 0 then T.raise_as('full') end
+  if C.mt_tensor_empty(szbuf, n, dt.id, T.check_device(opts, 'full'), outp) ~= 0 then T.raise_as('full') end
   local t = take()
   if C.mt_fill_(t, value) ~= 0 then raise_last() end
   return apply(t, opts)
@@ -75,8 +74,13 @@ local function like(name, fill)
       value, opts = fill, a
     end
     local dt = opts and opts.dtype and resolve_dtype(opts.dtype, name) or by_id[t._dtype]
-    T.check_device(opts, name)
-    if C.mt_tensor_empty_like(t, dt.id, outp) ~= 0 then raise_last() end
+    local dev = T.check_device(opts, name)
+    if opts and opts.device ~= nil then -- t's sizes on another device
+      for i = 0, t._ndim - 1 do szbuf[i] = t._sizes[i] end
+      if C.mt_tensor_empty(szbuf, t._ndim, dt.id, dev, outp) ~= 0 then raise_last() end
+    elseif C.mt_tensor_empty_like(t, dt.id, outp) ~= 0 then
+      raise_last()
+    end
     local r = take()
     if value ~= nil then
       if type(value) == 'boolean' then value = value and 1 or 0 end
@@ -178,6 +182,7 @@ local function from_data(op, data, opts)
   if is_tensor(data) then
     local r = data:detach():clone()
     if opts and opts.dtype then r = r:to(resolve_dtype(opts.dtype, op)) end
+    if opts and opts.device ~= nil then r = r:to(dtype.device(opts.device)) end
     return apply(r, opts)
   end
   local tdata = type(data)
@@ -200,7 +205,7 @@ local function from_data(op, data, opts)
     else
       -- a float64 tensor as the buffer: no zeroing, and it is the result when float64 is asked
       szbuf[0] = n
-      if C.mt_tensor_empty(szbuf, 1, FLOAT64, outp) ~= 0 then raise_last() end
+      if C.mt_tensor_empty(szbuf, 1, FLOAT64, nil, outp) ~= 0 then raise_last() end
       t64 = take()
       buf = ffi.cast(dbl_ptr, t64._data)
     end
@@ -211,15 +216,21 @@ local function from_data(op, data, opts)
   end
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, op)
   if not dt then dt = (n > 0 and not seen_number) and torch.bool or default_dtype() end
-  T.check_device(opts, op)
+  local dev = T.check_device(opts, op)
   for i = 1, nd do szbuf[i - 1] = shape[i] end
+  local t
   if t64 and dt.id == FLOAT64 then
     if C.mt_view(t64, szbuf, nd, outp) ~= 0 then raise_last() end
-    return apply(take(), opts)
+    t = take()
+  else
+    if C.mt_tensor_empty(szbuf, nd, dt.id, nil, outp) ~= 0 then raise_last() end
+    t = take()
+    if n > 0 and C.mt_tensor_from_doubles(t, buf, n) ~= 0 then raise_last() end
   end
-  if C.mt_tensor_empty(szbuf, nd, dt.id, outp) ~= 0 then raise_last() end
-  local t = take()
-  if n > 0 and C.mt_tensor_from_doubles(t, buf, n) ~= 0 then raise_last() end
+  if dev ~= nil then -- the values made on the CPU, then carried to the device
+    if C.mt_to(t, -1, dev, 0, outp) ~= 0 then raise_last() end
+    t = take()
+  end
   return apply(t, opts)
 end
 
@@ -255,8 +266,7 @@ function M.arange(a, b, c, d)
     local integral = start == floor(start) and stop == floor(stop) and step == floor(step)
     dt = integral and torch.int64 or default_dtype()
   end
-  T.check_device(opts, 'arange')
-  if C.mt_arange(start, stop, step, dt.id, outp) ~= 0 then raise_last() end
+  if C.mt_arange(start, stop, step, dt.id, T.check_device(opts, 'arange'), outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
 
@@ -264,7 +274,7 @@ function M.linspace(start, stop, steps, opts)
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'linspace') or default_dtype()
   check_number(start, 'linspace', 'start'); check_number(stop, 'linspace', 'end')
   steps = int_arg(steps, 'linspace', 'steps')
-  if C.mt_linspace(start, stop, steps, dt.id, outp) ~= 0 then raise_last() end
+  if C.mt_linspace(start, stop, steps, dt.id, T.check_device(opts, 'linspace'), outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
 
@@ -274,7 +284,8 @@ function M.logspace(start, stop, steps, base, opts)
   check_number(start, 'logspace', 'start'); check_number(stop, 'logspace', 'end')
   steps = int_arg(steps, 'logspace', 'steps')
   if base ~= nil then check_number(base, 'logspace', 'base') end
-  if C.mt_logspace(start, stop, steps, base or 10, dt.id, outp) ~= 0 then raise_last() end
+  local dev = T.check_device(opts, 'logspace')
+  if C.mt_logspace(start, stop, steps, base or 10, dt.id, dev, outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
 
@@ -283,7 +294,7 @@ function M.eye(n, m, opts)
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'eye') or default_dtype()
   n = int_arg(n, 'eye', 'n')
   m = m == nil and n or int_arg(m, 'eye', 'm')
-  if C.mt_eye(n, m, dt.id, outp) ~= 0 then raise_last() end
+  if C.mt_eye(n, m, dt.id, T.check_device(opts, 'eye'), outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
 
@@ -346,14 +357,14 @@ function methods.to(t, a, b, c)
     fail('to', 'unexpected argument ' .. tostring(x))
   end
   take_arg(a); take_arg(b); take_arg(c)
-  if dev and dev.type ~= 'cpu' then
-    fail('to', ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
-  end
-  if dt == nil or dt.id == t._dtype then
+  local cdev = dev and T.device_arg(dev, 'to')
+  local here = dev == nil or (dtype.device_type_ids[dev.type] == t._device_type and (dev.index or 0) == t._device_index)
+  if (dt == nil or dt.id == t._dtype) and here then
     if copy then return t:clone() end
     return t
   end
-  if C.mt_to_dtype(t, dt.id, 0, outp) ~= 0 then raise_last() end
+  if dev and dev.type == 'cpu' then cdev = dtype.cpu_c end
+  if C.mt_to(t, dt and dt.id or -1, cdev, 0, outp) ~= 0 then raise_last() end
   return take()
 end
 
@@ -365,21 +376,28 @@ function M.install_casters()
   caster('bfloat16', torch.bfloat16); caster('long', torch.int64); caster('int', torch.int32)
   caster('short', torch.int16); caster('char', torch.int8); caster('byte', torch.uint8); caster('bool', torch.bool)
 end
-function methods.cpu(t) return t end
+function methods.cpu(t)
+  if t._device_type == 0 then return t end
+  return t:to(dtype.cpu_device)
+end
 function methods.cuda(t)
   fail('cuda', 'CUDA is not available: moontorch was built without CUDA')
 end
 function methods.type_as(t, o) return t:to(o.dtype) end
+-- new_*: t's dtype and device unless the options say otherwise (PyTorch's Tensor.new_*)
+local function new_opts(t, opts)
+  return { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device }
+end
 function methods.new_zeros(t, ...) local n, opts = parse_sizes('new_zeros', ...)
-  return M.zeros(T.size_from_buf(n), { dtype = opts and opts.dtype or t.dtype }) end
+  return M.zeros(T.size_from_buf(n), new_opts(t, opts)) end
 function methods.new_ones(t, ...) local n, opts = parse_sizes('new_ones', ...)
-  return M.ones(T.size_from_buf(n), { dtype = opts and opts.dtype or t.dtype }) end
+  return M.ones(T.size_from_buf(n), new_opts(t, opts)) end
 function methods.new_empty(t, ...) local n, opts = parse_sizes('new_empty', ...)
-  return M.empty(T.size_from_buf(n), { dtype = opts and opts.dtype or t.dtype }) end
-function methods.new_full(t, size, v, opts) return M.full(size, v, { dtype = opts and opts.dtype or t.dtype }) end
+  return M.empty(T.size_from_buf(n), new_opts(t, opts)) end
+function methods.new_full(t, size, v, opts) return M.full(size, v, new_opts(t, opts)) end
 function methods.new_tensor(t, data, opts)
   check_opts(opts, 'new_tensor')
-  return from_data('new_tensor', data, { dtype = opts and opts.dtype or t.dtype })
+  return from_data('new_tensor', data, new_opts(t, opts))
 end
 
 ------------------------------------------------------------------------------ values out

@@ -70,7 +70,7 @@ function Generator:seed() return seed_number(C.mt_generator_seed(self._g)) end
 function Generator:initial_seed() return seed_number(C.mt_generator_initial_seed(self._g)) end
 function Generator:get_state()
   szbuf[0] = STATE_SIZE
-  if C.mt_tensor_empty(szbuf, 1, 0, outp) ~= 0 then raise_last() end
+  if C.mt_tensor_empty(szbuf, 1, 0, nil, outp) ~= 0 then raise_last() end
   local t = take()
   if C.mt_generator_get_state(self._g, ffi.cast(u8p, t._data), STATE_SIZE) ~= 0 then raise_last() end
   return t
@@ -216,7 +216,7 @@ end
 
 local function scratch_uniform(t, g)
   szbuf[0] = tonumber(t._numel)
-  if C.mt_tensor_empty(szbuf, 1, 7, outp) ~= 0 then raise_last() end
+  if C.mt_tensor_empty(szbuf, 1, 7, nil, outp) ~= 0 then raise_last() end
   local u = take()
   if C.mt_uniform_(u, 0, 1, g) ~= 0 then raise_last() end
   return u:view(t:size())
@@ -241,7 +241,7 @@ function methods.log_normal_(t, mean, std, opts)
   -- non-contiguous float64 scratch takes that path
   local n = tonumber(t._numel)
   szbuf[0], szbuf[1] = n, 2
-  if C.mt_tensor_empty(szbuf, 2, 7, outp) ~= 0 then raise_last() end
+  if C.mt_tensor_empty(szbuf, 2, 7, nil, outp) ~= 0 then raise_last() end
   local z = take():select(2, 1)
   if C.mt_normal_(z, mean, std, gen_of(opts, 'log_normal_')) ~= 0 then raise_last() end
   return t:copy_(z:exp():view(t:size()))
@@ -316,16 +316,21 @@ end
 function M.randperm(n, opts)
   n = check_integer(n, 'randperm', 'n')
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'randperm') or by_id[INT64]
-  T.check_device(opts, 'randperm')
-  if C.mt_randperm(n, dt.id, 1, gen_of(opts, 'randperm'), outp) ~= 0 then raise_last() end
+  local dev = T.check_device(opts, 'randperm')
+  if C.mt_randperm(n, dt.id, 1, gen_of(opts, 'randperm'), dev, outp) ~= 0 then raise_last() end
   return apply(take(), opts)
 end
 
 local function empty_like(t, opts, op)
   check_tensor(t, op)
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, op)
-  T.check_device(opts, op)
-  if C.mt_tensor_empty_like(t, dt and dt.id or -1, outp) ~= 0 then raise_last() end
+  local dev = T.check_device(opts, op)
+  if opts and opts.device ~= nil then -- t's sizes on another device
+    for i = 0, t._ndim - 1 do szbuf[i] = t._sizes[i] end
+    if C.mt_tensor_empty(szbuf, t._ndim, dt and dt.id or t._dtype, dev, outp) ~= 0 then raise_last() end
+  elseif C.mt_tensor_empty_like(t, dt and dt.id or -1, outp) ~= 0 then
+    raise_last()
+  end
   return take()
 end
 

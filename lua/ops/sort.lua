@@ -102,9 +102,9 @@ local function pick_lines(vs, is, d, pos, keepdim, scalar)
   local vm = vs:movedim(d + 1, -1):contiguous()
   local im = is:movedim(d + 1, -1):contiguous()
   for i = 1, #out do szbuf[i - 1] = out[i] end
-  if C.mt_tensor_empty(szbuf, #out, vs._dtype, outp) ~= 0 then raise_last() end
+  if C.mt_tensor_empty(szbuf, #out, vs._dtype, nil, outp) ~= 0 then raise_last() end
   local rv = take()
-  if C.mt_tensor_empty(szbuf, #out, 4, outp) ~= 0 then raise_last() end
+  if C.mt_tensor_empty(szbuf, #out, 4, nil, outp) ~= 0 then raise_last() end
   local ri = take()
   local isz = by_id[vs._dtype].itemsize
   local vsrc, vdst = ffi.cast('char *', vm._data), ffi.cast('char *', rv._data)
