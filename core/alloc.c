@@ -9,6 +9,7 @@
 
 #define MT_STORAGE_SMALL 0x100u
 #define MT_STORAGE_HALF 0x200u
+#define MT_STORAGE_NO_DATA 0x400u /* on a device that holds no data (meta): its bytes are not counted */
 #define ALIGN 64
 /* bytes before the data in a block: the head and the storage, rounded to ALIGN */
 #define EMBED_HEAD ((sizeof(mt_tensor) + sizeof(mt_storage) + MT_META_BYTES + ALIGN - 1) & ~(size_t)(ALIGN - 1))
@@ -202,7 +203,7 @@ int mt_tensor_is_contiguous(const mt_tensor *t) { return (t->_flags & MT_TENSOR_
 static void storage_release(mt_storage *s) {
   if (__atomic_sub_fetch(&s->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
   stat_add(&stats.live_storages, -1);
-  stat_add(&stats.live_bytes, -(int64_t)s->_nbytes);
+  if (!(s->_flags & MT_STORAGE_NO_DATA)) stat_add(&stats.live_bytes, -(int64_t)s->_nbytes);
   if (s->_flags & MT_STORAGE_EMBEDDED) {
     /* also frees the head that was allocated with it */
     if (s->_flags & MT_STORAGE_SMALL) small_free(s->_block, (s->_flags & MT_STORAGE_HALF) ? 0 : 1);
@@ -339,8 +340,9 @@ mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_in
   s->_device_type = device_type;
   s->_device_index = device_index;
   s->_allocator = memory;
+  if (!memory->alloc) s->_flags |= MT_STORAGE_NO_DATA;
   stat_add(&stats.live_storages, 1);
-  stat_add(&stats.live_bytes, (int64_t)nbytes);
+  if (memory->alloc) stat_add(&stats.live_bytes, (int64_t)nbytes);
   int64_t strides[MT_MAX_DIMS];
   mt_compute_strides(sizes, ndim, strides);
   mt_tensor base = {0};
@@ -530,9 +532,10 @@ static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const cha
     s->_device_type = t->_storage->_device_type;
     s->_device_index = t->_storage->_device_index;
     s->_allocator = memory;
+    if (!data) s->_flags |= MT_STORAGE_NO_DATA;
     if (d && t->_storage->_data && !memory) memcpy(d, t->_storage->_data, t->_storage->_nbytes);
     stat_add(&stats.live_storages, 1);
-    stat_add(&stats.live_bytes, (int64_t)need);
+    if (data) stat_add(&stats.live_bytes, (int64_t)need);
     mt_storage *old = t->_storage;
     t->_storage = s;
     /* an embedded head lives in its home block: that reference goes when the head goes */

@@ -33,8 +33,7 @@ typedef struct mt_backend {
   bool (*supports)(mt_op op, const int *dtypes, int n);
 } mt_backend;
 
-/* the backends this build has: the CPU's (core/tensor/cpu.c) */
-extern const mt_backend mt_cpu_backend;
-extern const mt_kernels mt_cpu_kernels;
+/* the backends this build has: the CPU's (core/tensor/cpu.c), the meta device's (core/meta/meta.c) */
+extern const mt_backend mt_cpu_backend, mt_meta_backend;
 
 #endif

@@ -329,6 +329,7 @@ local function grad_fn_name(g)
   return (name:gsub('^.*::', ''))
 end
 
+local DEVICE_META = 2
 local function shape_tuple(t)
   local parts = {}
   for i = 0, t._ndim - 1 do parts[#parts + 1] = tostring(tonumber(t._sizes[i])) end
@@ -347,7 +348,12 @@ local function str(t)
   local dt = by_id[t._dtype]
   local default = by_id[C.mt_get_default_dtype()]
   local body
-  if tonumber(t._numel) == 0 then
+  if t._device_type == DEVICE_META then
+    -- no values: PyTorch's tensor(..., device='meta', size=(2, 3)), every dtype but the default named
+    suffixes[#suffixes + 1] = 'size=' .. shape_tuple(t)
+    if dt ~= default then suffixes[#suffixes + 1] = 'dtype=' .. tostring(dt) end
+    body = '...'
+  elseif tonumber(t._numel) == 0 then
     if t._ndim ~= 1 then suffixes[#suffixes + 1] = 'size=' .. shape_tuple(t) end
     if dt ~= default then suffixes[#suffixes + 1] = 'dtype=' .. tostring(dt) end
     body = '[]'

@@ -292,7 +292,8 @@ local function collect(op, tensors)
     if not code_of_dtype[t.dtype] then
       core.fail(op, format('%s: dtype %s has no safetensors code', name, tostring(t.dtype)))
     end
-    if t.is_cuda then t = t:to('cpu') end
+    if t.is_meta then core.fail(op, format('%s: a tensor on device meta has no data to save', name)) end
+    if t._device_type ~= 0 then t = t:to('cpu') end
     t = t:contiguous() -- the same tensor when it already is
     list[#list + 1] = { name = name, t = t, rank = rank_of_dtype[t.dtype], nbytes = t:numel() * t.dtype.itemsize }
   end

@@ -180,13 +180,14 @@ static mt_status accumulate_into(mt_tensor **slot, mt_tensor *g) {
 }
 
 static bool has_nan(const mt_tensor *g) {
-  if (!g || !mt_is_float(g->_dtype)) return false;
+  if (!g || !mt_is_float(g->_dtype) || !mt_backend_of(g)->holds_data) return false; /* meta: no values */
   mt_tensor *isn = NULL;
   int any = 0;
   if (mt_unary(MT_OP_ISNAN, (mt_tensor *)g, 0, 0, NULL, &isn) == MT_OK) {
     mt_tensor *r = NULL;
     if (mt_reduce(MT_OP_ANY, isn, NULL, 0, 0, -1, 0, NULL, &r) == MT_OK) {
-      any = *(uint8_t *)r->_data;
+      double v = 0;
+      if (mt_tensor_item(r, &v) == MT_OK) any = v != 0;
       mt_tensor_release(r);
     }
     mt_tensor_release(isn);

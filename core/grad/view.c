@@ -314,7 +314,7 @@ static mt_status as_strided_positions(mt_tensor *t, const int64_t *sizes, const 
   if (s == MT_OK) {
     int64_t lo = 0;
     mt_tensor *m = NULL;
-    if (c->_numel > 0) {
+    if (c->_numel > 0 && mt_backend_of(c)->holds_data) { /* (on the meta device: nothing to check) */
       s = mt_reduce(MT_OP_AMIN, c, NULL, 0, 0, -1, 0, NULL, &m);
       if (s == MT_OK) s = mt_tensor_item_int64(m, &lo);
       mt_tensor_release(m);

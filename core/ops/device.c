@@ -8,6 +8,7 @@
 /* ---------------------------------------------------------------- the registry */
 const mt_backend *const mt_backends[MT_DEVICE_TYPES] = {
     [MT_CPU] = &mt_cpu_backend,
+    [MT_META] = &mt_meta_backend,
 };
 
 /* A tensor can only be made on a device with a backend, but its device fields are writable from

@@ -615,13 +615,26 @@ function Module:to(a, b)
         :format(tostring(dt)))
     end
   end
-  if dev and dev.type ~= 'cpu' then
+  if dev and dev.type == 'cuda' then
     fail('nn.Module.to', ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
   end
   return self:_apply(function(t)
-    if dt and t:is_floating_point() then return t:to(dt) end
+    if dt and t:is_floating_point() then return t:to(dev or t.device, dt) end
+    if dev then return t:to(dev) end
     return t
   end)
+end
+
+-- to_empty{device=}: every parameter and buffer replaced by an uninitialised tensor of its shape
+-- and dtype on the device, its values not copied (PyTorch's Module.to_empty: how a module made on
+-- the meta device gets memory; initialise it afterwards, e.g. with reset_parameters)
+function Module:to_empty(opts)
+  local dev = opts
+  if type(opts) == 'table' and not dtype_mod.is_device(opts) then dev = opts.device end
+  if dev == nil then fail('nn.Module.to_empty', 'a device is required: to_empty{device=...}') end
+  local ok, d = pcall(dtype_mod.device, dev)
+  if not ok then fail('nn.Module.to_empty', (tostring(d):gsub('^moontorch%.device: ', ''))) end
+  return self:_apply(function(t) return torch.empty_like(t, { device = d }) end)
 end
 
 local function float_caster(d)
@@ -633,7 +646,7 @@ function Module:float() return float_caster(torch.float32)(self) end
 function Module:double() return float_caster(torch.float64)(self) end
 function Module:half() return float_caster(torch.float16)(self) end
 function Module:bfloat16() return float_caster(torch.bfloat16)(self) end
-function Module:cpu() return self end
+function Module:cpu() return self:to('cpu') end
 function Module:cuda(device)
   fail('nn.Module.cuda', ('device %s is not available: moontorch was built without CUDA')
     :format(device and tostring(device) or 'cuda'))

@@ -563,7 +563,7 @@ function F.embedding(input, weight, ...)
   end
   local flat = input:reshape(-1)
   if flat.dtype ~= torch.int64 then flat = flat:to(torch.int64) end
-  if flat:numel() > 0 then
+  if flat:numel() > 0 and not flat.is_meta then -- (a meta tensor has no values to check)
     local lo, hi = flat:min():item(), flat:max():item()
     if lo < 1 or hi > num then bad('embedding', 'index out of range in self') end
   end
@@ -772,7 +772,7 @@ local function nll(fn, input, target, weight, ignore, reduction)
   end
   local valid = t:ne(ignore)
   local safe = torch.where(valid, t, torch.ones_like(t))
-  if safe:numel() > 0 then
+  if safe:numel() > 0 and not safe.is_meta then -- (a meta tensor has no values to check)
     local lo, hi = safe:min():item(), safe:max():item()
     if lo < 1 or hi > c then bad(fn, ('Target %d is out of bounds.'):format(lo < 1 and lo or hi)) end
   end

@@ -157,6 +157,7 @@ local function def_bool(name, op)
     local dim, keepdim, opts = parse(a1, a2, a3, name)
     if dim == nil then
       local r = reduce(op, name, t, nil, 0, -1, 0, nil)
+      if r._device_type == 2 then return r end -- meta: no value to read, the 0-dim tensor
       return ffi.cast(u8p, r._data)[0] ~= 0
     end
     return reduce(op, name, t, dim, keepdim, -1, 0, opts and opts.out or nil)

@@ -99,13 +99,15 @@ local function pick_lines(vs, is, d, pos, keepdim, scalar)
   end
   if scalar then out = {} end
   local n = shape[d + 1]
+  for i = 1, #out do szbuf[i - 1] = out[i] end
+  local dev = vs.device._c -- the results on the input's device (nil: the CPU)
+  if C.mt_tensor_empty(szbuf, #out, vs._dtype, dev, outp) ~= 0 then raise_last() end
+  local rv = take()
+  if C.mt_tensor_empty(szbuf, #out, 4, dev, outp) ~= 0 then raise_last() end
+  local ri = take()
+  if vs._device_type == 2 then return rv, ri end -- meta: no data, the shapes are all there is
   local vm = vs:movedim(d + 1, -1):contiguous()
   local im = is:movedim(d + 1, -1):contiguous()
-  for i = 1, #out do szbuf[i - 1] = out[i] end
-  if C.mt_tensor_empty(szbuf, #out, vs._dtype, nil, outp) ~= 0 then raise_last() end
-  local rv = take()
-  if C.mt_tensor_empty(szbuf, #out, 4, nil, outp) ~= 0 then raise_last() end
-  local ri = take()
   local isz = by_id[vs._dtype].itemsize
   local vsrc, vdst = ffi.cast('char *', vm._data), ffi.cast('char *', rv._data)
   local isrc, idst = ffi.cast('int64_t *', im._data), ffi.cast('int64_t *', ri._data)
@@ -119,10 +121,12 @@ local function pick_lines(vs, is, d, pos, keepdim, scalar)
 end
 
 -- values of a tensor (already contiguous, sorted along its last dim) as a flat ffi array
+-- (on a device without data, meta, zeros: the positions picked from them only need to be valid)
 local function flat_values(t)
   local n = t:numel()
   local fl = by_id[t._dtype].is_floating_point
   local buf = ffi.new(fl and 'double[?]' or 'int64_t[?]', n > 0 and n or 1)
+  if t._device_type == 2 then return buf, fl end
   local st = fl and C.mt_tensor_to_doubles(t, buf, n) or C.mt_tensor_to_int64s(t, buf, n)
   if st ~= 0 then raise_last() end
   return buf, fl
