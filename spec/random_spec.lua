@@ -159,6 +159,24 @@ describe('random: PyTorch streams', function()
     H.near(x, E.uniform_noncontig, 0, 2e-8)
   end)
 
+  it('skip size-1 dims when they order the elements (the iterator drops them first)', function()
+    -- torch.manual_seed(3); x = torch.empty(4, 1, 5).permute(2, 1, 0); x.uniform_(); x.flatten().tolist()
+    -- torch.manual_seed(3); y = torch.empty(2, 1, 3, 1).transpose(0, 2); y.normal_(); y.flatten().tolist()
+    torch.manual_seed(3)
+    local x = torch.empty(4, 1, 5):permute(3, 2, 1)
+    x:uniform_()
+    H.near(x:flatten(), { 0.004263520240783691, 0.06011629104614258, 0.45103132724761963, 0.45940524339675903,
+      0.10556936264038086, 0.7718658447265625, 0.7994906306266785, 0.17560523748397827, 0.2858424782752991,
+      0.7436993718147278, 0.14984089136123657, 0.9491828680038452, 0.026954829692840576, 0.5944212079048157,
+      0.40146881341934204, 0.8473186492919922, 0.47161436080932617, 0.887856662273407, 0.054176926612854004,
+      0.8748562335968018 }, 0, 2e-8)
+    torch.manual_seed(3)
+    local y = torch.empty(2, 1, 3, 1):transpose(1, 3)
+    y:normal_()
+    H.near(y:flatten(), { 0.8032760620117188, -0.6137180328369141, 0.17483338713645935, 0.04618244990706444,
+      0.08897809684276581, -1.3682591915130615 }, 1e-6, 1e-6)
+  end)
+
   it('normal_(mean, std) and uniform_(a, b)', function()
     torch.manual_seed(1)
     H.near(torch.empty(20):normal_(3, 0.5), E.normal_mean_std, 1e-6, 1e-6)

@@ -1,12 +1,13 @@
 /* cpu.h -- the CPU backend's kernels (core/tensor/), shared among its files: the strided
- * iterator, the vectorised float32 loops, and each file's kernels, which cpu.c gathers into the
- * CPU's kernel table. Kernels only compute (core/kernels.h); nothing here knows of autograd or
+ * iterator (iter.h), the vectorised float32 loops, and each file's kernels, which cpu.c gathers
+ * into the CPU's kernel table. Kernels only compute (core/kernels.h); nothing here knows of autograd or
  * of the dispatch layer. */
 #ifndef MT_CPU_H
 #define MT_CPU_H
 
 #include "../kernels.h"
 #include "../optable.h"
+#include "iter.h"
 
 /* ---------------------------------------------------------------- the kernels */
 /* each file's kernels, named mt_cpu_<slot>, gathered by cpu.c into the CPU backend's table */
@@ -21,24 +22,6 @@ mt_status mt_cpu_contiguous(const mt_tensor *a, const char *op, mt_tensor **out)
 mt_status mt_cpu_convert(const mt_tensor *a, int dtype, const char *op, mt_tensor **out);
 /* The bytes of `value` stored as `dtype` (8 bytes of room). */
 static inline void mt_cpu_encode(int dtype, double value, char *bytes) { mt_store_double(dtype, bytes, value); }
-
-/* ---------------------------------------------------------------- strided iteration (iter.c) */
-#define MT_ITER_MAX_OPS 8
-typedef struct mt_iter {
-  int ndim;                                   /* after coalescing; dim 0 is the fastest */
-  int nops;
-  int64_t numel;
-  int64_t sizes[MT_MAX_DIMS];
-  int64_t strides[MT_ITER_MAX_OPS][MT_MAX_DIMS]; /* bytes */
-  char *data[MT_ITER_MAX_OPS];
-} mt_iter;
-/* The inner loop: n elements, ptrs[i] advancing by strides[i] bytes. */
-typedef void (*mt_loop_fn)(void *ctx, char **ptrs, const int64_t *strides, int64_t n);
-/* Set up iteration of ops[0..nops) over `sizes` (operands are broadcast to it: their sizes must
- * be 1 or equal, aligned at the right). Dims are ordered by ops[0]'s strides and coalesced. */
-void mt_iter_init(mt_iter *it, const mt_tensor *const *ops, int nops, const int64_t *sizes, int ndim);
-/* Run `fn` over every element, in parallel when numel >= grain * 2 and threads are available. */
-void mt_iter_run(const mt_iter *it, mt_loop_fn fn, void *ctx, int64_t grain);
 
 /* ---------------------------------------------------------------- vectorised float32 math (vmath.c) */
 /* The unary ops with a vectorised float32 loop for contiguous data: X(OP, name), MT_OP_##OP. */

@@ -7,8 +7,8 @@
  * caller's base). The loops then never check and never fail, so in-place ops never leave a
  * half-written tensor behind.
  *
- * Most kernels run on one walker: a row-major walk over an iteration shape with up to four
- * operands (byte strides), calling a row function for the last dimension. The indexed ops use
+ * Most kernels run on the strided iterator in rows (iter.c: a row-major walk over an iteration
+ * shape, a row function per last dimension, with the row's coordinates). The indexed ops use
  * three operands: the plain one (walked with its strides), the indexed one (walked with its
  * strides except along `dim`, where the normalised index value times its stride is added) and
  * the index itself. */
@@ -50,113 +50,14 @@ static mt_status normalize_index(const mt_tensor *index, int64_t size, int64_t b
   return MT_OK;
 }
 
-/* ---------------------------------------------------------------- the walker */
-#define WALK_MAX_OPS 4
-typedef struct {
-  int nd; /* >= 1 */
-  int nops;
-  int64_t sizes[MT_MAX_DIMS];
-  char *base[WALK_MAX_OPS];
-  int64_t st[WALK_MAX_OPS][MT_MAX_DIMS]; /* bytes */
-  int64_t numel;
-} walk;
-
-/* p[k]: operand k at the row's first element; st[k]: its stride along the last dim; coord: the
- * row's coordinates (coord[nd-1] is 0). */
-typedef void (*walk_fn)(void *ctx, char **p, const int64_t *st, int64_t n, const int64_t *coord);
-
-static void walk_init(walk *w, const int64_t *sizes, int nd) {
-  memset(w, 0, sizeof *w);
-  if (nd == 0) {
-    w->nd = 1;
-    w->sizes[0] = 1;
-  } else {
-    w->nd = nd;
-    for (int i = 0; i < nd; i++) w->sizes[i] = sizes[i];
-  }
-  w->numel = 1;
-  for (int i = 0; i < w->nd; i++) w->numel *= w->sizes[i];
-}
-
-/* Add an operand: its data and element strides for the walk's dims (NULL: all 0). */
-static int walk_add(walk *w, char *data, const int64_t *strides, size_t item) {
-  int k = w->nops++;
-  w->base[k] = data;
-  for (int i = 0; i < w->nd; i++) w->st[k][i] = strides ? strides[i] * (int64_t)item : 0;
-  return k;
-}
-
-/* Add a tensor whose dims align with the walk's (same ndim, or a scalar on a 1-D walk). */
-static int walk_add_tensor(walk *w, const mt_tensor *t) {
-  int64_t zero[MT_MAX_DIMS] = {0};
-  return walk_add(w, t->_data, t->_ndim ? t->_strides : zero, mt_itemsize(t->_dtype));
-}
-
-static void walk_rows(const walk *w, walk_fn fn, void *ctx, int64_t r0, int64_t r1) {
-  if (r0 >= r1) return; /* nothing to walk (also: an empty tensor has a zero size to divide by) */
-  int nd = w->nd, nops = w->nops;
-  int64_t rowlen = w->sizes[nd - 1];
-  int64_t coord[MT_MAX_DIMS] = {0};
-  int64_t rem = r0;
-  for (int d = nd - 2; d >= 0; d--) {
-    coord[d] = rem % w->sizes[d];
-    rem /= w->sizes[d];
-  }
-  char *p[WALK_MAX_OPS], *call[WALK_MAX_OPS];
-  int64_t last[WALK_MAX_OPS];
-  for (int k = 0; k < nops; k++) {
-    p[k] = w->base[k];
-    for (int d = 0; d < nd - 1; d++) p[k] += coord[d] * w->st[k][d];
-    last[k] = w->st[k][nd - 1];
-  }
-  for (int64_t r = r0; r < r1; r++) {
-    for (int k = 0; k < nops; k++) call[k] = p[k];
-    fn(ctx, call, last, rowlen, coord);
-    for (int d = nd - 2; d >= 0; d--) {
-      coord[d]++;
-      for (int k = 0; k < nops; k++) p[k] += w->st[k][d];
-      if (coord[d] < w->sizes[d]) break;
-      for (int k = 0; k < nops; k++) p[k] -= w->st[k][d] * w->sizes[d];
-      coord[d] = 0;
-    }
-  }
-}
-
-typedef struct {
-  const walk *w;
-  walk_fn fn;
-  void *ctx;
-  int64_t block;
-} walk_job;
-
-static void walk_job_run(void *p, int64_t b, int64_t e) {
-  walk_job *j = p;
-  walk_rows(j->w, j->fn, j->ctx, b * j->block, e * j->block);
-}
-
-/* Run over every row. block: rows that must stay on one thread together (0: run serially). */
-static void walk_run(const walk *w, walk_fn fn, void *ctx, int64_t block) {
-  if (w->numel == 0) return;
-  int64_t rowlen = w->sizes[w->nd - 1];
-  int64_t nrows = w->numel / rowlen;
-  if (block <= 0 || w->numel < 2 * MT_GRAIN || nrows % block != 0) {
-    walk_rows(w, fn, ctx, 0, nrows);
-    return;
-  }
-  walk_job j = {w, fn, ctx, block};
-  int64_t per = rowlen * block;
-  int64_t grain = MT_GRAIN / per;
-  if (grain < 1) grain = 1;
-  mt_parallel_for(nrows / block, grain, walk_job_run, &j);
-}
-
 /* Rows that share writes when a walk writes through an index along `dim`: positions differing
  * only in dim may hit the same element, so all rows of one value of the dims before `dim` stay
- * together. */
-static int64_t write_block(const walk *w, int dim) {
-  if (dim == w->nd - 1) return 1;
+ * together (the iterator's dim 0 is the tensor's last). */
+static int64_t write_block(const mt_iter *it, int dim) {
+  int nd = it->ndim;
+  if (dim == nd - 1) return 1;
   int64_t b = 1;
-  for (int d = dim; d < w->nd - 1; d++) b *= w->sizes[d];
+  for (int d = dim; d < nd - 1; d++) b *= it->sizes[nd - 1 - d];
   return b;
 }
 
@@ -259,21 +160,20 @@ static void ix_walk_row(void *ctx, char **p, const int64_t *st, int64_t n, const
  * idx: normalised index data + element strides over the walk. */
 static void ix_run(ix_ctx *c, const int64_t *shape, int nd, char *plain, const int64_t *plain_st, const mt_tensor *ind,
                    int dim, const int64_t *idx, const int64_t *idx_st, int writes) {
-  walk w;
-  walk_init(&w, shape, nd);
-  int64_t zero[MT_MAX_DIMS] = {0};
+  mt_iter it;
+  mt_iter_init_rows(&it, shape, nd);
   int64_t ist[MT_MAX_DIMS] = {0};
   size_t item = mt_itemsize(ind->_dtype);
   static char dummy[8];
-  walk_add(&w, plain ? plain : dummy, plain ? plain_st : zero, item);
-  for (int i = 0; i < w.nd; i++) ist[i] = ind->_ndim ? ind->_strides[i] : 0;
+  mt_iter_add(&it, plain ? plain : dummy, plain ? plain_st : NULL, item);
+  for (int i = 0; i < it.ndim; i++) ist[i] = ind->_ndim ? ind->_strides[i] : 0;
   c->dimstride = ist[dim] * (int64_t)item;
   ist[dim] = 0;
-  walk_add(&w, ind->_data, ist, item);
-  walk_add(&w, (char *)idx, idx_st, sizeof(int64_t));
+  mt_iter_add(&it, ind->_data, ist, item);
+  mt_iter_add(&it, (char *)idx, idx_st, sizeof(int64_t));
   c->item = item;
   c->dtype = ind->_dtype;
-  walk_run(&w, ix_walk_row, c, writes ? write_block(&w, dim) : 1);
+  mt_iter_run_rows(&it, ix_walk_row, c, writes ? write_block(&it, dim) : 1);
 }
 
 typedef struct { size_t item; char fill[8]; } mfill_ctx;
@@ -329,11 +229,11 @@ static void mseq_row(void *ctx_, char **p, const int64_t *st, int64_t n, const i
 }
 
 static int64_t count_true(const mt_tensor *m) {
-  walk w;
-  walk_init(&w, m->_sizes, m->_ndim);
-  walk_add_tensor(&w, m);
+  mt_iter it;
+  mt_iter_init_rows(&it, m->_sizes, m->_ndim);
+  mt_iter_add_tensor(&it, m);
   int64_t cnt = 0;
-  if (w.numel) walk_rows(&w, mcount_row, &cnt, 0, w.numel / w.sizes[w.nd - 1]);
+  mt_iter_rows(&it, mcount_row, &cnt, 0, mt_iter_nrows(&it));
   return cnt;
 }
 
@@ -499,12 +399,12 @@ mt_status mt_cpu_masked_select(const mt_tensor *a, const mt_tensor *mask, mt_ten
   mt_tensor *r;
   MT_TRY(mt_new_cpu(&cnt, 1, a->_dtype, "masked_select", &r));
   if (cnt > 0) {
-    walk w;
-    walk_init(&w, a->_sizes, a->_ndim);
-    walk_add_tensor(&w, a);
-    walk_add_tensor(&w, mask);
+    mt_iter it;
+    mt_iter_init_rows(&it, a->_sizes, a->_ndim);
+    mt_iter_add_tensor(&it, a);
+    mt_iter_add_tensor(&it, mask);
     mseq_ctx c = {mt_itemsize(a->_dtype), mask->_dtype, r->_data, 0, 0};
-    walk_rows(&w, mseq_row, &c, 0, w.numel / w.sizes[w.nd - 1]);
+    mt_iter_rows(&it, mseq_row, &c, 0, mt_iter_nrows(&it));
   }
   *result = r;
   return MT_OK;
@@ -516,29 +416,29 @@ mt_status mt_cpu_masked_scatter(mt_tensor *t, const mt_tensor *mask, const mt_te
     return mt_error(MT_ESHAPE, "masked_scatter_: number of elements of source (%lld) < number of ones in mask (%lld)",
                     (long long)src->_numel, (long long)cnt);
   if (cnt > 0) {
-    walk w;
-    walk_init(&w, t->_sizes, t->_ndim);
-    walk_add_tensor(&w, t);
-    walk_add_tensor(&w, mask);
+    mt_iter it;
+    mt_iter_init_rows(&it, t->_sizes, t->_ndim);
+    mt_iter_add_tensor(&it, t);
+    mt_iter_add_tensor(&it, mask);
     mseq_ctx c = {mt_itemsize(t->_dtype), mask->_dtype, src->_data, 0, 1};
-    walk_rows(&w, mseq_row, &c, 0, w.numel / w.sizes[w.nd - 1]);
+    mt_iter_rows(&it, mseq_row, &c, 0, mt_iter_nrows(&it));
   }
   return MT_OK;
 }
 
 mt_status mt_cpu_nonzero(const mt_tensor *a, int64_t base, mt_tensor **result) {
-  walk w;
-  walk_init(&w, a->_sizes, a->_ndim);
-  walk_add_tensor(&w, a);
-  int64_t nrows = w.numel ? w.numel / w.sizes[w.nd - 1] : 0;
+  mt_iter it;
+  mt_iter_init_rows(&it, a->_sizes, a->_ndim);
+  mt_iter_add_tensor(&it, a);
+  int64_t nrows = mt_iter_nrows(&it);
   nz_ctx c = {a->_dtype, mt_itemsize(a->_dtype), a->_ndim, base, NULL, 0};
-  walk_rows(&w, nz_count_row, &c, 0, nrows);
+  mt_iter_rows(&it, nz_count_row, &c, 0, nrows);
   int64_t sizes[2] = {c.count, a->_ndim};
   mt_tensor *r;
   MT_TRY(mt_new_cpu(sizes, 2, MT_INT64, "nonzero", &r));
   c.out = (int64_t *)r->_data;
   c.count = 0;
-  if (sizes[0] > 0) walk_rows(&w, nz_fill_row, &c, 0, nrows);
+  if (sizes[0] > 0) mt_iter_rows(&it, nz_fill_row, &c, 0, nrows);
   *result = r;
   return MT_OK;
 }
@@ -678,11 +578,11 @@ static void tri_row(void *ctx, char **p, const int64_t *st, int64_t n, const int
 
 mt_status mt_cpu_triangle(mt_tensor *t, int64_t diagonal, int upper) {
   if (t->_numel == 0) return MT_OK;
-  walk w;
-  walk_init(&w, t->_sizes, t->_ndim);
-  walk_add_tensor(&w, t);
+  mt_iter it;
+  mt_iter_init_rows(&it, t->_sizes, t->_ndim);
+  mt_iter_add_tensor(&it, t);
   tri_ctx c = {diagonal, upper, mt_itemsize(t->_dtype), t->_ndim};
-  walk_run(&w, tri_row, &c, 1);
+  mt_iter_run_rows(&it, tri_row, &c, 1);
   return MT_OK;
 }
 

@@ -303,76 +303,30 @@ mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) 
 }
 
 /* ---------------------------------------------------------------- element order and stores */
-/* The dims of up to two operands in the order PyTorch's TensorIterator visits them: size-1
- * dims dropped, the rest by the first operand's stride, increasing (ties: the second
- * operand's stride, then the later dim first). Strides in bytes. */
-typedef struct walk {
-  int nd;
-  int64_t sizes[MT_MAX_DIMS];
-  int64_t st[2][MT_MAX_DIMS];
-  char *data[2];
-} walk;
+/* A fill visits the elements of its tensor (and of a second operand: bernoulli's p) one by one,
+ * serially, on the strided iterator in element order (iter.c): the order PyTorch's
+ * TensorIterator gives them, in which its CPU generator fills them (size-1 dims dropped, the rest
+ * by the first operand's stride, increasing; ties by the second's). */
 
-static void walk_init(walk *w, const mt_tensor *a, const mt_tensor *b) {
-  int64_t ia = (int64_t)mt_itemsize(a->_dtype), ib = b ? (int64_t)mt_itemsize(b->_dtype) : 0;
-  int dims[MT_MAX_DIMS];
-  int nd = 0;
-  for (int d = a->_ndim - 1; d >= 0; d--)
-    if (a->_sizes[d] != 1) dims[nd++] = d;
-  /* insertion sort, stable over the initial order (last dim first) */
-  for (int i = 1; i < nd; i++) {
-    int d = dims[i], j = i;
-    while (j > 0) {
-      int e = dims[j - 1];
-      int64_t sd = a->_strides[d], se = a->_strides[e];
-      bool before = false;
-      if (sd != 0 && se != 0 && sd != se) before = sd < se;
-      else if (b && (sd == se || sd == 0 || se == 0)) {
-        int64_t td = b->_strides[d], te = b->_strides[e];
-        if (td != 0 && te != 0 && td != te) before = td < te;
-      }
-      if (!before) break;
-      dims[j] = e;
-      j--;
-    }
-    dims[j] = d;
-  }
-  w->nd = nd;
-  for (int i = 0; i < nd; i++) {
-    w->sizes[i] = a->_sizes[dims[i]];
-    w->st[0][i] = a->_strides[dims[i]] * ia;
-    w->st[1][i] = b ? b->_strides[dims[i]] * ib : 0;
-  }
-  w->data[0] = a->_data;
-  w->data[1] = b ? b->_data : NULL;
+/* the iterator over a (and b, of a's shape) */
+static void elements_init(mt_iter *it, const mt_tensor *a, const mt_tensor *b) {
+  const mt_tensor *ops[2] = {a, b};
+  mt_iter_init(it, ops, b ? 2 : 1, a->_sizes, a->_ndim);
 }
-
-/* Calls fn(ctx, p0, p1) for every element, in order. */
-typedef void (*elem_fn)(void *ctx, char *p0, const char *p1);
-static void walk_run(const walk *w, elem_fn fn, void *ctx) {
-  int64_t idx[MT_MAX_DIMS] = {0};
-  char *p0 = w->data[0];
-  char *p1 = w->data[1];
-  if (w->nd == 0) {
-    fn(ctx, p0, p1);
-    return;
+/* EACH(fn): fn_rows, the iterator's loop function calling fn(ctx, p0, p1) for every element of a
+ * row (p1: the second operand, NULL without one); each_element(it, fn, ctx) runs it serially */
+#define EACH(fn)                                                                      \
+  static inline __attribute__((always_inline)) void fn##_rows(void *ctx, char **p, const int64_t *st, int64_t n) { \
+    char *p0 = p[0];                                                                  \
+    for (int64_t i = 0; i < n; i++, p0 += st[0]) fn(ctx, p0, NULL);                   \
   }
-  int64_t n0 = w->sizes[0], s0 = w->st[0][0], s1 = w->st[1][0];
-  for (;;) {
-    char *q0 = p0, *q1 = p1;
-    for (int64_t i = 0; i < n0; i++, q0 += s0, q1 += s1) fn(ctx, q0, q1);
-    int d = 1;
-    for (; d < w->nd; d++) {
-      p0 += w->st[0][d];
-      p1 += w->st[1][d];
-      if (++idx[d] < w->sizes[d]) break;
-      p0 -= w->st[0][d] * w->sizes[d];
-      p1 -= w->st[1][d] * w->sizes[d];
-      idx[d] = 0;
-    }
-    if (d == w->nd) return;
+#define EACH2(fn)                                                                     \
+  static inline __attribute__((always_inline)) void fn##_rows(void *ctx, char **p, const int64_t *st, int64_t n) { \
+    char *p0 = p[0];                                                                  \
+    const char *p1 = p[1];                                                            \
+    for (int64_t i = 0; i < n; i++, p0 += st[0], p1 += st[1]) fn(ctx, p0, p1);        \
   }
-}
+#define each_element(it, fn, ctx) mt_iter_range((it), fn##_rows, (ctx), 0, (it)->numel)
 
 static inline void store_double(int dt, char *p, double v) {
   switch (dt) {
@@ -417,7 +371,7 @@ typedef struct fill_ctx {
   int wide;
 } fill_ctx;
 
-static void uniform_el(void *ctx, char *p, const char *unused) {
+static inline __attribute__((always_inline)) void uniform_el(void *ctx, char *p, const char *unused) {
   fill_ctx *c = ctx;
   switch (c->dt) {
     case MT_FLOAT64: *(double *)p = fma(uniform_d(c->g), c->b - c->a, c->a); break;
@@ -432,6 +386,7 @@ static void uniform_el(void *ctx, char *p, const char *unused) {
     } break;
   }
 }
+EACH(uniform_el)
 
 mt_status mt_cpu_uniform(mt_tensor *t, double from, double to, mt_generator *g) {
   g = gen_or_default(g);
@@ -439,19 +394,20 @@ mt_status mt_cpu_uniform(mt_tensor *t, double from, double to, mt_generator *g) 
   c.fa = round_to(t->_dtype, (float)from);
   c.fb = round_to(t->_dtype, (float)to);
   if (t->_numel == 0) return MT_OK;
-  walk w;
-  walk_init(&w, t, NULL);
+  mt_iter w;
+  elements_init(&w, t, NULL);
   pthread_mutex_lock(&g->lock);
-  walk_run(&w, uniform_el, &c);
+  each_element(&w, uniform_el, &c);
   pthread_mutex_unlock(&g->lock);
   return MT_OK;
 }
 
 /* ---------------------------------------------------------------- normal_ */
-static void normal_el(void *ctx, char *p, const char *unused) {
+static inline __attribute__((always_inline)) void normal_el(void *ctx, char *p, const char *unused) {
   fill_ctx *c = ctx;
   store_double(c->dt, p, fma(normal_d(c->g), c->b, c->a));
 }
+EACH(normal_el)
 
 /* Box-Muller over a block of 16 uniforms already in x (the type's precision emulated). */
 static void normal16_float(float *x, float mean, float std) {
@@ -551,20 +507,21 @@ mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *g) 
     s = normal_fill_contiguous(t, mean, std, g);
   } else {
     fill_ctx c = {.g = g, .dt = t->_dtype, .a = mean, .b = std};
-    walk w;
-    walk_init(&w, t, NULL);
-    walk_run(&w, normal_el, &c);
+    mt_iter w;
+    elements_init(&w, t, NULL);
+    each_element(&w, normal_el, &c);
   }
   pthread_mutex_unlock(&g->lock);
   return s;
 }
 
 /* ---------------------------------------------------------------- random_ */
-static void random_el(void *ctx, char *p, const char *unused) {
+static inline __attribute__((always_inline)) void random_el(void *ctx, char *p, const char *unused) {
   fill_ctx *c = ctx;
   uint64_t v = c->wide ? draw64(c->g) : (uint64_t)draw32(c->g);
   store_int64(c->dt, p, (int64_t)(v % c->range + (uint64_t)c->base));
 }
+EACH(random_el)
 
 /* `to == INT64_MIN` stands for 2^63 (the end of int64's range, which int64_t cannot hold):
  * random_() on an int64 tensor is random_(0, 2^63). */
@@ -576,28 +533,29 @@ mt_status mt_cpu_random(mt_tensor *t, int64_t from, int64_t to, mt_generator *g)
   c.range = to_end ? (1ULL << 63) - (uint64_t)from : (uint64_t)to - (uint64_t)from;
   c.wide = c.range >= (1ULL << 32) && (dt == MT_INT64 || dt == MT_FLOAT64 || dt == MT_FLOAT32 || dt == MT_BFLOAT16);
   if (t->_numel == 0) return MT_OK;
-  walk w;
-  walk_init(&w, t, NULL);
+  mt_iter w;
+  elements_init(&w, t, NULL);
   pthread_mutex_lock(&g->lock);
-  walk_run(&w, random_el, &c);
+  each_element(&w, random_el, &c);
   pthread_mutex_unlock(&g->lock);
   return MT_OK;
 }
 
 /* ---------------------------------------------------------------- bernoulli_ */
-static void bernoulli_el(void *ctx, char *p, const char *unused) {
+static inline __attribute__((always_inline)) void bernoulli_el(void *ctx, char *p, const char *unused) {
   fill_ctx *c = ctx;
   store_int64(c->dt, p, uniform_d(c->g) < c->a ? 1 : 0);
 }
+EACH(bernoulli_el)
 
 mt_status mt_cpu_bernoulli(mt_tensor *t, double p, mt_generator *g) {
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = p};
   if (t->_numel == 0) return MT_OK;
-  walk w;
-  walk_init(&w, t, NULL);
+  mt_iter w;
+  elements_init(&w, t, NULL);
   pthread_mutex_lock(&g->lock);
-  walk_run(&w, bernoulli_el, &c);
+  each_element(&w, bernoulli_el, &c);
   pthread_mutex_unlock(&g->lock);
   return MT_OK;
 }
@@ -608,7 +566,7 @@ typedef struct bern_ctx {
   int bad;
 } bern_ctx;
 
-static void bernoulli_t_el(void *ctx, char *p, const char *pp) {
+static inline __attribute__((always_inline)) void bernoulli_t_el(void *ctx, char *p, const char *pp) {
   bern_ctx *c = ctx;
   if (c->pdt == MT_FLOAT64) {
     double pv = *(const double *)pp;
@@ -618,47 +576,50 @@ static void bernoulli_t_el(void *ctx, char *p, const char *pp) {
     store_int64(c->dt, p, uniform_f(c->g) < pv ? 1 : 0);
   }
 }
+EACH2(bernoulli_t_el)
 
-static void check_p_el(void *ctx, char *pp, const char *unused) {
+static inline __attribute__((always_inline)) void check_p_el(void *ctx, char *pp, const char *unused) {
   bern_ctx *c = ctx;
   double v = load_double(c->pdt, pp);
   if (!(v >= 0 && v <= 1)) c->bad = 1;
 }
+EACH(check_p_el)
 
 /* p: values in [0, 1] (checked here), expanded to t's shape, not sharing t's memory */
 mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator *g) {
   bern_ctx c = {.g = gen_or_default(g), .dt = t->_dtype, .pdt = p->_dtype};
   if (p->_numel > 0) {
-    walk pw;
-    walk_init(&pw, p, NULL);
-    walk_run(&pw, check_p_el, &c);
+    mt_iter pw;
+    elements_init(&pw, p, NULL);
+    each_element(&pw, check_p_el, &c);
     if (c.bad) return mt_error(MT_EINVAL, "bernoulli_: Expected p_in >= 0 && p_in <= 1 to be true, but got false.");
   }
   if (t->_numel > 0) {
-    walk w;
-    walk_init(&w, t, p);
+    mt_iter w;
+    elements_init(&w, t, p);
     pthread_mutex_lock(&c.g->lock);
-    walk_run(&w, bernoulli_t_el, &c);
+    each_element(&w, bernoulli_t_el, &c);
     pthread_mutex_unlock(&c.g->lock);
   }
   return MT_OK;
 }
 
 /* ---------------------------------------------------------------- exponential_ */
-static void exponential_el(void *ctx, char *p, const char *unused) {
+static inline __attribute__((always_inline)) void exponential_el(void *ctx, char *p, const char *unused) {
   fill_ctx *c = ctx;
   double u = uniform_d(c->g);
   store_double(c->dt, p, -1.0 / c->a * log(1.0 - u));
 }
+EACH(exponential_el)
 
 mt_status mt_cpu_exponential(mt_tensor *t, double lambd, mt_generator *g) {
   g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = lambd};
   if (t->_numel == 0) return MT_OK;
-  walk w;
-  walk_init(&w, t, NULL);
+  mt_iter w;
+  elements_init(&w, t, NULL);
   pthread_mutex_lock(&g->lock);
-  walk_run(&w, exponential_el, &c);
+  each_element(&w, exponential_el, &c);
   pthread_mutex_unlock(&g->lock);
   return MT_OK;
 }
