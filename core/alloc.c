@@ -184,7 +184,8 @@ void mt_tensor_refresh(mt_tensor *t) {
   int64_t n = 1;
   for (int i = 0; i < t->_ndim; i++) n *= t->_sizes[i];
   t->_numel = n;
-  t->_data = t->_storage->_data + t->_offset * (int64_t)mt_itemsize(t->_dtype);
+  char *base = t->_storage->_data; /* NULL for an empty storage (a mapped one, say): no arithmetic on it */
+  t->_data = base ? base + t->_offset * (int64_t)mt_itemsize(t->_dtype) : NULL;
   if (compute_contiguous(t)) t->_flags |= MT_TENSOR_CONTIGUOUS;
   else t->_flags &= ~(uint32_t)MT_TENSOR_CONTIGUOUS;
 }
