@@ -1,6 +1,6 @@
 -- fuzz/lua_load_use.lua: load-then-use, from Lua, on damaged files.
 --
---   bin/moontorch fuzz/lua_load_use.lua [SECONDS=20] [SEED=1] [WORKDIR=build-fuzz/lua]
+--   bin/moontorch fuzz/lua_load_use.lua [SECONDS=20] [SEED=1] [WORKDIR=build-fuzz/lua-fuzz]
 --
 -- Real files (torch.save and torch.save_safetensors of fuzz/make_seeds.lua's objects) are mutated
 -- (bit flips, truncations, splices of two files, chunks duplicated or dropped, NaN bit patterns
@@ -22,7 +22,7 @@ local C = require('moontorch.ffi').C
 
 local seconds = tonumber(arg[1]) or 20
 local seed = tonumber(arg[2]) or 1
-local workdir = arg[3] or 'build-fuzz/lua'
+local workdir = arg[3] or 'build-fuzz/lua-fuzz'
 os.execute(("mkdir -p '%s'"):format(workdir))
 local here = (arg[0]:match('^(.*)/[^/]*$') or '.')
 local Seeds = dofile(here .. '/make_seeds.lua')
