@@ -814,6 +814,37 @@ MT_API void mt_ckpt_reader_close(mt_ckpt_reader *r);
 MT_API mt_status mt_fsync_file(void *stdio_file);
 MT_API mt_status mt_fsync_dir(const char *path);
 
+/* ---------------------------------------------------------------- safetensors headers (core/safetensors.c) */
+/* torch.load_safetensors's checks: the header size field, then the JSON header (strict JSON, no
+ * duplicate keys, UTF-8, nesting <= 64; dtypes, shapes, offsets, the buffer covered exactly). The
+ * tensors are built by the caller from the entries. Messages: "load_safetensors: <problem>". */
+enum { MT_ST_MAX_HEADER = 100000000 }; /* bytes (the reference's MAX_HEADER_SIZE) */
+typedef struct mt_st_header mt_st_header;
+typedef struct mt_st_entry {
+  const char *name;     /* decoded UTF-8, NUL-terminated; name_len bytes (it may hold NULs) */
+  size_t name_len;
+  int32_t dtype;        /* mt_dtype */
+  int32_t ndim;
+  int64_t sizes[MT_MAX_DIMS];
+  uint64_t data_begin;  /* "data_offsets": the tensor is bytes [data_begin, data_end) of the buffer */
+  uint64_t data_end;
+} mt_st_entry;
+/* The header size N from the file's first min(8, file_size) bytes, checked against the limit and
+ * against the bytes that follow. */
+MT_API mt_status mt_st_header_size(const void *head, uint64_t file_size, uint64_t *n);
+/* Parse and check the n-byte JSON header of a file whose byte buffer (what follows the header)
+ * has buf_size bytes. *out: free with mt_st_header_free. */
+MT_API mt_status mt_st_header_parse(const char *json, size_t n, uint64_t buf_size, mt_st_header **out);
+MT_API int64_t mt_st_header_count(const mt_st_header *h); /* tensors */
+/* Entry i (0-based) in the header's order, or in the buffer's order when by_offset (ascending
+ * offsets: read the file front to back); NULL when i is out of range. Valid while h lives. */
+MT_API const mt_st_entry *mt_st_header_entry(const mt_st_header *h, int64_t i, int by_offset);
+/* Pairs of "__metadata__" in the header's order; -1 when the header has none. */
+MT_API int64_t mt_st_header_metadata_count(const mt_st_header *h);
+MT_API mt_status mt_st_header_metadata(const mt_st_header *h, int64_t i, const char **key, size_t *key_len,
+                                       const char **value, size_t *value_len);
+MT_API void mt_st_header_free(mt_st_header *h);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots

@@ -18,7 +18,9 @@
 -- metadata keys (a Rust HashMap); we sort them.
 --
 -- Loading checks what the reference loader checks (and a little more: duplicate JSON keys are refused)
--- and reports every problem as `moontorch.load_safetensors: <path>: <problem>`.
+-- and reports every problem as `moontorch.load_safetensors: <path>: <problem>`. The header is parsed
+-- and checked in C (core/safetensors.c, fuzzed under fuzz/); parse_json below is a JSON reader of
+-- our own for tools and specs (a second implementation the spec compares the C parser with).
 local ffi = require 'ffi'
 local torch = require 'moontorch'
 local core = require 'moontorch.ffi' -- declares fopen/fread/fwrite/fclose/fseek/ftell/rename/remove/getpid
@@ -33,9 +35,8 @@ local floor, tonumber, type, pairs, ipairs = math.floor, tonumber, type, pairs, 
 
 local M = {}
 
-local MAX_HEADER = 100000000 -- the reference's MAX_HEADER_SIZE
-local MAX_DEPTH = 64         -- JSON nesting limit (the format itself needs 3)
-local MAX_DIMS = 16          -- MT_MAX_DIMS
+local MAX_HEADER = core.C.MT_ST_MAX_HEADER -- the reference's MAX_HEADER_SIZE (100 MB)
+local MAX_DEPTH = 64                       -- JSON nesting limit (the format itself needs 3)
 
 ------------------------------------------------------------------------------------------- dtypes
 -- code, moontorch dtype name; listed in the order the reference writer puts them (its Dtype enum,
@@ -43,11 +44,6 @@ local MAX_DIMS = 16          -- MT_MAX_DIMS
 local dtype_list = {
   { 'I64', 'int64' }, { 'F64', 'float64' }, { 'F32', 'float32' }, { 'I32', 'int32' }, { 'BF16', 'bfloat16' },
   { 'F16', 'float16' }, { 'I16', 'int16' }, { 'I8', 'int8' }, { 'U8', 'uint8' }, { 'BOOL', 'bool' },
-}
--- codes the reference knows that moontorch has no dtype for
-local unsupported = {
-  U16 = true, U32 = true, U64 = true, C64 = true, F4 = true, F6_E2M3 = true, F6_E3M2 = true, F8_E5M2 = true,
-  F8_E4M3 = true, F8_E8M0 = true, F8_E4M3FNUZ = true, F8_E5M2FNUZ = true,
 }
 local dtype_of_code, code_of_dtype, rank_of_dtype = {}, {}, {}
 for i, e in ipairs(dtype_list) do
@@ -106,7 +102,9 @@ end
 M.json_string = json_string
 
 ---------------------------------------------------------------------------------- JSON parsing
--- A strict RFC 8259 parser. Objects come back as a table with the values by key plus, under the
+-- A strict RFC 8259 parser (the loader uses core/safetensors.c; this one reads any JSON text and
+-- gives the same messages for the same faults, which the spec checks). Objects come back as a table
+-- with the values by key plus, under the
 -- table key KEYS, the keys in document order, under the OBJECT metatable; arrays as tables with `n` under ARRAY;
 -- null as NULL; numbers written as plain integers (-?digits, at most 15 of them, so exact in a
 -- double) as Lua numbers and every other number as a NUMBER box holding its text.
@@ -371,122 +369,69 @@ function M.save(tensors, path, metadata, opts)
 end
 
 -------------------------------------------------------------------------------------------- load
--- a non-negative integer as the format needs it (JSON integer literal)
-local function is_count(x) return type(x) == 'number' and x >= 0 and x % 1 == 0 end
+-- The header is parsed and checked in C (core/safetensors.c: every check, in a fixed order, and
+-- fuzzed under fuzz/); here the file is read and the tensors built from its entries.
+local C = core.C
+local dtype_by_id = require('moontorch.dtype').by_id
+local header_ptr = ffi.typeof('mt_st_header *[1]')
+local size_out = ffi.new('uint64_t[1]')
+local str_out, len_out = ffi.new('const char *[2]'), ffi.new('size_t[2]')
 
-local function bad_entry(bad, name, msg) bad(format('tensor %s: %s', json_string(name), msg)) end
-
--- check the header's entries against a buffer of buf_size bytes; returns the entries in header order
-local function entries_of(obj, buf_size, bad)
-  local list = {}
-  for _, name in ipairs(obj[KEYS]) do
-    if name ~= '__metadata__' then
-      local e = obj[name]
-      if not is_object(e) then bad_entry(bad, name, 'the entry is not a JSON object') end
-      local code = e.dtype
-      if type(code) ~= 'string' then bad_entry(bad, name, '"dtype" is missing or not a string') end
-      local d = dtype_of_code[code]
-      if not d then
-        if unsupported[code] then bad_entry(bad, name, format('dtype %s is not supported by moontorch', code)) end
-        bad_entry(bad, name, format('unknown dtype %s', json_string(code)))
-      end
-      local shape = e.shape
-      if not is_array(shape) then bad_entry(bad, name, '"shape" is missing or not an array') end
-      if shape.n > MAX_DIMS then bad_entry(bad, name, format('%d dimensions (at most %d)', shape.n, MAX_DIMS)) end
-      local sizes, numel = {}, 1
-      for i = 1, shape.n do
-        local s = shape[i]
-        if not is_count(s) then bad_entry(bad, name, '"shape" entries must be non-negative integers') end
-        sizes[i] = s
-        numel = numel * s
-      end
-      local offs = e.data_offsets
-      if not is_array(offs) or offs.n ~= 2 or not is_count(offs[1]) or not is_count(offs[2]) then
-        bad_entry(bad, name, '"data_offsets" must be [begin, end], two non-negative integers')
-      end
-      local b, en = offs[1], offs[2]
-      if b > en then bad_entry(bad, name, format('"data_offsets" begin %d is after end %d', b, en)) end
-      if en > buf_size then bad_entry(bad, name, format('"data_offsets" end %d is beyond the %d-byte buffer', en, buf_size)) end
-      if en - b ~= numel * d.itemsize then
-        bad_entry(bad, name, format('%d bytes for %s elements of %s (%d bytes each)', en - b, format('%.0f', numel), code,
-          d.itemsize))
-      end
-      list[#list + 1] = { name = name, dtype = d, sizes = sizes, b = b, e = en }
-    end
-  end
-  return list
-end
-
--- the tensors must cover [0, buf_size) exactly; returns them sorted by offset
-local function check_coverage(list, buf_size, bad)
-  local sorted = {}
-  for i, s in ipairs(list) do sorted[i] = s end
-  table.sort(sorted, function(x, y)
-    if x.b ~= y.b then return x.b < y.b end
-    return x.e < y.e
-  end)
-  local at = 0
-  for _, s in ipairs(sorted) do
-    if s.b > at then bad(format('bytes %d to %d of the buffer belong to no tensor (a hole)', at, s.b)) end
-    if s.b < at then bad(format('tensor %s overlaps the one before it at byte %d', json_string(s.name), s.b)) end
-    at = s.e
-  end
-  if at ~= buf_size then
-    bad(format('the tensors cover %d bytes of the %d-byte buffer (trailing bytes)', at, buf_size))
-  end
-  return sorted
+-- the C message without its "load_safetensors: " (bad() puts the op and the path in front)
+local function c_problem()
+  return (ffi.string(C.mt_last_error()):gsub('^load_safetensors: ', ''))
 end
 
 local function load_open(path, opts, f, bad)
   if libc.fseek(f, 0, 2) ~= 0 then bad('cannot seek (not a regular file?)') end
   local fsize = tonumber(libc.ftell(f))
   if fsize < 0 or libc.fseek(f, 0, 0) ~= 0 then bad('cannot seek (not a regular file?)') end
-  if fsize < 8 then bad(format('file too short for a header size (%d bytes)', fsize)) end
-  if libc.fread(u64, 8, 1, f) ~= 1 then bad('cannot read the header size') end
-  local n64 = u64[0]
-  if n64 > MAX_HEADER then bad(format('header size %s exceeds the 100 MB limit', tostring(n64):gsub('ULL$', ''))) end
-  local n = tonumber(n64)
-  if n > fsize - 8 then bad(format('header size %d is larger than the rest of the file (%d bytes)', n, fsize - 8)) end
-  local header = ''
-  if n > 0 then
-    local hbuf = ffi.new('char[?]', n)
-    if libc.fread(hbuf, 1, n, f) ~= n then bad('cannot read the header') end
-    header = ffi.string(hbuf, n)
-  end
-  if not valid_utf8(header) then bad('the header is not valid UTF-8') end
-  local obj, jerr = parse_json(header)
-  if obj == nil then bad(jerr) end
-  if not is_object(obj) then bad('the header is not a JSON object') end
+  local nhead = math.min(fsize, 8)
+  if nhead > 0 and libc.fread(u64, 1, nhead, f) ~= nhead then bad('cannot read the header size') end
+  if C.mt_st_header_size(u64, fsize, size_out) ~= 0 then bad(c_problem()) end
+  local n = tonumber(size_out[0])
+  local hbuf = ffi.new('char[?]', n + 1) -- n <= MT_ST_MAX_HEADER and n <= the file's size: checked
+  if n > 0 and libc.fread(hbuf, 1, n, f) ~= n then bad('cannot read the header') end
+  local hp = header_ptr()
+  if C.mt_st_header_parse(hbuf, n, fsize - 8 - n, hp) ~= 0 then bad(c_problem()) end
+  local h = ffi.gc(hp[0], C.mt_st_header_free)
+  hbuf = nil
 
-  local metadata = obj.__metadata__
-  if metadata ~= nil then
-    if not is_object(metadata) then bad('"__metadata__" is not a JSON object') end
-    local plain = {}
-    for _, k in ipairs(metadata[KEYS]) do
-      local v = metadata[k]
-      if type(v) ~= 'string' then bad(format('"__metadata__" value for %s is not a string', json_string(k))) end
-      plain[k] = v
+  local metadata
+  local nmeta = tonumber(C.mt_st_header_metadata_count(h))
+  if nmeta >= 0 then
+    metadata = {}
+    for i = 0, nmeta - 1 do
+      if C.mt_st_header_metadata(h, i, str_out, len_out, str_out + 1, len_out + 1) ~= 0 then bad(c_problem()) end
+      metadata[ffi.string(str_out[0], len_out[0])] = ffi.string(str_out[1], len_out[1])
     end
-    metadata = plain
   end
-
-  local buf_size = fsize - 8 - n
-  local list = entries_of(obj, buf_size, bad)
-  local sorted = check_coverage(list, buf_size, bad)
 
   -- the buffer is covered in offset order: read it front to back, one fread per tensor
-  for _, s in ipairs(sorted) do
-    local ok, t = pcall(torch.empty, s.sizes, { dtype = s.dtype }) -- refuses, say, [1e15, 1e15, 0]
+  local count = tonumber(C.mt_st_header_count(h))
+  local by_name = {}
+  for i = 0, count - 1 do
+    local e = C.mt_st_header_entry(h, i, 1)
+    local name = ffi.string(e.name, e.name_len)
+    local sizes = {}
+    for d = 1, e.ndim do sizes[d] = tonumber(e.sizes[d - 1]) end
+    local ok, t = pcall(torch.empty, sizes, { dtype = dtype_by_id[e.dtype] }) -- refuses, say, [1e15, 1e15, 0]
     if not ok then
-      bad_entry(bad, s.name, 'cannot make a tensor of that shape: ' .. tostring(t):gsub('^.-moontorch%.', ''))
+      bad(format('tensor %s: cannot make a tensor of that shape: %s', json_string(name),
+        (tostring(t):gsub('^.-moontorch%.', ''))))
     end
-    s.t = t
-    local nb = s.e - s.b
-    if nb > 0 and libc.fread(s.t:data_ptr(), 1, nb, f) ~= nb then bad('the file ended early (truncated?)') end
+    local nb = tonumber(e.data_end - e.data_begin)
+    if nb > 0 and libc.fread(t:data_ptr(), 1, nb, f) ~= nb then bad('the file ended early (truncated?)') end
+    by_name[name] = t
   end
 
   local out = (opts and opts.ordered) and torch.OrderedDict() or {}
-  for _, s in ipairs(list) do out[s.name] = s.t end
+  for i = 0, count - 1 do
+    local e = C.mt_st_header_entry(h, i, 0)
+    local name = ffi.string(e.name, e.name_len)
+    out[name] = by_name[name]
+  end
+  C.mt_st_header_free(ffi.gc(h, nil))
   return out, metadata
 end
 

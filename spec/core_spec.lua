@@ -38,6 +38,9 @@ int main(void) {
   F(mt_tensor, _ndim) F(mt_tensor, _device_type) F(mt_tensor, _flags) F(mt_tensor, _autograd)
   F(mt_tensor, _sizes) F(mt_tensor, _strides) F(mt_storage, _data) F(mt_storage, _nbytes) F(mt_storage, _version)
   F(mt_storage, _allocator) F(mt_stats, live_tensors) F(mt_stats, bytes_since_gc)
+  printf("mt_st_entry %zu\n", sizeof(mt_st_entry));
+  F(mt_st_entry, name_len) F(mt_st_entry, dtype) F(mt_st_entry, ndim) F(mt_st_entry, sizes)
+  F(mt_st_entry, data_begin) F(mt_st_entry, data_end)
   return 0;
 }
 ]])

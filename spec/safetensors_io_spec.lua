@@ -498,6 +498,165 @@ describe('safetensors_io', function()
     end)
   end)
 
+  describe('the C header parser (core/safetensors.c)', function()
+    local ffi = require 'ffi'
+    local C = require('moontorch.ffi').C
+    local function load_message(content)
+      local p = path()
+      write_all(p, content)
+      local ok, err = pcall(S.load, p)
+      if ok then return nil end
+      local prefix = 'moontorch.load_safetensors: ' .. p .. ': '
+      local _, stop = tostring(err):find(prefix, 1, true)
+      assert(stop, tostring(err))
+      return tostring(err):sub(stop + 1)
+    end
+
+    it('gives the messages of the Lua JSON reader for the same faults, in 3000 edited real headers', function()
+      -- a second implementation as the reference: S.parse_json (Lua) and S.valid_utf8
+      local p = path()
+      S.save({ w = torch.ones(2, 3), ['n\\a"me'] = torch.tensor({ 7 }, { dtype = torch.int64 }),
+        s = torch.tensor(true) }, p, { format = 'pt', ['k\n'] = 'caf\195\169' })
+      local headers = { read_all(p) }
+      headers[1] = headers[1]:sub(9, 8 + le_u64(headers[1]))
+      headers[2] = '{\n "w": {"shape": [2], "dtype": "F32", "data_offsets": [0, 8], "x": [null, true, -1.5e3, {}]},\n'
+        .. ' "\\u0041\\ud83d\\ude00": {"dtype": "U8", "shape": [], "data_offsets": [8, 9]}, "__metadata__": {"a": "\\/"}\n}'
+      local tokens = { '{', '}', '[', ']', ',', ':', '"', '\\', '\\u', '\\ud800', '\\udc00', '0', '-', '-0', '1e', '.',
+        '9999999999999999', 'true', 'null', ' ', '\0', '\255', '\192\128', '"dtype"', '"shape"', '"__metadata__"',
+        '"U16"', '[0,8]', '{}', '"a"', '\t', '\\u0000' }
+      local seed = 4242
+      local function rand(n) seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n end
+      local json_faults, semantic = 0, 0
+      for _ = 1, 3000 do
+        local h = headers[1 + rand(#headers)]
+        for _ = 1, 1 + rand(3) do
+          local at = rand(#h + 1)
+          local r = rand(4)
+          if r == 0 then h = h:sub(1, at) .. tokens[1 + rand(#tokens)] .. h:sub(at + 1)
+          elseif r == 1 then h = h:sub(1, at) .. h:sub(at + 2 + rand(4))
+          elseif r == 2 then h = h:sub(1, at) .. string.char(rand(256)) .. h:sub(at + 2)
+          else h = h:sub(1, at) .. tokens[1 + rand(#tokens)] .. h:sub(at + 2 + rand(3)) end
+        end
+        local msg = load_message(st_file(h, ('\0'):rep(rand(2) == 0 and 9 or 25), true))
+        if not S.valid_utf8(h) then
+          assert.are.equal('the header is not valid UTF-8', msg)
+        else
+          local obj, jerr = S.parse_json(h)
+          if jerr then
+            json_faults = json_faults + 1
+            assert.are.equal(jerr, msg, h)
+          elseif msg then
+            semantic = semantic + 1
+            assert.is_nil(msg:find('invalid JSON', 1, true), msg)
+          end
+        end
+      end
+      assert.is_true(json_faults > 500 and semantic > 100, json_faults .. ' ' .. semantic)
+    end)
+
+    it('bounds nesting at 64 levels, also in fields it ignores, however deep the input goes', function()
+      local prefix = '{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":'
+      local function entry_with(x) return st_file(prefix .. x .. '}}', '\1') end
+      assert.is_nil(load_message(entry_with(('['):rep(62) .. (']'):rep(62)))) -- root, entry, 62 arrays: 64
+      assert.are.equal(('invalid JSON header at byte %d: nested too deeply'):format(#prefix + 62), -- the 63rd [
+        load_message(entry_with(('['):rep(63) .. (']'):rep(63))))
+      local deep = '{"x":' .. ('[{"a":'):rep(100000) -- the 65th level is the 32nd {, at byte 5 + 6 * 31 + 1
+      assert.are.equal('invalid JSON header at byte 192: nested too deeply', load_message(st_file(deep)))
+      assert.are.equal('invalid JSON header at byte 192: nested too deeply', select(2, S.parse_json(deep)))
+    end)
+
+    it('refuses numbers it cannot hold exactly, whatever their length', function()
+      local function shape(s) return st_file('{"a":{"dtype":"U8","shape":[' .. s .. '],"data_offsets":[0,0]}}') end
+      for _, s in ipairs { '1e400', ('9'):rep(5000), '1' .. ('0'):rep(15), '-' .. ('0'):rep(2) } do
+        assert.is_truthy(load_message(shape(s)):find('shape" entries must be non-negative integers', 1, true) or
+          load_message(shape(s)):find('leading zero', 1, true), s)
+      end
+      assert.are.equal('tensor "a": 0 bytes for 999999999999999 elements of U8 (1 bytes each)',
+        load_message(shape('999999999999999')))
+      -- "-0" is a plain integer, as in the Lua reader
+      assert.are.same({ 0 }, S.load((function()
+        local p = path()
+        write_all(p, shape('-0'))
+        return p
+      end)()).a:size())
+      assert.are.equal('tensor "a": "data_offsets" end 999999999999999 is beyond the 0-byte buffer',
+        load_message(st_file('{"a":{"dtype":"U8","shape":[0],"data_offsets":[0,999999999999999]}}')))
+    end)
+
+    it('takes NUL bytes as the JSON grammar says: escaped in names, refused raw', function()
+      local p = path()
+      write_all(p, st_file('{"a\\u0000b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', '\9'))
+      assert.are.same({ 9 }, S.load(p)['a\0b']:tolist())
+      assert.are.equal('invalid JSON header at byte 3: control character in a string',
+        load_message(st_file('{"a\0b":{}}')))
+      assert.are.equal('invalid JSON header at byte 1: expected a string key', load_message(st_file('{\0}')))
+      assert.are.equal('invalid JSON header at byte 5: unexpected character', load_message(st_file('{"a":\0}')))
+    end)
+
+    it('quotes at most 240 bytes of a name in a message, cut at a character', function()
+      local name = ('\230\151\165'):rep(100) -- 300 bytes, 100 characters
+      local msg = load_message(st_file('{"' .. name .. '":[]}'))
+      assert.are.equal('tensor "' .. ('\230\151\165'):rep(79) .. '"...: the entry is not a JSON object', msg)
+      msg = load_message(st_file('{"' .. ('\\u0001'):rep(300) .. '":[]}'))
+      assert.are.equal('tensor "' .. ('\\u0001'):rep(39) .. '"...: the entry is not a JSON object', msg)
+    end)
+
+    it('is reachable from C: header size, entries in header and buffer order, metadata', function()
+      local n = ffi.new('uint64_t[1]')
+      assert.are.equal(C.MT_EFORMAT, C.mt_st_header_size(nil, 0, n))
+      assert.are.equal('load_safetensors: file too short for a header size (0 bytes)', ffi.string(C.mt_last_error()))
+      assert.are.equal(C.MT_EFORMAT, C.mt_st_header_size(u64le(9), 16, n))
+      assert.are.equal('load_safetensors: header size 9 is larger than the rest of the file (8 bytes)',
+        ffi.string(C.mt_last_error()))
+      assert.are.equal(0, C.mt_st_header_size(u64le(8), 16, n))
+      assert.are.equal(8, tonumber(n[0]))
+
+      local json = '{"b":{"dtype":"F64","shape":[1],"data_offsets":[4,12]},"a\\u0000":{"dtype":"I16","shape":[2,1],'
+        .. '"data_offsets":[0,4]},"e":{"dtype":"BOOL","shape":[0],"data_offsets":[12,12]}}'
+      local hp = ffi.new('mt_st_header *[1]')
+      assert.are.equal(0, C.mt_st_header_parse(json, #json, 12, hp))
+      local h = ffi.gc(hp[0], C.mt_st_header_free)
+      assert.are.equal(3, tonumber(C.mt_st_header_count(h)))
+      local function names(by_offset)
+        local r = {}
+        for i = 0, 2 do
+          local e = C.mt_st_header_entry(h, i, by_offset)
+          r[#r + 1] = ffi.string(e.name, e.name_len)
+        end
+        return r
+      end
+      assert.are.same({ 'b', 'a\0', 'e' }, names(0))
+      assert.are.same({ 'a\0', 'b', 'e' }, names(1))
+      local e = C.mt_st_header_entry(h, 1, 0)
+      assert.are.equal(C.MT_INT16, e.dtype)
+      assert.are.same({ 2, 2, 1, 0, 4 }, { e.ndim, tonumber(e.sizes[0]), tonumber(e.sizes[1]), tonumber(e.data_begin),
+        tonumber(e.data_end) })
+      assert.is_true(C.mt_st_header_entry(h, 3, 0) == nil)
+      assert.is_true(C.mt_st_header_entry(h, -1, 1) == nil)
+      assert.are.equal(-1, tonumber(C.mt_st_header_metadata_count(h)))
+      local k, v, kl, vl = ffi.new('const char *[1]'), ffi.new('const char *[1]'), ffi.new('size_t[1]'), ffi.new('size_t[1]')
+      assert.are.equal(C.MT_ERANGE, C.mt_st_header_metadata(h, 0, k, kl, v, vl))
+
+      json = '{"__metadata__":{"x":"1","y":"2"}}'
+      assert.are.equal(0, C.mt_st_header_parse(json, #json, 0, hp))
+      h = ffi.gc(hp[0], C.mt_st_header_free)
+      assert.are.equal(2, tonumber(C.mt_st_header_metadata_count(h)))
+      assert.are.equal(0, C.mt_st_header_metadata(h, 1, k, kl, v, vl))
+      assert.are.same({ 'y', '2' }, { ffi.string(k[0], kl[0]), ffi.string(v[0], vl[0]) })
+      assert.are.equal(0, tonumber(C.mt_st_header_count(h)))
+
+      -- the text is not NUL-terminated: only n bytes are read (ASan would say otherwise)
+      local buf = ffi.new('char[2]', '{}')
+      assert.are.equal(0, C.mt_st_header_parse(buf, 2, 0, hp))
+      C.mt_st_header_free(hp[0])
+      assert.are.equal(C.MT_EFORMAT, C.mt_st_header_parse(buf, 1, 0, hp))
+      assert.is_true(hp[0] == nil)
+      assert.are.equal(C.MT_EFORMAT, C.mt_st_header_parse(nil, 100000001, 0, hp))
+      assert.are.equal('load_safetensors: header size 100000001 exceeds the 100 MB limit', ffi.string(C.mt_last_error()))
+      C.mt_st_header_free(nil)
+    end)
+  end)
+
   describe('saving errors', function()
     it('refuses what the format cannot hold', function()
       local p = path()

@@ -422,6 +422,11 @@ local function nest(buf, t, dim, nd, pos, isbool)
   for i = 1, n do r[i], pos = nest(buf, t, dim + 1, nd, pos, isbool) end
   return r, pos
 end
+-- Never compiled: Debian 12's LuaJIT (2.1.0-beta3, git 2022-03-20) miscompiles this function's
+-- traces with allocation sinking on, and a loop of tolist() then crashes the process about once
+-- in five runs (spec/luajit_workarounds_spec.lua; found by fuzz/lua_load_use.lua). tolist is no
+-- hot path: the interpreter builds the tables at about the same speed.
+jit.off(nest)
 
 function methods.tolist(t)
   local n = tonumber(t._numel)
