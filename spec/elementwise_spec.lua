@@ -113,6 +113,12 @@ describe('unary ops', function()
     assert.are.equal(torch.bool, x:isnan().dtype)
     assert.are.same({ false, false }, torch.tensor({ 1, 2 }, { dtype = torch.int64 }):isnan():tolist())
     assert.are.same({ true, false }, torch.tensor({ 0, 3 }):logical_not():tolist())
+    -- a true is 1, also for -inf (isinf(-inf) in C may be -1): PyTorch's
+    -- torch.isinf(torch.tensor([-inf, 1., inf])).sum() is 2, .long() is [1, 0, 1]
+    local inf = torch.isinf(torch.tensor({ -math.huge, 1, math.huge }))
+    assert.are.equal(2, inf:sum():item())
+    assert.are.same({ 1, 0, 1 }, inf:to(torch.int64):tolist())
+    assert.is_true(inf:eq(torch.tensor({ true, false, true })):all())
   end)
 
   it('clamps with numbers, one-sided bounds and tensors', function()

@@ -201,7 +201,8 @@ static inline int64_t ipow(int64_t b, int64_t e, ew_ctx *ctx) {
 INT_TYPES(GEN_INT_UNARY)
 
 /* Predicates: any float type in, bool out. */
-#define PRED_UNARY(X) X(ISNAN, x != x) X(ISINF, isinf(x)) X(ISFINITE, isfinite(x)) X(LOGICAL_NOT, !x)
+/* (isinf of -inf may be -1, not 1: every predicate is compared to 0) */
+#define PRED_UNARY(X) X(ISNAN, x != x) X(ISINF, isinf(x) != 0) X(ISFINITE, isfinite(x) != 0) X(LOGICAL_NOT, !x)
 #define DEF_PRED_f32(OP, EXPR) UN_KERNEL(un_##OP##_f32, float, uint8_t, EXPR)
 #define DEF_PRED_f64(OP, EXPR) UN_KERNEL(un_##OP##_f64, double, uint8_t, EXPR)
 PRED_UNARY(DEF_PRED_f32)

@@ -1,0 +1,291 @@
+-- The cases of spec/op_table_spec.lua, one or more for every op of the core's op list: how to call
+-- the op in Lua (`lua`, on the named inputs below) and in PyTorch 1.13 (`py`, the same call in
+-- Python, whose results spec/support/op_record.lua records into spec/support/op_wants.lua), the
+-- inputs its gradient is checked against (`grad`; an op the list marks differentiable needs
+-- them), and what the op does on the meta device (`meta`: nil, the result's shape, dtype and
+-- strides are the CPU's; 'no data', the op needs values and says so).
+--
+-- Lua counts dims and positions from 1 and PyTorch from 0: the Lua calls say dim 2 where Python
+-- says dim 1, index tensors are built 1-based (`ix` below), and the Python side of an op that
+-- returns positions adds 1 (`pos(...)`).
+local M = {}
+
+local nan, inf = 0 / 0, math.huge
+
+-- the inputs: float64 unless said, each as Python writes it and as Lua data
+M.inputs = {
+  A = { { 0.5, -1.25, 2.0 }, { 3.5, 0.25, -0.75 } },
+  B = { { 1.5, 2.0, -0.5 }, { 0.75, -2.5, 1.25 } },
+  P = { { 0.5, 1.5, 2.5 }, { 0.25, 1.0, 3.0 } }, -- positive
+  U = { { 0.2, 0.5, 0.9 }, { 0.1, 0.35, 0.75 } }, -- inside (0, 1)
+  E = { { nan, inf, -inf }, { 1.0, -0.0, 2.5 } }, -- special values
+  D = { { 0.3, -1.7, 2.4 }, { 3.6, 0.2, -0.8 } }, -- away from integers, and D / B too (rounding ops)
+  V = { 1.0, -2.0, 0.5 },
+  W = { 0.5, 1.5 },
+  M = { { 1.0, -0.5 }, { 2.0, 0.25 }, { -1.5, 3.0 } }, -- 3 x 2
+  S = { { 2.0, -1.0, 0.5 }, { 0.0, 1.5, -2.0 }, { 1.0, 0.25, 3.0 } }, -- 3 x 3
+  BA = { { { 0.5, -1.0, 2.0 }, { 1.5, 0.25, -0.5 } }, { { -1.0, 2.0, 0.75 }, { 0.0, 1.0, -2.0 } } }, -- 2 x 2 x 3
+  BB = { { { 1.0, -0.5 }, { 0.25, 2.0 }, { -1.5, 1.0 } }, { { 2.0, 0.5 }, { -1.0, 1.5 }, { 0.75, -0.25 } } },
+  Q = { 0.5, 1.0, 2.0, 3.5 }, -- sorted
+  R = { 0.1, 0.2, 0.3, 0.4 }, -- probabilities
+  N = { int64 = { { 3, -1, 4 }, { 1, -5, 9 } } },
+  N2 = { int64 = { { 6, 3, -2 }, { 7, 0, 5 } } },
+  C = { int64 = { 2, 0, 1, 2, 2 } }, -- counts
+  K = { bool = { { true, false, true }, { false, true, true } } },
+  G = { index = { { 2, 0 }, { 1, 2 } } }, -- positions (0-based here, 1-based in Lua)
+  X = { index = { 2, 0 } },
+  L = { index = { 1, 0, 2 } },
+}
+
+local cases = {}
+M.cases = cases
+local function case(name, c)
+  cases[name] = cases[name] or {}
+  table.insert(cases[name], c)
+end
+M.case = case
+
+-- PLAIN unary ops: torch.f(x), on the input their domain needs
+local unary_input = {
+  log = 'P', log2 = 'P', log10 = 'P', log1p = 'P', sqrt = 'P', rsqrt = 'P', lgamma = 'P', digamma = 'P',
+  asin = 'U', acos = 'U', tan = 'U', logit = 'U', reciprocal = 'A',
+  floor = 'D', ceil = 'D', trunc = 'D', frac = 'D',
+  logical_not = 'A', isnan = 'E', isinf = 'E', isfinite = 'E', bitwise_not = 'N',
+}
+M.unary_input = unary_input
+-- PLAIN binary ops: torch.f(a, b)
+local binary_inputs = {
+  pow = { 'P', 'B' }, xlogy = { 'A', 'P' }, bitwise_and = { 'N', 'N2' }, bitwise_or = { 'N', 'N2' },
+  floor_divide = { 'D', 'B' }, fmod = { 'D', 'B' }, remainder = { 'D', 'B' },
+  bitwise_xor = { 'N', 'N2' },
+}
+M.binary_inputs = binary_inputs
+
+-- helpers for the Lua calls
+local function cl(t) return t:clone() end
+
+------------------------------------------------------------------------------ elementwise
+case('logit', { lua = function(I) return torch.logit(I.U) end, py = 'torch.logit(U)', grad = { 'U' } })
+case('logit', { lua = function(I) return torch.logit(I.U, 0.15) end, py = 'torch.logit(U, 0.15)', grad = { 'U' } })
+case('silu', { lua = function(I) return torch.silu(I.A) end, py = 'F.silu(A)', grad = { 'A' } })
+case('gelu', { lua = function(I) return torch.gelu(I.A) end, py = 'F.gelu(A)', grad = { 'A' } })
+case('gelu_tanh', { lua = function(I) return torch.gelu(I.A, { approximate = 'tanh' }) end,
+  py = "F.gelu(A, approximate='tanh')", grad = { 'A' } })
+case('round', { lua = function(I) return torch.round(I.A) end, py = 'torch.round(A)' })
+case('round', { lua = function(I) return torch.round(I.D) end, py = 'torch.round(D)', grad = { 'D' } })
+case('round_decimals', { lua = function(I) return torch.round(I.A * 1.37, { decimals = 1 }) end,
+  py = 'torch.round(A * 1.37, decimals=1)', grad = { 'A' } })
+case('softplus', { lua = function(I) return torch.nn.functional.softplus(I.A) end, py = 'F.softplus(A)', grad = { 'A' } })
+case('clamp', { lua = function(I) return torch.clamp(I.A, -1, 1.5) end, py = 'torch.clamp(A, -1, 1.5)', grad = { 'A' } })
+case('clamp', { lua = function(I) return I.A:clamp({ min = 0.3 }) end, py = 'A.clamp(min=0.3)', grad = { 'A' } })
+case('pow_scalar', { lua = function(I) return I.A ^ 3 end, py = 'A ** 3', grad = { 'A' } })
+case('pow_scalar', { lua = function(I) return I.P:pow(0.5) end, py = 'P.pow(0.5)', grad = { 'P' } })
+case('rpow_scalar', { lua = function(I) return torch.pow(2, I.A) end, py = 'torch.pow(2, A)', grad = { 'A' } })
+case('leaky_relu', { lua = function(I) return torch.nn.functional.leaky_relu(I.A, 0.1) end,
+  py = 'F.leaky_relu(A, 0.1)', grad = { 'A' } })
+case('elu', { lua = function(I) return torch.nn.functional.elu(I.A) end, py = 'F.elu(A)', grad = { 'A' } })
+case('hardtanh', { lua = function(I) return torch.nn.functional.hardtanh(I.A) end, py = 'F.hardtanh(A)', grad = { 'A' } })
+case('threshold', { lua = function(I) return torch.nn.functional.threshold(I.A, 0.3, -1) end,
+  py = 'F.threshold(A, 0.3, -1)', grad = { 'A' } })
+case('nan_to_num', { lua = function(I) return torch.nan_to_num(I.E) end, py = 'torch.nan_to_num(E)' })
+case('nan_to_num', { lua = function(I) return torch.nan_to_num(I.A * 2) end, py = 'torch.nan_to_num(A * 2)', grad = { 'A' } })
+
+case('add', { lua = function(I) return torch.add(I.A, I.B) end, py = 'torch.add(A, B)', grad = { 'A', 'B' } })
+case('add', { lua = function(I) return I.A + 2.5 end, py = 'A + 2.5', grad = { 'A' } })
+case('sub', { lua = function(I) return torch.sub(I.A, I.B) end, py = 'torch.sub(A, B)', grad = { 'A', 'B' } })
+case('sub', { lua = function(I) return 1 - I.A end, py = '1 - A', grad = { 'A' } })
+case('div', { lua = function(I) return torch.div(I.A, I.B) end, py = 'torch.div(A, B)', grad = { 'A', 'B' } })
+case('div', { lua = function(I) return 2 / I.B end, py = '2 / B', grad = { 'B' } })
+case('div_trunc', { lua = function(I) return torch.div(I.D, I.B, { rounding_mode = 'trunc' }) end,
+  py = "torch.div(D, B, rounding_mode='trunc')", grad = { 'D', 'B' } })
+case('pow', { lua = function(I) return torch.pow(I.P, I.B) end, py = 'torch.pow(P, B)', grad = { 'P', 'B' } })
+case('add_scaled', { lua = function(I) return torch.add(I.A, I.B, { alpha = 2.5 }) end,
+  py = 'torch.add(A, B, alpha=2.5)', grad = { 'A', 'B' } })
+case('addcmul', { lua = function(I) return torch.addcmul(I.A, I.B, I.P, { value = 0.5 }) end,
+  py = 'torch.addcmul(A, B, P, value=0.5)', grad = { 'A', 'B', 'P' } })
+case('addcdiv', { lua = function(I) return torch.addcdiv(I.A, I.B, I.P, { value = 0.5 }) end,
+  py = 'torch.addcdiv(A, B, P, value=0.5)', grad = { 'A', 'B', 'P' } })
+case('lerp', { lua = function(I) return torch.lerp(I.A, I.B, I.U) end, py = 'torch.lerp(A, B, U)', grad = { 'A', 'B', 'U' } })
+case('where', { lua = function(I) return torch.where(I.K, I.A, I.B) end, py = 'torch.where(K, A, B)', grad = { 'A', 'B' } })
+case('isclose', { lua = function(I) return torch.isclose(I.A, I.A + 1e-9) end, py = 'torch.isclose(A, A + 1e-9)' })
+case('allclose', { lua = function(I) return torch.allclose(I.A, I.B) end, py = 'torch.allclose(A, B)', meta = 'no data' })
+case('equal', { lua = function(I) return torch.equal(I.A, I.A:clone()) end, py = 'torch.equal(A, A.clone())',
+  meta = 'no data' })
+
+------------------------------------------------------------------------------ reductions
+case('sum', { lua = function(I) return I.A:sum(2) end, py = 'A.sum(1)', grad = { 'A' } })
+case('sum', { lua = function(I) return I.A:sum() end, py = 'A.sum()', grad = { 'A' } })
+case('mean', { lua = function(I) return I.A:mean(1, true) end, py = 'A.mean(0, keepdim=True)', grad = { 'A' } })
+case('prod', { lua = function(I) return I.A:prod(2) end, py = 'A.prod(1)', grad = { 'A' } })
+case('amax', { lua = function(I) return I.A:amax(2) end, py = 'A.amax(1)', grad = { 'A' } })
+case('amin', { lua = function(I) return I.A:amin(1) end, py = 'A.amin(0)', grad = { 'A' } })
+case('all', { lua = function(I) return I.K:all(2) end, py = 'K.all(1)' })
+case('any', { lua = function(I) return I.K:any(1) end, py = 'K.any(0)' })
+case('var', { lua = function(I) return I.A:var(2) end, py = 'A.var(1)', grad = { 'A' } })
+case('std', { lua = function(I) return I.A:std() end, py = 'A.std()', grad = { 'A' } })
+case('norm', { lua = function(I) return I.A:norm() end, py = 'A.norm()', grad = { 'A' } })
+case('norm', { lua = function(I) return I.A:norm(1, 2) end, py = 'A.norm(1, 1)', grad = { 'A' } })
+case('logsumexp', { lua = function(I) return I.A:logsumexp(2) end, py = 'A.logsumexp(1)', grad = { 'A' } })
+case('nansum', { lua = function(I) return I.E:nansum() end, py = 'E.nansum()' })
+case('nansum', { lua = function(I) return I.A:nansum(2) end, py = 'A.nansum(1)', grad = { 'A' } })
+case('count_nonzero', { lua = function(I) return I.N:count_nonzero(2) end, py = 'N.count_nonzero(1)' })
+case('max', { lua = function(I) return I.A:max(2) end, py = 'pos2(A.max(1))', grad = { 'A' } })
+case('min', { lua = function(I) return I.A:min(1) end, py = 'pos2(A.min(0))', grad = { 'A' } })
+case('argmax', { lua = function(I) return I.A:argmax(2) end, py = 'pos(A.argmax(1))' })
+case('argmax', { lua = function(I) return I.A:argmax() end, py = 'pos(A.argmax())' })
+case('argmin', { lua = function(I) return I.A:argmin(1) end, py = 'pos(A.argmin(0))' })
+case('var_mean', { lua = function(I) return torch.var_mean(I.A, 2) end, py = 'torch.var_mean(A, 1)', grad = { 'A' } })
+case('std_mean', { lua = function(I) return torch.std_mean(I.A, 1) end, py = 'torch.std_mean(A, 0)', grad = { 'A' } })
+case('cumsum', { lua = function(I) return I.A:cumsum(2) end, py = 'A.cumsum(1)', grad = { 'A' } })
+case('cumprod', { lua = function(I) return I.A:cumprod(1) end, py = 'A.cumprod(0)', grad = { 'A' } })
+case('softmax', { lua = function(I) return I.A:softmax(2) end, py = 'A.softmax(1)', grad = { 'A' } })
+case('log_softmax', { lua = function(I) return I.A:log_softmax(1) end, py = 'A.log_softmax(0)', grad = { 'A' } })
+
+------------------------------------------------------------------------------ copies and views
+case('copy_', { lua = function(I) return cl(I.A):copy_(I.B) end, py = 'A.clone().copy_(B)', grad = { 'A', 'B' } })
+case('to', { lua = function(I) return I.A:to(torch.float32) end, py = 'A.to(torch.float32)', grad = { 'A' },
+  gradcheck = { eps = 1e-3, atol = 1e-3, rtol = 1e-2 } }) -- the values pass through float32
+case('to', { lua = function(I) return I.N:to(torch.float64) end, py = 'N.to(torch.float64)' })
+case('clone', { lua = function(I) return I.A:clone() end, py = 'A.clone()', grad = { 'A' } })
+case('contiguous', { lua = function(I) return I.A:t():contiguous() end, py = 'A.t().contiguous()', grad = { 'A' } })
+case('fill_', { lua = function(I) return cl(I.A):fill_(2.5) end, py = 'A.clone().fill_(2.5)', grad = { 'A' } })
+case('zero_', { lua = function(I) return cl(I.A):zero_() end, py = 'A.clone().zero_()', grad = { 'A' } })
+case('view', { lua = function(I) return I.A:view(3, 2) end, py = 'A.view(3, 2)', grad = { 'A' } })
+case('reshape', { lua = function(I) return I.A:t():reshape(6) end, py = 'A.t().reshape(6)', grad = { 'A' } })
+case('flatten', { lua = function(I) return I.BA:flatten(2) end, py = 'BA.flatten(1)', grad = { 'BA' } })
+case('as_strided', { lua = function(I) return I.A:as_strided({ 2, 2 }, { 1, 2 }, 1) end,
+  py = 'A.as_strided((2, 2), (1, 2), 1)', grad = { 'A' } })
+case('transpose', { lua = function(I) return I.BA:transpose(1, 3) end, py = 'BA.transpose(0, 2)', grad = { 'BA' } })
+case('permute', { lua = function(I) return I.BA:permute(3, 1, 2) end, py = 'BA.permute(2, 0, 1)', grad = { 'BA' } })
+case('narrow', { lua = function(I) return I.A:narrow(2, 2, 2) end, py = 'A.narrow(1, 1, 2)', grad = { 'A' } })
+case('slice', { lua = function(I) return I.A[{ {}, { 2, 3 } }] end, py = 'A[:, 1:3]', grad = { 'A' } })
+case('select', { lua = function(I) return I.A:select(2, 3) end, py = 'A.select(1, 2)', grad = { 'A' } })
+case('unsqueeze', { lua = function(I) return I.A:unsqueeze(2) end, py = 'A.unsqueeze(1)', grad = { 'A' } })
+case('squeeze', { lua = function(I) return I.A:view(2, 1, 3):squeeze(2) end, py = 'A.view(2, 1, 3).squeeze(1)', grad = { 'A' } })
+case('expand', { lua = function(I) return I.V:expand(2, 3) end, py = 'V.expand(2, 3)', grad = { 'V' } })
+case('unfold', { lua = function(I) return I.V:unfold(1, 2, 1) end, py = 'V.unfold(0, 2, 1)', grad = { 'V' } })
+case('diagonal', { lua = function(I) return I.S:diagonal(1) end, py = 'S.diagonal(1)', grad = { 'S' } })
+
+------------------------------------------------------------------------------ joining, indexing, rearranging
+case('cat', { lua = function(I) return torch.cat({ I.A, I.B }, 2) end, py = 'torch.cat([A, B], 1)', grad = { 'A', 'B' } })
+case('stack', { lua = function(I) return torch.stack({ I.A, I.B }) end, py = 'torch.stack([A, B])', grad = { 'A', 'B' } })
+case('index_select', { lua = function(I) return I.A:index_select(2, I.X) end, py = 'A.index_select(1, X)', grad = { 'A' } })
+case('gather', { lua = function(I) return I.A:gather(2, I.G) end, py = 'A.gather(1, G)', grad = { 'A' } })
+case('scatter', { lua = function(I) return I.A:scatter(2, I.G, I.B) end, py = 'A.scatter(1, G, B)', grad = { 'A', 'B' } })
+case('scatter_add', { lua = function(I) return I.A:scatter_add(2, I.G, I.B) end, py = 'A.scatter_add(1, G, B)',
+  grad = { 'A', 'B' } })
+case('index_add', { lua = function(I) return I.A:index_add(2, I.X, I.M[{ { 1, 2 } }]) end,
+  py = 'A.index_add(1, X, M[0:2])', grad = { 'A', 'M' } })
+case('index_copy', { lua = function(I) return I.A:index_copy(2, I.X, I.M[{ { 1, 2 } }]) end,
+  py = 'A.index_copy(1, X, M[0:2])', grad = { 'A', 'M' } })
+case('index_fill', { lua = function(I) return I.A:index_fill(2, I.X, -3) end, py = 'A.index_fill(1, X, -3)', grad = { 'A' } })
+case('masked_fill', { lua = function(I) return I.A:masked_fill(I.K, 9) end, py = 'A.masked_fill(K, 9)', grad = { 'A' } })
+case('masked_select', { lua = function(I) return I.A:masked_select(I.K) end, py = 'A.masked_select(K)', grad = { 'A' },
+  meta = 'no data' })
+case('masked_scatter', { lua = function(I) return I.A:masked_scatter(I.K, I.B) end, py = 'A.masked_scatter(K, B)',
+  grad = { 'A', 'B' } })
+case('index', { lua = function(I) return I.S[{ I.X }] end, py = 'S[X]', grad = { 'S' } })
+case('index', { lua = function(I) return I.A[I.K] end, py = 'A[K]', grad = { 'A' }, meta = 'no data' })
+case('index_put', { lua = function(I) return I.S:index_put({ I.X }, I.B) end,
+  py = 'S.index_put((X,), B)', grad = { 'S', 'B' } })
+case('nonzero', { lua = function(I) return I.N:nonzero() end, py = 'pos(N.nonzero())', meta = 'no data' })
+case('repeat', { lua = function(I) return I.A['repeat'](I.A, 2, 1) end, py = 'A.repeat(2, 1)', grad = { 'A' } })
+case('repeat_interleave', { lua = function(I) return I.V:repeat_interleave(2) end, py = 'V.repeat_interleave(2)',
+  grad = { 'V' } })
+case('flip', { lua = function(I) return I.A:flip(2) end, py = 'A.flip(1)', grad = { 'A' } })
+case('roll', { lua = function(I) return I.A:roll(1, 2) end, py = 'A.roll(1, 1)', grad = { 'A' } })
+case('triu', { lua = function(I) return I.S:triu() end, py = 'S.triu()', grad = { 'S' } })
+case('tril', { lua = function(I) return I.S:tril(-1) end, py = 'S.tril(-1)', grad = { 'S' } })
+case('diag', { lua = function(I) return I.V:diag(1) end, py = 'V.diag(1)', grad = { 'V' } })
+case('diag', { lua = function(I) return I.S:diag() end, py = 'S.diag()', grad = { 'S' } })
+case('one_hot', { lua = function(I) return torch.nn.functional.one_hot(I.L, 4) end, py = 'F.one_hot(L, 4)' })
+case('sort', { lua = function(I) return I.A:sort(2) end, py = 'pos2(A.sort(1))', grad = { 'A' } })
+case('topk', { lua = function(I) return I.A:topk(2, 2) end, py = 'pos2(A.topk(2, 1))', grad = { 'A' } })
+case('unique', { lua = function(I) return torch.unique(I.C) end, py = 'torch.unique(C)', meta = 'no data' })
+case('searchsorted', { lua = function(I) return torch.searchsorted(I.Q, I.V) end, py = 'pos(torch.searchsorted(Q, V))' })
+case('bincount', { lua = function(I) return torch.bincount(I.C) end, py = 'torch.bincount(C)', meta = 'no data' })
+
+------------------------------------------------------------------------------ factories
+case('empty', { lua = function(I) return torch.empty(2, 3, { dtype = torch.float64, device = I.device }):fill_(0) end,
+  py = 'torch.empty(2, 3).double().fill_(0)' })
+case('full', { lua = function(I) return torch.full({ 2, 3 }, 1.5, { dtype = torch.float64, device = I.device }) end,
+  py = 'torch.full((2, 3), 1.5).double()' })
+case('arange', { lua = function(I) return torch.arange(1, 7, 2, { device = I.device }) end, py = 'torch.arange(1, 7, 2)' })
+case('linspace', { lua = function(I) return torch.linspace(0, 1, 5, { dtype = torch.float64, device = I.device }) end,
+  py = 'torch.linspace(0, 1, 5, dtype=torch.float64)' })
+case('logspace', { lua = function(I) return torch.logspace(0, 2, 3, { dtype = torch.float64, device = I.device }) end,
+  py = 'torch.logspace(0, 2, 3, dtype=torch.float64)' })
+case('eye', { lua = function(I) return torch.eye(2, 3, { dtype = torch.float64, device = I.device }) end,
+  py = 'torch.eye(2, 3, dtype=torch.float64)' })
+
+------------------------------------------------------------------------------ linear algebra
+case('mm', { lua = function(I) return I.A:mm(I.M) end, py = 'A.mm(M)', grad = { 'A', 'M' } })
+case('bmm', { lua = function(I) return I.BA:bmm(I.BB) end, py = 'BA.bmm(BB)', grad = { 'BA', 'BB' } })
+case('matmul', { lua = function(I) return I.BA:matmul(I.M) end, py = 'BA.matmul(M)', grad = { 'BA', 'M' } })
+case('matmul', { lua = function(I) return I.V:matmul(I.S) end, py = 'V.matmul(S)', grad = { 'V', 'S' } })
+case('mv', { lua = function(I) return I.A:mv(I.V) end, py = 'A.mv(V)', grad = { 'A', 'V' } })
+case('dot', { lua = function(I) return I.V:dot(I.V * 2) end, py = 'V.dot(V * 2)', grad = { 'V' } })
+case('outer', { lua = function(I) return torch.outer(I.V, I.W) end, py = 'torch.outer(V, W)', grad = { 'V', 'W' } })
+case('addmm', { lua = function(I) return torch.addmm(I.W, I.A, I.M, { beta = 0.5, alpha = 2 }) end,
+  py = 'torch.addmm(W, A, M, beta=0.5, alpha=2)', grad = { 'W', 'A', 'M' } })
+case('baddbmm', { lua = function(I) return torch.baddbmm(I.W, I.BA, I.BB, { beta = 0.5, alpha = 2 }) end,
+  py = 'torch.baddbmm(W, BA, BB, beta=0.5, alpha=2)', grad = { 'W', 'BA', 'BB' } })
+
+------------------------------------------------------------------------------ random numbers (seeded: PyTorch's CPU generator's draws)
+local function seeded(f) return function(I) torch.manual_seed(0); return f(I) end end
+case('uniform_', { lua = seeded(function(I) return cl(I.A):uniform_(-1, 2) end),
+  py = 'seeded(lambda: A.clone().uniform_(-1, 2))' })
+case('normal_', { lua = seeded(function(I) return cl(I.A):normal_(1, 0.5) end),
+  py = 'seeded(lambda: A.clone().normal_(1, 0.5))' })
+case('random_', { lua = seeded(function(I) return cl(I.A):random_(0, 10) end),
+  py = 'seeded(lambda: A.clone().random_(0, 10))' })
+case('bernoulli_', { lua = seeded(function(I) return cl(I.A):bernoulli_(0.3) end),
+  py = 'seeded(lambda: A.clone().bernoulli_(0.3))' })
+case('bernoulli', { lua = seeded(function(I) return torch.bernoulli(I.U) end), py = 'seeded(lambda: torch.bernoulli(U))' })
+case('exponential_', { lua = seeded(function(I) return cl(I.A):exponential_(2) end),
+  py = 'seeded(lambda: A.clone().exponential_(2))' })
+case('randperm', { lua = seeded(function(I) return torch.randperm(6, { device = I.device }) end),
+  py = 'seeded(lambda: pos(torch.randperm(6)))' })
+case('multinomial', { lua = seeded(function(I) return torch.multinomial(I.R, 3) end),
+  py = 'seeded(lambda: pos(torch.multinomial(R, 3)))' })
+
+------------------------------------------------------------------------------ optimizers
+-- one step of optim.SGD with momentum and weight decay on a parameter with a gradient
+case('digamma', { lua = function(I) return torch.digamma(I.P) end, py = 'torch.digamma(P)', tol = 1e-8 })
+case('sgd_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.SGD({ p }, { lr = 0.1, momentum = 0.9, weight_decay = 0.01 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = 'sgd_twice(A, B)',
+})
+
+-- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
+-- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
+-- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each
+-- op's cases in the order above.
+function M.all(ops)
+  local out = {}
+  for _, op in ipairs(ops) do
+    local cs = cases[op.name]
+    if not cs and op.binding == 'PLAIN' and op.kind:match('^UNARY') then
+      local x = unary_input[op.name] or 'A'
+      local name = op.name
+      cs = { { lua = function(I) return torch[name](I[x]) end, py = ('torch.%s(%s)'):format(name, x),
+        grad = op.differentiable and { x } or nil } }
+    elseif not cs and op.binding == 'PLAIN' and op.kind:match('^BINARY') then
+      local ab = binary_inputs[op.name] or { 'A', 'B' }
+      local name = op.name
+      cs = { { lua = function(I) return torch[name](I[ab[1]], I[ab[2]]) end,
+        py = ('torch.%s(%s, %s)'):format(name, ab[1], ab[2]), grad = op.differentiable and ab or nil } }
+    end
+    out[#out + 1] = { op = op, cases = cs or {} }
+  end
+  return out
+end
+
+return M
