@@ -457,9 +457,15 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   /* optimizers */                                                                                                     \
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")
 
+#ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
 typedef enum mt_op { MT_OP_LIST(MT_OP_ENUM_) MT_OP_COUNT } mt_op;
 #undef MT_OP_ENUM_
+#else
+/* Lua reads the ops through mt_op_count / mt_op_info_of: the constants stay out of the FFI's
+ * declarations (a smaller Lua heap, so shorter garbage collections) */
+typedef enum mt_op { MT_OP_FIRST_ } mt_op;
+#endif
 
 /* What the list says of one op (NULL for a number that is no op). */
 typedef struct mt_op_info {

@@ -122,12 +122,13 @@ end
 M.div = div
 
 -- operators: + - * / ^ % and unary minus; `..` is not used.
-tensor_mt.__add = function(a, b) return binary(B.add, 'add', a, b, nil) end
-tensor_mt.__sub = function(a, b) return binary(B.sub, 'sub', a, b, nil) end
-tensor_mt.__mul = function(a, b) return binary(B.mul, 'mul', a, b, nil) end
-tensor_mt.__div = function(a, b) return binary(B.div, 'div', a, b, nil) end
-tensor_mt.__pow = function(a, b) return binary(B.pow, 'pow', a, b, nil) end
-tensor_mt.__mod = function(a, b) return binary(B.remainder, 'remainder', a, b, nil) end
+-- (the op ids as constants of the closures: a compiled trace needs no table lookup for them)
+local ADD, SUB, MUL, DIV, REM = B.add, B.sub, B.mul, B.div, B.remainder
+tensor_mt.__add = function(a, b) return binary(ADD, 'add', a, b, nil) end
+tensor_mt.__sub = function(a, b) return binary(SUB, 'sub', a, b, nil) end
+tensor_mt.__mul = function(a, b) return binary(MUL, 'mul', a, b, nil) end
+tensor_mt.__div = function(a, b) return binary(DIV, 'div', a, b, nil) end
+tensor_mt.__mod = function(a, b) return binary(REM, 'remainder', a, b, nil) end
 
 ------------------------------------------------------------------------------ unary
 local U = list.ids('UNARY') -- op ids by name
@@ -190,7 +191,8 @@ for _, op in ipairs(list.ops()) do
   if op.binding == 'PLAIN' and op.kind:sub(1, 5) == 'UNARY' then def_unary(op) end
 end
 
-tensor_mt.__unm = function(a) return unary(U.neg, 'neg', a, 0, 0, nil) end
+local NEG = U.neg
+tensor_mt.__unm = function(a) return unary(NEG, 'neg', a, 0, 0, nil) end
 
 -- round(decimals=)
 local function round(a, opts)
