@@ -290,8 +290,7 @@ static long_fn pick_long(int force) {
     return long_scalar;
   if (force == 2)
     return long_sse2;
-  __builtin_cpu_init();
-  if (force == 3 || __builtin_cpu_supports("avx2"))
+  if (force == 3 || mt_cpu_has(MT_CPU_AVX2))
     return long_avx2;
   return long_sse2;
 #else

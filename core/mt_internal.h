@@ -139,11 +139,17 @@ void mt_iter_run(const mt_iter *it, mt_loop_fn fn, void *ctx, int64_t grain);
 /* Elements per thread below which kernels stay single-threaded. */
 #define MT_GRAIN 32768
 
+/* ---------------------------------------------------------------- the CPU (cpu.c) */
+/* Does this CPU (and OS) have all of `features` (MT_CPU_* bits)? Callers on hot paths keep the answer. */
+static inline bool mt_cpu_has(uint32_t features) { return (mt_cpu_features() & features) == features; }
+
 /* ---------------------------------------------------------------- threads */
 typedef void (*mt_range_fn)(void *ctx, int64_t begin, int64_t end);
 /* Run fn over [0, n) split across the pool; chunks no smaller than `grain`. */
 void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx);
 int mt_in_parallel(void);
+/* Where the thread count came from: "MT_NUM_THREADS", "OMP_NUM_THREADS", "set_num_threads" or the CPUs. */
+const char *mt_threads_source(void);
 
 /* ---------------------------------------------------------------- vectorised float32 math (tensor/vmath.c) */
 /* The unary ops with a vectorised float32 loop for contiguous data: X(OP, name), MT_OP_##OP. */
