@@ -8,10 +8,11 @@
  * (cpu.c) and hands it to OpenBLAS in OPENBLAS_CORETYPE:
  *   MT_BLAS_CORETYPE (moontorch's setting) if set, else the user's own OPENBLAS_CORETYPE if set,
  *   else the best core for the CPU: Cooperlake (AVX-512 with BF16), SkylakeX (AVX-512), Zen
- *   (AMD, AVX2) or Haswell (AVX2), Sandybridge (AVX), Nehalem (SSE4.2), Prescott.
+ *   (AMD, AVX2) or Haswell (AVX2, and AMD's Zen 4, whose AVX-512 is two AVX2 halves), Sandybridge
+ *   (AVX), Nehalem (SSE4.2), Prescott.
  * A core the CPU cannot run (it would die on an illegal instruction) is replaced by the best one,
- * with a warning. After loading, the core OpenBLAS reports is checked against the CPU: one warning
- * when it is below (a user forced it, or OpenBLAS was loaded earlier by someone else, or built for
+ * with a warning. After loading, the core OpenBLAS reports is checked against the CPU's best: one
+ * warning when it is below (a user forced it, or OpenBLAS was loaded earlier by someone else, or built for
  * one CPU only), naming the setting that fixes it. The decision is mt_blas_plan_core(), a pure
  * function of its arguments, table-tested in spec/blas_spec.lua. The environment is restored after
  * loading, so child processes decide for themselves.
@@ -22,8 +23,9 @@
  *
  * Threads: the BLAS gets moontorch's thread count (mt_set_num_threads governs both). Its threads
  * never compete with our pool: BLAS calls are made from the calling thread while our workers sleep,
- * never from inside our pool, and the BLAS's own threads sleep as soon as a call ends
- * (OPENBLAS_THREAD_TIMEOUT=4 and OMP_WAIT_POLICY=PASSIVE, set for the load unless the user set them). */
+ * never from inside our pool, and the BLAS's own threads go to sleep when a call ends: OpenBLAS's at
+ * once (OPENBLAS_THREAD_TIMEOUT=4), oneDNN's OpenMP threads after at most ~25 us (GOMP_SPINCOUNT=1000),
+ * each set for the load unless the user set them. */
 #define _GNU_SOURCE
 #include "blas.h"
 
@@ -78,11 +80,19 @@ static const char *level_title(int level) {
   }
 }
 
-/* The best kernel set for a CPU; "" when there is nothing to choose (not x86). */
-static const char *best_core(uint32_t f, const char *vendor) {
+/* The best kernel set for a CPU; "" when there is nothing to choose (not x86). AMD's family 19h
+ * (Zen 4) runs AVX-512 as two 256-bit halves: there OpenBLAS's AVX2 (Haswell) kernels measured 3-5%
+ * faster than its AVX-512 ones on every training shape (bench/README), so they are its best. */
+static const char *best_core(uint32_t f, const char *vendor, int family, const char **why) {
   int amd = vendor && (strcmp(vendor, "AuthenticAMD") == 0 || strcmp(vendor, "HygonGenuine") == 0);
+  *why = "";
   switch (mt_cpu_level(f)) {
-  case MT_CPU_LEVEL_AVX512: return (f & MT_CPU_AVX512_BF16) ? "Cooperlake" : "SkylakeX";
+  case MT_CPU_LEVEL_AVX512:
+    if (amd && family <= 0x19) {
+      *why = ", run as two 256-bit halves by AMD family 19h, where the AVX2 kernels are faster";
+      return "Haswell";
+    }
+    return (f & MT_CPU_AVX512_BF16) ? "Cooperlake" : "SkylakeX";
   case MT_CPU_LEVEL_AVX2: return amd ? "Zen" : "Haswell";
   case MT_CPU_LEVEL_AVX: return "Sandybridge";
   case MT_CPU_LEVEL_SSE: return (f & MT_CPU_SSE4_2) ? "Nehalem" : "Prescott";
@@ -92,11 +102,13 @@ static const char *best_core(uint32_t f, const char *vendor) {
 
 static int is_set(const char *s) { return s && *s; }
 
-void mt_blas_plan_core(uint32_t features, const char *vendor, const char *setting, const char *user_env,
+void mt_blas_plan_core(uint32_t features, const char *vendor, int family, const char *setting, const char *user_env,
                        const char *reported, mt_blas_plan *out) {
   memset(out, 0, sizeof *out);
-  int level = mt_cpu_level(features);
-  const char *best = best_core(features, vendor);
+  int level = mt_cpu_level(features); /* what the CPU can run */
+  const char *why;
+  const char *best = best_core(features, vendor, family, &why);
+  int best_level = mt_blas_core_level(best); /* what it runs best */
   const char *asked = NULL, *by = NULL;
   if (is_set(setting)) asked = setting, by = "MT_BLAS_CORETYPE";
   else if (is_set(user_env)) asked = user_env, by = "OPENBLAS_CORETYPE";
@@ -117,13 +129,13 @@ void mt_blas_plan_core(uint32_t features, const char *vendor, const char *settin
     }
   } else if (*best) {
     snprintf(out->core, sizeof out->core, "%s", best);
-    snprintf(out->how, sizeof out->how, "moontorch, from the CPU's features (%s)", level_title(level));
+    snprintf(out->how, sizeof out->how, "moontorch, from the CPU's features (%s%s)", level_title(level), why);
   } else {
     snprintf(out->how, sizeof out->how, "OpenBLAS itself (no CPU features known here)");
   }
   if (!reported || out->warning[0]) return;
   int have = mt_blas_core_level(reported);
-  if (!*best || have == MT_CPU_LEVEL_NONE || have >= level) return;
+  if (!*best || have == MT_CPU_LEVEL_NONE || have >= best_level) return;
   /* below the CPU: say why, and the setting that fixes it */
   const char *fix;
   char fixbuf[200];
@@ -138,8 +150,9 @@ void mt_blas_plan_core(uint32_t features, const char *vendor, const char *settin
     fix = fixbuf;
   }
   snprintf(out->warning, sizeof out->warning,
-           "moontorch: warning: the BLAS runs OpenBLAS's %s kernels (%s), below this CPU's %s (%s): %s",
-           reported, level_title(have), level_title(level), best, fix);
+           "moontorch: warning: the BLAS runs OpenBLAS's %s kernels (%s), below the %s kernels (%s) this CPU runs "
+           "best: %s",
+           reported, level_title(have), best, level_title(best_level), fix);
 }
 
 /* ---------------------------------------------------------------- loading */
@@ -279,8 +292,8 @@ static int load_openblas(void) {
   char why[300];
   char threads[16];
   snprintf(threads, sizeof threads, "%d", mt_get_num_threads());
-  mt_blas_plan_core(mt_cpu_features(), mt_cpu_vendor(), getenv("MT_BLAS_CORETYPE"), getenv("OPENBLAS_CORETYPE"), NULL,
-                    &plan);
+  mt_blas_plan_core(mt_cpu_features(), mt_cpu_vendor(), mt_cpu_family(), getenv("MT_BLAS_CORETYPE"),
+                    getenv("OPENBLAS_CORETYPE"), NULL, &plan);
   env_save e_core, e_timeout, e_threads;
   env_push(&e_core, "OPENBLAS_CORETYPE", plan.core[0] ? plan.core : NULL, 1);
   env_push(&e_timeout, "OPENBLAS_THREAD_TIMEOUT", "4", 0);
@@ -311,8 +324,8 @@ static int load_openblas(void) {
   }
   if (ob.corename) {
     snprintf(reported_core, sizeof reported_core, "%s", ob.corename());
-    mt_blas_plan_core(mt_cpu_features(), mt_cpu_vendor(), getenv("MT_BLAS_CORETYPE"), getenv("OPENBLAS_CORETYPE"),
-                      reported_core, &plan);
+    mt_blas_plan_core(mt_cpu_features(), mt_cpu_vendor(), mt_cpu_family(), getenv("MT_BLAS_CORETYPE"),
+                      getenv("OPENBLAS_CORETYPE"), reported_core, &plan);
   }
   return 1;
 }
@@ -320,10 +333,15 @@ static int load_openblas(void) {
 static int load_onednn(void) {
   const char *names[] = {MT_ONEDNN_PATH, "libdnnl.so.3", "libdnnl.so.2"};
   char why[300];
-  env_save e_wait;
-  env_push(&e_wait, "OMP_WAIT_POLICY", "PASSIVE", 0);
+  /* its OpenMP threads wait for the next call spinning at most GOMP_SPINCOUNT=1000 rounds (about 25 us
+   * here), then sleep, unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's own 300000
+   * would keep a core busy for ~8 ms after every product, away from our pool, and sleeping at once
+   * (PASSIVE) puts a thread wake-up at both ends of every product (-7% at the MLP's shapes). libgomp
+   * reads these as it loads. */
+  env_save e_spin;
+  env_push(&e_spin, "GOMP_SPINCOUNT", getenv("OMP_WAIT_POLICY") ? NULL : "1000", 0);
   void *h = open_first(names, 3, why, sizeof why);
-  env_pop(&e_wait);
+  env_pop(&e_spin);
   if (!h) {
     snprintf(dn.error, sizeof dn.error, "cannot load oneDNN (libdnnl.so): %s", why);
     return 0;

@@ -36,6 +36,7 @@ const char *mt_cpu_feature_name(uint32_t feature) {
 
 static struct {
   uint32_t features;
+  int family;
   char vendor[13];
   char name[49];
 } cpu;
@@ -68,7 +69,9 @@ static void detect(void) {
     for (size_t n = strlen(cpu.name); n && cpu.name[n - 1] == ' '; n--) cpu.name[n - 1] = 0;
   }
   uint32_t f = 0;
-  __get_cpuid(1, &a, &b, &c, &d);
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+  cpu.family = (int)((a >> 8) & 0xf);
+  if (cpu.family == 0xf) cpu.family += (int)((a >> 20) & 0xff);
   if (c & (1u << 0)) f |= MT_CPU_SSE3;
   if (c & (1u << 9)) f |= MT_CPU_SSSE3;
   if (c & (1u << 19)) f |= MT_CPU_SSE4_1;
@@ -114,6 +117,10 @@ uint32_t mt_cpu_features(void) {
 const char *mt_cpu_vendor(void) {
   pthread_once(&cpu_once, detect);
   return cpu.vendor;
+}
+int mt_cpu_family(void) {
+  pthread_once(&cpu_once, detect);
+  return cpu.family;
 }
 const char *mt_cpu_name(void) {
   pthread_once(&cpu_once, detect);

@@ -620,6 +620,7 @@ typedef enum mt_cpu_vector_level {
 MT_API uint32_t mt_cpu_features(void);            /* MT_CPU_* bits; 0 off x86 */
 MT_API const char *mt_cpu_vendor(void);           /* "GenuineIntel", "AuthenticAMD", ...; "" off x86 */
 MT_API const char *mt_cpu_name(void);             /* the CPU's brand string ("AMD EPYC", ...) */
+MT_API int mt_cpu_family(void);                   /* CPUID's family, extended family included (0x19: Zen 3/4) */
 MT_API const char *mt_cpu_feature_name(uint32_t feature); /* "avx2" for MT_CPU_AVX2; NULL if not one bit */
 MT_API int mt_cpu_level(uint32_t features);       /* the MT_CPU_LEVEL_* those features reach */
 MT_API const char *mt_cpu_level_name(int level);  /* "none", "sse", "avx", "avx2", "avx512" */
@@ -640,10 +641,11 @@ typedef struct mt_blas_plan {
   char how[160];     /* who chose it and why, for mt_config_string */
   char warning[480]; /* "" or the one warning to print (a core the CPU cannot run, or one below it) */
 } mt_blas_plan;
-/* The decision, a pure function: the CPU's features and vendor, MT_BLAS_CORETYPE and OPENBLAS_CORETYPE
- * (NULL or "" when unset), and the kernel set OpenBLAS reports once loaded (NULL before loading). */
-MT_API void mt_blas_plan_core(uint32_t features, const char *vendor, const char *setting, const char *user_env,
-                              const char *reported, mt_blas_plan *out);
+/* The decision, a pure function: the CPU's features, vendor and family, MT_BLAS_CORETYPE and
+ * OPENBLAS_CORETYPE (NULL or "" when unset), and the kernel set OpenBLAS reports once loaded (NULL
+ * before loading). */
+MT_API void mt_blas_plan_core(uint32_t features, const char *vendor, int family, const char *setting,
+                              const char *user_env, const char *reported, mt_blas_plan *out);
 MT_API int mt_blas_core_level(const char *core); /* the MT_CPU_LEVEL_* an OpenBLAS kernel set needs; 0 if unknown */
 MT_API mt_status mt_blas_load(void);             /* load now (a product does it first) */
 MT_API const char *mt_blas_provider(void);       /* "openblas" or "onednn": who does float32 products */
