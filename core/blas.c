@@ -81,8 +81,8 @@ static const char *level_title(int level) {
 }
 
 /* The best kernel set for a CPU; "" when there is nothing to choose (not x86). AMD's family 19h
- * (Zen 4) runs AVX-512 as two 256-bit halves: there OpenBLAS's AVX2 (Haswell) kernels measured 3-5%
- * faster than its AVX-512 ones on every training shape (bench/README), so they are its best. */
+ * (Zen 4) runs AVX-512 as two 256-bit halves: there OpenBLAS's AVX2 (Haswell) kernels measured 2-6%
+ * faster than its AVX-512 ones on every shape of the MLP training step (README), so they are its best. */
 static const char *best_core(uint32_t f, const char *vendor, int family, const char **why) {
   int amd = vendor && (strcmp(vendor, "AuthenticAMD") == 0 || strcmp(vendor, "HygonGenuine") == 0);
   *why = "";
