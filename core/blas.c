@@ -288,7 +288,11 @@ static void *open_first(const char *const *names, int count, char *why, size_t w
 }
 
 static int load_openblas(void) {
+  /* $MT_OPENBLAS_LIB alone when set (a user's own build); else the soname, as a linked library would
+   * find it (alternatives, LD_LIBRARY_PATH), then where CMake found it */
+  const char *lib = getenv("MT_OPENBLAS_LIB");
   const char *names[] = {"libopenblas.so.0", MT_OPENBLAS_PATH, "libopenblas.so"};
+  if (is_set(lib)) names[0] = lib, names[1] = names[2] = NULL;
   char why[300];
   char threads[16];
   snprintf(threads, sizeof threads, "%d", mt_get_num_threads());
@@ -303,7 +307,8 @@ static int load_openblas(void) {
   env_pop(&e_timeout);
   env_pop(&e_core);
   if (!h) {
-    snprintf(load_error, sizeof load_error, "cannot load OpenBLAS (libopenblas.so.0): %s", why);
+    snprintf(load_error, sizeof load_error, "cannot load OpenBLAS (%s): %s",
+             is_set(lib) ? "MT_OPENBLAS_LIB" : "libopenblas.so.0", why);
     return 0;
   }
   ob.sgemm = (cblas_gemm_s)dlsym(h, "cblas_sgemm");
@@ -331,7 +336,9 @@ static int load_openblas(void) {
 }
 
 static int load_onednn(void) {
+  const char *lib = getenv("MT_ONEDNN_LIB");
   const char *names[] = {MT_ONEDNN_PATH, "libdnnl.so.3", "libdnnl.so.2"};
+  if (is_set(lib)) names[0] = lib, names[1] = names[2] = NULL;
   char why[300];
   /* its OpenMP threads wait for the next call spinning at most GOMP_SPINCOUNT=1000 rounds (about 25 us
    * here), then sleep, unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's own 300000
@@ -411,6 +418,11 @@ int mt_blas_threads(void) {
 const char *mt_blas_provider(void) {
   const mt_blas *b = mt_blas_get("blas");
   return b ? b->name : "";
+}
+
+const char *mt_blas_library(void) {
+  mt_blas_get("blas");
+  return ob.path;
 }
 
 const char *mt_blas_core(void) {

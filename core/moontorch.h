@@ -635,7 +635,8 @@ MT_API const char *mt_kernels_simd(void);
 /* ---------------------------------------------------------------- the BLAS (core/blas.c) */
 /* The BLAS is loaded at first use (a product, mt_blas_load, mt_config_string) with dlopen, after
  * moontorch chose OpenBLAS's kernel set from the CPU's features; MT_BLAS_CORETYPE, else the user's
- * OPENBLAS_CORETYPE, wins over the choice. MT_BLAS=openblas|onednn picks who does float32 products. */
+ * OPENBLAS_CORETYPE, wins over the choice. MT_BLAS=openblas|onednn picks who does float32 products;
+ * MT_OPENBLAS_LIB / MT_ONEDNN_LIB name the library files to load instead of the usual ones. */
 typedef struct mt_blas_plan {
   char core[32];     /* the kernel set to ask OpenBLAS for ("": leave OpenBLAS to choose) */
   char how[160];     /* who chose it and why, for mt_config_string */
@@ -650,6 +651,7 @@ MT_API int mt_blas_core_level(const char *core); /* the MT_CPU_LEVEL_* an OpenBL
 MT_API mt_status mt_blas_load(void);             /* load now (a product does it first) */
 MT_API const char *mt_blas_provider(void);       /* "openblas" or "onednn": who does float32 products */
 MT_API const char *mt_blas_core(void);           /* the kernel set the loaded OpenBLAS reports */
+MT_API const char *mt_blas_library(void);        /* the file OpenBLAS was loaded from ("" if it was not) */
 MT_API int mt_blas_available(const char *provider); /* can "openblas" / "onednn" be loaded here? */
 MT_API int mt_blas_threads(void);                /* the threads the BLAS says it uses (0: no BLAS) */
 

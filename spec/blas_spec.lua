@@ -265,6 +265,31 @@ describe('blas: providers (MT_BLAS)', function()
     end)
   end
 
+  it('MT_OPENBLAS_LIB loads that OpenBLAS; one that cannot be loaded is an error at the product, not a crash', function()
+    local out, ok = child([[
+      local torch = require 'moontorch'
+      local ok, err = pcall(function() return torch.ones(300, 300):matmul(torch.ones(300, 300)) end)
+      print('ok=' .. tostring(ok))
+      print(err)
+      io.write(torch.config())
+    ]], { 'MT_OPENBLAS_LIB=/nonexistent/libopenblas.so.0' })
+    assert.is_true(ok, out)
+    assert.truthy(out:find('ok=false', 1, true), out)
+    -- raised at the user's line (the child's 5th: three lines of set-up, then the pcall)
+    assert.truthy(out:find('.lua:5: moontorch.matmul: cannot load OpenBLAS (MT_OPENBLAS_LIB): /nonexistent/libopenblas.so.0', 1,
+      true), out)
+    assert.truthy(out:find('  - BLAS: none (cannot load OpenBLAS (MT_OPENBLAS_LIB)', 1, true), out)
+    local path = ffi.string(C.mt_blas_library())
+    out, ok = child([[
+      local torch = require 'moontorch'
+      print('sum=' .. torch.ones(300, 300):matmul(torch.ones(300, 300)):sum():item())
+      print('lib=' .. ffi.string(torch._C.mt_blas_library()))
+    ]], { 'MT_OPENBLAS_LIB=' .. path })
+    assert.is_true(ok, out)
+    assert.truthy(out:find('sum=27000000', 1, true), out)
+    assert.truthy(out:find('lib=' .. path, 1, true), out)
+  end)
+
   it('an unknown MT_BLAS falls back to OpenBLAS with a warning', function()
     local out, ok = child([[
       local torch = require 'moontorch'
