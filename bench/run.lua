@@ -1,6 +1,6 @@
 -- bench/run.lua: moontorch against PyTorch on this machine. Run from the repository root after
 -- building into ./build (or set MOONTORCH_BUILD_DIR):
---   luajit bench/run.lua
+--   luajit bench/run.lua            (or `luajit bench/run.lua 14 15`: those sections alone)
 -- Every workload runs in a process of its own (bench/workloads/*.lua for us,
 -- bench/torch_workloads.py for PyTorch), so that each peak-memory figure is that workload's.
 -- Both sides run with 2 threads; PyTorch with OMP_WAIT_POLICY=PASSIVE. PyTorch is the one that
@@ -99,12 +99,17 @@ local function alternate(name, args, key, rounds)
   return o, t
 end
 
+-- `luajit bench/run.lua 14 15` runs those sections alone (the numbers in the printed lines)
+local only = {}
+for _, a in ipairs(arg or {}) do only[tonumber(a) or a] = true end
+local function want(n) return next(only) == nil or only[n] == true end
+
 local t_start = now()
 print(('moontorch bench: build=%s threads=%s pytorch=%s'):format(build, threads,
   have_torch and python or 'not available'))
 
 -- (1) a + b on 4 elements
-do
+if want(1) then
   local o, t = alternate('add_small', nil, 'us', 3)
   line('(1) a + b, 4 x float32', o and o.us, t and t.us, 'us/op', 'lower')
   mem('a + b', o and o.peak_kb, t and t.peak_kb)
@@ -112,30 +117,31 @@ do
 end
 
 -- (2) 64x64 matmul
-do
+if want(2) then
   local o, t = alternate('matmul_small', 64, 'us', 3)
   line('(2) 64x64 float32 matmul', o and o.us, t and t.us, 'us/op', 'lower')
   mem('64x64 matmul', o and o.peak_kb, t and t.peak_kb)
   rows[#rows + 1] = { '64×64 float32 matmul', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
 end
 
-do
+if want(2) then
   local o, t = alternate('matmul_small', '64 out', 'us', 3)
   line('(2b) 64x64 matmul, out= reused', o and o.us, t and t.us, 'us/op', 'lower')
   rows[#rows + 1] = { '64×64 float32 matmul into out=', o and o.us, t and t.us, 'µs/op', 'lower', nil, nil }
 end
 
--- (3) big matmuls next to OpenBLAS's own sgemm
+-- (3) big matmuls next to OpenBLAS's own sgemm (called directly by bench_gemm, at OpenBLAS's own
+-- settings and its own choice of kernels)
 -- ours and OpenBLAS's alternate a few times, each keeping its best, so that a noisy moment on a
 -- shared machine does not fall on one side only
-for _, n in ipairs { 1024, 4096 } do
+for _, n in ipairs(want(3) and { 1024, 4096 } or {}) do
   local o, blas
   for _ = 1, n >= 4096 and 2 or 3 do
     local oi = ours('matmul_big', n)
     if oi and (not o or oi.gflops > o.gflops) then o = oi end
-    local out = sh(('%s/bin/bench_sgemm %d %d'):format(build, n, n >= 4096 and 2 or 4))
-    local bi = tonumber(out:match('([%d%.]+)'))
-    if not bi then io.stderr:write('bench: bench_sgemm failed: ', out, '\n') end
+    local out = sh(('BENCH_THREADS=%s %s/bin/bench_gemm openblas %d %d %d'):format(threads, build, n, n, n))
+    local bi = tonumber(out:match('gflops ([%d%.]+)'))
+    if not bi then io.stderr:write('bench: bench_gemm failed: ', out, '\n') end
     if bi and (not blas or bi > blas) then blas = bi end
   end
   local t = theirs('matmul_big', n)
@@ -165,7 +171,7 @@ local function time_cmd(cmd, times)
   end
   return median(xs)
 end
-do
+if want(4) then
   local o = time_cmd(env .. luajit .. ' bench/workloads/startup.lua', 11)
   local base = time_cmd(luajit .. ' -e ""', 11)
   local t = have_torch and time_cmd(pyenv .. python .. " -c 'import torch'", 7) or nil
@@ -176,7 +182,7 @@ end
 
 -- (7) autograd: `c = a + b` with a, b requiring grad; (8) the plain-tensor training loop of the
 -- Modules note (10 000 iterations); (9) resident memory over 1 000 000 forward/backward iterations
-do
+if want(7) then
   local o, t = alternate('add_small_grad', nil, 'us', 3)
   line('(7) a + b with grad, 4 x float32', o and o.us, t and t.us, 'us/op', 'lower')
   rows[#rows + 1] = { '`c = a + b` with grad, 4 float32', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
@@ -192,7 +198,7 @@ end
 
 -- (10) modules: the note's training loop with its modules and optim.SGD; (11) a module call next
 -- to the same computation on plain tensors (the target is a ratio of ours to ours)
-do
+if want(10) then
   local o, t = alternate('train_modules', 10000, 'us', 2)
   line('(10) training loop, the note\'s modules', o and o.us, t and t.us, 'us/iter', 'lower')
   rows[#rows + 1] = { 'the note\'s training loop with modules + optim.SGD', o and o.us, t and t.us, 'µs/iter', 'lower',
@@ -205,7 +211,7 @@ end
 
 -- (12) torch.save / torch.load of a 784-512-256-10 MLP's state_dict (ours: fsync included; also
 -- without the fsyncs, as PyTorch saves, and loaded with {mmap=true}); best of two runs each
-do
+if want(12) then
   local o, t = {}, {}
   local function keep_min(into, from)
     for k, v in pairs(from or {}) do
@@ -232,7 +238,7 @@ do
 end
 
 -- (13) exp, log, tanh, sigmoid of 2^20 float32 values (vectorised in core/tensor/vmath.c)
-do
+if want(13) then
   local o, t = {}, {}
   for _ = 1, 2 do
     for k, v in pairs(ours('exp_big') or {}) do if not o[k] or v < o[k] then o[k] = v end end
@@ -245,14 +251,90 @@ do
   end
 end
 
--- (6) OPENBLAS_THREAD_TIMEOUT: lua/ffi.lua sets 4 unless the user set it; 28 is OpenBLAS's own
+-- (6) OPENBLAS_THREAD_TIMEOUT: core/blas.c sets 4 as it loads OpenBLAS unless the user set it; 28 is OpenBLAS's own
 -- default (threads spin ~2^28 cycles before sleeping)
-for _, n in ipairs { 384, 768 } do
+for _, n in ipairs(want(6) and { 384, 768 } or {}) do
   local o4 = ours('matmul_loop', n)
   local o28 = ours('matmul_loop', n, 'OPENBLAS_THREAD_TIMEOUT=28 ')
   local t = theirs('matmul_loop', n)
   print(('(6) %dx%d matmul loop (out=)           timeout=4 %8.1f us/op   timeout=28 %8.1f us/op%s'):format(n, n,
     o4 and o4.us or -1, o28 and o28.us or -1, t and ('   pytorch %8.1f us/op'):format(t.us) or ''))
+end
+
+-- (14) a user's `a:matmul(b)` (the result allocated) on the MLP's shapes and 1024^3, beside the
+-- providers' own sgemm called directly (bench_gemm: OpenBLAS with each kernel set this CPU runs at
+-- its top level or one below, oneDNN) and PyTorch; alternating, each keeping its best of 3
+local gemm_rows = {}
+if want(14) then
+  local cores = {}
+  local out = sh(build .. '/bin/bench_gemm cores')
+  for c in out:gmatch('(%w+)\n') do cores[#cores + 1] = c end
+  local cpu_top -- keep the top level's kernel sets and the next level's (AVX2 beside AVX-512)
+  local levels = { Cooperlake = 4, SkylakeX = 4, Haswell = 3, Zen = 3, Sandybridge = 2 }
+  local keep = {}
+  for _, c in ipairs(cores) do
+    local l = levels[c]
+    if l then
+      cpu_top = cpu_top or l
+      if l >= cpu_top - 1 then keep[#keep + 1] = c end
+    end
+  end
+  local function direct(prov, shape, core)
+    local m, k, n = shape:match('(%d+)x(%d+)x(%d+)')
+    return figures(('%sBENCH_THREADS=%s %s/bin/bench_gemm %s %s %s %s'):format(
+      core and ('OPENBLAS_CORETYPE=' .. core .. ' ') or '', threads, build, prov, m, n, k))
+  end
+  local function better(old, new) if new and (not old or new.gflops > old.gflops) then return new end return old end
+  local shapes = { { '128x784x512', '128×784·784×512' }, { '784x128x512', '784×128·128×512' },
+    { '128x512x784', '128×512·512×784' }, { '1024x1024x1024', '1024³' } }
+  for _, sh_ in ipairs(shapes) do
+    local shape, label = sh_[1], sh_[2]
+    local o, oob, ob, obcore, dn, t = nil, nil, nil, nil, nil, nil
+    for _ = 1, 3 do
+      o = better(o, ours('matmul_shape', shape))
+      oob = better(oob, ours('matmul_shape', shape, 'MT_BLAS=openblas '))
+      for _, c in ipairs(keep) do
+        local r = direct('openblas', shape, c)
+        if r and (not ob or r.gflops > ob.gflops) then ob, obcore = r, c end
+      end
+      dn = better(dn, direct('onednn', shape))
+      if have_torch then t = better(t, theirs('matmul_shape', shape)) end
+    end
+    local bestp, bestname = ob, 'OpenBLAS ' .. tostring(obcore)
+    if dn and (not bestp or dn.gflops > bestp.gflops) then bestp, bestname = dn, 'oneDNN' end
+    local pct = o and bestp and 100 * o.gflops / bestp.gflops
+    print(('(14) %-16s ours %6.1f (MT_BLAS=openblas %6.1f)  OpenBLAS/%s %6.1f  oneDNN %6s  pytorch %6s GFLOP/s  ours at %s of the best (%s)')
+      :format(shape, o and o.gflops or -1, oob and oob.gflops or -1, tostring(obcore), ob and ob.gflops or -1,
+        dn and ('%.1f'):format(dn.gflops) or 'n/a', t and ('%.1f'):format(t.gflops) or 'n/a',
+        pct and ('%.0f%%'):format(pct) or 'n/a', bestname))
+    io.stdout:flush()
+    gemm_rows[#gemm_rows + 1] = { label, o, oob, ob, obcore, dn, t, pct, bestname }
+  end
+end
+
+-- (15) one training step of the 784-512-256-10 MLP, batch 128 (nn.Linear, ReLU, cross-entropy,
+-- SGD momentum), with 2 threads and with every CPU this machine has; ours with its default BLAS and
+-- with MT_BLAS=openblas
+local mlp_rows = {}
+if want(15) then
+  local all = sh('nproc'):match('(%d+)')
+  for _, nt in ipairs { threads, all } do
+    local o, oob, t
+    local e = ('BENCH_THREADS=%s '):format(nt)
+    for _ = 1, 3 do
+      local r = figures(e .. env:gsub('BENCH_THREADS=%S+ ', '') .. luajit .. ' bench/workloads/train_mlp.lua')
+      if r and (not o or r.ms < o.ms) then o = r end
+      r = figures(e .. 'MT_BLAS=openblas ' .. env:gsub('BENCH_THREADS=%S+ ', '') .. luajit .. ' bench/workloads/train_mlp.lua')
+      if r and (not oob or r.ms < oob.ms) then oob = r end
+      if have_torch then
+        r = figures(pyenv:gsub('BENCH_THREADS=%S+ ', '') .. e .. python .. ' bench/torch_workloads.py train_mlp')
+        if r and (not t or r.ms < t.ms) then t = r end
+      end
+    end
+    line(('(15) MLP train step, %s threads'):format(nt), o and o.ms, t and t.ms, 'ms', 'lower',
+      oob and ('ours with MT_BLAS=openblas %.2f ms'):format(oob.ms) or nil)
+    mlp_rows[#mlp_rows + 1] = { nt, o, oob, t }
+  end
 end
 
 -- the table
@@ -266,5 +348,20 @@ for _, r in ipairs(rows) do
   print(('| %s | %s %s%s | %s | %s | %s |'):format(name, fmt(o, unit), unit, note, t and (fmt(t, unit) .. ' ' .. unit) or 'n/a',
     rr and ('%.2f× %s'):format(rr, rr >= 1 and 'faster' or 'slower') or 'n/a',
     om and ('%.0f MB / %s'):format(om / 1024, tm and ('%.0f MB'):format(tm / 1024) or 'n/a') or '–'))
+end
+print()
+print(('| float32 product, %s threads (GFLOP/s) | moontorch `a:matmul(b)` | moontorch, `MT_BLAS=openblas` | OpenBLAS sgemm, its best kernels | oneDNN `dnnl_sgemm` | ours / best provider | PyTorch 1.13 |'):format(threads))
+print('| --- | --- | --- | --- | --- | --- | --- |')
+local function g(r) return r and ('%.1f'):format(r.gflops) or 'n/a' end
+for _, r in ipairs(gemm_rows) do
+  print(('| %s | %s | %s | %s (%s) | %s | %s | %s |'):format(r[1], g(r[2]), g(r[3]), g(r[4]), tostring(r[5]), g(r[6]),
+    r[8] and ('%.0f%% (of %s)'):format(r[8], r[9]) or 'n/a', g(r[7])))
+end
+print()
+print('| MLP 784-512-256-10 train step, batch 128 | moontorch | moontorch, `MT_BLAS=openblas` | PyTorch 1.13 |')
+print('| --- | --- | --- | --- |')
+local function ms(r) return r and ('%.2f ms'):format(r.ms) or 'n/a' end
+for _, r in ipairs(mlp_rows) do
+  print(('| %s threads | %s | %s | %s |'):format(r[1], ms(r[2]), ms(r[3]), ms(r[4])))
 end
 print(('\n(%d s; %s threads; speed ratio > 1 means moontorch is faster)'):format(math.floor(now() - t_start + 0.5), threads))

@@ -203,12 +203,41 @@ def exp_big(n):
     report('tanh_us', time(torch.tanh, x) * 1e6)
     report('sigmoid_us', time(torch.sigmoid, x) * 1e6)
 
+def matmul_shape(spec):
+    # bench/workloads/matmul_shape.lua: a @ b for an M x K by K x N product, the result allocated
+    m, k, n = (int(x) for x in (spec or '128x784x512').split('x'))
+    a, b = torch.full((m, k), 0.5), torch.full((k, n), 0.25)
+    flop = 2 * m * n * k
+    def f(r):
+        for _ in range(r):
+            c = a @ b
+    t = best(f, int(4e8 // flop) + 1, 15)
+    report('gflops', flop / t / 1e9)
+    report('us', t * 1e6)
+
+def train_mlp(n):
+    # bench/workloads/train_mlp.lua: a 784-512-256-10 MLP, batch 128, cross-entropy, SGD momentum 0.9
+    import torch.nn as nn
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(128, 784), torch.randint(0, 10, (128,))
+    def f(r):
+        for _ in range(r):
+            loss = F.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    report('ms', best(f, n or 50, 5) * 1e3)
+
 def startup(_):
     pass
 
 if __name__ == '__main__':
     w = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    n = sys.argv[2] if len(sys.argv) > 2 else None
+    n = int(n) if n is not None and n.isdigit() else n
     OUT = len(sys.argv) > 3 and sys.argv[3] == 'out'
     globals()[w](n)
     report('peak_kb', peak_kb())

@@ -26,8 +26,7 @@ static hash_fn pick(int impl) {
   if (impl == 1) return mt_xxh3_64_scalar;
   if (impl == 2) return xxh3_baseline;
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+  bool avx512 = mt_cpu_has(MT_CPU_AVX512F), avx2 = mt_cpu_has(MT_CPU_AVX2);
   if (impl == 4 && avx512) return mt_xxh3_64_avx512;
   if (impl == 3 && avx2) return mt_xxh3_64_avx2;
   /* the best: AVX2 (on Zen 4 the AVX-512 loop ran at 25-30 GB/s against AVX2's 30-36, one core) */

@@ -862,8 +862,75 @@ MT_API void mt_handles_release_all(void);
 MT_API void mt_tensor_release_many(mt_tensor **ts, int64_t n);
 
 /* ---------------------------------------------------------------- threads */
+/* One count for moontorch's own pool and the BLAS's threads together (the two never run at once).
+ * The default: $MT_NUM_THREADS, else $OMP_NUM_THREADS, else the CPUs this process may use
+ * (mt_cpu_count_allowed). */
 MT_API void mt_set_num_threads(int n);
 MT_API int mt_get_num_threads(void);
+
+/* ---------------------------------------------------------------- the CPU (core/cpu.c) */
+/* Features of this CPU that the OS also enables: X(NAME, name, bit) makes MT_CPU_NAME = 1 << bit. */
+#define MT_CPU_FEATURE_LIST(X)                                                                                  \
+  X(SSE3, sse3, 0) X(SSSE3, ssse3, 1) X(SSE4_1, sse4_1, 2) X(SSE4_2, sse4_2, 3) X(AVX, avx, 4) X(FMA, fma, 5)    \
+  X(AVX2, avx2, 6) X(F16C, f16c, 7) X(AVX512F, avx512f, 8) X(AVX512DQ, avx512dq, 9) X(AVX512CD, avx512cd, 10)     \
+  X(AVX512BW, avx512bw, 11) X(AVX512VL, avx512vl, 12) X(AVX512_VNNI, avx512_vnni, 13)                            \
+  X(AVX512_BF16, avx512_bf16, 14) X(AVX512_FP16, avx512_fp16, 15) X(AMX_TILE, amx_tile, 16)                      \
+  X(AMX_BF16, amx_bf16, 17) X(AMX_INT8, amx_int8, 18)
+#define MT_CPU_FEATURE_ENUM_(NAME, name, bit) MT_CPU_##NAME = 1 << bit,
+typedef enum mt_cpu_feature { MT_CPU_FEATURE_LIST(MT_CPU_FEATURE_ENUM_) MT_CPU_FEATURE_NONE = 0 } mt_cpu_feature;
+#undef MT_CPU_FEATURE_ENUM_
+/* Vector levels, as kernels are graded: AVX-512 means F, DQ, CD, BW and VL with AVX2 and FMA. */
+typedef enum mt_cpu_vector_level {
+  MT_CPU_LEVEL_NONE = 0, /* not x86, nothing known */
+  MT_CPU_LEVEL_SSE = 1,
+  MT_CPU_LEVEL_AVX = 2,
+  MT_CPU_LEVEL_AVX2 = 3,
+  MT_CPU_LEVEL_AVX512 = 4
+} mt_cpu_vector_level;
+MT_API uint32_t mt_cpu_features(void);            /* MT_CPU_* bits; 0 off x86 */
+MT_API const char *mt_cpu_vendor(void);           /* "GenuineIntel", "AuthenticAMD", ...; "" off x86 */
+MT_API const char *mt_cpu_name(void);             /* the CPU's brand string ("AMD EPYC", ...) */
+MT_API int mt_cpu_family(void);                   /* CPUID's family, extended family included (0x19: Zen 3/4) */
+MT_API const char *mt_cpu_feature_name(uint32_t feature); /* "avx2" for MT_CPU_AVX2; NULL if not one bit */
+MT_API int mt_cpu_level(uint32_t features);       /* the MT_CPU_LEVEL_* those features reach */
+MT_API const char *mt_cpu_level_name(int level);  /* "none", "sse", "avx", "avx2", "avx512" */
+/* The CPUs this process may use: its affinity mask, narrowed by a cgroup CPU quota. */
+MT_API int mt_cpu_count_allowed(void);
+/* The cgroup CPU quota (v2 cpu.max, v1 cfs_quota_us/cfs_period_us) as whole CPUs, rounded up; 0 when
+ * there is none. `root` prefixes /proc/self/cgroup and /sys/fs/cgroup ("" for the real ones). */
+MT_API int mt_cgroup_cpu_limit(const char *root);
+/* The vector level moontorch's own kernels run at here: "avx2" or "scalar". */
+MT_API const char *mt_kernels_simd(void);
+
+/* ---------------------------------------------------------------- the BLAS (core/blas.c) */
+/* The BLAS is loaded at first use (a product, mt_blas_load, mt_config_string) with dlopen, after
+ * moontorch chose OpenBLAS's kernel set from the CPU's features; MT_BLAS_CORETYPE, else the user's
+ * OPENBLAS_CORETYPE, wins over the choice. MT_BLAS=openblas|onednn picks who does float32 products;
+ * MT_OPENBLAS_LIB / MT_ONEDNN_LIB name the library files to load instead of the usual ones. */
+typedef struct mt_blas_plan {
+  char core[32];     /* the kernel set to ask OpenBLAS for ("": leave OpenBLAS to choose) */
+  char how[160];     /* who chose it and why, for mt_config_string */
+  char warning[480]; /* "" or the one warning to print (a core the CPU cannot run, or one below it) */
+} mt_blas_plan;
+/* The decision, a pure function: the CPU's features, vendor and family, MT_BLAS_CORETYPE and
+ * OPENBLAS_CORETYPE (NULL or "" when unset), and the kernel set OpenBLAS reports once loaded (NULL
+ * before loading). */
+MT_API void mt_blas_plan_core(uint32_t features, const char *vendor, int family, const char *setting,
+                              const char *user_env, const char *reported, mt_blas_plan *out);
+MT_API int mt_blas_core_level(const char *core); /* the MT_CPU_LEVEL_* an OpenBLAS kernel set needs; 0 if unknown */
+MT_API mt_status mt_blas_load(void);             /* load now (a product does it first) */
+MT_API const char *mt_blas_provider(void);       /* "openblas" or "onednn": who does float32 products */
+MT_API const char *mt_blas_core(void);           /* the kernel set the loaded OpenBLAS reports */
+MT_API const char *mt_blas_library(void);        /* the file OpenBLAS was loaded from ("" if it was not) */
+MT_API int mt_blas_available(const char *provider); /* can "openblas" / "onednn" be loaded here? */
+MT_API int mt_blas_threads(void);                /* the threads the BLAS says it uses (0: no BLAS) */
+
+/* ---------------------------------------------------------------- configuration */
+MT_API const char *mt_version(void); /* "0.1.0" */
+/* What this build runs with, as PyTorch's torch.__config__.show(): version, compiler, CPU, the SIMD
+ * level of moontorch's kernels, the BLAS and its kernel set and who chose it, threads, CUDA. Loads
+ * the BLAS. The text stays valid until the next call. */
+MT_API const char *mt_config_string(void);
 
 #ifdef __cplusplus
 }

@@ -1,18 +1,17 @@
 /* thread.c -- a small pool for the CPU kernels.
  *
  * Workers sleep on a condition variable between jobs (they never spin), so they do not compete
- * with OpenBLAS's threads; the calling thread takes a share of every job. The pool is made on
- * first use, regrown by mt_set_num_threads, and forgotten in a forked child. */
+ * with the BLAS's threads; the calling thread takes a share of every job. The pool is made on
+ * first use, regrown by mt_set_num_threads, and forgotten in a forked child. One thread count
+ * governs the pool and the BLAS (blas.c); by default the CPUs this process may use (cpu.c). */
 #include "thread.h"
+#include "blas.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define MAX_THREADS 256
-
-/* OpenBLAS's own thread count, when it is the BLAS we are linked with. */
-extern void openblas_set_num_threads(int n) __attribute__((weak));
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv_work = PTHREAD_COND_INITIALIZER;
@@ -70,11 +69,16 @@ static void after_fork_child(void) {
   active = 0;
 }
 
+static const char *threads_source = "the CPUs this process may use";
 static int default_threads(void) {
-  const char *env = getenv("MT_NUM_THREADS");
-  if (!env) env = getenv("OMP_NUM_THREADS");
-  long n = env ? strtol(env, NULL, 10) : 0;
-  if (n <= 0) n = sysconf(_SC_NPROCESSORS_ONLN);
+  static const char *const vars[] = {"MT_NUM_THREADS", "OMP_NUM_THREADS"};
+  long n = 0;
+  for (int i = 0; i < 2 && n <= 0; i++) {
+    const char *env = getenv(vars[i]);
+    n = env ? strtol(env, NULL, 10) : 0;
+    if (n > 0) threads_source = vars[i];
+  }
+  if (n <= 0) n = mt_cpu_count_allowed();
   if (n <= 0) n = 1;
   return n > MAX_THREADS ? MAX_THREADS : (int)n;
 }
@@ -90,7 +94,13 @@ void mt_set_num_threads(int n) {
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
   num_threads = n;
-  if (openblas_set_num_threads) openblas_set_num_threads(n);
+  threads_source = "set_num_threads";
+  mt_blas_set_threads(n);
+}
+
+const char *mt_threads_source(void) {
+  pthread_once(&once, init_once);
+  return threads_source;
 }
 
 int mt_get_num_threads(void) {

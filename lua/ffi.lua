@@ -53,14 +53,6 @@ if not f then error('moontorch: missing FFI declarations ' .. cdef_path, 0) end
 local decls = f:read('*a')
 f:close()
 
--- OpenBLAS's threads go to sleep at once after a call instead of spinning (they would compete
--- with our own pool on small machines); only where the user has not chosen.
-ffi.cdef [[
-int setenv(const char *name, const char *value, int overwrite);
-char *getenv(const char *name);
-]]
-ffi.C.setenv('OPENBLAS_THREAD_TIMEOUT', '4', 0)
-
 ffi.cdef(decls)
 local C = ffi.load(libpath)
 C.mt_set_message_base(1) -- messages count dims and positions from 1, as Lua users do

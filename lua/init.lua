@@ -15,7 +15,7 @@ loaded.moontorch = torch
 
 torch._C = C
 torch.ffi = core
-torch.__version__ = '0.1.0'
+torch.__version__ = ffi.string(C.mt_version())
 
 -- dtypes, as torch.float32 and PyTorch's aliases
 for _, name in ipairs { 'uint8', 'int8', 'int16', 'int32', 'int64', 'float16', 'float32', 'float64', 'bool',
@@ -41,6 +41,15 @@ function torch.set_num_threads(n)
   C.mt_set_num_threads(n < 2 ^ 31 and n or 2 ^ 31 - 1) -- the pool takes at most 256
 end
 function torch.get_num_threads() return C.mt_get_num_threads() end
+
+-- torch.config(): what this build runs with, as text (PyTorch's torch.__config__.show()): the
+-- version, the CPU and the SIMD level of our kernels, the BLAS, its kernel set and who chose it,
+-- threads, CUDA. Loads the BLAS if nothing has yet. `moontorch --version` prints it.
+function torch.config()
+  local s = ffi.string(C.mt_config_string())
+  return (s:gsub('\n', '\n  - LuaJIT: ' .. jit.version .. '\n', 1))
+end
+torch.__config__ = { show = torch.config }
 
 -- classes (Torch7's)
 torch.class = class.class

@@ -452,3 +452,35 @@ describe('autograd of writes', function()
     assert.are.equal(before, tonumber(C.mt_live_nodes()))
   end)
 end)
+
+describe('autograd: matrix-product gradients in their operand\'s layout', function()
+  -- As PyTorch's mm_mat1_backward / mm_mat2_backward: the gradient of an operand that is a transposed
+  -- view (a weight used as W:t()) comes out column-major, so that W.grad accumulates in order. PyTorch
+  -- 1.13: torch.autograd.grad((x @ W.t()).sum(), Wt)[0].stride() == (1, 4) for W 3x4; (1, 5) for
+  -- the mat1 A.t() of A 4x5; (4, 1) for a row-major mat1 of 5x4.
+  it('mm, addmm and matmul: column-major operands get column-major gradients, with the right values', function()
+    torch.manual_seed(0)
+    local W = torch.randn(3, 4, { requires_grad = true })
+    local Wt = W:t()
+    local x = torch.randn(5, 4)
+    local g = torch.autograd.grad(x:matmul(Wt):sum(), Wt)[1]
+    assert.are.same({ 1, 4 }, g:stride())
+    H.near(g, x:t():matmul(torch.ones(5, 3)), 1e-5, 1e-5)
+    g = torch.autograd.grad(torch.addmm(torch.randn(3), x, Wt):sum(), Wt)[1]
+    assert.are.same({ 1, 4 }, g:stride())
+    H.near(g, x:t():matmul(torch.ones(5, 3)), 1e-5, 1e-5)
+    local A = torch.randn(4, 5, { requires_grad = true })
+    local At = A:t()
+    local B = torch.randn(4, 3)
+    g = torch.autograd.grad(At:mm(B):sum(), At)[1]
+    assert.are.same({ 1, 5 }, g:stride())
+    H.near(g, torch.ones(5, 3):matmul(B:t()), 1e-5, 1e-5)
+    local xg = torch.randn(5, 4, { requires_grad = true })
+    g = torch.autograd.grad(xg:matmul(torch.randn(3, 4):t()):sum(), xg)[1]
+    assert.are.same({ 4, 1 }, g:stride())
+    -- through to the leaf: W.grad has W's layout and the sum over the batch
+    x:matmul(Wt):sum():backward()
+    assert.are.same({ 4, 1 }, W.grad:stride())
+    H.near(W.grad, torch.ones(3, 5):matmul(x), 1e-5, 1e-5)
+  end)
+end)

@@ -2,6 +2,30 @@
  * addmm, baddbmm; outer records as the product of views PyTorch records. */
 #include "formula.h"
 
+/* Gradients of a 2-D product's operands, each in its operand's own layout (as PyTorch's
+ * mm_mat1_backward / mm_mat2_backward): for an operand that is a transposed view of a row-major
+ * matrix (a weight used as W:t()), the same product is computed transposed, (g^T a)^T for b and
+ * (b g^T)^T for a, so that it comes out in W's layout and accumulating it into W.grad reads memory
+ * in order (a strided, transposed add of 512x784 was 18% of an MLP training step). */
+enum { LAYOUT_A_COLS = 1, LAYOUT_B_COLS = 2 };
+static bool col_major(const mt_tensor *t) {
+  return t->_ndim == 2 && t->_strides[0] == 1 && t->_strides[1] == t->_sizes[0] && t->_sizes[0] > 1 &&
+         t->_sizes[1] > 1;
+}
+static int32_t operand_layouts(const mt_tensor *a, const mt_tensor *b) {
+  return (col_major(a) ? LAYOUT_A_COLS : 0) | (col_major(b) ? LAYOUT_B_COLS : 0);
+}
+static mt_tensor *grad_of_a(scope *sc, int32_t layouts, mt_tensor *g, mt_tensor *b) {
+  if ((layouts & LAYOUT_A_COLS) && g && g->_ndim == 2 && b && b->_ndim == 2)
+    return TRANSPOSE_LAST(MATMUL(b, TRANSPOSE_LAST(g)));
+  return MATMUL(g, TRANSPOSE_LAST(b));
+}
+static mt_tensor *grad_of_b(scope *sc, int32_t layouts, mt_tensor *g, mt_tensor *a) {
+  if ((layouts & LAYOUT_B_COLS) && g && g->_ndim == 2 && a && a->_ndim == 2)
+    return TRANSPOSE_LAST(MATMUL(TRANSPOSE_LAST(g), a));
+  return MATMUL(TRANSPOSE_LAST(a), g);
+}
+
 /* ---------------------------------------------------------------- a @ b */
 /* matmul by its operands' dims, with PyTorch's names */
 enum { MM_DOT, MM_MV, MM_VM, MM_MM, MM_BMM, MM_ND };
@@ -9,6 +33,7 @@ typedef struct matmul_node {
   mt_saved a; /* kept when b needs a gradient */
   mt_saved b; /* kept when a needs a gradient */
   int32_t how; /* MM_* */
+  int32_t layouts; /* LAYOUT_* of the operands */
   mt_shape shape_a, shape_b;
 } matmul_node;
 MT_NODE_DATA_FITS(matmul_node);
@@ -40,8 +65,8 @@ static mt_status matmul_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
       if (wb && a && g) gb = SCOPED(mt_outer(a, g, &r_)); /* a[:, None] * g */
       break;
     default:
-      if (wa) ga = MATMUL(g, TRANSPOSE_LAST(b));
-      if (wb) gb = MATMUL(TRANSPOSE_LAST(a), g);
+      if (wa) ga = grad_of_a(sc, d->layouts, g, b);
+      if (wb) gb = grad_of_b(sc, d->layouts, g, a);
   }
   if (wa) ga = SUM_TO(ga, &d->shape_a);
   if (wb) gb = SUM_TO(gb, &d->shape_b);
@@ -66,6 +91,7 @@ static mt_status record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out) {
   else if (a->_ndim == 2 && b->_ndim == 2) d->how = MM_MM;
   else if (a->_ndim == 3 && b->_ndim == 3) d->how = MM_BMM;
   else d->how = MM_ND;
+  d->layouts = operand_layouts(a, b);
   mt_shape_of(&d->shape_a, a);
   mt_shape_of(&d->shape_b, b);
   if (b->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, &d->a, a);
@@ -116,6 +142,7 @@ typedef struct addmm_node {
   mt_saved a; /* kept when b needs a gradient */
   mt_saved b; /* kept when a needs a gradient */
   double beta, alpha;
+  int32_t layouts; /* LAYOUT_* of the operands */
   mt_shape c;
 } addmm_node;
 MT_NODE_DATA_FITS(addmm_node);
@@ -130,11 +157,11 @@ static mt_status addmm_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   mt_tensor *gc = NULL, *ga = NULL, *gb = NULL;
   if (mt_node_wants(n, 0)) gc = SUM_TO(d->beta == 1 ? g : MULS(g, d->beta), &d->c);
   if (mt_node_wants(n, 1)) {
-    ga = MATMUL(g, TRANSPOSE_LAST(b));
+    ga = grad_of_a(sc, d->layouts, g, b);
     if (d->alpha != 1) ga = MULS(ga, d->alpha);
   }
   if (mt_node_wants(n, 2)) {
-    gb = MATMUL(TRANSPOSE_LAST(a), g);
+    gb = grad_of_b(sc, d->layouts, g, a);
     if (d->alpha != 1) gb = MULS(gb, d->alpha);
   }
   if (LIVE(sc)) {
@@ -156,6 +183,7 @@ static mt_status record_addmm(const mt_node_kind *kind, mt_tensor *c, mt_tensor 
   addmm_node *d = NODE_DATA(n, addmm_node);
   d->beta = beta;
   d->alpha = alpha;
+  d->layouts = operand_layouts(a, b);
   mt_shape_of(&d->c, c);
   if (b->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, &d->a, a);
   if (a->_flags & MT_TENSOR_REQUIRES_GRAD) mt_node_save(n, &d->b, b);

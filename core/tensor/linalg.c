@@ -8,8 +8,8 @@
  *  - float32 products small enough to fit in L2 run on our own AVX2/FMA register-blocked kernel
  *    (6x16 accumulator tile, no packing, no threads): for these sizes OpenBLAS's packing and its
  *    thread wake-ups cost more than the arithmetic. Picked at run time by a CPU check.
- *  - float32/float64 otherwise go to cblas (gemm, gemv for matrix-vector, dot for vector-vector)
- *    with all of OpenBLAS's threads. Transposed operands are passed with the transpose flag and
+ *  - float32/float64 otherwise go to the BLAS (core/blas.h: gemm, gemv for matrix-vector, dot for
+ *    vector-vector) with all of its threads. Transposed operands are passed with the transpose flag and
  *    their leading dimension; only layouts BLAS cannot describe (zero or negative strides, both
  *    strides non-unit) are copied, into a contiguous scratch matrix.
  *  - float16/bfloat16 are converted to float32, multiplied there and rounded once at the end
@@ -18,8 +18,8 @@
  *    wraps as PyTorch's does.
  */
 #include "cpu.h"
+#include "../blas.h"
 
-#include <cblas.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -86,10 +86,7 @@ static inline void store_i(int dt, char *p, int64_t v) {
 #ifdef MT_HAVE_X86
 static int cpu_avx2_fma = -1;
 static int have_avx2_fma(void) {
-  if (cpu_avx2_fma < 0) {
-    __builtin_cpu_init();
-    cpu_avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }
+  if (cpu_avx2_fma < 0) cpu_avx2_fma = mt_cpu_has(MT_CPU_AVX2 | MT_CPU_FMA);
   return cpu_avx2_fma;
 }
 
@@ -238,8 +235,9 @@ static char *scratch_get(scratch_t *s, size_t n) {
 /* ---------------------------------------------------------------- one product, BLAS dtypes */
 /* C = alpha * A @ B + beta * C for float32/float64, one matrix. Operands BLAS cannot read are
  * copied into `scr` (room for M*K + K*N + M*N elements, taken only then). */
-static void gemm_blas_one(int dt, int64_t M, int64_t N, int64_t K, double alpha, const char *A, geo ga,
-                          const char *B, geo gb, double beta, char *C, geo gc, scratch_t *scr, int allow_small) {
+static void gemm_blas_one(const mt_blas *bl, int dt, int64_t M, int64_t N, int64_t K, double alpha, const char *A,
+                          geo ga, const char *B, geo gb, double beta, char *C, geo gc, scratch_t *scr,
+                          int allow_small) {
   size_t it = mt_itemsize(dt);
   char *scratch = NULL;
 #define SCRATCH()                                                                            \
@@ -269,9 +267,9 @@ static void gemm_blas_one(int dt, int64_t M, int64_t N, int64_t K, double alpha,
         d += dt == MT_FLOAT32 ? (double)((const float *)A)[k * ga.cs] * ((const float *)B)[k * gb.rs]
                               : ((const double *)A)[k * ga.cs] * ((const double *)B)[k * gb.rs];
     } else if (dt == MT_FLOAT32) {
-      d = cblas_sdot((blasint)K, (const float *)A, (blasint)ia, (const float *)B, (blasint)ib);
+      d = bl->sdot(K, (const float *)A, ia, (const float *)B, ib);
     } else {
-      d = cblas_ddot((blasint)K, (const double *)A, (blasint)ia, (const double *)B, (blasint)ib);
+      d = bl->ddot(K, (const double *)A, ia, (const double *)B, ib);
     }
     if (dt == MT_FLOAT32) {
       float r = (float)alpha * (float)d;
@@ -342,24 +340,19 @@ static void gemm_blas_one(int dt, int64_t M, int64_t N, int64_t K, double alpha,
     if (incx > 0 && incy > 0) {
       /* row-major mat as stored: (rows x K) when !tm, (K x rows) when tm */
       if (dt == MT_FLOAT32)
-        cblas_sgemv(CblasRowMajor, tm ? CblasTrans : CblasNoTrans, (blasint)(tm ? K : rows), (blasint)(tm ? rows : K),
-                    (float)alpha, (const float *)mat, (blasint)ldm, (const float *)x, (blasint)incx, (float)beta,
-                    (float *)cw, (blasint)incy);
+        bl->sgemv(tm, tm ? K : rows, tm ? rows : K, (float)alpha, (const float *)mat, ldm, (const float *)x, incx,
+                  (float)beta, (float *)cw, incy);
       else
-        cblas_dgemv(CblasRowMajor, tm ? CblasTrans : CblasNoTrans, (blasint)(tm ? K : rows), (blasint)(tm ? rows : K),
-                    alpha, (const double *)mat, (blasint)ldm, (const double *)x, (blasint)incx, beta, (double *)cw,
-                    (blasint)incy);
+        bl->dgemv(tm, tm ? K : rows, tm ? rows : K, alpha, (const double *)mat, ldm, (const double *)x, incx, beta,
+                  (double *)cw, incy);
       goto done;
     }
   }
   if (dt == MT_FLOAT32)
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                (blasint)K, (float)alpha, (const float *)A, (blasint)lda, (const float *)B, (blasint)ldb, (float)beta,
-                (float *)cw, (blasint)ldc);
+    bl->sgemm(ta, tb, M, N, K, (float)alpha, (const float *)A, lda, (const float *)B, ldb, (float)beta, (float *)cw,
+              ldc);
   else
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
-                (blasint)K, alpha, (const double *)A, (blasint)lda, (const double *)B, (blasint)ldb, beta,
-                (double *)cw, (blasint)ldc);
+    bl->dgemm(ta, tb, M, N, K, alpha, (const double *)A, lda, (const double *)B, ldb, beta, (double *)cw, ldc);
 done:
   if (cw != C) {
     /* sizes may have been swapped above only when tc == 1, which never uses the scratch */
@@ -381,6 +374,7 @@ typedef struct {
   char *C;
   geo ga, gb, gc;
   const int64_t *aoff, *boff, *coff; /* per batch, in elements; NULL: 0 */
+  const mt_blas *bl;
   int allow_small;
   int failed; /* scratch could not be allocated */
 } gemm_job;
@@ -391,8 +385,8 @@ static void run_range(void *ctx_, int64_t lo, int64_t hi) {
   scratch_t scratch = {0};
   for (int64_t p = lo; p < hi; p++) {
     int64_t oa = j->aoff ? j->aoff[p] : 0, ob = j->boff ? j->boff[p] : 0, oc = j->coff ? j->coff[p] : 0;
-    gemm_blas_one(j->dt, j->M, j->N, j->K, j->alpha, j->A + oa * (int64_t)it, j->ga, j->B + ob * (int64_t)it, j->gb,
-                  j->beta, j->C + oc * (int64_t)it, j->gc, &scratch, j->allow_small);
+    gemm_blas_one(j->bl, j->dt, j->M, j->N, j->K, j->alpha, j->A + oa * (int64_t)it, j->ga, j->B + ob * (int64_t)it,
+                  j->gb, j->beta, j->C + oc * (int64_t)it, j->gc, &scratch, j->allow_small);
   }
   mt_aligned_free(scratch.p);
   if (scratch.failed) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
@@ -444,8 +438,8 @@ static mt_status gemm_half(const gemm_job *j) {
     if (j->beta != 0)
       for (int64_t i = 0; i < M; i++)
         for (int64_t n = 0; n < N; n++) fc[i * N + n] = (float)load_d(dt, C + (i * j->gc.rs + n * j->gc.cs) * (int64_t)it);
-    gemm_blas_one(MT_FLOAT32, M, N, K, j->alpha, (const char *)fa, ga, (const char *)fb, gb, j->beta, (char *)fc, gc,
-                  &scratch, 1);
+    gemm_blas_one(j->bl, MT_FLOAT32, M, N, K, j->alpha, (const char *)fa, ga, (const char *)fb, gb, j->beta, (char *)fc,
+                  gc, &scratch, 1);
     for (int64_t i = 0; i < M; i++)
       for (int64_t n = 0; n < N; n++) store_d(dt, C + (i * j->gc.rs + n * j->gc.cs) * (int64_t)it, fc[i * N + n]);
   }
@@ -456,12 +450,17 @@ static mt_status gemm_half(const gemm_job *j) {
 
 static mt_status gemm_run(gemm_job *j) {
   if (j->nb == 0 || j->M == 0 || j->N == 0) return MT_OK;
+  if (j->dt == MT_FLOAT32 || j->dt == MT_FLOAT64 || mt_is_reduced_float(j->dt)) {
+    j->bl = mt_blas_get("matmul");
+    if (!j->bl) return MT_EDEVICE;
+  }
   if (j->dt == MT_FLOAT32 || j->dt == MT_FLOAT64) {
     int64_t flops = j->M * j->N * j->K;
     int small = use_small(j->dt, j->M, j->N, j->K);
     j->allow_small = 1;
-    if (j->nb > 1 && small && !mt_in_parallel()) {
-      /* many small products: split the batch over our pool, each on the single-thread kernel */
+    if (j->nb > 1 && small && !(j->M == 1 && j->N == 1) && !mt_in_parallel()) {
+      /* many small products: split the batch over our pool, each on the single-thread kernel (never
+       * the BLAS, which would start its own threads beside ours: dots stay on this thread) */
       int64_t grain = (MT_GRAIN * 8) / (flops + 1) + 1;
       mt_parallel_for(j->nb, grain, run_range, j);
     } else {

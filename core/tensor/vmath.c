@@ -364,8 +364,7 @@ static int vm_have_avx2_fma(void) {
   const char *env = getenv("MOONTORCH_VMATH");
   if (env && strcmp(env, "0") == 0)
     return 0;
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return mt_cpu_has(MT_CPU_AVX2 | MT_CPU_FMA);
 }
 #endif /* VM_X86 */
 

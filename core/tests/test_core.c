@@ -3,6 +3,7 @@
 #include <math.h>
 #include <moontorch.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures;
@@ -83,7 +84,36 @@ static void test_refcounts(void) {
   mt_tensor_release(v);
 }
 
+/* The BLAS from C alone: loaded at first use with the kernels this CPU supports, products through it,
+ * threads governed together, and the configuration text. */
+static void test_blas(void) {
+  int64_t s[2] = {300, 300};
+  mt_tensor *a, *p;
+  EXPECT(mt_tensor_full(s, 2, MT_FLOAT32, 1.0, NULL, &a) == MT_OK, "full");
+  EXPECT(mt_matmul(a, a, NULL, &p) == MT_OK, "matmul: %s", mt_last_error());
+  EXPECT(at(p, 299, 7) == 300, "300x300 of ones squared: %g", at(p, 299, 7));
+  mt_tensor_release(p);
+  mt_tensor_release(a);
+  EXPECT(mt_blas_load() == MT_OK, "blas: %s", mt_last_error());
+  int level = mt_cpu_level(mt_cpu_features());
+  mt_blas_plan plan;
+  mt_blas_plan_core(mt_cpu_features(), mt_cpu_vendor(), mt_cpu_family(), getenv("MT_BLAS_CORETYPE"),
+                    getenv("OPENBLAS_CORETYPE"), NULL, &plan);
+  if (level > MT_CPU_LEVEL_NONE && !getenv("MT_BLAS_CORETYPE") && !getenv("OPENBLAS_CORETYPE")) {
+    EXPECT(strcmp(mt_blas_core(), plan.core) == 0, "OpenBLAS runs %s, moontorch chose %s", mt_blas_core(), plan.core);
+    EXPECT(mt_blas_core_level(mt_blas_core()) >= mt_blas_core_level(plan.core), "%s is below this CPU's %s",
+           mt_blas_core(), plan.core);
+  }
+  mt_set_num_threads(1);
+  EXPECT(mt_blas_threads() == 1, "the BLAS follows set_num_threads: %d", mt_blas_threads());
+  mt_set_num_threads(2);
+  EXPECT(mt_blas_threads() == 2, "the BLAS follows set_num_threads: %d", mt_blas_threads());
+  const char *cfg = mt_config_string();
+  EXPECT(strstr(cfg, "BLAS kernels: ") && strstr(cfg, "CUDA: not built"), "config:\n%s", cfg);
+}
+
 int main(void) {
+  test_blas();
   test_views_and_ops();
   test_errors();
   test_refcounts();

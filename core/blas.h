@@ -1,0 +1,32 @@
+/* blas.h -- the GEMM seam: the few BLAS entry points the core uses, behind one table of function
+ * pointers (core/blas.c fills it). Row-major throughout: C = alpha op(A) op(B) + beta C, where
+ * op(X) is X, or X^T when its flag is set; lda/ldb/ldc are row strides in elements. Not installed. */
+#ifndef MT_BLAS_H
+#define MT_BLAS_H
+
+#include "mt_internal.h"
+
+typedef struct mt_blas {
+  const char *name; /* who does the float32 products: "openblas" or "onednn" */
+  void (*sgemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+  void (*dgemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
+                const double *b, int64_t ldb, double beta, double *c, int64_t ldc);
+  /* y = alpha op(A) x + beta y, A (m x n) as stored */
+  void (*sgemv)(int ta, int64_t m, int64_t n, float alpha, const float *a, int64_t lda, const float *x, int64_t incx,
+                float beta, float *y, int64_t incy);
+  void (*dgemv)(int ta, int64_t m, int64_t n, double alpha, const double *a, int64_t lda, const double *x,
+                int64_t incx, double beta, double *y, int64_t incy);
+  float (*sdot)(int64_t n, const float *x, int64_t incx, const float *y, int64_t incy);
+  double (*ddot)(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy);
+} mt_blas;
+
+/* The BLAS, loaded on the first call (see blas.c); NULL, with "<op>: ..." recorded, when it cannot
+ * be loaded. Each call after the first is one atomic load. */
+const mt_blas *mt_blas_get(const char *op);
+/* The thread count the BLAS should use (thread.c calls it; remembered until the BLAS is loaded). */
+void mt_blas_set_threads(int n);
+/* The BLAS lines of mt_config_string into buf (snprintf's return). */
+int mt_blas_describe(char *buf, size_t n);
+
+#endif
