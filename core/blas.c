@@ -385,6 +385,7 @@ static void load(void) {
     snprintf(provider_note, sizeof provider_note,
              "moontorch: warning: MT_BLAS=%s is not a BLAS moontorch knows (openblas, onednn); using OpenBLAS", want);
   }
+  mt_threads_on_change(mt_blas_set_threads); /* later counts from mt_set_num_threads */
   int n = __atomic_load_n(&blas_threads, __ATOMIC_RELAXED);
   if (n <= 0) n = mt_get_num_threads();
   __atomic_store_n(&blas_threads, n, __ATOMIC_RELAXED);

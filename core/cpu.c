@@ -3,7 +3,7 @@
  * Features come from CPUID, counted only where the OS saves the registers they need (XGETBV):
  * AVX and its successors need the YMM state, AVX-512 the opmask and ZMM states, AMX the tile
  * states. Everything that picks a kernel by the CPU (vmath.c, linalg.c's small sgemm, checkpoint.c's
- * checksum loop, the BLAS kernel choice in blas.c) asks mt_cpu_has() here, so they agree.
+ * checksum loop, the BLAS kernel choice in blas.c) asks mt_cpu_has() (cpu_features.h) of what is detected here, so they agree.
  *
  * The CPUs this process may use are its affinity mask (taskset, cpusets) narrowed by a cgroup CPU
  * quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us, rounded up): a container
@@ -253,4 +253,7 @@ int mt_cpu_count_allowed(void) {
   return q && q < n ? q : n;
 }
 
-const char *mt_kernels_simd(void) { return mt_cpu_has(MT_CPU_AVX2 | MT_CPU_FMA) ? "avx2" : "scalar"; }
+const char *mt_kernels_simd(void) {
+  const uint32_t avx2_fma = MT_CPU_AVX2 | MT_CPU_FMA;
+  return (mt_cpu_features() & avx2_fma) == avx2_fma ? "avx2" : "scalar";
+}

@@ -5,7 +5,6 @@
  * first use, regrown by mt_set_num_threads, and forgotten in a forked child. One thread count
  * governs the pool and the BLAS (blas.c); by default the CPUs this process may use (cpu.c). */
 #include "thread.h"
-#include "blas.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -89,14 +88,21 @@ static void init_once(void) {
   pthread_atfork(NULL, NULL, after_fork_child);
 }
 
+/* who hears of a new thread count (the BLAS, once loaded: blas.c), so that this file, below the
+ * BLAS, never calls up into it */
+static void (*on_change)(int n);
+
 void mt_set_num_threads(int n) {
   pthread_once(&once, init_once);
   if (n < 1) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
   num_threads = n;
   threads_source = "set_num_threads";
-  mt_blas_set_threads(n);
+  void (*listener)(int) = __atomic_load_n(&on_change, __ATOMIC_ACQUIRE);
+  if (listener) listener(n);
 }
+
+void mt_threads_on_change(void (*fn)(int n)) { __atomic_store_n(&on_change, fn, __ATOMIC_RELEASE); }
 
 const char *mt_threads_source(void) {
   pthread_once(&once, init_once);

@@ -13,9 +13,7 @@ void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx);
 int mt_in_parallel(void);
 /* Where the thread count came from: "MT_NUM_THREADS", "OMP_NUM_THREADS", "set_num_threads" or the CPUs. */
 const char *mt_threads_source(void);
-
-/* ---------------------------------------------------------------- the CPU (cpu.c) */
-/* Does this CPU (and OS) have all of `features` (MT_CPU_* bits)? Callers on hot paths keep the answer. */
-static inline bool mt_cpu_has(uint32_t features) { return (mt_cpu_features() & features) == features; }
+/* fn(n) is called with every count mt_set_num_threads sets (one listener: the BLAS's, from blas.c). */
+void mt_threads_on_change(void (*fn)(int n));
 
 #endif
