@@ -265,21 +265,6 @@ describe('integer arguments and nested data', function()
   end)
 
   it('keeps the checked ops compilable: a hot loop of each becomes a trace, no NYI in moontorch code', function()
-    local jutil, vmdef = require 'jit.util', require 'jit.vmdef'
-    local nyi, loop_traces
-    local function on_trace(what, tr, func, pc, otr, oex)
-      local info = jutil.funcinfo(func, pc)
-      local src = info.source or '?'
-      if what == 'abort' then
-        local msg = type(otr) == 'number' and vmdef.traceerr[otr] or tostring(otr)
-        if type(oex) ~= 'function' then msg = msg:format(oex) end
-        if msg:find('NYI', 1, true) and src:find('moontorch', 1, true) then
-          nyi[#nyi + 1] = ('%s:%s %s'):format(src, tostring(info.currentline), msg)
-        end
-      elseif what == 'stop' and src:find('arguments_spec', 1, true) then
-        loop_traces = loop_traces + 1
-      end
-    end
     -- each loop-free op with checked integers, in a loop of its own
     local loops = {
       narrow = function() local s = 0 for i = 1, 20000 do s = s + x:narrow(1, i % 3 + 1, 1)._numel end return s end,
@@ -292,11 +277,7 @@ describe('integer arguments and nested data', function()
       randn = function() local s = 0 for _ = 1, 20000 do s = s + torch.randn(4)._numel end return s end,
     }
     for name, loop in pairs(loops) do
-      nyi, loop_traces = {}, 0
-      jit.flush()
-      jit.attach(on_trace, 'trace')
-      local s = loop()
-      jit.attach(on_trace)
+      local nyi, loop_traces, s = H.watch_jit(loop, 'moontorch', 'arguments_spec')
       assert.are.same({}, nyi, name)
       assert.is_true(loop_traces > 0, name .. ': the loop was not compiled')
       assert.is_true(s > 0)

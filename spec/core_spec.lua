@@ -97,28 +97,12 @@ end)
 
 describe('the JIT', function()
   it('compiles a hot loop of small ops: the loop becomes a trace, no NYI in moontorch code', function()
-    local jutil = require 'jit.util'
-    local vmdef = require 'jit.vmdef'
-    local nyi, loop_traces = {}, 0
-    local function on_trace(what, tr, func, pc, otr, oex)
-      local info = jutil.funcinfo(func, pc)
-      local src = info.source or '?'
-      if what == 'abort' then
-        local msg = type(otr) == 'number' and vmdef.traceerr[otr] or tostring(otr)
-        if type(oex) ~= 'function' then msg = msg:format(oex) end
-        if msg:find('NYI', 1, true) and src:find('moontorch', 1, true) then
-          nyi[#nyi + 1] = ('%s:%s %s'):format(src, tostring(info.currentline), msg)
-        end
-      elseif what == 'stop' and src:find('core_spec', 1, true) then
-        loop_traces = loop_traces + 1
-      end
-    end
-    jit.flush()
-    jit.attach(on_trace, 'trace')
     local a, b = torch.ones(4), torch.ones(4)
-    local c
-    for _ = 1, 20000 do c = a + b * 2 - a / b end
-    jit.attach(on_trace)
+    local nyi, loop_traces, c = H.watch_jit(function()
+      local c
+      for _ = 1, 20000 do c = a + b * 2 - a / b end
+      return c
+    end, 'moontorch', 'core_spec')
     assert.are.same({}, nyi)
     assert.is_true(loop_traces > 0, 'the loop was not compiled')
     H.near(c, { 2, 2, 2, 2 })

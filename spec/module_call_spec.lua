@@ -93,24 +93,8 @@ describe('module call arity', function()
     H.errors_with(function() m(1, 2, { j = 1 }) end, "forward() got an unexpected keyword argument 'j'")
   end)
   it('compiles: a loop of checked module calls hits no NYI in the call path', function()
-    local jutil = require 'jit.util'
-    local vmdef = require 'jit.vmdef'
     local lin, relu, v = nn.Linear(3, 2), nn.ReLU(), torch.ones(3)
-    local nyi, traces = {}, 0
-    local function on_trace(what, tr, func, pc, otr, oex)
-      local src = jutil.funcinfo(func, pc).source or '?'
-      if what == 'abort' then
-        local msg = type(otr) == 'number' and vmdef.traceerr[otr] or tostring(otr)
-        if type(oex) ~= 'function' then msg = msg:format(oex) end
-        if msg:find('NYI', 1, true) and src:find('nn/Module.lua', 1, true) then nyi[#nyi + 1] = msg end
-      elseif what == 'stop' and src:find('nn/Module.lua', 1, true) then
-        traces = traces + 1
-      end
-    end
-    jit.flush()
-    jit.attach(on_trace, 'trace')
-    for _ = 1, 3000 do relu(lin(v)) end
-    jit.attach(on_trace)
+    local nyi, traces = H.watch_jit(function() for _ = 1, 3000 do relu(lin(v)) end end, 'nn/Module.lua', 'nn/Module.lua')
     assert.are.same({}, nyi)
     assert.is_true(traces > 0, 'the call path was not compiled')
   end)

@@ -102,6 +102,34 @@ function H.ckpt_rechecksum(s)
   return s:sub(1, 56) .. ffi.string(ffi.new('uint64_t[1]', C.mt_xxh3_64(head, 64)), 8) .. s:sub(65)
 end
 
+-- watch_jit(fn, nyi_in, traces_in): runs fn with LuaJIT's trace events watched (after a flush);
+-- returns the NYI aborts of traces that started in a source whose name contains `nyi_in`
+-- ('src:line message' each) and the count of traces completed in a source containing `traces_in`,
+-- then fn's first result. A spec asserts that its hot loop compiles with these.
+function H.watch_jit(fn, nyi_in, traces_in)
+  local jutil, vmdef = require 'jit.util', require 'jit.vmdef'
+  local nyi, traces = {}, 0
+  local function on_trace(what, tr, func, pc, otr, oex)
+    local info = jutil.funcinfo(func, pc)
+    local src = info.source or '?'
+    if what == 'abort' then
+      local msg = type(otr) == 'number' and vmdef.traceerr[otr] or tostring(otr)
+      if type(oex) ~= 'function' then msg = msg:format(oex) end
+      if msg:find('NYI', 1, true) and src:find(nyi_in, 1, true) then
+        nyi[#nyi + 1] = ('%s:%s %s'):format(src, tostring(info.currentline), msg)
+      end
+    elseif what == 'stop' and src:find(traces_in, 1, true) then
+      traces = traces + 1
+    end
+  end
+  jit.flush()
+  jit.attach(on_trace, 'trace')
+  local ok, r = pcall(fn)
+  jit.attach(on_trace)
+  if not ok then error(r, 0) end
+  return nyi, traces, r
+end
+
 -- run_lua(code): runs `code` in a fresh luajit process that finds moontorch where this one does
 -- (the build tree, or the installed rock); returns its output (stdout and stderr) and whether it
 -- exited with 0
