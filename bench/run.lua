@@ -251,13 +251,13 @@ if want(13) then
   end
 end
 
--- (6) OPENBLAS_THREAD_TIMEOUT: core/blas.c sets 4 as it loads OpenBLAS unless the user set it; 28 is OpenBLAS's own
--- default (threads spin ~2^28 cycles before sleeping)
+-- (6) OPENBLAS_THREAD_TIMEOUT (with MT_BLAS=openblas, where it matters): core/blas.c sets 4 as it loads
+-- OpenBLAS unless the user set it; 28 is OpenBLAS's own default (threads spin ~2^28 cycles before sleeping)
 for _, n in ipairs(want(6) and { 384, 768 } or {}) do
-  local o4 = ours('matmul_loop', n)
-  local o28 = ours('matmul_loop', n, 'OPENBLAS_THREAD_TIMEOUT=28 ')
+  local o4 = ours('matmul_loop', n, 'MT_BLAS=openblas ')
+  local o28 = ours('matmul_loop', n, 'MT_BLAS=openblas OPENBLAS_THREAD_TIMEOUT=28 ')
   local t = theirs('matmul_loop', n)
-  print(('(6) %dx%d matmul loop (out=)           timeout=4 %8.1f us/op   timeout=28 %8.1f us/op%s'):format(n, n,
+  print(('(6) %dx%d matmul loop (out=), MT_BLAS=openblas: timeout=4 %8.1f us/op   timeout=28 %8.1f us/op%s'):format(n, n,
     o4 and o4.us or -1, o28 and o28.us or -1, t and ('   pytorch %8.1f us/op'):format(t.us) or ''))
 end
 
