@@ -356,7 +356,7 @@ static int load_onednn(void) {
   /* its OpenMP threads wait for the next call spinning at most GOMP_SPINCOUNT=1000 rounds (about 25 us
    * here), then sleep, unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's own 300000
    * would keep a core busy for ~8 ms after every product, away from our pool, and sleeping at once
-   * (PASSIVE) puts a thread wake-up at both ends of every product (-7% at the MLP's shapes). libgomp
+   * (PASSIVE) puts a thread wake-up at both ends of every product (5-7% at the MLP's shapes). libgomp
    * reads these as it loads. */
   env_save e_spin;
   env_push(&e_spin, "GOMP_SPINCOUNT", getenv("OMP_WAIT_POLICY") ? NULL : "1000", 0);
