@@ -245,9 +245,13 @@ static double ob_ddot(int64_t n, const double *x, int64_t incx, const double *y,
  * Its OpenMP threads are told the count per calling thread (omp_set_num_threads sets the caller's own
  * setting), again whenever it changed. */
 static _Thread_local int dn_threads_told;
+/* GNU OpenMP's threads do not survive fork(): a child's first parallel region waits for them for
+ * ever. A forked child leaves oneDNN alone and uses OpenBLAS (which prepares itself for forks). */
+static int dn_forked;
+static void dn_after_fork_child(void) { dn_forked = 1; }
 static void dn_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-  if (tb) {
+  if (tb || dn_forked) {
     ob_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -376,6 +380,7 @@ static int load_onednn(void) {
     snprintf(dn.error, sizeof dn.error, "%s has no dnnl_sgemm", dn.path);
     return 0;
   }
+  pthread_atfork(NULL, NULL, dn_after_fork_child);
   return 1;
 }
 
