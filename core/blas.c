@@ -197,6 +197,12 @@ static struct {
   char error[600]; /* why it could not be loaded */
 } dn;
 
+/* Where moontorch's single-thread kernel stops winning, 2 threads, n^3 products (us, on the 2-core
+ * EPYC): against OpenBLAS 192: 128 vs 148, 224: 204 vs 172; against oneDNN 48: 2.7 vs 3.0,
+ * 64: 5.1 vs 4.8, 96: 16.0 vs 11.2. (On one thread both BLAS only win from about 224^3: linalg.c.) */
+#define OB_SMALL_MACS (192LL * 192 * 192)
+#define DN_SMALL_MACS (64LL * 64 * 64)
+
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const mt_blas *loaded; /* atomic: the table, once loaded */
 static mt_blas table;
@@ -233,11 +239,22 @@ static double ob_ddot(int64_t n, const double *x, int64_t incx, const double *y,
   return ob.ddot((int)n, x, (int)incx, y, (int)incy);
 }
 
-/* ---- oneDNN: float32 products only. Its OpenMP threads are told the count per calling thread
- * (omp_set_num_threads sets the caller's own setting), again whenever it changed. */
+/* ---- oneDNN: float32 products whose B is not transposed (A B and A^T B). With B transposed (A B^T:
+ * every nn.Linear's forward) oneDNN 2.6 measured slower than OpenBLAS on 9 of 10 shapes here (by up
+ * to 46%: 128x1024x1024), and faster by 1-22% on the others: the seam sends each to the faster one.
+ * Its OpenMP threads are told the count per calling thread (omp_set_num_threads sets the caller's own
+ * setting), again whenever it changed. */
 static _Thread_local int dn_threads_told;
+/* GNU OpenMP's threads do not survive fork(): a child's first parallel region waits for them for
+ * ever. A forked child leaves oneDNN alone and uses OpenBLAS (which prepares itself for forks). */
+static int dn_forked;
+static void dn_after_fork_child(void) { dn_forked = 1; }
 static void dn_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (tb || dn_forked) {
+    ob_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   int want = __atomic_load_n(&blas_threads, __ATOMIC_RELAXED);
   if (want > 0 && dn_threads_told != want && dn.omp_set_num_threads) {
     dn.omp_set_num_threads(want);
@@ -343,7 +360,7 @@ static int load_onednn(void) {
   /* its OpenMP threads wait for the next call spinning at most GOMP_SPINCOUNT=1000 rounds (about 25 us
    * here), then sleep, unless the user chose (OMP_WAIT_POLICY or GOMP_SPINCOUNT): libgomp's own 300000
    * would keep a core busy for ~8 ms after every product, away from our pool, and sleeping at once
-   * (PASSIVE) puts a thread wake-up at both ends of every product (-7% at the MLP's shapes). libgomp
+   * (PASSIVE) puts a thread wake-up at both ends of every product (5-7% at the MLP's shapes). libgomp
    * reads these as it loads. */
   env_save e_spin;
   env_push(&e_spin, "GOMP_SPINCOUNT", getenv("OMP_WAIT_POLICY") ? NULL : "1000", 0);
@@ -363,12 +380,13 @@ static int load_onednn(void) {
     snprintf(dn.error, sizeof dn.error, "%s has no dnnl_sgemm", dn.path);
     return 0;
   }
+  pthread_atfork(NULL, NULL, dn_after_fork_child);
   return 1;
 }
 
 static void load(void) {
   if (!load_openblas()) return;
-  table = (mt_blas){"openblas", ob_sgemm, ob_dgemm, ob_sgemv, ob_dgemv, ob_sdot, ob_ddot};
+  table = (mt_blas){"openblas", OB_SMALL_MACS, ob_sgemm, ob_dgemm, ob_sgemv, ob_dgemv, ob_sdot, ob_ddot};
   const char *want = getenv("MT_BLAS");
   snprintf(requested, sizeof requested, "%s", want ? want : "");
   int explicit = is_set(want);
@@ -376,6 +394,7 @@ static void load(void) {
   if (strcasecmp(want, "onednn") == 0 || strcasecmp(want, "dnnl") == 0) {
     if (load_onednn()) {
       table.name = "onednn";
+      table.small_macs = DN_SMALL_MACS;
       table.sgemm = dn_sgemm;
     } else if (explicit) {
       snprintf(provider_note, sizeof provider_note, "moontorch: warning: MT_BLAS=%s: %s; float32 products use OpenBLAS",
@@ -463,7 +482,9 @@ int mt_blas_describe(char *buf, size_t n) {
   if (plan.warning[0]) k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "    %s\n", plan.warning + 11);
   if (strcmp(b->name, "onednn") == 0)
     k += snprintf(buf + k, n > (size_t)k ? n - k : 0,
-                  "  - float32 matrix products: oneDNN %s dnnl_sgemm (%s), %s; the rest: OpenBLAS\n", dn.version,
+                  "  - float32 matrix products: oneDNN %s dnnl_sgemm (%s) for A@B and A^T@B, %s; OpenBLAS for "
+                  "A@B^T (faster there) and the rest\n",
+                  dn.version,
                   dn.path, is_set(requested) ? "MT_BLAS=onednn" : "the default where it is present (MT_BLAS=openblas for OpenBLAS)");
   else
     k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "  - float32 matrix products: OpenBLAS%s\n",

@@ -8,6 +8,9 @@
 
 typedef struct mt_blas {
   const char *name; /* who does the float32 products: "openblas" or "onednn" */
+  /* float32 products of up to this many multiply-adds run faster on moontorch's own single-thread
+   * kernel (linalg.c) than on this provider's threads */
+  int64_t small_macs;
   void (*sgemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
   void (*dgemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,

@@ -38,7 +38,7 @@ const char *mt_config_string(void) {
   ADD("\n");
   const char *simd = mt_kernels_simd();
   ADD("  - CPU capability of moontorch's own kernels: %s%s\n", simd,
-      strcmp(simd, "avx2") == 0 ? " (vectorised exp, log, tanh, sigmoid, ...; float32 products up to 256^3; "
+      strcmp(simd, "avx2") == 0 ? " (vectorised exp, log, tanh, sigmoid, ...; float32 products too small for the BLAS's threads; "
                                   "MOONTORCH_VMATH=0 turns the vector math off)"
                                 : "");
   if (k < sizeof text) {

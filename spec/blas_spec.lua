@@ -265,6 +265,32 @@ describe('blas: providers (MT_BLAS)', function()
     end)
   end
 
+  for _, prov in ipairs(providers) do
+    it(('MT_BLAS=%s: a forked child still multiplies (GNU OpenMP\'s threads do not survive a fork)'):format(prov),
+      function()
+        local out, ok = child([[
+          ffi.cdef [[ int fork(void); int waitpid(int pid, int *status, int options); void _exit(int); ]] .. ']]' .. [[
+          local torch = require 'moontorch'
+          local a = torch.ones(512, 512)
+          assert(a:matmul(a)[1][1]:item() == 512 and a:matmul(a:t())[1][1]:item() == 512)
+          io.stdout:flush()
+          local pid = ffi.C.fork()
+          if pid == 0 then
+            local b = torch.ones(512, 512)
+            local ok = b:matmul(b)[1][1]:item() == 512 and b:matmul(b:t())[1][1]:item() == 512
+            ffi.C._exit(ok and 0 or 3)
+          end
+          local st = ffi.new('int[1]')
+          ffi.C.waitpid(pid, st, 0)
+          print('child status=' .. st[0])
+          print('parent=' .. a:matmul(a)[1][1]:item())
+        ]], { 'MT_BLAS=' .. prov }, { prefix = 'timeout 60 ' })
+        assert.is_true(ok, out)
+        assert.truthy(out:find('child status=0', 1, true), out)
+        assert.truthy(out:find('parent=512', 1, true), out)
+      end)
+  end
+
   it('MT_OPENBLAS_LIB loads that OpenBLAS; one that cannot be loaded is an error at the product, not a crash', function()
     local out, ok = child([[
       local torch = require 'moontorch'

@@ -186,13 +186,14 @@ static TGT void sgemm_small(int64_t M, int64_t N, int64_t K, float alpha, const 
 static int have_avx2_fma(void) { return 0; }
 #endif
 
-/* Products up to this many multiply-adds, whose B fits in half of L2, use the small kernel.
- * Measured on a 2-core EPYC (AVX2): the small kernel on one core beats OpenBLAS on two up to
- * 256^3 (64^3: 5.5 us vs 10.7 us; 256^3: 422 us vs 489 us). */
-#define SMALL_FLOPS (256LL * 256 * 256)
+/* Products whose B fits in half of L2 and of up to bl->small_macs multiply-adds (on one thread: up
+ * to SMALL_MACS_1T) use the small kernel: below that, the BLAS's packing and thread wake-ups cost more
+ * than the arithmetic. Measured on the 2-core EPYC (core/blas.c has the figures per provider). */
+#define SMALL_MACS_1T (192LL * 192 * 192)
 #define SMALL_B_BYTES (256 * 1024)
-static inline int use_small(int dt, int64_t M, int64_t N, int64_t K) {
-  return dt == MT_FLOAT32 && M * N * K <= SMALL_FLOPS && K * N * 4 <= SMALL_B_BYTES && have_avx2_fma();
+static inline int use_small(const mt_blas *bl, int dt, int64_t M, int64_t N, int64_t K) {
+  int64_t most = mt_get_num_threads() > 1 ? bl->small_macs : SMALL_MACS_1T;
+  return dt == MT_FLOAT32 && M * N * K <= most && K * N * 4 <= SMALL_B_BYTES && have_avx2_fma();
 }
 
 /* ---------------------------------------------------------------- scratch */
@@ -282,7 +283,7 @@ static void gemm_blas_one(const mt_blas *bl, int dt, int64_t M, int64_t N, int64
   }
   char *sa = NULL, *sb = NULL, *sc = NULL;
 #ifdef MT_HAVE_X86
-  if (allow_small && use_small(dt, M, N, K)) {
+  if (allow_small && use_small(bl, dt, M, N, K)) {
     const float *b = (const float *)B;
     int64_t ldb = K == 1 ? 0 : gb.rs; /* one row: its stride is never used */
     if (!(gb.cs == 1 || N == 1)) {
@@ -456,7 +457,7 @@ static mt_status gemm_run(gemm_job *j) {
   }
   if (j->dt == MT_FLOAT32 || j->dt == MT_FLOAT64) {
     int64_t flops = j->M * j->N * j->K;
-    int small = use_small(j->dt, j->M, j->N, j->K);
+    int small = use_small(j->bl, j->dt, j->M, j->N, j->K);
     j->allow_small = 1;
     if (j->nb > 1 && small && !(j->M == 1 && j->N == 1) && !mt_in_parallel()) {
       /* many small products: split the batch over our pool, each on the single-thread kernel (never
