@@ -53,6 +53,12 @@ end
 
 local have_torch = os.execute(python .. " -c 'import torch' >/dev/null 2>&1")
 have_torch = have_torch == true or have_torch == 0
+-- the tables name the PyTorch they ran beside (1.13 from Debian here; 2.11 on the GPU machine)
+local torch_label = 'PyTorch'
+if have_torch then
+  local v = sh(python .. " -c 'import torch; print(torch.__version__.split(\"+\")[0])'"):match('(%d+%.%d+)')
+  if v then torch_label = 'PyTorch ' .. v end
+end
 local function theirs(workload, n)
   if not have_torch then return nil end
   return figures(pyenv .. python .. ' bench/torch_workloads.py ' .. workload .. ' ' .. (n or ''))
@@ -340,7 +346,7 @@ end
 
 -- the table
 print()
-print('| workload | moontorch | PyTorch 1.13 | ours vs PyTorch | peak RSS ours / PyTorch |')
+print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))
 print('| --- | --- | --- | --- | --- |')
 for _, r in ipairs(rows) do
   local name, o, t, unit, better, om, tm, blas = r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
@@ -351,7 +357,7 @@ for _, r in ipairs(rows) do
     om and ('%.0f MB / %s'):format(om / 1024, tm and ('%.0f MB'):format(tm / 1024) or 'n/a') or '–'))
 end
 print()
-print(('| float32 product, %s threads (GFLOP/s) | moontorch `a:matmul(b)` | moontorch, `MT_BLAS=openblas` | OpenBLAS sgemm, its best kernels | oneDNN `dnnl_sgemm` | ours / best provider | PyTorch 1.13 |'):format(threads))
+print(('| float32 product, %s threads (GFLOP/s) | moontorch `a:matmul(b)` | moontorch, `MT_BLAS=openblas` | OpenBLAS sgemm, its best kernels | oneDNN `dnnl_sgemm` | ours / best provider | %s |'):format(threads, torch_label))
 print('| --- | --- | --- | --- | --- | --- | --- |')
 local function g(r) return r and ('%.1f'):format(r.gflops) or 'n/a' end
 for _, r in ipairs(gemm_rows) do
@@ -359,7 +365,7 @@ for _, r in ipairs(gemm_rows) do
     r[8] and ('%.0f%% (of %s)'):format(r[8], r[9]) or 'n/a', g(r[7])))
 end
 print()
-print('| MLP 784-512-256-10 train step, batch 128 | moontorch | moontorch, `MT_BLAS=openblas` | PyTorch 1.13 |')
+print(('| MLP 784-512-256-10 train step, batch 128 | moontorch | moontorch, `MT_BLAS=openblas` | %s |'):format(torch_label))
 print('| --- | --- | --- | --- |')
 local function ms(r) return r and ('%.2f ms'):format(r.ms) or 'n/a' end
 for _, r in ipairs(mlp_rows) do
