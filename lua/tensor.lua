@@ -411,11 +411,15 @@ function methods.get_device(t) return t._device_type == 0 and -1 or t._device_in
 
 function methods.type(t, ty)
   if ty == nil then return dtype.tensor_type_names[t._dtype] end
-  local d = resolve_dtype(ty, 'type')
+  local d
+  for id, name in pairs(dtype.tensor_type_names) do if name == ty then d = by_id[id] end end
   if not d then
-    for id, name in pairs(dtype.tensor_type_names) do if name == ty then d = by_id[id] end end
+    d = dtype.resolve(ty)
+    if not d and type(ty) == 'string' and ty:find('^torch%.cuda%.') then
+      fail('type', ('%s is not available: moontorch was built without CUDA'):format(ty))
+    end
+    if not d then fail('type', 'unknown type ' .. tostring(ty)) end
   end
-  if not d then fail('type', 'unknown type ' .. tostring(ty)) end
   return t:to(d)
 end
 

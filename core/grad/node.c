@@ -96,6 +96,9 @@ mt_status mt_set_requires_grad(mt_tensor *t, int on) {
 mt_status mt_tensor_set_data(mt_tensor *t, mt_tensor *src) {
   MT_TRY(mt_check_tensor(t, "set_data", "tensor"));
   MT_TRY(mt_check_tensor(src, "set_data", "data"));
+  if ((t->_flags & MT_TENSOR_REQUIRES_GRAD) && !mt_is_float(src->_dtype))
+    return mt_error(MT_EDTYPE, "data: data set to a tensor that requires gradients must be floating point "
+                               "or complex dtype (got %s)", mt_dtype_name(src->_dtype));
   mt_tensor_take_data(t, src);
   /* a leaf that requires grad marks its storage (its views must not be written in place) */
   if ((t->_flags & MT_TENSOR_REQUIRES_GRAD) && mt_is_leaf(t)) t->_storage->_flags |= MT_STORAGE_LEAF_GRAD;

@@ -385,8 +385,13 @@ function methods.cuda(t)
 end
 function methods.type_as(t, o) return t:to(o.dtype) end
 -- new_*: t's dtype and device unless the options say otherwise (PyTorch's Tensor.new_*)
+-- t:new_*(..., opts): the options given, with t's dtype and device where they are not
 local function new_opts(t, opts)
-  return { dtype = opts and opts.dtype or t.dtype, device = opts and opts.device or t.device }
+  local r = {}
+  if opts then for k, v in pairs(opts) do r[k] = v end end
+  if r.dtype == nil then r.dtype = t.dtype end
+  if r.device == nil then r.device = t.device end
+  return r
 end
 function methods.new_zeros(t, ...) local n, opts = parse_sizes('new_zeros', ...)
   return M.zeros(T.size_from_buf(n), new_opts(t, opts)) end
@@ -433,6 +438,19 @@ function methods.tolist(t)
   local nd = t._ndim
   local isbool = t._dtype == 11
   if nd == 0 then return t:item() end
+  -- an empty tensor of huge outer sizes (2^51 x 0 x 3) would build 2^51 empty tables: refuse
+  -- what Lua cannot hold rather than run out of memory (PyTorch raises MemoryError there)
+  local tables, outer = 0, 1
+  for d = 0, nd - 2 do
+    outer = outer * tonumber(t._sizes[d])
+    tables = tables + outer
+    if tables > 2 ^ 27 then
+      local sizes = {}
+      for k = 0, nd - 1 do sizes[k + 1] = tostring(t._sizes[k]):gsub('LL$', '') end
+      fail('tolist', ('a tensor of sizes [%s] would need more than 2^27 Lua tables')
+        :format(table.concat(sizes, ', ')))
+    end
+  end
   local buf = ffi.new('double[?]', n > 0 and n or 1)
   if n > 0 and C.mt_tensor_to_doubles(t, buf, n) ~= 0 then raise_last() end
   return (nest(buf, t, 0, nd, 0, isbool))
