@@ -304,7 +304,8 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(ISFINITE, isfinite, UNARY_TEST, 1, NODIFF, unary, PLAIN, "", "")                                                   \
   X(SOFTPLUS, softplus, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "", "")                                                 \
   X(LGAMMA, lgamma, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "")                                                        \
-  X(DIGAMMA, digamma, UNARY_FLOAT, 1, NODIFF, unary, PLAIN, "", "")                                                    \
+  X(DIGAMMA, digamma, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "", "psi special.digamma special.psi")                        \
+  X(POLYGAMMA, polygamma, UNARY_FLOAT, 1, DIFF, unary, PLAIN, "n", "special.polygamma")                                \
   X(CLAMP, clamp, UNARY_KEEP, 1, DIFF, unary, CUSTOM, "min max", "clip")                                               \
   X(POW_SCALAR, pow_scalar, UNARY_KEEP, 1, DIFF, unary, INTERNAL, "exponent", "")                                      \
   X(RPOW_SCALAR, rpow_scalar, UNARY_FLOAT, 1, DIFF, unary, INTERNAL, "base", "")                                       \

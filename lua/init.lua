@@ -85,6 +85,16 @@ for _, name in ipairs(modules) do
 end
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
 require('moontorch.ops.list').install_aliases(torch, T.methods)
+-- torch.polygamma(n, input) and torch.special.polygamma(n, input) take n first, as PyTorch's do
+-- (the list's binding is input first: t:polygamma(n), as PyTorch's method)
+do
+  local by_input = torch.polygamma
+  local function polygamma(n, input, ...)
+    if type(n) ~= 'number' and type(input) == 'number' then n, input = input, n end
+    return by_input(input, n, ...)
+  end
+  torch.polygamma, torch.special.polygamma = polygamma, polygamma
+end
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
 

@@ -88,6 +88,8 @@ static const struct unary_rule {
     [MT_OP_SINC] = {"SincBackward0", READS_X},
     [MT_OP_SOFTPLUS] = {"SoftplusBackward0", READS_X},
     [MT_OP_LGAMMA] = {"LgammaBackward0", READS_X},
+    [MT_OP_DIGAMMA] = {"DigammaBackward0", READS_X},
+    [MT_OP_POLYGAMMA] = {"PolygammaBackward0", READS_X},
     [MT_OP_CLAMP] = {"ClampBackward1", READS_X},
     [MT_OP_POW_SCALAR] = {"PowBackward0", READS_X},
     [MT_OP_RPOW_SCALAR] = {"PowBackward2", READS_Y},
@@ -194,6 +196,8 @@ static mt_status unary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
     }
     case MT_OP_SOFTPLUS: r = MUL(g, UNARY(MT_OP_SIGMOID, x, 0, 0)); break;
     case MT_OP_LGAMMA: r = MUL(g, UNARY(MT_OP_DIGAMMA, x, 0, 0)); break;
+    case MT_OP_DIGAMMA: r = MUL(g, UNARY(MT_OP_POLYGAMMA, x, 1, 0)); break;
+    case MT_OP_POLYGAMMA: r = MUL(g, UNARY(MT_OP_POLYGAMMA, x, p1 + 1, 0)); break;
     case MT_OP_CLAMP: {
       mt_tensor *m = NULL;
       if (!isnan(p1)) m = CMPS(MT_OP_GE, x, p1);

@@ -312,6 +312,8 @@ static bool scalar_fast(mt_op op, mt_tensor *a, double sv, int kind, int reverse
 
 /* ---------------------------------------------------------------- the front doors */
 mt_status mt_unary(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result) {
+  if (op == MT_OP_POLYGAMMA && !(p1 >= 0 && p1 == floor(p1) && p1 < 1e6))
+    return mt_error(MT_EINVAL, "polygamma: n must be a non-negative integer, got %g", p1);
   if (mt_op_is_unary(op) && mt_records(a) && mt_autograd.unary)
     return mt_autograd.unary(op, a, p1, p2, out, result);
   mt_status s;

@@ -95,17 +95,55 @@ static inline float sinc_f(float x) {
 static inline double softplus_d(double x) { return x > 20 ? x : log1p(exp(x)); }
 static inline float softplus_f(float x) { return x > 20.f ? x : log1pf(expf(x)); }
 static inline double digamma_d(double x) {
-  /* asymptotic series after shifting x above 6; reflection for negatives (PyTorch's calc_digamma idea) */
+  /* asymptotic series after shifting x above 10; reflection for negatives (PyTorch's calc_digamma idea) */
   if (x == 0) return copysign(INFINITY, -x);
   if (x < 0) {
     if (x == floor(x)) return NAN;
     return digamma_d(1 - x) - M_PI / tan(M_PI * x);
   }
   double r = 0;
-  while (x < 6) { r -= 1 / x; x += 1; }
+  while (x < 10) { r -= 1 / x; x += 1; }
   double f = 1 / (x * x);
   return r + log(x) - 0.5 / x -
          f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))));
+}
+/* Hurwitz zeta(s, q) for s > 1: terms up to q + k > 9 (at least 9 of them), then the Euler-Maclaurin tail
+   with the Bernoulli numbers B_2j / (2j)!; a pole at the non-positive integers (Cephes' zeta, as PyTorch) */
+static double hurwitz_zeta(double s, double q) {
+  static const double b2j[] = {1.0 / 12, -1.0 / 720, 1.0 / 30240, -1.0 / 1209600, 1.0 / 47900160,
+                               -691.0 / 1307674368000.0, 1.0 / 74724249600.0, -3617.0 / 10670622842880000.0,
+                               43867.0 / 5109094217170944000.0, -174611.0 / 802857662698291200000.0};
+  if (s == 1) return INFINITY;
+  if (s < 1 || isnan(s) || isnan(q)) return NAN;
+  if (q <= 0) {
+    if (q == floor(q)) return INFINITY;
+    if (s != floor(s)) return NAN; /* q^-s undefined */
+  }
+  double sum = 0, a = q;
+  int k = 0;
+  while (k < 9 || a <= 9.0) {
+    double t = pow(a, -s);
+    sum += t;
+    if (fabs(t) < fabs(sum) * 1e-17) return sum;
+    a += 1, k++;
+  }
+  double w = a, tail = pow(w, 1 - s) / (s - 1) + 0.5 * pow(w, -s);
+  double fac = s, wp = pow(w, -s - 1); /* s (s+1) ... (s+2j-2) w^(-s-2j+1) */
+  for (int j = 0; j < 10; j++) {
+    double t = b2j[j] * fac * wp;
+    tail += t;
+    if (fabs(t) < fabs(sum + tail) * 1e-17) break;
+    fac *= (s + 2 * j + 1) * (s + 2 * j + 2);
+    wp /= w * w;
+  }
+  return sum + tail;
+}
+/* polygamma(n, x): digamma for n = 0, else (-1)^(n+1) n! zeta(n + 1, x); n a whole number >= 0 (the front
+   door checks it) */
+static inline double polygamma_d(double n, double x) {
+  if (n == 0) return digamma_d(x);
+  double sign = fmod(n, 2) == 1 ? 1.0 : -1.0;
+  return sign * exp(lgamma(n + 1)) * hurwitz_zeta(n + 1, x);
 }
 static inline double round_dec(double x, double d) {
   double m = pow(10.0, d);
@@ -137,7 +175,7 @@ static inline double clamp_d(double x, double lo, double hi) {
   X(TRUNC, trunc(x)) X(FRAC, x - trunc(x)) X(RECIPROCAL, (T)1 / x)                 \
   X(SQUARE, x * x) X(SINC, sinc_##SFX(x)) X(SOFTPLUS, softplus_##SFX(x))           \
   X(LGAMMA, lgamma(x))                                                             \
-  X(DIGAMMA, (T)digamma_d(x))                                                      \
+  X(DIGAMMA, (T)digamma_d(x)) X(POLYGAMMA, (T)polygamma_d(ctx->p1, x))                                                      \
   X(CLAMP, (T)clamp_d(x, ctx->p1, ctx->p2)) X(POW_SCALAR, pow(x, (T)ctx->p1))      \
   X(RPOW_SCALAR, pow((T)ctx->p1, x)) X(LEAKY_RELU, x > 0 ? x : x * (T)ctx->p1)     \
   X(ELU, x > 0 ? x : (T)ctx->p1 * expm1(x))                                        \

@@ -68,6 +68,16 @@ local function cl(t) return t:clone() end
 case('logit', { lua = function(I) return torch.logit(I.U) end, py = 'torch.logit(U)', grad = { 'U' } })
 case('logit', { lua = function(I) return torch.logit(I.U, 0.15) end, py = 'torch.logit(U, 0.15)', grad = { 'U' } })
 case('silu', { lua = function(I) return torch.silu(I.A) end, py = 'F.silu(A)', grad = { 'A' } })
+case('digamma', { lua = function(I) return torch.digamma(I.P) end, py = 'torch.digamma(P)', grad = { 'P' } })
+-- polygamma(n, x): n first, as torch.polygamma; the method takes n alone (x:polygamma(n))
+for _, n in ipairs({ 0, 1, 2, 3 }) do
+  -- PyTorch 1.13's zeta is good to about 1e-9 (ours to about 1e-15: polygamma(1, 1) = pi^2/6 = 1.6449340668482264,
+  -- PyTorch gives 1.6449340676383)
+  case('polygamma', { lua = function(I) return torch.polygamma(n, I.P) end, py = ('torch.polygamma(%d, P)'):format(n),
+    grad = { 'P' }, tol = n > 0 and 1e-8 or nil })
+end
+-- (float32: PyTorch's zeta and ours round differently near the poles)
+case('polygamma', { lua = function(I) return I.A:polygamma(1) end, py = 'A.polygamma(1)', grad = { 'A' }, tol = 1e-5 })
 case('gelu', { lua = function(I) return torch.gelu(I.A) end, py = 'F.gelu(A)', grad = { 'A' } })
 case('gelu_tanh', { lua = function(I) return torch.gelu(I.A, { approximate = 'tanh' }) end,
   py = "F.gelu(A, approximate='tanh')", grad = { 'A' } })
@@ -251,7 +261,6 @@ case('multinomial', { lua = seeded(function(I) return torch.multinomial(I.R, 3) 
 
 ------------------------------------------------------------------------------ optimizers
 -- one step of optim.SGD with momentum and weight decay on a parameter with a gradient
-case('digamma', { lua = function(I) return torch.digamma(I.P) end, py = 'torch.digamma(P)', tol = 1e-8 })
 case('sgd_step', {
   lua = function(I)
     local p = torch.nn.Parameter(I.A:detach():clone())
