@@ -226,3 +226,30 @@ describe('transformer modules', function()
     H.near(back(x), l(x), 0)
   end)
 end)
+
+describe('transformer module calls', function()
+  it('check their arguments as Python does, at the caller\'s line', function()
+    local x = torch.randn(3, 2, 4)
+    local enc = nn.TransformerEncoderLayer(4, 2, 8, 0.0)
+    local err = H.errors_with(function() enc() end,
+      "moontorch.nn.TransformerEncoderLayer: forward() missing 1 required positional argument: 'src'")
+    assert.truthy(err:find('transformer_spec.lua:%d+:'))
+    H.errors_with(function() enc(x, nil, nil, x) end,
+      'moontorch.nn.TransformerEncoderLayer: forward() takes from 1 to 3 positional arguments but 4 were given')
+    H.errors_with(function() enc(x, { mask = x }) end, "forward() got an unexpected keyword argument 'mask'")
+    local dec = nn.TransformerDecoderLayer(4, 2, 8, 0.0)
+    H.errors_with(function() dec(x) end,
+      "moontorch.nn.TransformerDecoderLayer: forward() missing 1 required positional argument: 'memory'")
+    H.errors_with(function() nn.TransformerEncoder(enc, 1)(x, { src_mask = x }) end,
+      "moontorch.nn.TransformerEncoder: forward() got an unexpected keyword argument 'src_mask'")
+    H.errors_with(function() nn.TransformerDecoder(dec, 1)(x) end,
+      "moontorch.nn.TransformerDecoder: forward() missing 1 required positional argument: 'memory'")
+    H.errors_with(function() nn.Transformer(4, 2, 1, 1, 8)(x) end,
+      "moontorch.nn.Transformer: forward() missing 1 required positional argument: 'tgt'")
+    H.errors_with(function() nn.NonDynamicallyQuantizableLinear(4, 4)(x, x) end,
+      'moontorch.nn.NonDynamicallyQuantizableLinear: forward() takes 1 positional argument but 2 were given')
+    -- positional masks work as keywords do
+    local mask = nn.Transformer.generate_square_subsequent_mask(3)
+    H.near(enc(x, mask), enc(x, { src_mask = mask }), 0)
+  end)
+end)
