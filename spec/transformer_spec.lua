@@ -253,3 +253,35 @@ describe('transformer module calls', function()
     H.near(enc(x, mask), enc(x, { src_mask = mask }), 0)
   end)
 end)
+
+describe('nn.Transformer parts', function()
+  it('takes a custom encoder and decoder, and passes every mask to them', function()
+    local seen = {}
+    local Enc, EP = torch.class('spec.TrCustomEncoder', 'nn.Module')
+    function Enc:__init() EP.__init(self) end
+    function Enc:forward(src, o) seen.enc = o; return src * 2 end
+    local Dec, DP = torch.class('spec.TrCustomDecoder', 'nn.Module')
+    function Dec:__init() DP.__init(self) end
+    function Dec:forward(tgt, memory, o) seen.dec = o; return tgt + memory:sum() end
+    local t = nn.Transformer({ d_model = 4, nhead = 2, custom_encoder = Enc(), custom_decoder = Dec() })
+    assert.are.same({}, t:parameters())
+    local src, tgt = torch.ones(3, 2, 4), torch.zeros(5, 2, 4)
+    local sm, tm, mm = torch.zeros(3, 3), torch.zeros(5, 5), torch.zeros(5, 3)
+    local out = t(src, tgt, sm, tm, mm)
+    H.near(out, torch.full({ 5, 2, 4 }, 48), 0)
+    assert.is_true(rawequal(seen.enc.mask, sm))
+    assert.is_true(rawequal(seen.dec.tgt_mask, tm))
+    assert.is_true(rawequal(seen.dec.memory_mask, mm))
+  end)
+
+  it('stacks run their layers in turn, then the norm', function()
+    torch.manual_seed(0)
+    local l = nn.TransformerDecoderLayer(4, 2, 8, 0.0)
+    local norm = nn.TransformerEncoderLayer(4, 2, 8).norm1
+    local d = nn.TransformerDecoder(l, 2, norm)
+    local tgt, mem = torch.randn(3, 2, 4), torch.randn(5, 2, 4)
+    local mask = nn.Transformer.generate_square_subsequent_mask(3)
+    local by_hand = d.layers[2](d.layers[1](tgt, mem, mask), mem, mask)
+    H.near(d(tgt, mem, { tgt_mask = mask }), d.norm(by_hand), 1e-6)
+  end)
+end)

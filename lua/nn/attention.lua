@@ -224,6 +224,7 @@ end
 
 ------------------------------------------------------------------------------ multi_head_attention_forward
 local MHA = 'nn.functional.multi_head_attention_forward'
+local warned_byte = false
 
 local function check_mask_dtype(fn, m, what)
   if m.dtype ~= torch.bool and not m:is_floating_point() then
@@ -358,6 +359,11 @@ function M.multi_head_attention_forward(query, key, value, embed_dim_to_check, n
   -- the attention mask, as (1 or bsz * heads, L, S)
   if mask ~= nil then
     if mask.dtype == torch.uint8 then
+      if not warned_byte then
+        warned_byte = true
+        io.stderr:write('UserWarning: Byte tensor for attn_mask in nn.MultiheadAttention is deprecated. ',
+          'Use bool tensor instead.\n')
+      end
       mask = mask:to(torch.bool)
     elseif not (mask:is_floating_point() or mask.dtype == torch.bool) then
       fail(MHA, ('Only float, byte, and bool types are supported for attn_mask, not %s'):format(tostring(mask.dtype)))
