@@ -471,7 +471,6 @@ end
 
 ------------------------------------------------------------------------------ modules
 local layers = require 'moontorch.nn.layers'
-local pyfloat = layers.pyfloat
 
 -- out_proj's class in PyTorch (a Linear that dynamic quantization leaves alone)
 local NDQLinear = class.class('nn.NonDynamicallyQuantizableLinear', layers.Linear)
@@ -607,7 +606,6 @@ end
 declare_forward(MultiheadAttention, { 'query', 'key', 'value', 'key_padding_mask', 'need_weights', 'attn_mask',
   'average_attn_weights' }, { nreq = 3, kwargs = FWD_NAMES })
 
-M.pyfloat = pyfloat
 
 function M.install(nn_)
   nn = nn_

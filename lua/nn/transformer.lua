@@ -37,7 +37,7 @@ local function args(fn, names, ...)
   local v = { ... }
   while n > 0 and v[n] == nil do n = n - 1 end
   local opts = v[n]
-  if is_opts(opts) and not (type(opts) == 'function') then
+  if is_opts(opts) then
     v[n] = nil
     n = n - 1
     for k, val in pairs(opts) do
