@@ -344,6 +344,16 @@ if want(15) then
   end
 end
 
+-- (attention) forward + backward of a TransformerEncoderLayer (d_model 256, 4 heads, feed-forward
+-- 1024, dropout 0, batch_first), seq 64, batch 16; alternating, each keeping its best of 3
+-- (issue 12, the attention part; `luajit bench/run.lua transformer` runs it alone)
+if want('transformer') then
+  local o, t = alternate('transformer', nil, 'ms', 3)
+  line('(transformer) encoder layer fwd+bwd', o and o.ms, t and t.ms, 'ms', 'lower')
+  rows[#rows + 1] = { 'TransformerEncoderLayer(256, 4, 1024) forward + backward, seq 64, batch 16', o and o.ms,
+    t and t.ms, 'ms', 'lower', o and o.peak_kb, t and t.peak_kb }
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

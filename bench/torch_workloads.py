@@ -234,6 +234,31 @@ def train_mlp(n):
 def startup(_):
     pass
 
+# attention and transformers (issue 12, the attention part)
+def transformer(n):
+    # bench/workloads/transformer.lua: TransformerEncoderLayer(256, 4, 1024, dropout 0, batch_first),
+    # input (16, 64, 256): zero_grad (to none), forward, sum, backward
+    import torch.nn as nn
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(256, 4, 1024, 0.0, batch_first=True)
+    x = torch.randn(16, 64, 256)
+    def f(r):
+        for _ in range(r):
+            layer.zero_grad(set_to_none=True)
+            layer(x).sum().backward()
+    steps = n if isinstance(n, int) else 20
+    report('ms', best(f, steps, 5) * 1e3)
+    if n == 'phases':
+        def fwd(r):
+            for _ in range(r):
+                layer(x).sum()
+        report('forward_ms', best(fwd, steps, 5) * 1e3)
+        def nog(r):
+            with torch.no_grad():
+                for _ in range(r):
+                    layer(x)
+        report('no_grad_forward_ms', best(nog, steps, 5) * 1e3)
+
 if __name__ == '__main__':
     w = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else None

@@ -62,4 +62,8 @@ function utils.skip_init(cls, ...)
   return res[2]
 end
 
+-- attention and transformers (issue 12, the attention part): lua/nn/attention.lua, lua/nn/transformer.lua
+require('moontorch.nn.attention').install(nn)
+require('moontorch.nn.transformer').install(nn)
+
 return nn
