@@ -535,7 +535,18 @@ static mt_status max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const int
   mt_tensor *xv = NULL, *iv = NULL, *r = NULL;
   mt_status s = mt_reshape(x, pk, 2, &xv);
   if (!s) s = mt_reshape(indices, pk, 2, &iv);
-  if (!s) s = mt_pool_index(op, xv, iv, MT_POOL_SCATTER_SET, pm, 2, base, &r);
+  if (!s) {
+    s = mt_pool_index(op, xv, iv, MT_POOL_SCATTER_SET, pm, 2, base, &r);
+    if (s == MT_ERANGE) { /* the kernel's message, named by the op, the sizes as PyTorch prints them */
+      long long bad = 0;
+      sscanf(mt_last_error(), "Found an invalid max index: %lld", &bad);
+      char sz[96];
+      size_t k = 0;
+      for (int d = 0; d < nsp && k < sizeof sz; d++)
+        k += (size_t)snprintf(sz + k, sizeof sz - k, d ? "x%lld" : "%lld", (long long)sizes[d]);
+      mt_error(s, "%s: Found an invalid max index: %lld (output volumes are of size %s)", op, bad, sz);
+    }
+  }
   mt_tensor_release(xv);
   mt_tensor_release(iv);
   if (s) return s;

@@ -306,7 +306,7 @@ mt_status mt_cpu_pool_index(mt_tensor *out, const mt_tensor *src, const mt_tenso
   ix_job j = {.out = out, .src = src, .idx = (const int64_t *)indices->_data, .M = M, .K = K, .base = base, .kind = kind};
   mt_parallel_for(P, plane_grain(M + K), out->_dtype == MT_FLOAT32 ? ix_range_float : ix_range_double, &j);
   if (j.has_bad)
-    return mt_error(MT_ERANGE, "Found an invalid max index: %lld (output volumes are of size %lld)",
-                    (long long)(j.bad - base), (long long)M);
+    return mt_error(MT_ERANGE, "Found an invalid max index: %lld (output volumes are of size %lld)", (long long)j.bad,
+                    (long long)M);
   return MT_OK;
 }

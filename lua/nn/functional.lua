@@ -1072,12 +1072,12 @@ function F.pad(x, pad, ...)
         local s = out:size()
         if before > 0 then
           s[d] = before
-          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype })
+          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
         end
         parts[#parts + 1] = out
         if after > 0 then
           s[d] = after
-          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype })
+          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
         end
         out = torch.cat(parts, d)
       end
@@ -1108,7 +1108,7 @@ function F.pad(x, pad, ...)
     end
     local idx = {}
     for j = 0, m - 1 do idx[j + 1] = src(j - before, n) + 1 end
-    out = out:index_select(d, torch.tensor(idx, { dtype = torch.int64 }))
+    out = out:index_select(d, torch.tensor(idx, { dtype = torch.int64 }):to(out.device))
   end
   return out
 end
