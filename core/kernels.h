@@ -47,7 +47,8 @@ typedef struct mt_windows {
  * shape from out's (zeroed first) */
 typedef struct mt_taps {
   int64_t in[3], out[3];
-  int32_t ntaps[3], _pad;
+  int32_t ntaps[3], box; /* box: along the last dim each output's taps are a run of positions from its first
+                          * tap, of one weight, the unused taps (weight 0) after them */
   const int64_t *index[3];
   const double *weight[3];
   double scale;

@@ -186,6 +186,17 @@ describe('pooling in float32', function()
     local v2, i2 = F.max_pool2d(x:to(f64), 2, { return_indices = true })
     assert.is_true(v2:isnan():item())
     assert.are.equal(2, i2:item())
+    -- rows wide enough for the vectorised 2x2 path: NaNs anywhere in the windows, ties, -inf
+    torch.manual_seed(9)
+    local w = torch.randn(3, 2, 6, 40)
+    w:view(-1):index_fill_(1, torch.randperm(w:numel()):narrow(1, 1, 60), nan)
+    w[1][1][1]:fill_(1.5)
+    w[2][1][2]:fill_(-math.huge)
+    local v32, i32 = F.max_pool2d(w, 2, { return_indices = true })
+    local vref, iref = F.max_pool2d(w:to(f64), 2, { return_indices = true }) -- float64: the general loop
+    assert.is_true(torch.equal(i32, iref))
+    assert.is_true(torch.equal(v32:to(f64):isnan(), vref:isnan()))
+    assert.is_true(torch.equal(v32:to(f64):nan_to_num(0), vref:nan_to_num(0)))
   end)
 end)
 

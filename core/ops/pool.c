@@ -285,10 +285,7 @@ static void fill_taps(const mt_resample_spec *s, int d, int n, int64_t *idx, dou
       int64_t size = end - start;
       int64_t a = start < 0 ? 0 : start, b = end > in ? in : end;
       double div = s->divisor_override ? 1.0 : (double)(s->count_include_pad ? size : b - a);
-      for (int t = 0; t < n; t++) {
-        int64_t pos = start + t;
-        if (pos >= a && pos < b && div > 0) ix[t] = pos, wt[t] = 1.0 / div;
-      }
+      for (int64_t pos = a; pos < b && div > 0; pos++) ix[pos - a] = pos, wt[pos - a] = 1.0 / div;
       break;
     }
     case MT_RS_ADAPTIVE_AVG: {
@@ -366,7 +363,7 @@ static mt_status build_taps(const mt_resample_spec *s, mt_taps *t, void **mem) {
     wp += t->out[d] * n[d];
   }
   t->scale = s->kind == MT_RS_AVG_POOL && s->divisor_override ? 1.0 / (double)s->divisor_override : 1.0;
-  t->_pad = 0;
+  t->box = s->kind == MT_RS_AVG_POOL || s->kind == MT_RS_ADAPTIVE_AVG;
   *mem = m;
   return MT_OK;
 }
