@@ -683,9 +683,10 @@ for nsp = 1, 3 do
     self.padding = tuple_of(v[3] or 0, nsp)
   end
   function cls:forward(x, indices, output_size)
+    if type(output_size) == 'table' and output_size.output_size ~= nil then output_size = output_size.output_size end
     return f(x, indices, self.kernel_size, self.stride, self.padding, output_size)
   end
-  declare_forward(cls, { 'input', 'indices', 'output_size' }, { nreq = 2 })
+  declare_forward(cls, { 'input', 'indices', 'output_size' }, { nreq = 2, kwargs = { 'output_size' } })
   function cls:extra_repr()
     return ('kernel_size=%s, stride=%s, padding=%s'):format(pyrepr(self.kernel_size), pyrepr(self.stride),
       pyrepr(self.padding))
