@@ -461,7 +461,8 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(AVG_POOL, avg_pool, OP, 1, DIFF, resample, INTERNAL, "", "")                                                       \
   X(INTERPOLATE, interpolate, OP, 1, DIFF, resample, INTERNAL, "", "")                                                 \
   X(RESAMPLE_BACKWARD, resample_backward, OP, 1, DIFF, resample, INTERNAL, "", "")                                     \
-  X(MAX_UNPOOL, max_unpool, OP, 2, DIFF, pool_index, INTERNAL, "", "")
+  X(MAX_UNPOOL, max_unpool, OP, 2, DIFF, pool_index, INTERNAL, "", "")                                                \
+  X(PAD, pad, OP, 1, DIFF, resample, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -958,11 +959,11 @@ MT_API mt_status mt_max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const 
                                mt_tensor **result);
 /* A linear resampling of the last nsp dims (what avg pools and interpolation compute): kind and
  * geometry, filled by the front doors above and by mt_interpolate. */
-enum { MT_RS_AVG_POOL, MT_RS_ADAPTIVE_AVG, MT_RS_NEAREST, MT_RS_LINEAR, MT_RS_CUBIC };
+enum { MT_RS_AVG_POOL, MT_RS_ADAPTIVE_AVG, MT_RS_NEAREST, MT_RS_LINEAR, MT_RS_CUBIC, MT_RS_REFLECT, MT_RS_REPLICATE };
 typedef struct mt_resample_spec {
   int32_t kind, nsp, align_corners, ceil_mode, count_include_pad, _pad;
   int64_t in[3], out[3];                   /* spatial sizes */
-  int64_t kernel[3], stride[3], padding[3]; /* avg pools */
+  int64_t kernel[3], stride[3], padding[3]; /* avg pools; pads: padding is what comes before each dim */
   double scales[3];                        /* interpolation: the scale factors given (0: none) */
   int64_t divisor_override;
 } mt_resample_spec;
@@ -970,6 +971,10 @@ typedef struct mt_resample_spec {
  * sizes: the output's spatial sizes; scales: NULL, or per dim the scale factor to use (<= 0: none) */
 MT_API mt_status mt_interpolate(mt_tensor *x, int nsp, int mode, const int64_t *sizes, const double *scales,
                                 int align_corners, mt_tensor **result);
+/* F.pad's reflect and replicate modes over the last nsp dims (mode MT_RS_REFLECT or MT_RS_REPLICATE):
+ * before[d], after[d] added to dim d of them (negative: cropped) */
+MT_API mt_status mt_pad(mt_tensor *x, int nsp, int mode, const int64_t *before, const int64_t *after,
+                        mt_tensor **result);
 /* The resampling and its adjoint (the gradient of x from that of the result). */
 MT_API mt_status mt_resample(mt_tensor *x, const mt_resample_spec *spec, mt_tensor **result);
 MT_API mt_status mt_resample_backward(mt_tensor *g, const mt_resample_spec *spec, mt_tensor **result);

@@ -383,6 +383,15 @@ do
     local _, i = pool(torch.randn(shape, { dtype = f64 }), 2, { return_indices = true })
     add(name, function(v) return unpool(v, i, 2) end, function() return { r(i:size()) } end, { gg = true })
   end
+  for _, mode in ipairs({ { 'reflect', 'ReflectionPad' }, { 'replicate', 'ReplicationPad' } }) do
+    local pads = { { 2, 1 }, { 1, 2, 2, 0 }, { 1, 1, 0, 2, 1, 1 } }
+    local shapes = { { 2, 3, 4 }, { 1, 2, 3, 4 }, { 1, 1, 2, 3, 3 } }
+    for nsp = 1, 3 do
+      local f = function(x) return PF.pad(x, pads[nsp], mode[1]) end
+      pool_case(mode[2] .. nsp .. 'DBackward0', f, shapes[nsp], nsp == 2 and { gg = true } or nil)
+      backward_case(mode[2] .. nsp .. 'DBackwardBackward0', f, shapes[nsp])
+    end
+  end
   unpool_case('MaxUnpool2DBackward0', 2, { 1, 2, 4, 4 })
   unpool_case('MaxUnpool3DBackward0', 3, { 1, 1, 2, 4, 4 })
 end

@@ -140,6 +140,9 @@ describe('pooling gradients (float64 gradcheck)', function()
     assert.are.equal('UpsampleBicubic2DBackward1', F.interpolate(x, { scale_factor = 2, mode = 'bicubic' }).grad_fn:name())
     assert.are.equal('UpsampleTrilinear3DBackward1',
       F.interpolate(x3, { scale_factor = 2, mode = 'trilinear' }).grad_fn:name())
+    assert.are.equal('ReflectionPad2DBackward0', F.pad(x, { 1, 1, 2, 0 }, 'reflect').grad_fn:name())
+    assert.are.equal('ReplicationPad1DBackward0', F.pad(x1, { 1, 3 }, 'replicate').grad_fn:name())
+    assert.are.equal('ReplicationPad3DBackward0', F.pad(x3, { 1, 1, 1, 1, 1, 1 }, 'replicate').grad_fn:name())
     local v, i = F.max_pool2d(x:detach(), 2, { return_indices = true })
     assert.are.equal('MaxUnpool2DBackward0', F.max_unpool2d(v:requires_grad_(), i, 2).grad_fn:name())
     local g = torch.ones(1, 2, 2, 2, { dtype = f64, requires_grad = true })
@@ -252,6 +255,10 @@ describe('pooling errors', function()
     H.errors_with(function() F.channel_shuffle(torch.randn(1, 3, 2, 2), 2) end,
       'Number of channels must be divisible by groups. Got 3 channels and 2 groups.')
     H.errors_with(function() F.lp_pool2d(x, 2, 5) end, 'Output size is too small')
+    H.errors_with(function() F.pad(x, { 1, 1 }, 'reflect') end,
+      'Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now')
+    H.errors_with(function() F.pad(x, { 4, 1, 0, 0 }, 'reflect') end,
+      'Padding size should be less than the corresponding input dimension, but got: padding (4, 1) at dimension 4')
     -- raised at the caller's line
     local ok, err = pcall(function() F.max_pool2d(x, 5) end)
     assert.is_false(ok)

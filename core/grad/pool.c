@@ -13,7 +13,7 @@
 
 /* ---------------------------------------------------------------- names */
 /* PyTorch's grad_fn names: [kind][nsp - 1][backward] */
-static const char *const rs_names[5][3][2] = {
+static const char *const rs_names[7][3][2] = {
     {{NULL, NULL}, {"AvgPool2DBackward0", "AvgPool2DBackwardBackward0"},
      {"AvgPool3DBackward0", "AvgPool3DBackwardBackward0"}},
     {{NULL, NULL}, {"AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DBackwardBackward0"},
@@ -25,11 +25,17 @@ static const char *const rs_names[5][3][2] = {
      {"UpsampleBilinear2DBackward1", "UpsampleBilinear2DBackwardBackward1"},
      {"UpsampleTrilinear3DBackward1", "UpsampleTrilinear3DBackwardBackward1"}},
     {{NULL, NULL}, {"UpsampleBicubic2DBackward1", "UpsampleBicubic2DBackwardBackward1"}, {NULL, NULL}},
+    {{"ReflectionPad1DBackward0", "ReflectionPad1DBackwardBackward0"},
+     {"ReflectionPad2DBackward0", "ReflectionPad2DBackwardBackward0"},
+     {"ReflectionPad3DBackward0", "ReflectionPad3DBackwardBackward0"}},
+    {{"ReplicationPad1DBackward0", "ReplicationPad1DBackwardBackward0"},
+     {"ReplicationPad2DBackward0", "ReplicationPad2DBackwardBackward0"},
+     {"ReplicationPad3DBackward0", "ReplicationPad3DBackwardBackward0"}},
 };
 /* 1-d pools are 2-d ones over an unsqueezed input in the Lua layer (as in PyTorch); a 1-d pool
  * called from C gets the 2-d name */
 static const char *rs_name(const mt_resample_spec *s, int backward) {
-  int k = s->kind >= 0 && s->kind < 5 ? s->kind : 0;
+  int k = s->kind >= 0 && s->kind < 7 ? s->kind : 0;
   int d = s->nsp >= 1 && s->nsp <= 3 ? s->nsp - 1 : 1;
   const char *n = rs_names[k][d][backward];
   if (!n) n = rs_names[k][1][backward];
@@ -52,7 +58,7 @@ static const char *resample_name_of(const mt_node *n) {
 }
 static const char *resample_names(int i) {
   int k = 0;
-  for (int a = 0; a < 5; a++)
+  for (int a = 0; a < 7; a++)
     for (int b = 0; b < 3; b++)
       for (int c = 0; c < 2; c++)
         if (rs_names[a][b][c] && k++ == i) return rs_names[a][b][c];

@@ -229,11 +229,14 @@ static const char *resample_op(const mt_resample_spec *s, char *buf, size_t n) {
   case MT_RS_LINEAR:
     snprintf(buf, n, "%s", s->nsp == 1 ? "upsample_linear1d" : s->nsp == 2 ? "upsample_bilinear2d" : "upsample_trilinear3d");
     break;
+  case MT_RS_REFLECT: snprintf(buf, n, "reflection_pad%s", d); break;
+  case MT_RS_REPLICATE: snprintf(buf, n, "replication_pad%s", d); break;
   default: snprintf(buf, n, "upsample_bicubic%s", d); break;
   }
   return buf;
 }
 static mt_op resample_op_id(const mt_resample_spec *s) {
+  if (s->kind == MT_RS_REFLECT || s->kind == MT_RS_REPLICATE) return MT_OP_PAD;
   return s->kind == MT_RS_AVG_POOL || s->kind == MT_RS_ADAPTIVE_AVG ? MT_OP_AVG_POOL : MT_OP_INTERPOLATE;
 }
 
@@ -259,7 +262,9 @@ static int taps_per_output(const mt_resample_spec *s, int d) {
     }
     return (int)m;
   }
-  case MT_RS_NEAREST: return 1;
+  case MT_RS_NEAREST:
+  case MT_RS_REFLECT:
+  case MT_RS_REPLICATE: return 1;
   case MT_RS_LINEAR: return 2;
   default: return 4;
   }
@@ -303,6 +308,17 @@ static void fill_taps(const mt_resample_spec *s, int d, int n, int64_t *idx, dou
         if (src > in - 1) src = in - 1;
       }
       ix[0] = src;
+      wt[0] = 1;
+      break;
+    }
+    case MT_RS_REFLECT:
+    case MT_RS_REPLICATE: {
+      int64_t j = o - s->padding[sd];
+      if (s->kind == MT_RS_REFLECT)
+        j = j < 0 ? -j : j >= in ? 2 * (in - 1) - j : j;
+      else
+        j = j < 0 ? 0 : j >= in ? in - 1 : j;
+      ix[0] = j < 0 ? 0 : j >= in ? in - 1 : j; /* (in range whenever the pads passed the checks) */
       wt[0] = 1;
       break;
     }
@@ -469,6 +485,28 @@ static mt_status interpolate(mt_tensor *x, int nsp, int mode, const int64_t *siz
   return mt_resample(x, &s, result);
 }
 
+static mt_status pad(mt_tensor *x, int nsp, int mode, const int64_t *before, const int64_t *after, mt_tensor **result) {
+  const char *op = "pad";
+  CHECK(x, op, "input");
+  if (mode != MT_RS_REFLECT && mode != MT_RS_REPLICATE) return mt_error(MT_EINVAL, "%s: unknown mode %d", op, mode);
+  if (nsp < 1 || nsp > 3 || x->_ndim < nsp + 1)
+    return mt_error(MT_ESHAPE, "%s: padding %d dims needs an input of at least %d dims, got %s", op, nsp, nsp + 1,
+                    MT_SHAPE(x));
+  mt_resample_spec s = {.kind = mode, .nsp = nsp};
+  for (int d = 0; d < nsp; d++) {
+    int64_t in = x->_sizes[x->_ndim - nsp + d];
+    s.in[d] = in;
+    s.out[d] = in + before[d] + after[d];
+    s.padding[d] = before[d];
+    bool bad = mode == MT_RS_REFLECT ? (before[d] >= in || after[d] >= in) : in == 0;
+    if (bad || s.out[d] < 1)
+      return mt_error(MT_EINVAL, "%s: %s padding (%lld, %lld) does not fit dim %lld of size %lld", op,
+                      mode == MT_RS_REFLECT ? "reflect" : "replicate", (long long)before[d], (long long)after[d],
+                      MT_D(x->_ndim - nsp + d), (long long)in);
+  }
+  return mt_resample(x, &s, result);
+}
+
 /* ---------------------------------------------------------------- max_unpool and positions */
 mt_status mt_pool_index(const char *op, mt_tensor *src, mt_tensor *indices, int kind, const int64_t *shape, int ndim,
                         int64_t base, mt_tensor **result) {
@@ -585,4 +623,7 @@ mt_status mt_max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const int64_t
   if (mt_records(x) && mt_autograd.max_unpool)
     return mt_autograd.max_unpool(x, indices, nsp, sizes, index_base, result);
   return max_unpool(x, indices, nsp, sizes, index_base, result);
+}
+mt_status mt_pad(mt_tensor *x, int nsp, int mode, const int64_t *before, const int64_t *after, mt_tensor **result) {
+  return pad(x, nsp, mode, before, after, result);
 }

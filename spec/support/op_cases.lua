@@ -303,6 +303,10 @@ case('max_unpool', {
     return PF().max_unpool2d(I.PU, i, 2, { output_size = { 4, 5 } })
   end,
   py = 'F.max_unpool2d(PU, F.max_pool2d(PI, 2, return_indices=True)[1], 2, output_size=(4, 5))', grad = { 'PU' } })
+case('pad', { lua = function(I) return PF().pad(I.PI, { 1, 2, 2, 1 }, 'reflect') end,
+  py = "F.pad(PI, (1, 2, 2, 1), 'reflect')", grad = { 'PI' } })
+case('pad', { lua = function(I) return PF().pad(I.PI, { 2, -1, 0, 3 }, 'replicate') end,
+  py = "F.pad(PI, (2, -1, 0, 3), 'replicate')", grad = { 'PI' } })
 
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.

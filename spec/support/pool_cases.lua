@@ -185,6 +185,16 @@ case('pad reflect 1d unbatched', function() return F().pad(gen(3, 5), { 4, 1 }, 
   "F.pad(gen(3, 5), (4, 1), 'reflect')")
 case('pad constant negative', function() return F().pad(gen(2, 3, 4, 5), { 1, -1, 2, 0 }, { value = 1.5 }) end,
   'F.pad(gen(2, 3, 4, 5), (1, -1, 2, 0), value=1.5)')
+case('pad replicate 1d negative', function() return F().pad(gen(2, 6), { 3, -2 }, 'replicate') end,
+  "F.pad(gen(2, 6), (3, -2), 'replicate')")
+case('pad reflect 1d negative', function() return F().pad(gen(2, 6), { -1, 2 }, 'reflect') end,
+  "F.pad(gen(2, 6), (-1, 2), 'reflect')")
+case('pad reflect 3d on an unbatched 4-d input', function()
+  return F().pad(gen(2, 3, 4, 5), { 1, 2, 0, 3, 2, 1 }, 'reflect')
+end, "F.pad(gen(2, 3, 4, 5), (1, 2, 0, 3, 2, 1), 'reflect')")
+case('pad replicate 2d non-contiguous', function()
+  return F().pad(gen(2, 5, 4):transpose(2, 3), { 2, 1, 1, 3 }, 'replicate')
+end, "F.pad(gen(2, 5, 4).transpose(1, 2), (2, 1, 1, 3), 'replicate')")
 case('ReflectionPad3d module', function() return torch.nn.ReflectionPad3d(1)(gen(1, 2, 3, 3, 4)) end,
   'torch.nn.ReflectionPad3d(1)(gen(1, 2, 3, 3, 4))')
 case('ZeroPad2d module', function() return torch.nn.ZeroPad2d({ 1, 0, 2, 1 })(gen(1, 2, 3, 3)) end,
