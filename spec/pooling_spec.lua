@@ -240,6 +240,9 @@ describe('pooling errors', function()
     H.errors_with(function() F.interpolate(x, { size = 3, scale_factor = 2 }) end,
       'only one of size or scale_factor should be defined')
     H.errors_with(function() F.interpolate(x) end, 'either size or scale_factor should be defined')
+    H.errors_with(function() F.interpolate(x, { scale_factor = 2, mode = 'foo' }) end,
+      'Input Error: Only 3D, 4D and 5D input Tensors supported (got 4D) for the modes: nearest | linear | bilinear | '
+      .. 'bicubic | trilinear | area | nearest-exact (got foo)')
     H.errors_with(function() F.interpolate(x, { scale_factor = 2, mode = 'linear' }) end,
       'Got 4D input, but linear mode needs 3D input')
     H.errors_with(function() F.interpolate(x, { scale_factor = 2, align_corners = true }) end,

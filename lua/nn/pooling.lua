@@ -350,7 +350,8 @@ function M.interpolate(x, ...)
   need_tensor(fn, x)
   local v = args(fn, { 'size', 'scale_factor', 'mode', 'align_corners', 'recompute_scale_factor', 'antialias' }, ...)
   local size, scale_factor, mode, align_corners, recompute = v[1], v[2], v[3] or 'nearest', v[4], v[5]
-  if v[6] then bad(fn, 'antialias=True is not supported') end
+  if v[6] then bad(fn, 'antialias=True is not supported by moontorch yet') end
+  if mode == 'nearest-exact' then bad(fn, "mode 'nearest-exact' is not supported by moontorch yet") end
   if type(mode) ~= 'string' or not MODES[mode] then
     bad(fn, ('Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) for the modes: nearest | linear | '
       .. 'bilinear | bicubic | trilinear | area | nearest-exact (got %s)'):format(x:dim(), tostring(mode)))
