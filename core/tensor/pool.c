@@ -108,6 +108,29 @@ __attribute__((target("avx2"))) static int64_t max_row_2x2_avx2(const float *r0,
                           _mm256_add_epi64(b, _mm256_cvtepi32_epi64(_mm256_extracti128_si256(k, 1))));
     }
   }
+  /* four more with 128-bit vectors (rows of 8 to 15 inputs: LeNet's second pool) */
+  for (; c + 4 <= n; c += 4) {
+    __m128 lo0 = _mm_loadu_ps(r0 + 2 * c), hi0 = _mm_loadu_ps(r0 + 2 * c + 4);
+    __m128 lo1 = _mm_loadu_ps(r1 + 2 * c), hi1 = _mm_loadu_ps(r1 + 2 * c + 4);
+    __m128 a0 = _mm_shuffle_ps(lo0, hi0, 0x88), a1 = _mm_shuffle_ps(lo0, hi0, 0xdd);
+    __m128 a2 = _mm_shuffle_ps(lo1, hi1, 0x88), a3 = _mm_shuffle_ps(lo1, hi1, 0xdd);
+    __m128 m = a0;
+    __m128i k = _mm_setzero_si128();
+    __m128 t = _mm_or_ps(_mm_cmpgt_ps(a1, m), _mm_cmpunord_ps(a1, a1));
+    m = _mm_blendv_ps(m, a1, t);
+    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(_mm_set1_epi32(1)), t));
+    t = _mm_or_ps(_mm_cmpgt_ps(a2, m), _mm_cmpunord_ps(a2, a2));
+    m = _mm_blendv_ps(m, a2, t);
+    k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(_mm_set1_epi32((int)S2)), t));
+    t = _mm_or_ps(_mm_cmpgt_ps(a3, m), _mm_cmpunord_ps(a3, a3));
+    m = _mm_blendv_ps(m, a3, t);
+    _mm_storeu_ps(vr + c, m);
+    if (ir) {
+      k = _mm_castps_si128(_mm_blendv_ps(_mm_castsi128_ps(k), _mm_castsi128_ps(_mm_set1_epi32((int)S2 + 1)), t));
+      k = _mm_add_epi32(k, _mm_setr_epi32(0, 2, 4, 6));
+      _mm256_storeu_si256((__m256i *)(ir + c), _mm256_add_epi64(_mm256_set1_epi64x(base + 2 * c), _mm256_cvtepi32_epi64(k)));
+    }
+  }
   return c;
 }
 #endif
