@@ -46,8 +46,6 @@ static mt_status check_input(const char *op, mt_tensor *x, int nsp, int adaptive
     }
   if (x->_dtype != MT_FLOAT32 && x->_dtype != MT_FLOAT64) {
     const char *n = mt_dtype_name(x->_dtype);
-    char cap[32];
-    snprintf(cap, sizeof cap, "%s", n);
     /* PyTorch's ScalarType names: Long, Int, Half, ... */
     const char *py = !strcmp(n, "int64")      ? "Long"
                      : !strcmp(n, "int32")    ? "Int"
@@ -57,7 +55,7 @@ static mt_status check_input(const char *op, mt_tensor *x, int nsp, int adaptive
                      : !strcmp(n, "bool")     ? "Bool"
                      : !strcmp(n, "float16")  ? "Half"
                      : !strcmp(n, "bfloat16") ? "BFloat16"
-                                              : cap;
+                                              : n;
     return mt_error(MT_EDTYPE, "%s: \"%s\" not implemented for '%s'", op, op, py);
   }
   return MT_OK;
@@ -510,17 +508,13 @@ static mt_status pad(mt_tensor *x, int nsp, int mode, const int64_t *before, con
 /* ---------------------------------------------------------------- max_unpool and positions */
 mt_status mt_pool_index(const char *op, mt_tensor *src, mt_tensor *indices, int kind, const int64_t *shape, int ndim,
                         int64_t base, mt_tensor **result) {
-  /* planes: the first dim of the flattened views; P from the indices' leading dims (all but the last nsp
-   * are the same for both: the caller passes tensors whose leading dims agree) */
+  /* planes: the first dim of src, indices and the result (the caller passes (P, K) and (P, M) views) */
   mt_tensor *sc = NULL, *ic = NULL, *r = NULL;
-  int64_t numel = 1;
-  for (int d = 0; d < ndim; d++) numel *= shape[d];
   mt_status s = mt_contiguous(src, &sc);
   if (!s) s = mt_contiguous(indices, &ic);
   const int64_t *rs = kind == MT_POOL_GATHER ? indices->_sizes : shape;
   int rn = kind == MT_POOL_GATHER ? indices->_ndim : ndim;
   if (!s) s = mt_new(mt_device_of(src), rs, rn, src->_dtype, op, &r);
-  (void)numel;
   if (!s) s = mt_kernels_of(src)->pool_index(r, sc, ic, kind, base);
   mt_tensor_release(sc);
   mt_tensor_release(ic);
