@@ -354,6 +354,23 @@ if want('transformer') then
     t and t.ms, 'ms', 'lower', o and o.peak_kb, t and t.peak_kb }
 end
 
+-- (pool) issue 12, pooling: forward + backward of LeNet-5's max pools (2x2 on 64x6x24x24 and on
+-- 64x16x8x8) and of an adaptive avg pool 64x512x7x7 -> 1x1, float32; alternating, best of 3 runs
+-- each (`luajit bench/run.lua pool` for this section alone)
+if want('pool') then
+  local o, t = {}, {}
+  for _ = 1, 3 do
+    for k, v in pairs(ours('pool') or {}) do if not o[k] or v < o[k] then o[k] = v end end
+    for k, v in pairs(theirs('pool') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+  end
+  for _, w in ipairs({ { 'lenet_pool1_us', 'max_pool2d', '2x2 of 64x6x24x24, forward + backward' },
+    { 'lenet_pool2_us', 'max_pool2d', '2x2 of 64x16x8x8, forward + backward' },
+    { 'adaptive_avg_us', 'adaptive_avg_pool2d', '64x512x7x7 -> 1x1, forward + backward' } }) do
+    line('(pool) ' .. w[2] .. ' ' .. w[3], o[w[1]], t[w[1]], 'us', 'lower')
+    rows[#rows + 1] = { ('`F.%s` %s'):format(w[2], w[3]), o[w[1]], t[w[1]], 'µs', 'lower', nil, nil }
+  end
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

@@ -231,6 +231,23 @@ def train_mlp(n):
             opt.step()
     report('ms', best(f, n or 50, 5) * 1e3)
 
+def pool(_):
+    # bench/workloads/pool.lua (issue 12, pooling): forward + backward of LeNet-5's max pools and of an
+    # adaptive avg pool 64x512x7x7 -> 1x1, float32
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    def bench(key, shape, pool, reps):
+        x = torch.randn(shape).requires_grad_()
+        g = torch.randn(pool(x.detach()).shape)
+        def step(k):
+            for _ in range(k):
+                y = pool(x)
+                gx, = torch.autograd.grad(y, x, g)
+        report(key, best(step, reps) * 1e6)
+    bench('lenet_pool1_us', (64, 6, 24, 24), lambda x: F.max_pool2d(x, 2), 100)
+    bench('lenet_pool2_us', (64, 16, 8, 8), lambda x: F.max_pool2d(x, 2), 300)
+    bench('adaptive_avg_us', (64, 512, 7, 7), lambda x: F.adaptive_avg_pool2d(x, 1), 50)
+
 def startup(_):
     pass
 

@@ -35,6 +35,29 @@ typedef struct mt_gemm {
 /* The indexed writes of index_add / index_copy_. */
 enum { MT_INDEX_ADD, MT_INDEX_COPY };
 
+/* issue 12, pooling. The pools and resamplings see their input as contiguous planes (P, S0, S1, S2):
+ * the spatial dims, 1 where fewer than 3 are pooled, and the result as (P, O0, O1, O2). */
+/* max pools: output o of dim d reads count[d][o] positions start[d][o] + k * step[d] (all inside) */
+typedef struct mt_windows {
+  int64_t in[3], out[3], step[3];
+  const int64_t *start[3], *count[3];
+} mt_windows;
+/* linear resamplings: out[o0, o1, o2] = scale * sum over taps t of w0[o0, t0] w1[o1, t1] w2[o2, t2]
+ * x[i0[o0, t0], i1[o1, t1], i2[o2, t2]], ntaps[d] taps per output of dim d; the adjoint writes x's
+ * shape from out's (zeroed first) */
+typedef struct mt_taps {
+  int64_t in[3], out[3];
+  int32_t ntaps[3], box; /* box: along the last dim each output's taps are a run of positions from its first
+                          * tap, of one weight, the unused taps (weight 0) after them */
+  const int64_t *index[3];
+  const double *weight[3];
+  double scale;
+} mt_taps;
+/* pool_index over planes (P, M) of out and (P, K) of src and indices (int64 positions in a plane of
+ * out from base): MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET write out (zeroed first) from src;
+ * MT_POOL_GATHER writes src-shaped out from the planes of `src` read at indices */
+enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
+
 /* X(slot, parameters): every kernel returns mt_status. */
 #define MT_KERNEL_LIST(X)                                                                                         \
   /* copy.c: dst <- src (src broadcast to dst's shape, any dtypes, no overlap); fill */                          \
@@ -92,7 +115,11 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(randperm, (mt_tensor * out, int64_t base, mt_generator *g))                                                  \
   X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
   /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
-  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step))
+  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step)) \
+  /* pool.c (issue 12, pooling): over contiguous (P, S0, S1, S2) planes, see mt_windows, mt_taps */              \
+  X(pool_max, (mt_tensor * values, mt_tensor *indices, const mt_tensor *x, const mt_windows *w, int64_t base))   \
+  X(resample, (mt_tensor * out, const mt_tensor *x, const mt_taps *t, int adjoint))                               \
+  X(pool_index, (mt_tensor * out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

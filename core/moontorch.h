@@ -456,7 +456,14 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(RANDPERM, randperm, OP, 0, NODIFF, randperm, CUSTOM, "", "")                                                       \
   X(MULTINOMIAL, multinomial, OP, 1, NODIFF, multinomial, CUSTOM, "", "")                                              \
   /* optimizers */                                                                                                     \
-  X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")
+  X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                               \
+  /* issue 12, pooling: pools and resampling over the last 1-3 dims (core/ops/pool.c) */                               \
+  X(MAX_POOL, max_pool, OP, 1, DIFF, pool_max, INTERNAL, "", "")                                                       \
+  X(AVG_POOL, avg_pool, OP, 1, DIFF, resample, INTERNAL, "", "")                                                       \
+  X(INTERPOLATE, interpolate, OP, 1, DIFF, resample, INTERNAL, "", "")                                                 \
+  X(RESAMPLE_BACKWARD, resample_backward, OP, 1, DIFF, resample, INTERNAL, "", "")                                     \
+  X(MAX_UNPOOL, max_unpool, OP, 2, DIFF, pool_index, INTERNAL, "", "")                                                \
+  X(PAD, pad, OP, 1, DIFF, resample, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -932,6 +939,46 @@ MT_API const char *mt_version(void); /* "0.1.0" */
  * level of moontorch's kernels, the BLAS and its kernel set and who chose it, threads, CUDA. Loads
  * the BLAS. The text stays valid until the next call. */
 MT_API const char *mt_config_string(void);
+
+/* ---------------------------------------------------------------- pooling and resampling (issue 12: pooling) */
+/* Over the last nsp (1..3) dims of an (N, C, *) or (C, *) input, float32 or float64 (core/ops/pool.c).
+ * Indices are flat positions in each (N, C) plane of the input, from index_base (Lua passes 1). */
+typedef struct mt_pool_params {
+  int32_t nsp, ceil_mode, count_include_pad, _pad;
+  int64_t kernel[3], stride[3], padding[3], dilation[3];
+  int64_t divisor_override; /* avg: 0 for none */
+} mt_pool_params;
+/* indices may be NULL (not wanted) */
+MT_API mt_status mt_max_pool(mt_tensor *x, const mt_pool_params *p, int64_t index_base, mt_tensor **values,
+                             mt_tensor **indices);
+MT_API mt_status mt_adaptive_max_pool(mt_tensor *x, int nsp, const int64_t *sizes, int64_t index_base,
+                                      mt_tensor **values, mt_tensor **indices);
+MT_API mt_status mt_avg_pool(mt_tensor *x, const mt_pool_params *p, mt_tensor **result);
+MT_API mt_status mt_adaptive_avg_pool(mt_tensor *x, int nsp, const int64_t *sizes, mt_tensor **result);
+/* The input's values at `indices` (shaped like x) written into zeros of spatial size `sizes`. */
+MT_API mt_status mt_max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const int64_t *sizes, int64_t index_base,
+                               mt_tensor **result);
+/* A linear resampling of the last nsp dims (what avg pools and interpolation compute): kind and
+ * geometry, filled by the front doors above and by mt_interpolate. */
+enum { MT_RS_AVG_POOL, MT_RS_ADAPTIVE_AVG, MT_RS_NEAREST, MT_RS_LINEAR, MT_RS_CUBIC, MT_RS_REFLECT, MT_RS_REPLICATE };
+typedef struct mt_resample_spec {
+  int32_t kind, nsp, align_corners, ceil_mode, count_include_pad, _pad;
+  int64_t in[3], out[3];                   /* spatial sizes */
+  int64_t kernel[3], stride[3], padding[3]; /* avg pools; pads: padding is what comes before each dim */
+  double scales[3];                        /* interpolation: the scale factors given (0: none) */
+  int64_t divisor_override;
+} mt_resample_spec;
+/* interpolate: mode MT_RS_NEAREST, MT_RS_LINEAR (linear, bilinear, trilinear) or MT_RS_CUBIC (2 dims);
+ * sizes: the output's spatial sizes; scales: NULL, or per dim the scale factor to use (<= 0: none) */
+MT_API mt_status mt_interpolate(mt_tensor *x, int nsp, int mode, const int64_t *sizes, const double *scales,
+                                int align_corners, mt_tensor **result);
+/* F.pad's reflect and replicate modes over the last nsp dims (mode MT_RS_REFLECT or MT_RS_REPLICATE):
+ * before[d], after[d] added to dim d of them (negative: cropped) */
+MT_API mt_status mt_pad(mt_tensor *x, int nsp, int mode, const int64_t *before, const int64_t *after,
+                        mt_tensor **result);
+/* The resampling and its adjoint (the gradient of x from that of the result). */
+MT_API mt_status mt_resample(mt_tensor *x, const mt_resample_spec *spec, mt_tensor **result);
+MT_API mt_status mt_resample_backward(mt_tensor *g, const mt_resample_spec *spec, mt_tensor **result);
 
 #ifdef __cplusplus
 }

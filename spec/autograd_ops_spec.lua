@@ -341,6 +341,64 @@ add('BaddbmmBackward0', function(c, a, b) return torch.baddbmm(c, a, b, { beta =
 add('BaddbmmBackward0', function(c, a, b) return torch.baddbmm(c, a, b) end,
   function() return { r(3, 1), r(2, 3, 4), r(2, 2, 4):detach():transpose(2, 3):requires_grad_() } end)
 
+------------------------------------------------------------------------------ issue 12, pooling
+-- (names recorded from PyTorch 1.13; 1-d pools are SqueezeBackward1 there and here)
+do
+  local PF = torch.nn.functional
+  local function pool_case(name, f, shape, opts) add(name, f, function() return { r(unpack(shape)) } end, opts) end
+  -- the backward of f at a fixed x, as a function of the incoming gradient g (recorded: create_graph)
+  local function backward_case(name, f, shape)
+    local x = r(unpack(shape))
+    local gshape = f(x):size()
+    add(name, function(g) return ag.grad({ f(x) }, { x }, { grad_outputs = { g }, create_graph = true })[1] end,
+      function() return { r(unpack(gshape)) } end)
+  end
+  local pools = {
+    { 'MaxPool2DWithIndices', function(x) return PF.max_pool2d(x, 2, 1, 1) end, { 1, 2, 3, 4 } },
+    { 'MaxPool3DWithIndices', function(x) return PF.max_pool3d(x, 2, 1) end, { 1, 1, 2, 3, 3 } },
+    { 'AdaptiveMaxPool2D', function(x) return PF.adaptive_max_pool2d(x, { 2, 3 }) end, { 1, 2, 3, 5 } },
+    { 'AdaptiveMaxPool3D', function(x) return PF.adaptive_max_pool3d(x, 2) end, { 1, 1, 3, 3, 4 } },
+    { 'AvgPool2D', function(x) return PF.avg_pool2d(x, 3, 2, 1, true, false) end, { 1, 2, 4, 5 } },
+    { 'AvgPool3D', function(x) return PF.avg_pool3d(x, 2, 1, 1) end, { 1, 1, 2, 3, 2 } },
+    { 'AdaptiveAvgPool2D', function(x) return PF.adaptive_avg_pool2d(x, { 2, 3 }) end, { 1, 2, 3, 5 } },
+    { 'AdaptiveAvgPool3D', function(x) return PF.adaptive_avg_pool3d(x, 2) end, { 1, 1, 3, 3, 4 } },
+  }
+  for _, p in ipairs(pools) do pool_case(p[1] .. 'Backward0', p[2], p[3]) end
+  local ups = {
+    { 'UpsampleNearest1D', function(x) return PF.interpolate(x, { size = 5 }) end, { 1, 2, 3 } },
+    { 'UpsampleNearest2D', function(x) return PF.interpolate(x, { scale_factor = 1.5 }) end, { 1, 2, 3, 2 } },
+    { 'UpsampleNearest3D', function(x) return PF.interpolate(x, { scale_factor = 2 }) end, { 1, 1, 2, 2, 3 } },
+    { 'UpsampleLinear1D', function(x) return PF.interpolate(x, { size = 5, mode = 'linear' }) end, { 1, 2, 3 } },
+    { 'UpsampleBilinear2D', function(x)
+      return PF.interpolate(x, { scale_factor = 1.5, mode = 'bilinear', align_corners = true })
+    end, { 1, 2, 3, 2 } },
+    { 'UpsampleBicubic2D', function(x) return PF.interpolate(x, { size = { 4, 3 }, mode = 'bicubic' }) end, { 1, 1, 3, 2 } },
+    { 'UpsampleTrilinear3D', function(x) return PF.interpolate(x, { scale_factor = 2, mode = 'trilinear' }) end,
+      { 1, 1, 2, 2, 3 } },
+  }
+  for _, u in ipairs(ups) do
+    pool_case(u[1] .. 'Backward1', u[2], u[3], { gg = true })
+    backward_case(u[1] .. 'BackwardBackward1', u[2], u[3])
+  end
+  for i = 5, 8 do backward_case(pools[i][1] .. 'BackwardBackward0', pools[i][2], pools[i][3]) end
+  local function unpool_case(name, nsp, shape)
+    local pool, unpool = PF['max_pool' .. nsp .. 'd'], PF['max_unpool' .. nsp .. 'd']
+    local _, i = pool(torch.randn(shape, { dtype = f64 }), 2, { return_indices = true })
+    add(name, function(v) return unpool(v, i, 2) end, function() return { r(i:size()) } end, { gg = true })
+  end
+  for _, mode in ipairs({ { 'reflect', 'ReflectionPad' }, { 'replicate', 'ReplicationPad' } }) do
+    local pads = { { 2, 1 }, { 1, 2, 2, 0 }, { 1, 1, 0, 2, 1, 1 } }
+    local shapes = { { 2, 3, 4 }, { 1, 2, 3, 4 }, { 1, 1, 2, 3, 3 } }
+    for nsp = 1, 3 do
+      local f = function(x) return PF.pad(x, pads[nsp], mode[1]) end
+      pool_case(mode[2] .. nsp .. 'DBackward0', f, shapes[nsp], nsp == 2 and { gg = true } or nil)
+      backward_case(mode[2] .. nsp .. 'DBackwardBackward0', f, shapes[nsp])
+    end
+  end
+  unpool_case('MaxUnpool2DBackward0', 2, { 1, 2, 4, 4 })
+  unpool_case('MaxUnpool3DBackward0', 3, { 1, 1, 2, 4, 4 })
+end
+
 ------------------------------------------------------------------------------ the walk
 local EXEMPT = { AccumulateGrad = true, LuaFunctionBackward = true }
 

@@ -27,6 +27,24 @@ local builtins = {
   BatchNorm3d = function() return nn.BatchNorm3d(3) end,
   Sequential = function() return nn.Sequential(nn.Linear(3, 2)) end,
 }
+-- issue 12, pooling: the one-input modules of lua/nn/pooling.lua and lua/nn/padding.lua; MaxUnpool's
+-- forward takes (input, indices, output_size=None), checked below
+for _, name in ipairs({ 'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'AvgPool1d', 'AvgPool2d', 'AvgPool3d', 'LPPool1d',
+  'LPPool2d' }) do
+  builtins[name] = function() return nn[name](2, 2) end
+end
+for _, name in ipairs({ 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d', 'AdaptiveAvgPool3d', 'AdaptiveMaxPool1d',
+  'AdaptiveMaxPool2d', 'AdaptiveMaxPool3d', 'PixelShuffle', 'PixelUnshuffle', 'ChannelShuffle', 'ZeroPad2d',
+  'ReflectionPad1d', 'ReflectionPad2d', 'ReflectionPad3d', 'ReplicationPad1d', 'ReplicationPad2d', 'ReplicationPad3d' }) do
+  builtins[name] = function() return nn[name](1) end
+end
+for _, name in ipairs({ 'ConstantPad1d', 'ConstantPad2d', 'ConstantPad3d' }) do
+  builtins[name] = function() return nn[name](1, 0) end
+end
+for _, name in ipairs({ 'Upsample', 'UpsamplingNearest2d', 'UpsamplingBilinear2d' }) do
+  builtins[name] = function() return nn[name]({ scale_factor = 2 }) end
+end
+local own_arity = { MaxUnpool1d = true, MaxUnpool2d = true, MaxUnpool3d = true }
 
 -- attention and transformers (issue 12, the attention part): forwards of several arguments, their
 -- arity checked in spec/attention_spec.lua and spec/transformer_spec.lua
@@ -40,7 +58,7 @@ describe('module call arity', function()
     for name, cls in pairs(nn) do
       if type(cls) == 'table' and rawget(cls, '__typename') and rawget(cls, 'forward') and name:sub(1, 1) ~= '_'
         and name ~= 'Module' and name ~= 'ModuleList' and name ~= 'ModuleDict' then
-        assert.is_not_nil(builtins[name] or covered_elsewhere[name], 'no arity case for nn.' .. name)
+        assert.is_not_nil(builtins[name] or covered_elsewhere[name] or own_arity[name], 'no arity case for nn.' .. name)
       end
     end
   end)
@@ -58,6 +76,17 @@ describe('module call arity', function()
       H.errors_with(function() m(x, x, x) end, 'but 3 were given')
     end)
   end
+  it('MaxUnpool: (input, indices, output_size=None)', function()
+    for name in pairs(own_arity) do
+      local m = nn[name](2)
+      local op = 'moontorch.nn.' .. name .. ': '
+      H.errors_with(function() m(x) end, op .. "forward() missing 1 required positional argument: 'indices'")
+      H.errors_with(function() m(x, x, x, x) end, op .. 'forward() takes from 2 to 3 positional arguments but 4 were given')
+      H.errors_with(function() m(x, x, { foo = 1 }) end, op .. "forward() got an unexpected keyword argument 'foo'")
+    end
+    local v, i = nn.functional.max_pool2d(torch.randn(1, 1, 5, 5), 2, { return_indices = true })
+    assert.are.same({ 1, 1, 5, 5 }, nn.MaxUnpool2d(2)(v, i, { output_size = { 5, 5 } }):size())
+  end)
   it('is checked after forward pre hooks, which may fix the arguments', function()
     local m = nn.Linear(3, 2)
     local h = m:register_forward_pre_hook(function(_, inp) return { inp[1] } end)

@@ -1039,6 +1039,20 @@ end
 local function src_circular(j, n) return j % n end
 local pad_src = { reflect = src_reflect, replicate = src_replicate, circular = src_circular }
 
+-- issue 12, pooling: reflect / replicate padding through the core's op (core/ops/pool.c)
+local ffi = require 'ffi'
+local pad_before, pad_after = ffi.new('int64_t[3]'), ffi.new('int64_t[3]')
+local function pad_op(x, pad, npad, mode)
+  for k = 1, npad do -- natural dim order: the pair of dim nd - npad + k is pad's pair npad - k + 1
+    local i = npad - k + 1
+    pad_before[k - 1], pad_after[k - 1] = pad[2 * i - 1], pad[2 * i]
+  end
+  local C = core.C
+  if C.mt_pad(x, npad, mode == 'reflect' and C.MT_RS_REFLECT or C.MT_RS_REPLICATE, pad_before, pad_after,
+    T.outp) ~= 0 then core.raise_last() end
+  return T.wrap(T.outp[0])
+end
+
 -- pad(x, {left, right [, top, bottom [, front, back]]}, mode='constant', value=0): pads the last
 -- dims, the last dim first; negative amounts crop. Modes: constant, reflect, replicate, circular.
 function F.pad(x, pad, ...)
@@ -1072,12 +1086,12 @@ function F.pad(x, pad, ...)
         local s = out:size()
         if before > 0 then
           s[d] = before
-          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype })
+          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
         end
         parts[#parts + 1] = out
         if after > 0 then
           s[d] = after
-          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype })
+          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
         end
         out = torch.cat(parts, d)
       end
@@ -1087,9 +1101,18 @@ function F.pad(x, pad, ...)
   local src = pad_src[mode]
   if not src then bad('pad', ('Unrecognised padding mode %s'):format(tostring(mode))) end
   if value ~= nil and value ~= 0 then bad('pad', ('Padding mode "%s" doesn\'t take in value argument'):format(mode)) end
-  if nd < npad + 1 then
-    bad('pad', ('%s padding of %d dims needs an input of at least %d dims (a channel dim first), got %dD')
-      :format(mode, npad, npad + 1, nd))
+  if npad > 3 or (nd ~= npad + 1 and nd ~= npad + 2) then -- PyTorch 1.13's rule and message
+    bad('pad', 'Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now')
+  end
+  -- reflect and replicate of float tensors: the core's op (ReflectionPad2DBackward0, ... as in PyTorch)
+  if (mode == 'reflect' or mode == 'replicate') and (x.dtype == torch.float32 or x.dtype == torch.float64) then
+    local ok = true
+    for i = 1, npad do
+      local n, before, after = x:size(nd - i + 1), pad[2 * i - 1], pad[2 * i]
+      if mode == 'reflect' and (before >= n or after >= n) then ok = false end
+      if n + before + after < 1 or n == 0 then ok = false end
+    end
+    if ok and npad <= 3 then return pad_op(x, pad, npad, mode) end
   end
   for i = 1, npad do
     local d = nd - i + 1
@@ -1108,7 +1131,7 @@ function F.pad(x, pad, ...)
     end
     local idx = {}
     for j = 0, m - 1 do idx[j + 1] = src(j - before, n) + 1 end
-    out = out:index_select(d, torch.tensor(idx, { dtype = torch.int64 }))
+    out = out:index_select(d, torch.tensor(idx, { dtype = torch.int64 }):to(out.device))
   end
   return out
 end

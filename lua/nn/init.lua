@@ -21,6 +21,9 @@ nn.init = require 'moontorch.nn.initialization'
 local layers = require 'moontorch.nn.layers'
 layers.install(nn)
 if nn.functional.batch_norm == nil then nn.functional.batch_norm = layers.batch_norm end
+-- issue 12, pooling: pools, resampling, shuffles, padding modules
+require('moontorch.nn.pooling').install(nn)
+require('moontorch.nn.padding').install(nn)
 
 ------------------------------------------------------------------------------ global hooks
 -- they run for every module's call, before the module's own hooks of the same kind

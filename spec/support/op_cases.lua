@@ -273,6 +273,50 @@ case('sgd_step', {
   py = 'sgd_twice(A, B)',
 })
 
+------------------------------------------------------------------------------ issue 12, pooling
+-- (more cases, values and errors: spec/pooling_spec.lua)
+M.inputs.PI = { { { { 0.5, -1.25, 2.0, 1.5, -0.75 }, { 3.5, 0.25, -2.5, 1.0, 0.75 }, { -1.5, 2.5, 0.125, -0.5, 1.75 },
+  { 2.25, -3.0, 1.25, 0.375, -1.0 } }, { { 1.125, 0.625, -2.25, 2.75, -0.25 }, { -1.75, 3.25, 0.875, -0.625, 1.375 },
+  { 0.0625, -2.75, 1.625, 2.125, -1.125 }, { -0.375, 1.875, -1.625, 0.3125, 2.875 } } } } -- 1 x 2 x 4 x 5
+M.inputs.PG = { { { { 0.5, -1.0, 2.0, 1.5 }, { 0.25, 1.25, -0.5, 0.75 }, { -1.5, 1.0, 0.125, 2.5 } },
+  { { 1.75, -0.25, 0.375, -2.0 }, { 0.625, 1.5, -1.25, 0.5 }, { 2.25, -0.75, 1.0, -0.5 } } } } -- 1 x 2 x 3 x 4
+M.inputs.PU = { { { { 0.5, -1.0 }, { 2.0, 1.5 } }, { { -0.25, 0.75 }, { 1.25, -2.0 } } } } -- 1 x 2 x 2 x 2
+local function PF() return torch.nn.functional end
+case('max_pool', { lua = function(I) return PF().max_pool2d(I.PI, 2, 1, { return_indices = true }) end,
+  py = 'pos2(F.max_pool2d(PI, 2, 1, return_indices=True))', grad = { 'PI' } })
+case('max_pool', { lua = function(I) return PF().max_pool2d(I.PI, 3, 2, 1, 1, true) end,
+  py = 'F.max_pool2d(PI, 3, 2, 1, 1, True)', grad = { 'PI' } })
+case('max_pool', { lua = function(I) return PF().adaptive_max_pool2d(I.PI, { 3, 2 }, true) end,
+  py = 'pos2(F.adaptive_max_pool2d(PI, (3, 2), True))', grad = { 'PI' } })
+case('avg_pool', { lua = function(I) return PF().avg_pool2d(I.PI, 3, 2, 1, true, false) end,
+  py = 'F.avg_pool2d(PI, 3, 2, 1, True, False)', grad = { 'PI' } })
+case('avg_pool', { lua = function(I) return PF().adaptive_avg_pool2d(I.PI, { 3, 2 }) end,
+  py = 'F.adaptive_avg_pool2d(PI, (3, 2))', grad = { 'PI' } })
+case('interpolate', { lua = function(I) return PF().interpolate(I.PI, { scale_factor = 1.5, mode = 'bilinear' }) end,
+  py = "F.interpolate(PI, scale_factor=1.5, mode='bilinear')", grad = { 'PI' } })
+case('interpolate', { lua = function(I) return PF().interpolate(I.PI, { size = { 3, 7 } }) end,
+  py = 'F.interpolate(PI, size=(3, 7))', grad = { 'PI' } })
+case('interpolate', { lua = function(I) return PF().interpolate(I.PI, { size = { 5, 4 }, mode = 'bicubic' }) end,
+  py = "F.interpolate(PI, size=(5, 4), mode='bicubic')", grad = { 'PI' } })
+-- the adjoint of avg_pool2d(x, 2, 1) applied to PG: x's gradient, a function of PG (recorded under create_graph)
+case('resample_backward', {
+  lua = function(I)
+    local x = I.PI:detach():requires_grad_()
+    return torch.autograd.grad({ PF().avg_pool2d(x, 2, 1) }, { x }, { grad_outputs = { I.PG }, create_graph = true })[1]
+  end,
+  py = '(lambda x: torch.autograd.grad(F.avg_pool2d(x, 2, 1), x, PG)[0])(PI.clone().requires_grad_())',
+  grad = { 'PG' } })
+case('max_unpool', {
+  lua = function(I)
+    local _, i = PF().max_pool2d(I.PI:detach(), 2, { return_indices = true })
+    return PF().max_unpool2d(I.PU, i, 2, { output_size = { 4, 5 } })
+  end,
+  py = 'F.max_unpool2d(PU, F.max_pool2d(PI, 2, return_indices=True)[1], 2, output_size=(4, 5))', grad = { 'PU' } })
+case('pad', { lua = function(I) return PF().pad(I.PI, { 1, 2, 2, 1 }, 'reflect') end,
+  py = "F.pad(PI, (1, 2, 2, 1), 'reflect')", grad = { 'PI' } })
+case('pad', { lua = function(I) return PF().pad(I.PI, { 2, -1, 0, 3 }, 'replicate') end,
+  py = "F.pad(PI, (2, -1, 0, 3), 'replicate')", grad = { 'PI' } })
+
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
 -- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each
