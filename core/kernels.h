@@ -32,6 +32,13 @@ typedef struct mt_gemm {
   const int64_t *aoff, *boff, *coff;
 } mt_gemm;
 
+/* The geometry of im2col / col2im (issue 12, conv part): nsp (1 to 3) spatial dims, the image's sizes
+ * `in`, the blocks' grid `out`, kernel, stride, padding, dilation. */
+typedef struct mt_conv_geo {
+  int nsp;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+} mt_conv_geo;
+
 /* The indexed writes of index_add / index_copy_. */
 enum { MT_INDEX_ADD, MT_INDEX_COPY };
 
@@ -92,7 +99,11 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(randperm, (mt_tensor * out, int64_t base, mt_generator *g))                                                  \
   X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
   /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
-  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step))
+  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step)) \
+  /* conv.c (issue 12, conv part): image (n, c, *in) <-> columns (n, c * prod(k), prod(out)), both contiguous; */  \
+  /* col2im overwrites the image with the sum of the blocks */                                                   \
+  X(im2col, (mt_tensor * cols, const mt_tensor *image, const mt_conv_geo *g))                                    \
+  X(col2im, (mt_tensor * image, const mt_tensor *cols, const mt_conv_geo *g))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -21,6 +21,9 @@ nn.init = require 'moontorch.nn.initialization'
 local layers = require 'moontorch.nn.layers'
 layers.install(nn)
 if nn.functional.batch_norm == nil then nn.functional.batch_norm = layers.batch_norm end
+-- issue 12, conv part: F.conv1d/2d/3d, F.conv_transpose1d/2d/3d, F.unfold, F.fold and their modules
+require('moontorch.nn.functional_conv').install(nn.functional)
+require('moontorch.nn.conv').install(nn)
 
 ------------------------------------------------------------------------------ global hooks
 -- they run for every module's call, before the module's own hooks of the same kind

@@ -1,0 +1,487 @@
+/* conv.c -- the front doors of convolution (issue 12, conv part): mt_convolution (1-d to 3-d,
+ * stride, padding, dilation, groups, bias, transposed with output_padding), mt_im2col (F.unfold)
+ * and mt_col2im (F.fold). Their checks and messages follow PyTorch 1.13's.
+ *
+ * A convolution is im2col and matrix products: the columns of a batch of samples (the im2col
+ * kernel of the device, one thread-pool task per sample and channel), then one batched product
+ * per (sample, group), W_g (C_out/g x C/g K) @ cols (C/g K x L), written straight into the result
+ * (the gemm kernel: our pool over small products, the BLAS's threads over large ones, never both),
+ * the bias preloaded into the result so the products add onto it. A 1x1 convolution of stride 1
+ * without padding multiplies the input itself: no columns. Transposed: cols = W_g^T @ x, then
+ * col2im sums the blocks into the result. Samples go in chunks whose columns stay under
+ * COLS_BYTES. Every geometry is worked out before a kernel runs, so the meta device only skips
+ * the kernels. */
+#include "dispatch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define COLS_BYTES (48LL << 20)
+
+/* the C names PyTorch's dtype messages print */
+static const char *c_name(int dt) { return dt == MT_FLOAT32 ? "float" : dt == MT_FLOAT64 ? "double" : mt_type_title(dt); }
+
+static mt_status bad(const char *op, const char *what) { return mt_error(MT_EINVAL, "%s: %s", op, what); }
+
+/* "(a x b x c)" as PyTorch prints spatial sizes */
+static const char *sizes_x(const int64_t *v, int n) {
+  static _Thread_local char ring[4][96];
+  static _Thread_local int next;
+  char *buf = ring[next++ & 3];
+  size_t len = 0;
+  buf[len++] = '(';
+  for (int i = 0; i < n && len < 80; i++)
+    len += (size_t)snprintf(buf + len, 96 - len, i ? " x %lld" : "%lld", (long long)v[i]);
+  buf[len++] = ')';
+  buf[len] = 0;
+  return buf;
+}
+
+static mt_status check_geometry(const char *op, int nsp, const int64_t *kernel, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation) {
+  if (nsp < 1 || nsp > 3) return mt_error(MT_EINVAL, "%s: expected 1 to 3 spatial dimensions, got %d", op, nsp);
+  for (int i = 0; i < nsp; i++) {
+    if (kernel && kernel[i] <= 0) return bad(op, "non-positive kernel size is not supported");
+    if (stride[i] <= 0) return bad(op, "non-positive stride is not supported");
+    if (padding[i] < 0) return bad(op, "negative padding is not supported");
+  }
+  for (int i = 0; i < nsp; i++)
+    if (dilation[i] <= 0) {
+      return mt_error(MT_EINVAL, "%s: dilation should be greater than zero, but got %s", op,
+                      mt_shape_str(dilation, nsp));
+    }
+  return MT_OK;
+}
+
+static mt_status float_only(const char *op, const mt_tensor *t) {
+  if (t->_dtype == MT_FLOAT32 || t->_dtype == MT_FLOAT64) return MT_OK;
+  return mt_error(MT_ENOTIMPL, "%s: \"%s\" not implemented for '%s'", op,
+                  strcmp(op, "convolution") ? op : "slow_conv2d_cpu", mt_type_title(t->_dtype));
+}
+
+/* offsets arrays of one batched product */
+typedef struct {
+  int64_t *a, *b, *c;
+} offsets;
+static mt_status offsets_open(offsets *o, int64_t nb) {
+  o->a = malloc(sizeof(int64_t) * 3 * (size_t)(nb ? nb : 1));
+  o->b = o->c = NULL;
+  if (!o->a) return mt_error(MT_ENOMEM, "convolution: out of memory");
+  o->b = o->a + nb;
+  o->c = o->b + nb;
+  return MT_OK;
+}
+
+static mt_status gemm_batch(const mt_tensor *on, int dt, int64_t nb, int64_t M, int64_t N, int64_t K, const char *A,
+                            mt_matrix_geo ga, const char *B, mt_matrix_geo gb, char *Cm, mt_matrix_geo gc,
+                            double beta, const offsets *o) {
+  mt_gemm j;
+  j.dt = dt;
+  j.nb = nb;
+  j.M = M;
+  j.N = N;
+  j.K = K;
+  j.alpha = 1;
+  j.beta = beta;
+  j.A = A;
+  j.B = B;
+  j.C = Cm;
+  j.ga = ga;
+  j.gb = gb;
+  j.gc = gc;
+  j.aoff = o->a;
+  j.boff = o->b;
+  j.coff = o->c;
+  return mt_kernels_of(on)->gemm(&j);
+}
+
+/* ---------------------------------------------------------------- convolution */
+typedef struct {
+  int nsp, transposed;
+  int64_t N, C, Cout, g;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3], op[3];
+  int64_t K, Lin, Lout;
+} conv_shape;
+
+static mt_status conv_checks(const char *op, mt_tensor *input, mt_tensor *weight, mt_tensor *bias,
+                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int transposed,
+                             const int64_t *output_padding, int64_t groups, int nsp, conv_shape *cs) {
+  MT_TRY(mt_check_tensor(input, op, "input"));
+  MT_TRY(mt_check_tensor(weight, op, "weight"));
+  MT_TRY(mt_check_same_device(op, input, weight));
+  if (bias) {
+    MT_TRY(mt_check_tensor(bias, op, "bias"));
+    MT_TRY(mt_check_same_device(op, input, bias));
+  }
+  MT_TRY(mt_check_kernel(MT_OP_CONVOLUTION, input));
+  MT_TRY(check_geometry(op, nsp, NULL, stride, padding, dilation));
+  if (groups <= 0) return bad(op, "non-positive groups is not supported");
+  if (weight->_ndim != nsp + 2)
+    return mt_error(MT_ESHAPE, "%s: expected a %d-dimensional weight for %d spatial dimensions, but got weight of size %s",
+                    op, nsp + 2, nsp, MT_SHAPE(weight));
+  if (input->_ndim != nsp + 2)
+    return mt_error(MT_ESHAPE, "%s: Expected %d-dimensional input for %d-dimensional weight %s, but got %d-dimensional "
+                    "input of size %s instead", op, nsp + 2, nsp + 2, MT_SHAPE(weight), input->_ndim, MT_SHAPE(input));
+  if (input->_dtype != weight->_dtype)
+    return mt_error(MT_EDTYPE, "%s: expected scalar type %s but found %s", op, mt_type_title(input->_dtype),
+                    mt_type_title(weight->_dtype));
+  if (bias && bias->_dtype != input->_dtype)
+    return mt_error(MT_EDTYPE, "%s: Input type (%s) and bias type (%s) should be the same", op,
+                    c_name(input->_dtype), c_name(bias->_dtype));
+  MT_TRY(float_only(op, input));
+  memset(cs, 0, sizeof *cs);
+  cs->nsp = nsp;
+  cs->transposed = transposed;
+  cs->N = input->_sizes[0];
+  cs->C = input->_sizes[1];
+  cs->g = groups;
+  cs->K = 1;
+  for (int i = 0; i < nsp; i++) {
+    cs->in[i] = input->_sizes[2 + i];
+    cs->k[i] = weight->_sizes[2 + i];
+    cs->s[i] = stride[i];
+    cs->p[i] = padding[i];
+    cs->d[i] = dilation[i];
+    cs->op[i] = output_padding ? output_padding[i] : 0;
+    cs->K *= cs->k[i];
+  }
+  if (!transposed) {
+    if (weight->_sizes[0] % groups)
+      return mt_error(MT_ESHAPE, "%s: Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
+                      "weight of size [%s] instead", op, (long long)groups, (long long)groups, MT_SHAPE(weight));
+    if (cs->C != weight->_sizes[1] * groups)
+      return mt_error(MT_ESHAPE, "%s: Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but "
+                      "got %lld channels instead", op, (long long)groups, MT_SHAPE(weight), MT_SHAPE(input),
+                      (long long)(weight->_sizes[1] * groups), (long long)cs->C);
+    cs->Cout = weight->_sizes[0];
+  } else {
+    if (cs->C != weight->_sizes[0])
+      return mt_error(MT_ESHAPE, "%s: Given transposed=1, weight of size %s, expected input%s to have %lld channels, but "
+                      "got %lld channels instead", op, MT_SHAPE(weight), MT_SHAPE(input), (long long)weight->_sizes[0],
+                      (long long)cs->C);
+    if (cs->C % groups)
+      return mt_error(MT_ESHAPE, "%s: Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
+                      "weight of size [%s] instead", op, (long long)groups, (long long)groups, MT_SHAPE(weight));
+    for (int i = 0; i < nsp; i++)
+      if (cs->op[i] < 0 || (cs->op[i] >= cs->s[i] && cs->op[i] >= cs->d[i]))
+        return mt_error(MT_EINVAL, "%s: output padding must be smaller than either stride or dilation, but got "
+                        "output_padding %s, stride %s and dilation %s", op, mt_shape_str(cs->op, nsp),
+                        mt_shape_str(stride, nsp), mt_shape_str(dilation, nsp));
+    cs->Cout = weight->_sizes[1] * groups;
+  }
+  if (bias && (bias->_ndim != 1 || bias->_sizes[0] != cs->Cout))
+    return mt_error(MT_ESHAPE, "%s: Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but "
+                    "got bias of size %s instead", op, MT_SHAPE(weight), (long long)cs->Cout, MT_SHAPE(bias));
+  if (!transposed) {
+    int64_t padded[3], ks[3];
+    bool small = false;
+    for (int i = 0; i < nsp; i++) {
+      padded[i] = cs->in[i] + 2 * cs->p[i];
+      ks[i] = cs->d[i] * (cs->k[i] - 1) + 1;
+      if (padded[i] < ks[i]) small = true;
+    }
+    if (small)
+      return mt_error(MT_ESHAPE, "%s: Calculated padded input size per channel: %s. Kernel size: %s. Kernel size can't "
+                      "be greater than actual input size", op, sizes_x(padded, nsp), sizes_x(ks, nsp));
+    for (int i = 0; i < nsp; i++) cs->out[i] = (padded[i] - ks[i]) / cs->s[i] + 1;
+  } else {
+    bool small = false;
+    for (int i = 0; i < nsp; i++) {
+      cs->out[i] = (cs->in[i] - 1) * cs->s[i] - 2 * cs->p[i] + cs->d[i] * (cs->k[i] - 1) + cs->op[i] + 1;
+      if (cs->out[i] <= 0) small = true;
+    }
+    if (small)
+      return mt_error(MT_ESHAPE, "%s: Given input size per channel: %s. Calculated output size per channel: %s. Output "
+                      "size is too small", op, sizes_x(cs->in, nsp), sizes_x(cs->out, nsp));
+  }
+  cs->Lin = cs->Lout = 1;
+  for (int i = 0; i < nsp; i++) {
+    cs->Lin *= cs->in[i];
+    cs->Lout *= cs->out[i];
+  }
+  return MT_OK;
+}
+
+static mt_conv_geo geo_of(const conv_shape *cs, const int64_t *image, const int64_t *blocks) {
+  mt_conv_geo g;
+  memset(&g, 0, sizeof g);
+  g.nsp = cs->nsp;
+  for (int i = 0; i < cs->nsp; i++) {
+    g.in[i] = image[i];
+    g.out[i] = blocks[i];
+    g.k[i] = cs->k[i];
+    g.s[i] = cs->s[i];
+    g.p[i] = cs->p[i];
+    g.d[i] = cs->d[i];
+  }
+  return g;
+}
+
+static bool pointwise(const conv_shape *cs) {
+  for (int i = 0; i < cs->nsp; i++)
+    if (cs->k[i] != 1 || cs->s[i] != 1 || cs->p[i] != 0 || cs->op[i] != 0) return false;
+  return true;
+}
+
+/* samples per chunk so that the columns stay under COLS_BYTES */
+static int64_t chunk_of(int64_t N, int64_t per_sample) {
+  int64_t n = per_sample > 0 ? COLS_BYTES / per_sample : N;
+  if (n < 1) n = 1;
+  return n < N ? n : N;
+}
+
+/* r (N, Cout, *out) = conv(x, w) [+ bias preloaded in r when beta == 1] */
+static mt_status conv_forward(const conv_shape *cs, mt_tensor *x, mt_tensor *w, mt_tensor *r, double beta) {
+  int dt = x->_dtype;
+  size_t it = mt_itemsize(dt);
+  int64_t N = cs->N, g = cs->g, Cg = cs->C / g, Coutg = cs->Cout / g, Ck = Cg * cs->K, L = cs->Lout;
+  bool pw = pointwise(cs);
+  int64_t chunk = pw ? N : chunk_of(N, cs->C * cs->K * L * (int64_t)it);
+  mt_tensor *cols = NULL;
+  mt_status s = MT_OK;
+  offsets o;
+  MT_TRY(offsets_open(&o, chunk * g));
+  if (!pw) {
+    int64_t sz[3] = {chunk, cs->C * cs->K, L};
+    s = mt_new(mt_device_of(x), sz, 3, dt, "convolution", &cols);
+    if (s) { free(o.a); return s; }
+  }
+  mt_conv_geo geo = geo_of(cs, cs->in, cs->out);
+  for (int64_t n0 = 0; n0 < N && s == MT_OK; n0 += chunk) {
+    int64_t nc = N - n0 < chunk ? N - n0 : chunk;
+    const char *B;
+    if (pw) {
+      B = x->_data;
+    } else {
+      mt_tensor *xn = NULL, *cn = NULL;
+      s = mt_narrow(x, 0, n0, nc, &xn);
+      if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
+      if (!s) s = mt_kernels_of(x)->im2col(cn, xn, &geo);
+      if (xn) mt_tensor_release(xn);
+      if (cn) mt_tensor_release(cn);
+      B = cols->_data;
+    }
+    for (int64_t p = 0; p < nc * g; p++) {
+      int64_t n = p / g, gi = p % g;
+      o.a[p] = gi * Coutg * Ck;
+      o.b[p] = pw ? ((n0 + n) * cs->C + gi * Cg) * L : (n * cs->C * cs->K + gi * Ck) * L;
+      o.c[p] = ((n0 + n) * cs->Cout + gi * Coutg) * L;
+    }
+    if (!s)
+      s = gemm_batch(x, dt, nc * g, Coutg, L, Ck, w->_data, (mt_matrix_geo){Coutg, Ck, Ck, 1}, B,
+                     (mt_matrix_geo){Ck, L, L, 1}, r->_data, (mt_matrix_geo){Coutg, L, L, 1}, beta, &o);
+  }
+  if (cols) mt_tensor_release(cols);
+  free(o.a);
+  return s;
+}
+
+/* transposed: r (N, Cout, *out) = col2im(W^T @ x) (+ bias added by the caller), or, pointwise, the
+ * products straight into r with beta */
+static mt_status conv_transposed_forward(const conv_shape *cs, mt_tensor *x, mt_tensor *w, mt_tensor *r, double beta) {
+  int dt = x->_dtype;
+  size_t it = mt_itemsize(dt);
+  int64_t N = cs->N, g = cs->g, Cg = cs->C / g, Coutg = cs->Cout / g, Ck = Coutg * cs->K, L = cs->Lin;
+  bool pw = pointwise(cs);
+  int64_t chunk = pw ? N : chunk_of(N, cs->Cout * cs->K * L * (int64_t)it);
+  mt_tensor *cols = NULL;
+  mt_status s = MT_OK;
+  offsets o;
+  MT_TRY(offsets_open(&o, chunk * g));
+  if (!pw) {
+    int64_t sz[3] = {chunk, cs->Cout * cs->K, L};
+    s = mt_new(mt_device_of(x), sz, 3, dt, "convolution", &cols);
+    if (s) { free(o.a); return s; }
+  }
+  /* col2im of the output image from blocks laid on the input's grid */
+  mt_conv_geo geo = geo_of(cs, cs->out, cs->in);
+  for (int64_t n0 = 0; n0 < N && s == MT_OK; n0 += chunk) {
+    int64_t nc = N - n0 < chunk ? N - n0 : chunk;
+    for (int64_t p = 0; p < nc * g; p++) {
+      int64_t n = p / g, gi = p % g;
+      o.a[p] = gi * Cg * Ck;
+      o.b[p] = ((n0 + n) * cs->C + gi * Cg) * L;
+      o.c[p] = pw ? ((n0 + n) * cs->Cout + gi * Coutg) * L : (n * cs->Cout * cs->K + gi * Ck) * L;
+    }
+    /* W_g stored (Cg x Ck) row-major, read transposed */
+    s = gemm_batch(x, dt, nc * g, Ck, L, Cg, w->_data, (mt_matrix_geo){Ck, Cg, 1, Ck}, x->_data,
+                   (mt_matrix_geo){Cg, L, L, 1}, pw ? r->_data : cols->_data, (mt_matrix_geo){Ck, L, L, 1},
+                   pw ? beta : 0, &o);
+    if (!s && !pw) {
+      mt_tensor *rn = NULL, *cn = NULL;
+      s = mt_narrow(r, 0, n0, nc, &rn);
+      if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
+      if (!s) s = mt_kernels_of(x)->col2im(rn, cn, &geo);
+      if (rn) mt_tensor_release(rn);
+      if (cn) mt_tensor_release(cn);
+    }
+  }
+  if (cols) mt_tensor_release(cols);
+  free(o.a);
+  return s;
+}
+
+mt_status mt_convolution(mt_tensor *input, mt_tensor *weight, mt_tensor *bias, const int64_t *stride,
+                         const int64_t *padding, const int64_t *dilation, int transposed,
+                         const int64_t *output_padding, int64_t groups, int nsp, mt_tensor **result) {
+  const char *op = "convolution";
+  if (mt_grad_mode && (mt_records2(input, weight) || mt_records(bias)) && mt_autograd.convolution)
+    return mt_autograd.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                                   nsp, result);
+  conv_shape cs;
+  MT_TRY(conv_checks(op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, nsp, &cs));
+  int64_t sz[5] = {cs.N, cs.Cout};
+  for (int i = 0; i < nsp; i++) sz[2 + i] = cs.out[i];
+  mt_tensor *r = NULL, *x = NULL, *w = NULL, *bview = NULL;
+  mt_status s = mt_new(mt_device_of(input), sz, nsp + 2, input->_dtype, op, &r);
+  if (!s) s = mt_contiguous(input, &x);
+  if (!s) s = mt_contiguous(weight, &w);
+  if (!s && bias) {
+    int64_t bs[5] = {1, cs.Cout, 1, 1, 1};
+    s = mt_view(bias, bs, nsp + 2, &bview);
+  }
+  bool preload = bias && (!transposed || pointwise(&cs));
+  if (!s && preload && r->_numel) s = mt_copy_(r, bview);
+  if (!s && r->_numel && cs.K && cs.C) {
+    if (!transposed) s = conv_forward(&cs, x, w, r, preload ? 1 : 0);
+    else s = conv_transposed_forward(&cs, x, w, r, preload ? 1 : 0);
+  } else if (!s && !preload && r->_numel) {
+    s = mt_fill_(r, 0); /* no channels in: zeros (and the bias below) */
+  }
+  if (!s && bias && !preload && r->_numel) {
+    mt_tensor *sum = NULL;
+    s = mt_binary(MT_OP_ADD, r, bview, r, &sum);
+    if (sum) mt_tensor_release(sum);
+  }
+  if (x) mt_tensor_release(x);
+  if (w) mt_tensor_release(w);
+  if (bview) mt_tensor_release(bview);
+  if (s) {
+    if (r) mt_tensor_release(r);
+    return s;
+  }
+  return mt_give(r, result);
+}
+
+/* ---------------------------------------------------------------- im2col, col2im */
+static int64_t prod3(const int64_t *v, int n) {
+  int64_t p = 1;
+  for (int i = 0; i < n; i++) p *= v[i];
+  return p;
+}
+
+static const char *tuple(const int64_t *v, int n) {
+  static _Thread_local char ring[8][96];
+  static _Thread_local int next;
+  char *buf = ring[next++ & 7];
+  size_t len = 0;
+  buf[len++] = '(';
+  for (int i = 0; i < n && len < 80; i++)
+    len += (size_t)snprintf(buf + len, 96 - len, i ? ", %lld" : "%lld", (long long)v[i]);
+  buf[len++] = ')';
+  buf[len] = 0;
+  return buf;
+}
+
+mt_status mt_im2col(mt_tensor *input, const int64_t *kernel, const int64_t *dilation, const int64_t *padding,
+                    const int64_t *stride, int nsp, mt_tensor **result) {
+  const char *op = "im2col";
+  if (mt_records(input) && mt_autograd.im2col)
+    return mt_autograd.im2col(input, kernel, dilation, padding, stride, nsp, result);
+  MT_TRY(mt_check_tensor(input, op, "input"));
+  MT_TRY(mt_check_kernel(MT_OP_IM2COL, input));
+  MT_TRY(check_geometry(op, nsp, kernel, stride, padding, dilation));
+  if (input->_ndim != nsp + 2)
+    return mt_error(MT_ESHAPE, "%s: Expected %dD (batched) input, but got input of size %s", op, nsp + 2,
+                    MT_SHAPE(input));
+  MT_TRY(float_only(op, input));
+  mt_conv_geo g;
+  memset(&g, 0, sizeof g);
+  g.nsp = nsp;
+  bool small = false;
+  for (int i = 0; i < nsp; i++) {
+    g.in[i] = input->_sizes[2 + i];
+    g.k[i] = kernel[i];
+    g.s[i] = stride[i];
+    g.p[i] = padding[i];
+    g.d[i] = dilation[i];
+    int64_t span = g.in[i] + 2 * g.p[i] - (g.d[i] * (g.k[i] - 1) + 1);
+    g.out[i] = span < 0 ? 0 : span / g.s[i] + 1;
+    if (g.out[i] < 1) small = true;
+  }
+  if (small || input->_sizes[1] == 0)
+    return mt_error(MT_ESHAPE, "%s: Given input with spatial size %s, kernel_size=%s, dilation=%s, padding=%s, "
+                    "calculated shape of the array of sliding blocks as %s, but its components must be at least one.",
+                    op, tuple(g.in, nsp), tuple(kernel, nsp), tuple(dilation, nsp), tuple(padding, nsp),
+                    tuple(g.out, nsp));
+  int64_t K = prod3(kernel, nsp), L = prod3(g.out, nsp);
+  int64_t sz[3] = {input->_sizes[0], input->_sizes[1] * K, L};
+  mt_tensor *r = NULL, *x = NULL;
+  mt_status s = mt_new(mt_device_of(input), sz, 3, input->_dtype, op, &r);
+  if (!s) s = mt_contiguous(input, &x);
+  if (!s && r->_numel) s = mt_kernels_of(input)->im2col(r, x, &g);
+  if (x) mt_tensor_release(x);
+  if (s) {
+    if (r) mt_tensor_release(r);
+    return s;
+  }
+  return mt_give(r, result);
+}
+
+mt_status mt_col2im(mt_tensor *cols, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation,
+                    const int64_t *padding, const int64_t *stride, int nsp, mt_tensor **result) {
+  const char *op = "col2im";
+  if (mt_records(cols) && mt_autograd.col2im)
+    return mt_autograd.col2im(cols, output_size, kernel, dilation, padding, stride, nsp, result);
+  MT_TRY(mt_check_tensor(cols, op, "input"));
+  MT_TRY(mt_check_kernel(MT_OP_COL2IM, cols));
+  MT_TRY(check_geometry(op, nsp, kernel, stride, padding, dilation));
+  if (cols->_ndim != 3)
+    return mt_error(MT_ESHAPE, "%s: Expected 3D (batched) input, but got input of size %s", op, MT_SHAPE(cols));
+  MT_TRY(float_only(op, cols));
+  int64_t K = prod3(kernel, nsp);
+  if (cols->_sizes[1] % K)
+    return mt_error(MT_ESHAPE, "%s: Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+                    "but got input.size(1)=%lld and kernel_size=%s.", op, (long long)cols->_sizes[1], tuple(kernel, nsp));
+  mt_conv_geo g;
+  memset(&g, 0, sizeof g);
+  g.nsp = nsp;
+  bool small = false;
+  char blocks[96];
+  size_t len = 0;
+  for (int i = 0; i < nsp; i++) {
+    if (output_size[i] < 0) return bad(op, "output_size must be non-negative");
+    g.in[i] = output_size[i];
+    g.k[i] = kernel[i];
+    g.s[i] = stride[i];
+    g.p[i] = padding[i];
+    g.d[i] = dilation[i];
+    int64_t span = g.in[i] + 2 * g.p[i] - (g.d[i] * (g.k[i] - 1) + 1);
+    g.out[i] = span < 0 ? 0 : span / g.s[i] + 1;
+    if (g.out[i] < 1) small = true;
+    len += (size_t)snprintf(blocks + len, sizeof blocks - len, i ? " * %lld" : "%lld", (long long)g.out[i]);
+  }
+  int64_t L = prod3(g.out, nsp);
+  if (small)
+    return mt_error(MT_ESHAPE, "%s: Given output_size=%s, kernel_size=%s, dilation=%s, padding=%s, stride=%s, "
+                    "calculated shape of the array of sliding blocks as %s, but its components must be at least one.",
+                    op, tuple(output_size, nsp), tuple(kernel, nsp), tuple(dilation, nsp), tuple(padding, nsp),
+                    tuple(stride, nsp), tuple(g.out, nsp));
+  if (cols->_sizes[2] != L)
+    return mt_error(MT_ESHAPE, "%s: Given output_size=%s, kernel_size=%s, dilation=%s, padding=%s, stride=%s, expected "
+                    "size of input's dimension 2 to match the calculated number of sliding blocks %s = %lld, but got "
+                    "input.size(2)=%lld.", op, tuple(output_size, nsp), tuple(kernel, nsp), tuple(dilation, nsp),
+                    tuple(padding, nsp), tuple(stride, nsp), blocks, (long long)L, (long long)cols->_sizes[2]);
+  int64_t sz[5] = {cols->_sizes[0], cols->_sizes[1] / K};
+  for (int i = 0; i < nsp; i++) sz[2 + i] = output_size[i];
+  mt_tensor *r = NULL, *c = NULL;
+  mt_status s = mt_new(mt_device_of(cols), sz, nsp + 2, cols->_dtype, op, &r);
+  if (!s) s = mt_contiguous(cols, &c);
+  if (!s && r->_numel) s = mt_kernels_of(cols)->col2im(r, c, &g);
+  if (c) mt_tensor_release(c);
+  if (s) {
+    if (r) mt_tensor_release(r);
+    return s;
+  }
+  return mt_give(r, result);
+}
