@@ -50,8 +50,25 @@ static inline void valid_range(int64_t n, int64_t nout, int64_t s, int64_t start
   *hi = b;
 }
 
+/* short rows copied inline (a call to memcpy for 8 floats costs more than the copy): the loops of
+ * im2col are kept from becoming memcpy calls (NO_MEMCPY) */
+#define NO_MEMCPY __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#define COPY_ROW(T, SUFFIX)                                                                                      \
+  NO_MEMCPY static inline void copy_##SUFFIX(T *restrict dst, const T *restrict src, int64_t n) {             \
+    if (n > 64) {                                                                                               \
+      memcpy(dst, src, sizeof(T) * (size_t)n);                                                                  \
+      return;                                                                                                   \
+    }                                                                                                           \
+    /* 32 bytes at a time: a fixed-size copy the compiler makes one vector move */                            \
+    const int64_t v = 32 / (int64_t)sizeof(T);                                                                  \
+    for (; n >= v; n -= v, dst += v, src += v) __builtin_memcpy(dst, src, 32);                                  \
+    for (int64_t i = 0; i < n; i++) dst[i] = src[i];                                                            \
+  }
+COPY_ROW(float, f32)
+COPY_ROW(double, f64)
+
 #define CONV_KERNELS(T, SUFFIX)                                                                                  \
-  static void im2col_planes_##SUFFIX(void *ctx, int64_t begin, int64_t end) {                                  \
+  NO_MEMCPY static void im2col_planes_##SUFFIX(void *ctx, int64_t begin, int64_t end) {                                  \
     const conv_job *j = ctx;                                                                                    \
     for (int64_t plane = begin; plane < end; plane++) {                                                         \
       const T *img = (const T *)j->image + plane * j->inplane;                                                  \
@@ -72,7 +89,7 @@ static inline void valid_range(int64_t n, int64_t nout, int64_t s, int64_t start
                 }                                                                                               \
                 const T *src = img + (id * j->in[1] + ih) * j->in[2] + w0;                                      \
                 for (int64_t ow = 0; ow < lo; ow++) row[ow] = 0;                                                \
-                if (j->s[2] == 1) memcpy(row + lo, src + lo, sizeof(T) * (size_t)(hi - lo));                    \
+                if (j->s[2] == 1) copy_##SUFFIX(row + lo, src + lo, hi - lo);                                   \
                 else                                                                                            \
                   for (int64_t ow = lo; ow < hi; ow++) row[ow] = src[ow * j->s[2]];                             \
                 for (int64_t ow = hi; ow < j->out[2]; ow++) row[ow] = 0;                                        \
