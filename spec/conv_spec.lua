@@ -75,6 +75,7 @@ describe('F.conv*, F.conv_transpose*, F.unfold, F.fold', function()
 
   it('float32 agrees with float64 on shapes that take the BLAS, the thread pool and chunks of samples', function()
     torch.manual_seed(3)
+    local n_threads = torch.get_num_threads()
     local shapes = {
       { x = { 3, 16, 20, 20 }, w = { 32, 16, 3, 3 }, kw = { padding = 1 } },     -- BLAS products
       { x = { 64, 6, 12, 12 }, w = { 16, 6, 5, 5 }, kw = {} },                    -- many small products
@@ -84,12 +85,17 @@ describe('F.conv*, F.conv_transpose*, F.unfold, F.fold', function()
     }
     for _, s in ipairs(shapes) do
       local x, w = torch.randn(s.x), torch.randn(s.w)
-      local y32 = F.conv2d(x, w, s.kw)
-      local y64 = F.conv2d(x:double(), w:double(), s.kw)
+      local b, bt = torch.randn(s.w[1]), torch.randn(s.w[2] * (s.kw.groups or 1))
+      local y32 = F.conv2d(x, w, b, s.kw)
+      local y64 = F.conv2d(x:double(), w:double(), b:double(), s.kw)
       H.near(y32:double(), y64, 1e-3, 1e-4)
       local xt = torch.randn(s.x[1], s.w[1], 6, 6)
-      local t32 = F.conv_transpose2d(xt, w, s.kw)
-      H.near(t32:double(), F.conv_transpose2d(xt:double(), w:double(), s.kw), 1e-3, 1e-4)
+      local t32 = F.conv_transpose2d(xt, w, bt, s.kw)
+      H.near(t32:double(), F.conv_transpose2d(xt:double(), w:double(), bt:double(), s.kw), 1e-3, 1e-4)
+      -- and with one thread (no sample-at-a-time path)
+      torch.set_num_threads(1)
+      H.near(F.conv2d(x, w, b, s.kw):double(), y64, 1e-3, 1e-4)
+      torch.set_num_threads(n_threads)
     end
   end)
 
