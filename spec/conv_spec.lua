@@ -92,6 +92,20 @@ describe('F.conv*, F.conv_transpose*, F.unfold, F.fold', function()
       local xt = torch.randn(s.x[1], s.w[1], 6, 6)
       local t32 = F.conv_transpose2d(xt, w, bt, s.kw)
       H.near(t32:double(), F.conv_transpose2d(xt:double(), w:double(), bt:double(), s.kw), 1e-3, 1e-4)
+      -- the gradients (the weight's: one sample at a time per thread, or per chunk with the BLAS)
+      local function grads(dt, f, xx, ww, bb)
+        local xv, wv, bv = xx:detach():to(dt):requires_grad_(), ww:detach():to(dt):requires_grad_(),
+          bb:detach():to(dt):requires_grad_()
+        local y = f(xv, wv, bv, s.kw)
+        y:backward(torch.ones(y:size(), { dtype = dt }))
+        return { xv.grad:double(), wv.grad:double(), bv.grad:double() }
+      end
+      if s.x[3] < 50 then
+        for _, f in ipairs({ { F.conv2d, x, b }, { F.conv_transpose2d, xt, bt } }) do
+          local g32, g64 = grads(torch.float32, f[1], f[2], w, f[3]), grads(torch.float64, f[1], f[2], w, f[3])
+          for i = 1, 3 do H.near(g32[i], g64[i], 2e-3, 1e-4) end
+        end
+      end
       -- and with one thread (no sample-at-a-time path)
       torch.set_num_threads(1)
       H.near(F.conv2d(x, w, b, s.kw):double(), y64, 1e-3, 1e-4)

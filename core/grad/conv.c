@@ -5,8 +5,10 @@
  * output's gradient with the same weight (and a transposed convolution's, the plain one); the
  * weight's is, per group, the output's gradient times the columns of the input (im2col), one
  * batched product over (sample, group) summed over the samples; the bias's, the output's gradient
- * summed over everything but channels. im2col and col2im are each other's backward. */
+ * summed over everything but channels. im2col and col2im are each other's backward. A backward
+ * that is not recorded computes the weight's gradient in one pass instead (mt_conv_weight_grad). */
 #include "formula.h"
+#include "../ops/conv.h"
 
 /* ---------------------------------------------------------------- helpers */
 static mt_tensor *f_conv(scope *sc, mt_tensor *x, mt_tensor *w, const int64_t *s, const int64_t *p,
@@ -66,7 +68,10 @@ static mt_status conv_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
       gx = narrow_spatial(sc, CONV(g, w, d->s, d->p, d->d, 0, NULL, G, nsp), d->in, nsp);
     }
   }
-  if (mt_node_wants(n, 1)) {
+  if (mt_node_wants(n, 1) && !mt_grad_mode) {
+    /* not recorded: the products straight into the weight's shape (core/ops/conv.c) */
+    gw = SCOPED(mt_conv_weight_grad(g, x, d->wsizes, d->s, d->p, d->d, d->transposed, G, nsp, &r_));
+  } else if (mt_node_wants(n, 1)) {
     int64_t K = d->k[0] * (nsp > 1 ? d->k[1] : 1) * (nsp > 2 ? d->k[2] : 1);
     int64_t Lin = d->in[0] * (nsp > 1 ? d->in[1] : 1) * (nsp > 2 ? d->in[2] : 1);
     mt_tensor *a = NULL, *cols = NULL;

@@ -11,7 +11,7 @@
  * col2im sums the blocks into the result. Samples go in chunks whose columns stay under
  * COLS_BYTES. Every geometry is worked out before a kernel runs, so the meta device only skips
  * the kernels. */
-#include "dispatch.h"
+#include "conv.h"
 #include "../thread.h"
 
 #include <stdio.h>
@@ -582,4 +582,156 @@ mt_status mt_col2im(mt_tensor *cols, const int64_t *output_size, const int64_t *
     return s;
   }
   return mt_give(r, result);
+}
+
+/* ---------------------------------------------------------------- the weight's gradient
+ * gw (Qc, Pc/g K) per group g: sum over samples of Q[n]_g (Qc/g x L) @ cols(P[n])_g^T (L x Pc/g K), where
+ * P is the side whose columns are taken (the input; transposed: the output's gradient) and Q the other.
+ * Small products (as fused() says): each pool thread takes samples one at a time, makes P[n]'s columns
+ * and Q[n]^T (L x Qc) in its own scratch and adds cols @ Q^T (both read along rows, which the small
+ * kernel wants) into its own gw^T; the threads' sums are added and transposed at the end. Larger ones:
+ * the columns of a chunk of samples, then per sample one product into gw with the BLAS's threads
+ * (the transposed operand passed as such), the first writing, the others adding. */
+typedef struct {
+  mt_tensor *P, *Q;
+  mt_conv_geo geo;
+  int64_t N, g, Pc, Qc, K, L;
+  float *sums; /* one gw^T (g, Ck, Qc/g) per range, nranges of them */
+  int nranges, next;
+  int failed;
+} wgrad_job;
+
+static void wgrad_range(void *ctx, int64_t begin, int64_t end) {
+  wgrad_job *j = ctx;
+  int64_t g = j->g, Ck = j->Pc / g * j->K, Qg = j->Qc / g, L = j->L;
+  int slot = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+  if (slot >= j->nranges) { /* never: mt_parallel_for runs at most nranges ranges */
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  float *acc = j->sums + (int64_t)slot * g * Ck * Qg;
+  memset(acc, 0, sizeof(float) * (size_t)(g * Ck * Qg));
+  int64_t csz[3] = {1, j->Pc * j->K, L};
+  mt_tensor *cols = NULL;
+  float *qt = malloc(sizeof(float) * (size_t)(L * j->Qc + 1));
+  offsets o = {0};
+  mt_status s = qt ? MT_OK : MT_ENOMEM;
+  if (!s) s = mt_new(mt_device_of(j->P), csz, 3, MT_FLOAT32, "convolution_backward", &cols);
+  if (!s) s = offsets_open(&o, g);
+  const mt_kernels *k = mt_kernels_of(j->P);
+  for (int64_t n = begin; n < end && !s; n++) {
+    mt_tensor *pn = NULL;
+    s = mt_narrow(j->P, 0, n, 1, &pn);
+    if (!s) s = k->im2col(cols, pn, &j->geo);
+    if (pn) mt_tensor_release(pn);
+    const float *q = (const float *)j->Q->_data + n * j->Qc * L;
+    for (int64_t c = 0; c < j->Qc; c++)
+      for (int64_t l = 0; l < L; l++) qt[l * j->Qc + c] = q[c * L + l];
+    for (int64_t gi = 0; gi < g; gi++) {
+      o.a[gi] = gi * Ck * L;
+      o.b[gi] = gi * Qg;
+      o.c[gi] = gi * Ck * Qg;
+    }
+    /* acc_g (Ck x Qg) += cols_g (Ck x L) @ qt_g (L x Qg) */
+    if (!s)
+      s = gemm_batch(j->P, MT_FLOAT32, g, Ck, Qg, L, cols->_data, (mt_matrix_geo){Ck, L, L, 1}, (const char *)qt,
+                     (mt_matrix_geo){L, Qg, j->Qc, 1}, (char *)acc, (mt_matrix_geo){Ck, Qg, Qg, 1}, 1, &o);
+  }
+  free(o.a);
+  free(qt);
+  if (cols) mt_tensor_release(cols);
+  if (s) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+}
+
+mt_status mt_conv_weight_grad(mt_tensor *gout, mt_tensor *input, const int64_t *wsizes, const int64_t *stride,
+                              const int64_t *padding, const int64_t *dilation, int transposed, int64_t groups, int nsp,
+                              mt_tensor **result) {
+  const char *op = "convolution_backward";
+  MT_TRY(mt_check_tensor(gout, op, "grad_output"));
+  MT_TRY(mt_check_tensor(input, op, "input"));
+  MT_TRY(mt_check_same_device(op, gout, input));
+  if (gout->_dtype != input->_dtype) return mt_error(MT_EDTYPE, "%s: grad_output and input differ in dtype", op);
+  MT_TRY(float_only(op, input));
+  int dt = input->_dtype;
+  mt_tensor *P = NULL, *Q = NULL, *gw = NULL, *cols = NULL;
+  mt_status s = mt_contiguous(transposed ? gout : input, &P);
+  if (!s) s = mt_contiguous(transposed ? input : gout, &Q);
+  if (s) {
+    if (P) mt_tensor_release(P);
+    return s;
+  }
+  int64_t K = 1, N = P->_sizes[0], Pc = P->_sizes[1], Qc = Q->_sizes[1], L = 1, g = groups;
+  mt_conv_geo geo;
+  memset(&geo, 0, sizeof geo);
+  geo.nsp = nsp;
+  for (int i = 0; i < nsp; i++) {
+    K *= wsizes[2 + i];
+    geo.in[i] = P->_sizes[2 + i];
+    geo.out[i] = Q->_sizes[2 + i]; /* the blocks: one per position of the other side */
+    geo.k[i] = wsizes[2 + i];
+    geo.s[i] = stride[i];
+    geo.p[i] = padding[i];
+    geo.d[i] = dilation[i];
+    L *= geo.out[i];
+  }
+  int64_t Ck = Pc / g * K, Qg = Qc / g;
+  s = mt_new(mt_device_of(input), wsizes, nsp + 2, dt, op, &gw);
+  conv_shape cs = {.N = N};
+  if (!s && gw->_numel && (N == 0 || L == 0)) s = mt_fill_(gw, 0);
+  else if (!s && gw->_numel && fused(&cs, P, Ck, Qg, L)) {
+    int nt = mt_get_num_threads();
+    wgrad_job j = {P, Q, geo, N, g, Pc, Qc, K, L, NULL, nt, 0, 0};
+    j.sums = malloc(sizeof(float) * (size_t)(nt * g * Ck * Qg));
+    if (!j.sums) s = mt_error(MT_ENOMEM, "%s: out of memory", op);
+    if (!s) mt_parallel_for(N, 1, wgrad_range, &j);
+    if (!s && j.failed) s = mt_error(MT_ENOMEM, "%s: out of memory for the columns of a sample", op);
+    if (!s) { /* gw[gi Qg + q, c] = sum over the ranges of sums[r][gi][c][q] */
+      float *w = (float *)gw->_data;
+      int used = j.next < nt ? j.next : nt;
+      for (int64_t gi = 0; gi < g; gi++)
+        for (int64_t q = 0; q < Qg; q++)
+          for (int64_t c = 0; c < Ck; c++) {
+            float v = 0;
+            for (int r = 0; r < used; r++) v += j.sums[((int64_t)r * g + gi) * Ck * Qg + c * Qg + q];
+            w[(gi * Qg + q) * Ck + c] = v;
+          }
+    }
+    free(j.sums);
+  } else if (!s && gw->_numel) {
+    size_t it = mt_itemsize(dt);
+    int64_t chunk = chunk_of(N, Pc * K * L * (int64_t)it);
+    int64_t csz[3] = {chunk, Pc * K, L};
+    offsets o = {0};
+    s = mt_new(mt_device_of(input), csz, 3, dt, op, &cols);
+    if (!s) s = offsets_open(&o, g);
+    for (int64_t n0 = 0; n0 < N && !s; n0 += chunk) {
+      int64_t nc = N - n0 < chunk ? N - n0 : chunk;
+      mt_tensor *pn = NULL, *cn = NULL;
+      s = mt_narrow(P, 0, n0, nc, &pn);
+      if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
+      if (!s) s = mt_kernels_of(P)->im2col(cn, pn, &geo);
+      if (pn) mt_tensor_release(pn);
+      if (cn) mt_tensor_release(cn);
+      for (int64_t n = 0; n < nc && !s; n++) {
+        for (int64_t gi = 0; gi < g; gi++) {
+          o.a[gi] = ((n0 + n) * Qc + gi * Qg) * L;
+          o.b[gi] = (n * Pc * K + gi * Ck) * L;
+          o.c[gi] = gi * Qg * Ck;
+        }
+        /* gw_g (Qg x Ck) (+)= Q[n]_g (Qg x L) @ cols_g^T (L x Ck) */
+        s = gemm_batch(P, dt, g, Qg, Ck, L, Q->_data, (mt_matrix_geo){Qg, L, L, 1}, cols->_data,
+                       (mt_matrix_geo){L, Ck, 1, L}, gw->_data, (mt_matrix_geo){Qg, Ck, Ck, 1},
+                       n0 + n == 0 ? 0 : 1, &o);
+      }
+    }
+    free(o.a);
+  }
+  if (cols) mt_tensor_release(cols);
+  mt_tensor_release(P);
+  mt_tensor_release(Q);
+  if (s) {
+    if (gw) mt_tensor_release(gw);
+    return s;
+  }
+  return mt_give(gw, result);
 }
