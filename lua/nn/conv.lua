@@ -286,11 +286,14 @@ for n = 1, 3 do
   end
   function ConvT:forward(input, output_size)
     check_dims(self, n, input)
+    if type(output_size) == 'table' and not is_tensor(output_size) and output_size[1] == nil then
+      output_size = output_size.output_size -- as a keyword
+    end
     local op = output_padding(self, input, output_size)
     return nn.functional[ftconv](input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
       self.dilation)
   end
-  declare_forward(ConvT, { 'input', 'output_size' }, { nreq = 1 })
+  declare_forward(ConvT, { 'input', 'output_size' }, { nreq = 1, kwargs = { 'output_size' } })
 end
 
 ------------------------------------------------------------------------------ Unfold, Fold
