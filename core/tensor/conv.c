@@ -73,6 +73,31 @@ COPY_ROW(double, f64)
     for (int64_t plane = begin; plane < end; plane++) {                                                         \
       const T *img = (const T *)j->image + plane * j->inplane;                                                  \
       T *col = (T *)j->cols + plane * j->K * j->L;                                                              \
+      if (j->in[0] == 1 && j->k[0] == 1 && j->s[2] == 1) {                                                      \
+        /* 1-d and 2-d, stride 1 along the width: each output row a run of an image row, the rows of */     \
+        /* the image a kernel row never reaches zeroed in one go */                                         \
+        int64_t OH = j->out[1], OW = j->out[2], W = j->in[2];                                                   \
+        for (int64_t kh = 0; kh < j->k[1]; kh++)                                                                \
+          for (int64_t kw = 0; kw < j->k[2]; kw++) {                                                            \
+            T *row = col + (kh * j->k[2] + kw) * j->L;                                                          \
+            int64_t w0 = kw * j->d[2] - j->p[2], h0 = kh * j->d[1] - j->p[1], lo, hi, hlo, hhi;                 \
+            valid_range(W, OW, 1, w0, &lo, &hi);                                                                \
+            valid_range(j->in[1], OH, j->s[1], h0, &hlo, &hhi);                                                 \
+            memset(row, 0, sizeof(T) * (size_t)(hlo * OW));                                                     \
+            const T *src = img + (hlo * j->s[1] + h0) * W + w0;                                                 \
+            T *dst = row + hlo * OW;                                                                            \
+            if (lo == 0 && hi == OW)                                                                            \
+              for (int64_t oh = hlo; oh < hhi; oh++, dst += OW, src += j->s[1] * W) copy_##SUFFIX(dst, src, OW); \
+            else                                                                                                \
+              for (int64_t oh = hlo; oh < hhi; oh++, dst += OW, src += j->s[1] * W) {                           \
+                for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                                                \
+                copy_##SUFFIX(dst + lo, src + lo, hi - lo);                                                     \
+                for (int64_t ow = hi; ow < OW; ow++) dst[ow] = 0;                                               \
+              }                                                                                                 \
+            memset(row + hhi * OW, 0, sizeof(T) * (size_t)((OH - hhi) * OW));                                   \
+          }                                                                                                     \
+        continue;                                                                                               \
+      }                                                                                                         \
       for (int64_t kd = 0; kd < j->k[0]; kd++)                                                                  \
         for (int64_t kh = 0; kh < j->k[1]; kh++)                                                                \
           for (int64_t kw = 0; kw < j->k[2]; kw++) {                                                            \
