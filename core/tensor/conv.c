@@ -42,6 +42,15 @@ static void job_of(conv_job *j, const mt_conv_geo *g, int64_t c) {
 /* the range [lo, hi) of output positions ow whose input position ow * s - p + off lies in [0, n) */
 static inline void valid_range(int64_t n, int64_t nout, int64_t s, int64_t start, int64_t *lo, int64_t *hi) {
   /* start + ow * s >= 0  and  start + ow * s < n */
+  if (s == 1) {
+    int64_t a = start >= 0 ? 0 : -start, b = n - start;
+    if (b > nout) b = nout;
+    if (b < 0) b = 0;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
+    return;
+  }
   int64_t a = start >= 0 ? 0 : (-start + s - 1) / s;
   int64_t b = start >= n ? 0 : (n - start + s - 1) / s;
   if (b > nout) b = nout;
@@ -129,6 +138,21 @@ COPY_ROW(double, f64)
       T *img = (T *)j->image + plane * j->inplane;                                                              \
       const T *col = (const T *)j->cols + plane * j->K * j->L;                                                  \
       memset(img, 0, sizeof(T) * (size_t)j->inplane);                                                           \
+      if (j->in[0] == 1 && j->k[0] == 1 && j->s[2] == 1) { /* as im2col's: runs of rows */                    \
+        int64_t OH = j->out[1], OW = j->out[2], W = j->in[2];                                                   \
+        for (int64_t kh = 0; kh < j->k[1]; kh++)                                                                \
+          for (int64_t kw = 0; kw < j->k[2]; kw++) {                                                            \
+            const T *row = col + (kh * j->k[2] + kw) * j->L;                                                    \
+            int64_t w0 = kw * j->d[2] - j->p[2], h0 = kh * j->d[1] - j->p[1], lo, hi, hlo, hhi;                 \
+            valid_range(W, OW, 1, w0, &lo, &hi);                                                                \
+            valid_range(j->in[1], OH, j->s[1], h0, &hlo, &hhi);                                                 \
+            T *dst = img + (hlo * j->s[1] + h0) * W + w0;                                                       \
+            const T *src = row + hlo * OW;                                                                      \
+            for (int64_t oh = hlo; oh < hhi; oh++, src += OW, dst += j->s[1] * W)                               \
+              for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];                                          \
+          }                                                                                                     \
+        continue;                                                                                               \
+      }                                                                                                         \
       for (int64_t kd = 0; kd < j->k[0]; kd++)                                                                  \
         for (int64_t kh = 0; kh < j->k[1]; kh++)                                                                \
           for (int64_t kw = 0; kw < j->k[2]; kw++) {                                                            \
