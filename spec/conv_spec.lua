@@ -82,6 +82,7 @@ describe('F.conv*, F.conv_transpose*, F.unfold, F.fold', function()
       { x = { 8, 64, 96, 96 }, w = { 4, 64, 3, 3 }, kw = { stride = 1 } },        -- columns over 48 MB: chunks
       { x = { 4, 8, 9, 9 }, w = { 8, 1, 3, 3 }, kw = { groups = 8, stride = 2 } }, -- depthwise
       { x = { 4, 32, 10, 10 }, w = { 16, 32, 1, 1 }, kw = {} },                   -- 1x1: a plain product
+      { x = { 2, 64, 40, 40 }, w = { 64, 64, 1, 1 }, kw = {} },                   -- the same with the BLAS
     }
     for _, s in ipairs(shapes) do
       local x, w = torch.randn(s.x), torch.randn(s.w)

@@ -698,28 +698,34 @@ mt_status mt_conv_weight_grad(mt_tensor *gout, mt_tensor *input, const int64_t *
     }
     free(j.sums);
   } else if (!s && gw->_numel) {
+    /* a 1x1 kernel of stride 1 without padding: the columns are P itself */
+    bool pw = K == 1;
+    for (int i = 0; i < nsp; i++) pw = pw && stride[i] == 1 && padding[i] == 0 && geo.in[i] == geo.out[i];
     size_t it = mt_itemsize(dt);
-    int64_t chunk = chunk_of(N, Pc * K * L * (int64_t)it);
+    int64_t chunk = pw ? N : chunk_of(N, Pc * K * L * (int64_t)it);
     int64_t csz[3] = {chunk, Pc * K, L};
     offsets o = {0};
-    s = mt_new(mt_device_of(input), csz, 3, dt, op, &cols);
+    if (!pw) s = mt_new(mt_device_of(input), csz, 3, dt, op, &cols);
     if (!s) s = offsets_open(&o, g);
     for (int64_t n0 = 0; n0 < N && !s; n0 += chunk) {
       int64_t nc = N - n0 < chunk ? N - n0 : chunk;
       mt_tensor *pn = NULL, *cn = NULL;
-      s = mt_narrow(P, 0, n0, nc, &pn);
-      if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
-      if (!s) s = mt_kernels_of(P)->im2col(cn, pn, &geo);
+      if (!pw) {
+        s = mt_narrow(P, 0, n0, nc, &pn);
+        if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
+        if (!s) s = mt_kernels_of(P)->im2col(cn, pn, &geo);
+      }
       if (pn) mt_tensor_release(pn);
       if (cn) mt_tensor_release(cn);
+      const char *B = pw ? P->_data : cols ? cols->_data : NULL;
       for (int64_t n = 0; n < nc && !s; n++) {
         for (int64_t gi = 0; gi < g; gi++) {
           o.a[gi] = ((n0 + n) * Qc + gi * Qg) * L;
-          o.b[gi] = (n * Pc * K + gi * Ck) * L;
+          o.b[gi] = ((pw ? n0 + n : n) * Pc * K + gi * Ck) * L;
           o.c[gi] = gi * Qg * Ck;
         }
         /* gw_g (Qg x Ck) (+)= Q[n]_g (Qg x L) @ cols_g^T (L x Ck) */
-        s = gemm_batch(P, dt, g, Qg, Ck, L, Q->_data, (mt_matrix_geo){Qg, L, L, 1}, cols->_data,
+        s = gemm_batch(P, dt, g, Qg, Ck, L, Q->_data, (mt_matrix_geo){Qg, L, L, 1}, B,
                        (mt_matrix_geo){L, Ck, 1, L}, gw->_data, (mt_matrix_geo){Qg, Ck, Ck, 1},
                        n0 + n == 0 ? 0 : 1, &o);
       }
