@@ -371,6 +371,28 @@ if want('pool') then
   end
 end
 
+-- (16) issue 12, conv part: conv2d forward and forward + backward in float32 (bench/workloads/conv.lua):
+-- the LeNet-5 convs (1->6 5x5 and 6->16 5x5, batch 64) and a 3x3 64-channel 56x56 conv (batch 8);
+-- alternating, each side keeping its best of 3
+if want(16) then
+  local labels = { lenet1 = 'LeNet conv1 1→6 5×5, batch 64 of 1×28×28', lenet2 = 'LeNet conv2 6→16 5×5, batch 64 of 6×12×12',
+    c64 = 'conv 64→64 3×3 pad 1, batch 8 of 64×56×56' }
+  for _, shape in ipairs({ 'lenet1', 'lenet2', 'c64' }) do
+    local o, t = {}, {}
+    for _ = 1, 3 do
+      for k, v in pairs(ours('conv', shape) or {}) do if not o[k] or v < o[k] then o[k] = v end end
+      for k, v in pairs(theirs('conv', shape) or {}) do if not t[k] or v < t[k] then t[k] = v end end
+    end
+    -- the LeNet convs in µs (ms prints one decimal)
+    local k, unit = shape == 'c64' and 1 or 1000, shape == 'c64' and 'ms' or 'µs'
+    local function sc(x) return x and x * k end
+    line(('(16) %s forward'):format(shape), sc(o.fwd_ms), sc(t.fwd_ms), unit, 'lower')
+    line(('(16) %s forward+backward'):format(shape), sc(o.fwd_bwd_ms), sc(t.fwd_bwd_ms), unit, 'lower')
+    rows[#rows + 1] = { labels[shape] .. ', forward', sc(o.fwd_ms), sc(t.fwd_ms), unit, 'lower', nil, nil }
+    rows[#rows + 1] = { labels[shape] .. ', forward + backward', sc(o.fwd_bwd_ms), sc(t.fwd_bwd_ms), unit, 'lower', nil, nil }
+  end
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

@@ -248,6 +248,35 @@ def pool(_):
     bench('lenet_pool2_us', (64, 16, 8, 8), lambda x: F.max_pool2d(x, 2), 300)
     bench('adaptive_avg_us', (64, 512, 7, 7), lambda x: F.adaptive_avg_pool2d(x, 1), 50)
 
+# issue 12, conv part
+def conv(shape):
+    # bench/workloads/conv.lua: conv2d forward, and forward + backward, float32
+    import torch.nn as nn
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    shapes = {
+        'lenet1': dict(n=64, cin=1, hw=28, cout=6, k=5, pad=0, xgrad=False, reps=20),
+        'lenet2': dict(n=64, cin=6, hw=12, cout=16, k=5, pad=0, xgrad=True, reps=20),
+        'c64': dict(n=8, cin=64, hw=56, cout=64, k=3, pad=1, xgrad=True, reps=3),
+    }
+    s = shapes[shape or 'lenet1']
+    x = torch.randn(s['n'], s['cin'], s['hw'], s['hw'])
+    if s['xgrad']:
+        x.requires_grad_()
+    m = nn.Conv2d(s['cin'], s['cout'], s['k'], padding=s['pad'])
+    g = torch.ones(F.conv2d(x.detach(), m.weight.detach(), None, 1, s['pad']).shape)
+    def fwd(k):
+        with torch.no_grad():
+            for _ in range(k):
+                y = m(x)
+    def fb(k):
+        for _ in range(k):
+            m.zero_grad()
+            y = m(x)
+            y.backward(g)
+    report('fwd_ms', best(fwd, s['reps']) * 1e3)
+    report('fwd_bwd_ms', best(fb, s['reps']) * 1e3)
+
 def startup(_):
     pass
 

@@ -32,6 +32,13 @@ typedef struct mt_gemm {
   const int64_t *aoff, *boff, *coff;
 } mt_gemm;
 
+/* The geometry of im2col / col2im (issue 12, conv part): nsp (1 to 3) spatial dims, the image's sizes
+ * `in`, the blocks' grid `out`, kernel, stride, padding, dilation. */
+typedef struct mt_conv_geo {
+  int nsp;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+} mt_conv_geo;
+
 /* The indexed writes of index_add / index_copy_. */
 enum { MT_INDEX_ADD, MT_INDEX_COPY };
 
@@ -119,7 +126,11 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
   /* pool.c (issue 12, pooling): over contiguous (P, S0, S1, S2) planes, see mt_windows, mt_taps */              \
   X(pool_max, (mt_tensor * values, mt_tensor *indices, const mt_tensor *x, const mt_windows *w, int64_t base))   \
   X(resample, (mt_tensor * out, const mt_tensor *x, const mt_taps *t, int adjoint))                               \
-  X(pool_index, (mt_tensor * out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base))
+  X(pool_index, (mt_tensor * out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base))             \
+  /* conv.c (issue 12, conv part): image (n, c, *in) <-> columns (n, c * prod(k), prod(out)), both contiguous; */  \
+  /* col2im overwrites the image with the sum of the blocks */                                                   \
+  X(im2col, (mt_tensor * cols, const mt_tensor *image, const mt_conv_geo *g))                                    \
+  X(col2im, (mt_tensor * image, const mt_tensor *cols, const mt_conv_geo *g))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -463,7 +463,11 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(INTERPOLATE, interpolate, OP, 1, DIFF, resample, INTERNAL, "", "")                                                 \
   X(RESAMPLE_BACKWARD, resample_backward, OP, 1, DIFF, resample, INTERNAL, "", "")                                     \
   X(MAX_UNPOOL, max_unpool, OP, 2, DIFF, pool_index, INTERNAL, "", "")                                                \
-  X(PAD, pad, OP, 1, DIFF, resample, INTERNAL, "", "")
+  X(PAD, pad, OP, 1, DIFF, resample, INTERNAL, "", "")                                                                 \
+  /* convolution (issue 12, conv part): mt_convolution, mt_im2col, mt_col2im (core/ops/conv.c) */                     \
+  X(CONVOLUTION, convolution, OP, 3, DIFF, im2col, CUSTOM, "", "")                                                    \
+  X(IM2COL, im2col, OP, 1, DIFF, im2col, INTERNAL, "", "")                                                            \
+  X(COL2IM, col2im, OP, 1, DIFF, col2im, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -932,6 +936,23 @@ MT_API const char *mt_blas_core(void);           /* the kernel set the loaded Op
 MT_API const char *mt_blas_library(void);        /* the file OpenBLAS was loaded from ("" if it was not) */
 MT_API int mt_blas_available(const char *provider); /* can "openblas" / "onednn" be loaded here? */
 MT_API int mt_blas_threads(void);                /* the threads the BLAS says it uses (0: no BLAS) */
+
+/* ---------------------------------------------------------------- convolution (issue 12, conv part) */
+/* nsp spatial dims (1 to 3); every array holds nsp numbers. input (N, C, *spatial), batched.
+ * Not transposed: weight (C_out, C / groups, *kernel), result (N, C_out, *out) with
+ * out = (in + 2 padding - dilation (kernel - 1) - 1) / stride + 1. Transposed: weight
+ * (C, C_out / groups, *kernel), out = (in - 1) stride - 2 padding + dilation (kernel - 1) +
+ * output_padding + 1. bias: NULL or (C_out). output_padding: NULL for zeros. */
+MT_API mt_status mt_convolution(mt_tensor *input, mt_tensor *weight, mt_tensor *bias, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, int transposed,
+                                const int64_t *output_padding, int64_t groups, int nsp, mt_tensor **result);
+/* im2col (F.unfold): input (N, C, *spatial) -> (N, C * prod(kernel), L), L the number of blocks;
+ * its rows in the order (channel, kernel offsets), as PyTorch's. */
+MT_API mt_status mt_im2col(mt_tensor *input, const int64_t *kernel, const int64_t *dilation, const int64_t *padding,
+                           const int64_t *stride, int nsp, mt_tensor **result);
+/* col2im (F.fold): cols (N, C * prod(kernel), L) -> (N, C, *output_size), overlapping blocks summed. */
+MT_API mt_status mt_col2im(mt_tensor *cols, const int64_t *output_size, const int64_t *kernel, const int64_t *dilation,
+                           const int64_t *padding, const int64_t *stride, int nsp, mt_tensor **result);
 
 /* ---------------------------------------------------------------- configuration */
 MT_API const char *mt_version(void); /* "0.1.0" */

@@ -399,6 +399,17 @@ do
   unpool_case('MaxUnpool3DBackward0', 3, { 1, 1, 2, 4, 4 })
 end
 
+------------------------------------------------------------------------------ convolution (issue 12, conv part)
+local F_ = require('moontorch.nn').functional
+add('ConvolutionBackward0', function(x, w, b) return F_.conv2d(x, w, b, 2, 1, 1, 2) end,
+  function() return { r(2, 4, 5, 5), r(6, 2, 3, 3), r(6) } end, { gg = true })
+add('ConvolutionBackward0', function(x, w, b) return F_.conv_transpose1d(x, w, b, 2, 1, 1) end,
+  function() return { r(2, 3, 4), r(3, 2, 3), r(2) } end, { gg = true })
+add('Im2ColBackward0', function(x) return F_.unfold(x, 2, 1, 1, 2) end, function() return { r(2, 3, 4, 5) } end,
+  { gg = true })
+add('Col2ImBackward0', function(x) return F_.fold(x, { 3, 4 }, 2) end, function() return { r(2, 8, 6) } end,
+  { gg = true })
+
 ------------------------------------------------------------------------------ the walk
 local EXEMPT = { AccumulateGrad = true, LuaFunctionBackward = true }
 

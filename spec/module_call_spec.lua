@@ -53,12 +53,25 @@ local covered_elsewhere = {
   TransformerDecoderLayer = true, TransformerEncoder = true, TransformerDecoder = true, Transformer = true,
 }
 
+-- issue 12, conv part: the convolutions that take one input (ConvTranspose*: `conv_others` below)
+builtins.Conv1d = function() return nn.Conv1d(2, 2, 1) end
+builtins.Conv2d = function() return nn.Conv2d(2, 2, 1) end
+builtins.Conv3d = function() return nn.Conv3d(2, 2, 1) end
+builtins.Unfold = function() return nn.Unfold(2) end
+builtins.Fold = function() return nn.Fold({ 3, 3 }, 2) end
+local conv_others = {
+  ConvTranspose1d = function() return nn.ConvTranspose1d(2, 2, 1) end,
+  ConvTranspose2d = function() return nn.ConvTranspose2d(2, 2, 1) end,
+  ConvTranspose3d = function() return nn.ConvTranspose3d(2, 2, 1) end,
+}
+
 describe('module call arity', function()
   it('covers every built-in layer class with a forward', function()
     for name, cls in pairs(nn) do
       if type(cls) == 'table' and rawget(cls, '__typename') and rawget(cls, 'forward') and name:sub(1, 1) ~= '_'
         and name ~= 'Module' and name ~= 'ModuleList' and name ~= 'ModuleDict' then
-        assert.is_not_nil(builtins[name] or covered_elsewhere[name] or own_arity[name], 'no arity case for nn.' .. name)
+        assert.is_not_nil(builtins[name] or covered_elsewhere[name] or own_arity[name] or conv_others[name],
+          'no arity case for nn.' .. name)
       end
     end
   end)
@@ -134,4 +147,26 @@ describe('module call arity', function()
     assert.are.same({}, nyi)
     assert.is_true(traces > 0, 'the call path was not compiled')
   end)
+end)
+
+-- issue 12, conv part: ConvTranspose*'s forward(input, output_size=nil), as PyTorch 1.13's
+-- (ConvTranspose1d.forward() takes from 2 to 3 positional arguments but 4 were given, self counted)
+describe('module call arity of ConvTranspose*', function()
+  for name, make in pairs(conv_others) do
+    it(name .. ': input and an optional output_size, by position or name', function()
+      local m = make()
+      local op = 'moontorch.nn.' .. name .. ': '
+      local xin = torch.ones(2, 3, 3, 3):narrow(1, 1, 2)
+      if name == 'ConvTranspose1d' then xin = torch.ones(2, 3) elseif name == 'ConvTranspose2d' then xin = torch.ones(2, 3, 3) end
+      local err = H.errors_with(function() m(xin, nil, xin) end,
+        op .. 'forward() takes from 1 to 2 positional arguments but 3 were given')
+      assert.is_truthy(err:find('module_call_spec.lua', 1, true), err)
+      H.errors_with(function() m() end, op .. "forward() missing 1 required positional argument: 'input'")
+      H.errors_with(function() m(xin, { foo = 1 }) end, op .. "forward() got an unexpected keyword argument 'foo'")
+      local sizes = {}
+      for i = 2, xin:dim() do sizes[#sizes + 1] = xin:size(i) end
+      assert.are.same(xin:size(), m(xin, sizes):size())
+      assert.are.same(xin:size(), m(xin, { output_size = sizes }):size())
+    end)
+  end
 end)

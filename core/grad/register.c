@@ -18,6 +18,9 @@ extern const mt_node_kind *const mt_elementwise_kinds[], *const mt_copy_kinds[],
 /* issue 12, pooling */
 void mt_grad_register_pool(mt_autograd_ops *t);
 extern const mt_node_kind *const mt_pool_kinds[];
+/* issue 12, conv part */
+void mt_grad_register_conv(mt_autograd_ops *t);
+extern const mt_node_kind *const mt_conv_kinds[];
 
 __attribute__((constructor)) static void grad_register(void) {
   mt_autograd_release = mt_meta_free;
@@ -29,6 +32,8 @@ __attribute__((constructor)) static void grad_register(void) {
   mt_grad_register_sort(&mt_autograd);
   mt_grad_register_linalg(&mt_autograd);
   mt_grad_register_pool(&mt_autograd); /* issue 12, pooling */
+  /* issue 12, conv part */
+  mt_grad_register_conv(&mt_autograd);
 }
 
 /* ---------------------------------------------------------------- the list of names */
@@ -64,6 +69,8 @@ static void build_names(void) {
   add_kinds(mt_sort_kinds);
   add_kinds(mt_linalg_kinds);
   add_kinds(mt_pool_kinds); /* issue 12, pooling */
+  /* issue 12, conv part */
+  add_kinds(mt_conv_kinds);
 }
 
 int mt_grad_op_count(void) {

@@ -35,7 +35,9 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
   X(sort) X(topk) X(flip) X(roll) X(repeat) X(repeat_interleave)                                                 \
   X(mm) X(bmm) X(mv) X(matmul) X(dot) X(addmm) X(baddbmm) X(outer)                                             \
   /* issue 12, pooling */                                                                                        \
-  X(max_pool) X(adaptive_max_pool) X(resample) X(resample_backward) X(max_unpool)
+  X(max_pool) X(adaptive_max_pool) X(resample) X(resample_backward) X(max_unpool)                                      \
+  /* issue 12, conv part */                                                                                      \
+  X(convolution) X(im2col) X(col2im)
 
 #define MT_AUTOGRAD_FIELD_(name) __typeof__(mt_##name) *name;
 typedef struct mt_autograd_ops {

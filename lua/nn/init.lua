@@ -24,6 +24,9 @@ if nn.functional.batch_norm == nil then nn.functional.batch_norm = layers.batch_
 -- issue 12, pooling: pools, resampling, shuffles, padding modules
 require('moontorch.nn.pooling').install(nn)
 require('moontorch.nn.padding').install(nn)
+-- issue 12, conv part: F.conv1d/2d/3d, F.conv_transpose1d/2d/3d, F.unfold, F.fold and their modules
+require('moontorch.nn.functional_conv').install(nn.functional)
+require('moontorch.nn.conv').install(nn)
 
 ------------------------------------------------------------------------------ global hooks
 -- they run for every module's call, before the module's own hooks of the same kind

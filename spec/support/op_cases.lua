@@ -317,6 +317,29 @@ case('pad', { lua = function(I) return PF().pad(I.PI, { 1, 2, 2, 1 }, 'reflect')
 case('pad', { lua = function(I) return PF().pad(I.PI, { 2, -1, 0, 3 }, 'replicate') end,
   py = "F.pad(PI, (2, -1, 0, 3), 'replicate')", grad = { 'PI' } })
 
+------------------------------------------------------------------------------ convolution (issue 12, conv part)
+M.inputs.CX = { { { { 0.5, -1.0, 2.0, 0.25 }, { 1.5, 0.75, -0.5, 1.0 }, { -2.0, 0.5, 1.25, -0.75 } },
+  { { 1.0, 0.0, -1.5, 2.5 }, { -0.25, 1.75, 0.5, -1.0 }, { 0.75, -1.25, 2.0, 0.5 } } } } -- 1 x 2 x 3 x 4
+M.inputs.CW = { { { { 1.0, -0.5 }, { 0.25, 2.0 } }, { { -1.0, 0.5 }, { 1.5, -0.75 } } },
+  { { { 0.5, 1.0 }, { -1.5, 0.25 } }, { { 2.0, -1.0 }, { 0.75, 0.5 } } },
+  { { { -0.25, 0.75 }, { 1.0, -2.0 } }, { { 0.5, 1.5 }, { -0.5, 1.0 } } } } -- 3 x 2 x 2 x 2
+M.inputs.CB = { 0.5, -1.0, 0.25 }
+M.inputs.CC = { { { 0.5, -1.0, 2.0, 0.25, 1.5, -0.5 }, { 1.0, 0.75, -0.5, 1.0, -2.0, 0.5 },
+  { 1.25, -0.75, 1.0, 0.0, -1.5, 2.5 }, { -0.25, 1.75, 0.5, -1.0, 0.75, -1.25 } } } -- 1 x 4 x 6
+local Fc = function() return require('moontorch.nn').functional end
+case('convolution', { lua = function(I) return Fc().conv2d(I.CX, I.CW, I.CB, 1, 1) end,
+  py = 'F.conv2d(CX, CW, CB, 1, 1)', grad = { 'CX', 'CW', 'CB' } })
+case('convolution', { lua = function(I)
+    return Fc().conv2d(I.CX, I.CW:narrow(1, 1, 2):narrow(2, 1, 1):contiguous(), nil, { 2, 1 }, 0, 1, 2)
+  end, py = 'F.conv2d(CX, CW[:2, :1].contiguous(), None, (2, 1), 0, 1, 2)', grad = { 'CX' } })
+case('convolution', { lua = function(I) return Fc().conv_transpose2d(I.CX, I.CW:transpose(1, 2):contiguous(), I.CB, 2, 1, 1) end,
+  py = 'F.conv_transpose2d(CX, CW.transpose(0, 1).contiguous(), CB, 2, 1, 1)', grad = { 'CX', 'CW', 'CB' } })
+case('convolution', { lua = function(I) return torch.convolution(I.CX, I.CW, nil, { 1, 1 }, { 0, 1 }, { 1, 2 }, false, { 0, 0 }, 1) end,
+  py = 'torch.convolution(CX, CW, None, (1, 1), (0, 1), (1, 2), False, (0, 0), 1)', grad = { 'CX', 'CW' } })
+case('im2col', { lua = function(I) return Fc().unfold(I.CX, { 2, 3 }, 1, 1, { 1, 2 }) end,
+  py = 'F.unfold(CX, (2, 3), 1, 1, (1, 2))', grad = { 'CX' } })
+case('col2im', { lua = function(I) return Fc().fold(I.CC, { 3, 4 }, 2) end, py = 'F.fold(CC, (3, 4), 2)', grad = { 'CC' } })
+
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
 -- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each
