@@ -92,7 +92,19 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(randperm, (mt_tensor * out, int64_t base, mt_generator *g))                                                  \
   X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
   /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
-  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step))
+  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step)) \
+  /* rnn.c (issue 12, rnn part): one recurrent time step's gates; 2-D operands whose rows have unit stride,   \
+   * biases NULL or contiguous, results and ws (the activated gates, for the backward) contiguous;          \
+   * in the backwards dhy, dcy may be NULL (no gradient)                                                    \
+   */                                                                                                         \
+  X(lstm_cell, (mt_tensor * hy, mt_tensor *cy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg,        \
+                const mt_tensor *cx, const mt_tensor *bi, const mt_tensor *bh))                               \
+  X(lstm_cell_backward, (mt_tensor * dgates, mt_tensor *dcx, const mt_tensor *dhy, const mt_tensor *dcy,      \
+                         const mt_tensor *cx, const mt_tensor *cy, const mt_tensor *ws))                     \
+  X(gru_cell, (mt_tensor * hy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg, const mt_tensor *hx,   \
+               const mt_tensor *bi, const mt_tensor *bh))                                                     \
+  X(gru_cell_backward, (mt_tensor * dig, mt_tensor *dhg, mt_tensor *dhx, const mt_tensor *dhy,                \
+                        const mt_tensor *hx, const mt_tensor *ws))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

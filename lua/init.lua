@@ -83,6 +83,8 @@ local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'l
 for _, name in ipairs(modules) do
   require('moontorch.ops.' .. name).install(torch)
 end
+-- recurrent layers (issue 12, rnn part): the fused gate ops, and unbind in C (one node for all views)
+require('moontorch.ops.rnn').install(torch)
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
 require('moontorch.ops.list').install_aliases(torch, T.methods)
 require('moontorch.format').install(torch)
