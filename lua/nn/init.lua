@@ -62,4 +62,8 @@ function utils.skip_init(cls, ...)
   return res[2]
 end
 
+
+-- recurrent layers (issue 12, rnn part): nn.RNN, LSTM, GRU, the cells, nn.utils.rnn
+require('moontorch.nn.rnn').install(nn)
+
 return nn
