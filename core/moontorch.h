@@ -456,10 +456,10 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(MULTINOMIAL, multinomial, OP, 1, NODIFF, multinomial, CUSTOM, "", "")                                              \
   /* optimizers */                                                                                                     \
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                                     \
-  /* recurrent layers (issue 12, rnn part): one time step's gate arithmetic after its two products (core/ops/rnn.c), \
-   * and unbind, whose one node takes the gradients of every time step */                                          \
-  X(LSTM_CELL_POINTWISE, lstm_cell_pointwise, OP, 5, DIFF, lstm_cell, CUSTOM, "", "")                                 \
-  X(GRU_CELL_POINTWISE, gru_cell_pointwise, OP, 5, DIFF, gru_cell, CUSTOM, "", "")                                    \
+  /* recurrent layers (issue 12, rnn part): one time step's gate arithmetic after its two products (core/ops/rnn.c; \
+   * three tensors and two optional biases), and unbind, whose one node takes the gradients of every time step */   \
+  X(LSTM_CELL_POINTWISE, lstm_cell_pointwise, OP, 3, DIFF, lstm_cell, CUSTOM, "", "")                                 \
+  X(GRU_CELL_POINTWISE, gru_cell_pointwise, OP, 3, DIFF, gru_cell, CUSTOM, "", "")                                    \
   X(UNBIND, unbind, VIEW, 1, DIFF, none, CUSTOM, "", "")
 
 #ifndef MT_FFI
