@@ -225,6 +225,20 @@ describe('recurrent modules', function()
       'dropout should be a number in range [0, 1] representing the probability of an element being zeroed')
   end)
 
+  it('check the arguments of their calls as Python does', function()
+    -- PyTorch 1.13: nn.LSTM(3, 4)(x, None, x) -> "LSTM.forward() takes from 2 to 3 positional arguments but 4
+    -- were given" (self counted; Lua counts what the caller wrote); m() -> "missing 1 required positional
+    -- argument: 'input'"; m(x, foo=1) -> "got an unexpected keyword argument 'foo'"
+    local x = torch.ones(2, 3)
+    for _, name in ipairs({ 'RNN', 'LSTM', 'GRU', 'RNNCell', 'LSTMCell', 'GRUCell' }) do
+      local m = nn[name](3, 4)
+      local op = 'moontorch.nn.' .. name .. ': forward() '
+      H.errors_with(function() m(x, nil, x) end, op .. 'takes from 1 to 2 positional arguments but 3 were given')
+      H.errors_with(function() m() end, op .. "missing 1 required positional argument: 'input'")
+      H.errors_with(function() m(x, { foo = 1 }) end, op .. "got an unexpected keyword argument 'foo'")
+    end
+  end)
+
   it('take states as PyTorch does and return h_n, c_n with the batch where it was', function()
     local m = nn.LSTM(3, 4, { batch_first = true, num_layers = 2 })
     local x = torch.randn(2, 5, 3)
