@@ -28,10 +28,8 @@ local nn -- moontorch.nn, set by install
 local PackedSequence -- nn.utils.rnn.PackedSequence, set by install
 
 local function pybool(b) return b and 'True' or 'False' end
-local function pynum(x)
-  if x == math.floor(x) and math.abs(x) < 1e15 then return ('%d'):format(x) end
-  return ('%.15g'):format(x)
-end
+-- Python's repr of a float (PyTorch keeps dropout as float(dropout): 1 prints as 1.0)
+local function pyfloat(x) return require('moontorch.nn.layers').pyfloat(x) end
 
 local warned = {}
 local function warn(msg)
@@ -143,7 +141,7 @@ function RNNBase:extra_repr()
   if self.num_layers ~= 1 then s = s .. ', num_layers=' .. self.num_layers end
   if self.bias ~= true then s = s .. ', bias=' .. pybool(self.bias) end
   if self.batch_first ~= false then s = s .. ', batch_first=' .. pybool(self.batch_first) end
-  if self.dropout ~= 0 then s = s .. ', dropout=' .. pynum(self.dropout) end
+  if self.dropout ~= 0 then s = s .. ', dropout=' .. pyfloat(self.dropout) end
   if self.bidirectional ~= false then s = s .. ', bidirectional=' .. pybool(self.bidirectional) end
   if self.nonlinearity and self.nonlinearity ~= 'tanh' then s = s .. ', nonlinearity=' .. self.nonlinearity end
   return s
@@ -151,7 +149,6 @@ end
 
 -- the weights of layer l, direction d (0-based): w_ih, w_hh, b_ih, b_hh, w_hr (nil where absent)
 function RNNBase:_weights(l, d)
-  local ns = self._flat_names[l * (self.bidirectional and 2 or 1) + d + 1]
   local sfx = ('_l%d%s'):format(l, d == 1 and '_reverse' or '')
   return self['weight_ih' .. sfx], self['weight_hh' .. sfx], self['bias_ih' .. sfx], self['bias_hh' .. sfx],
     self['weight_hr' .. sfx], ns
