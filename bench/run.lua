@@ -393,6 +393,22 @@ if want(16) then
   end
 end
 
+-- (16) recurrent layers (issue 12, rnn part): a 2-layer LSTM (input 128, hidden 256, batch_first,
+-- seq 32, batch 32), forward + backward; alternating, each keeping its best of 3
+-- (`luajit bench/run.lua lstm` runs it alone)
+if want('lstm') then
+  local o, t
+  for _ = 1, 3 do
+    local r = ours('lstm')
+    if r and (not o or r.ms < o.ms) then o = r end
+    r = theirs('lstm')
+    if r and (not t or r.ms < t.ms) then t = r end
+  end
+  line('(lstm) 2-layer LSTM fwd+bwd', o and o.ms, t and t.ms, 'ms', 'lower')
+  rows[#rows + 1] = { '2-layer LSTM 128-256, seq 32, batch 32, forward + backward', o and o.ms, t and t.ms, 'ms', 'lower',
+    o and o.peak_kb, t and t.peak_kb }
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

@@ -277,6 +277,21 @@ def conv(shape):
     report('fwd_ms', best(fwd, s['reps']) * 1e3)
     report('fwd_bwd_ms', best(fb, s['reps']) * 1e3)
 
+# recurrent layers (issue 12, rnn part)
+def lstm(n):
+    # bench/workloads/lstm.lua: a 2-layer LSTM (input 128, hidden 256, batch_first), seq 32, batch 32,
+    # forward + zero_grad + backward of the outputs' sum
+    import torch.nn as nn
+    torch.manual_seed(0)
+    m = nn.LSTM(128, 256, num_layers=2, batch_first=True)
+    x = torch.randn(32, 32, 128)
+    def f(r):
+        for _ in range(r):
+            out, _ = m(x)
+            m.zero_grad()
+            out.sum().backward()
+    report('ms', best(f, n or 20, 5) * 1e3)
+
 def startup(_):
     pass
 

@@ -130,7 +130,19 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
   /* conv.c (issue 12, conv part): image (n, c, *in) <-> columns (n, c * prod(k), prod(out)), both contiguous; */  \
   /* col2im overwrites the image with the sum of the blocks */                                                   \
   X(im2col, (mt_tensor * cols, const mt_tensor *image, const mt_conv_geo *g))                                    \
-  X(col2im, (mt_tensor * image, const mt_tensor *cols, const mt_conv_geo *g))
+  X(col2im, (mt_tensor * image, const mt_tensor *cols, const mt_conv_geo *g))                                          \
+  /* rnn.c (issue 12, rnn part): one recurrent time step's gates; 2-D operands whose rows have unit stride,   \
+   * biases NULL or contiguous, results and ws (the activated gates, for the backward) contiguous;          \
+   * in the backwards dhy, dcy may be NULL (no gradient)                                                    \
+   */                                                                                                         \
+  X(lstm_cell, (mt_tensor * hy, mt_tensor *cy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg,        \
+                const mt_tensor *cx, const mt_tensor *bi, const mt_tensor *bh))                               \
+  X(lstm_cell_backward, (mt_tensor * dgates, mt_tensor *dcx, const mt_tensor *dhy, const mt_tensor *dcy,      \
+                         const mt_tensor *cx, const mt_tensor *cy, const mt_tensor *ws))                     \
+  X(gru_cell, (mt_tensor * hy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg, const mt_tensor *hx,   \
+               const mt_tensor *bi, const mt_tensor *bh))                                                     \
+  X(gru_cell_backward, (mt_tensor * dig, mt_tensor *dhg, mt_tensor *dhx, const mt_tensor *dhy,                \
+                        const mt_tensor *hx, const mt_tensor *ws))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

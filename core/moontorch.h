@@ -467,7 +467,12 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   /* convolution (issue 12, conv part): mt_convolution, mt_im2col, mt_col2im (core/ops/conv.c) */                     \
   X(CONVOLUTION, convolution, OP, 3, DIFF, im2col, CUSTOM, "", "")                                                    \
   X(IM2COL, im2col, OP, 1, DIFF, im2col, INTERNAL, "", "")                                                            \
-  X(COL2IM, col2im, OP, 1, DIFF, col2im, INTERNAL, "", "")
+  X(COL2IM, col2im, OP, 1, DIFF, col2im, INTERNAL, "", "")                                                             \
+  /* recurrent layers (issue 12, rnn part): one time step's gate arithmetic after its two products (core/ops/rnn.c; \
+   * three tensors and two optional biases), and unbind, whose one node takes the gradients of every time step */   \
+  X(LSTM_CELL_POINTWISE, lstm_cell_pointwise, OP, 3, DIFF, lstm_cell, CUSTOM, "", "")                                 \
+  X(GRU_CELL_POINTWISE, gru_cell_pointwise, OP, 3, DIFF, gru_cell, CUSTOM, "", "")                                    \
+  X(UNBIND, unbind, VIEW, 1, DIFF, none, CUSTOM, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -1000,6 +1005,21 @@ MT_API mt_status mt_pad(mt_tensor *x, int nsp, int mode, const int64_t *before, 
 /* The resampling and its adjoint (the gradient of x from that of the result). */
 MT_API mt_status mt_resample(mt_tensor *x, const mt_resample_spec *spec, mt_tensor **result);
 MT_API mt_status mt_resample_backward(mt_tensor *g, const mt_resample_spec *spec, mt_tensor **result);
+/* ---------------------------------------------------------------- recurrent layers (issue 12, rnn part) */
+/* One LSTM time step after its two products (PyTorch's _thnn_fused_lstm_cell): gates = igates + hgates
+ * (+ b_ih) (+ b_hh), [batch, 4 * hidden] in PyTorch's order (input, forget, cell, output); cx
+ * [batch, hidden]; the biases NULL or [4 * hidden]. cy = sigmoid(f) * cx + sigmoid(i) * tanh(g),
+ * hy = sigmoid(o) * tanh(cy). One kernel pass forward, one backward (LstmCellPointwiseBackward0). */
+MT_API mt_status mt_lstm_cell_pointwise(mt_tensor *igates, mt_tensor *hgates, mt_tensor *cx, mt_tensor *b_ih,
+                                        mt_tensor *b_hh, mt_tensor **hy, mt_tensor **cy);
+/* One GRU time step after its two products: igates, hgates [batch, 3 * hidden] (reset, update, new),
+ * hx [batch, hidden], the biases NULL or [3 * hidden]: r = sigmoid(i_r + h_r), z = sigmoid(i_z + h_z),
+ * n = tanh(i_n + r * h_n), hy = (hx - n) * z + n (GruCellPointwiseBackward0). */
+MT_API mt_status mt_gru_cell_pointwise(mt_tensor *igates, mt_tensor *hgates, mt_tensor *hx, mt_tensor *b_ih,
+                                       mt_tensor *b_hh, mt_tensor **hy);
+/* The t.size(dim) views t.select(dim, i) into out[0 ..] (new references; out has room for them); one
+ * node (UnbindBackward0) takes all their gradients when recorded. */
+MT_API mt_status mt_unbind(mt_tensor *t, int dim, mt_tensor **out);
 
 #ifdef __cplusplus
 }

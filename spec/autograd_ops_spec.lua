@@ -410,6 +410,22 @@ add('Im2ColBackward0', function(x) return F_.unfold(x, 2, 1, 1, 2) end, function
 add('Col2ImBackward0', function(x) return F_.fold(x, { 3, 4 }, 2) end, function() return { r(2, 8, 6) } end,
   { gg = true })
 
+------------------------------------------------------------------------------ recurrent layers (issue 12, rnn part)
+-- one time step's fused gates (hidden 3, batch 2), each output; the rows of a transposed or
+-- sliced operand are strided
+add('LstmCellPointwiseBackward0', function(ig, hg, cx, bi, bh) return (torch.lstm_cell_pointwise(ig, hg, cx, bi, bh)) end,
+  function() return { r(2, 12), rt(2, 12), r(2, 3), r(12), r(12) } end, { gg = true })
+add('LstmCellPointwiseBackward0', function(ig, hg, cx)
+  local _, c = torch.lstm_cell_pointwise(ig, hg, cx)
+  return c
+end, function() return { r(2, 12), r(2, 12), rt(2, 3) } end, { gg = true })
+add('GruCellPointwiseBackward0', function(ig, hg, hx, bi, bh) return torch.gru_cell_pointwise(ig, hg, hx, bi, bh) end,
+  function() return { r(2, 9), r(2, 9), r(2, 3), r(9), r(9) } end, { gg = true })
+add('GruCellPointwiseBackward0', function(ig, hg, hx) return torch.gru_cell_pointwise(ig, hg, hx) end,
+  function() return { rt(2, 9), r(2, 9), r(2, 3) } end)
+add('UnbindBackward0', function(a) return a:unbind(2)[2] end, function() return { r(3, 4) } end, { gg = true })
+add('UnbindBackward0', function(a) return a:unbind(1)[1] end, function() return { rt(3, 4) } end)
+
 ------------------------------------------------------------------------------ the walk
 local EXEMPT = { AccumulateGrad = true, LuaFunctionBackward = true }
 

@@ -21,6 +21,9 @@ extern const mt_node_kind *const mt_pool_kinds[];
 /* issue 12, conv part */
 void mt_grad_register_conv(mt_autograd_ops *t);
 extern const mt_node_kind *const mt_conv_kinds[];
+/* recurrent layers (issue 12, rnn part) */
+void mt_grad_register_rnn(mt_autograd_ops *t);
+extern const mt_node_kind *const mt_rnn_kinds[];
 
 __attribute__((constructor)) static void grad_register(void) {
   mt_autograd_release = mt_meta_free;
@@ -34,6 +37,7 @@ __attribute__((constructor)) static void grad_register(void) {
   mt_grad_register_pool(&mt_autograd); /* issue 12, pooling */
   /* issue 12, conv part */
   mt_grad_register_conv(&mt_autograd);
+  mt_grad_register_rnn(&mt_autograd); /* recurrent layers (issue 12, rnn part) */
 }
 
 /* ---------------------------------------------------------------- the list of names */
@@ -71,6 +75,7 @@ static void build_names(void) {
   add_kinds(mt_pool_kinds); /* issue 12, pooling */
   /* issue 12, conv part */
   add_kinds(mt_conv_kinds);
+  add_kinds(mt_rnn_kinds); /* recurrent layers (issue 12, rnn part) */
 }
 
 int mt_grad_op_count(void) {

@@ -37,7 +37,8 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
   /* issue 12, pooling */                                                                                        \
   X(max_pool) X(adaptive_max_pool) X(resample) X(resample_backward) X(max_unpool)                                      \
   /* issue 12, conv part */                                                                                      \
-  X(convolution) X(im2col) X(col2im)
+  X(convolution) X(im2col) X(col2im)                                                                                   \
+  /* recurrent layers (issue 12, rnn part) */ X(lstm_cell_pointwise) X(gru_cell_pointwise) X(unbind)
 
 #define MT_AUTOGRAD_FIELD_(name) __typeof__(mt_##name) *name;
 typedef struct mt_autograd_ops {

@@ -72,4 +72,7 @@ end
 require('moontorch.nn.attention').install(nn)
 require('moontorch.nn.transformer').install(nn)
 
+-- recurrent layers (issue 12, rnn part): nn.RNN, LSTM, GRU, the cells, nn.utils.rnn
+require('moontorch.nn.rnn').install(nn)
+
 return nn

@@ -340,6 +340,36 @@ case('im2col', { lua = function(I) return Fc().unfold(I.CX, { 2, 3 }, 1, 1, { 1,
   py = 'F.unfold(CX, (2, 3), 1, 1, (1, 2))', grad = { 'CX' } })
 case('col2im', { lua = function(I) return Fc().fold(I.CC, { 3, 4 }, 2) end, py = 'F.fold(CC, (3, 4), 2)', grad = { 'CC' } })
 
+------------------------------------------------------------------------------ recurrent layers (issue 12, rnn part)
+-- one time step's gates after the two products: hidden size 3, batch 2; PyTorch has no CPU op for
+-- them, so its side is the formula its LSTMCell / GRUCell compute (torch/nn/_VF's CPU cells)
+local function lstm_in(I)
+  return torch.cat({ I.A, I.B, I.D, I.P }, 2), torch.cat({ I.B, I.D, I.P, I.A }, 2), I.U, torch.cat({ I.Q, I.R, I.Q }),
+    torch.cat({ I.R, I.Q, I.R })
+end
+local LSTM_PY = '(lambda G, C: (lambda i, f, g, o: (lambda c: (torch.sigmoid(o) * torch.tanh(c), c))'
+  .. '(torch.sigmoid(f) * C + torch.sigmoid(i) * torch.tanh(g)))(*G.chunk(4, 1)))'
+  .. '(torch.cat([A, B, D, P], 1) + torch.cat([B, D, P, A], 1) + torch.cat([Q, R, Q]) + torch.cat([R, Q, R]), U)'
+case('lstm_cell_pointwise', { lua = function(I) return torch.lstm_cell_pointwise(lstm_in(I)) end, py = LSTM_PY,
+  grad = { 'A', 'B', 'U', 'Q', 'R' } })
+case('lstm_cell_pointwise', { lua = function(I)
+    local h, c = torch.lstm_cell_pointwise(lstm_in(I))
+    return c, h
+  end, py = '(lambda r: (r[1], r[0]))(' .. LSTM_PY .. ')', grad = { 'A', 'B', 'U', 'Q', 'R' } })
+case('lstm_cell_pointwise', { lua = function(I)
+    local g, h, c = lstm_in(I)
+    return torch.lstm_cell_pointwise(g, h, c)
+  end, py = LSTM_PY:gsub(' %+ torch%.cat%(%[Q, R, Q%]%) %+ torch%.cat%(%[R, Q, R%]%)', ''), grad = { 'A', 'U' } })
+local GRU_PY = '(lambda gi, gh, h: (lambda r, z, nh: (lambda n: (h - n) * z + n)(torch.tanh(gi.chunk(3, 1)[2] + r * nh)))'
+  .. '(torch.sigmoid(gi.chunk(3, 1)[0] + gh.chunk(3, 1)[0]), torch.sigmoid(gi.chunk(3, 1)[1] + gh.chunk(3, 1)[1]),'
+  .. ' gh.chunk(3, 1)[2]))(torch.cat([A, B, D], 1) + torch.cat([V, W, Q]), torch.cat([B, D, P], 1) + torch.cat([Q, W, V]), U)'
+case('gru_cell_pointwise', { lua = function(I)
+    return torch.gru_cell_pointwise(torch.cat({ I.A, I.B, I.D }, 2), torch.cat({ I.B, I.D, I.P }, 2), I.U,
+      torch.cat({ I.V, I.W, I.Q }), torch.cat({ I.Q, I.W, I.V }))
+  end, py = GRU_PY, grad = { 'A', 'P', 'U', 'V', 'W', 'Q' } })
+case('unbind', { lua = function(I) return unpack(I.A:unbind(2)) end, py = 'A.unbind(1)', grad = { 'A' } })
+case('unbind', { lua = function(I) return unpack(torch.unbind(I.BA, -1)) end, py = 'torch.unbind(BA, -1)', grad = { 'BA' } })
+
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
 -- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each
