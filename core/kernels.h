@@ -92,7 +92,11 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(randperm, (mt_tensor * out, int64_t base, mt_generator *g))                                                  \
   X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
   /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
-  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step))
+  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step)) \
+  /* optimizers (issue 13) -- adam.c: one Adam/AdamW step in place (max_sq NULL without amsgrad); */              \
+  /* step: the step's number after the increment */                                                              \
+  X(adam_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_avg_sq,             \
+                mt_tensor *max_sq, const mt_adam_settings *s, double step))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -456,7 +456,9 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(RANDPERM, randperm, OP, 0, NODIFF, randperm, CUSTOM, "", "")                                                       \
   X(MULTINOMIAL, multinomial, OP, 1, NODIFF, multinomial, CUSTOM, "", "")                                              \
   /* optimizers */                                                                                                     \
-  X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")
+  X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                                   \
+  /* optimizers (issue 13: Adam and AdamW) */                                                                          \
+  X(ADAM_STEP, adam_step, OP, 5, NODIFF, adam_step, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -769,6 +771,21 @@ typedef struct mt_sgd_settings {
  * direction instead of decaying it. Records no autograd; bumps the version counters. */
 MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, const mt_sgd_settings *s,
                              int first_step);
+/* optimizers (issue 13): Adam and AdamW. The settings of a step: PyTorch 1.13's Adam/AdamW
+ * hyperparameters; `decoupled` != 0 is AdamW (the parameter decays by 1 - lr * weight_decay before
+ * the update), 0 is Adam (weight_decay * param joins the gradient). */
+typedef struct mt_adam_settings {
+  double lr, beta1, beta2, eps, weight_decay;
+  int32_t amsgrad, maximize, decoupled;
+} mt_adam_settings;
+/* One Adam/AdamW step for one parameter, in place, as PyTorch 1.13's _single_tensor_adam(w) (same
+ * order of float operations, in the parameter's dtype: float32 or float64). `grad` NULL: the
+ * parameter's own .grad, and nothing happens (the step counter included) when it has none.
+ * exp_avg, exp_avg_sq and (amsgrad) max_exp_avg_sq have the parameter's shape and dtype; `step` is
+ * the one-element float counter of the state (PyTorch's state['step']): it is incremented and its
+ * new value gives the bias corrections. Records no autograd; bumps the version counters. */
+MT_API mt_status mt_adam_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_avg_sq,
+                              mt_tensor *max_exp_avg_sq, mt_tensor *step, const mt_adam_settings *s);
 
 /* ---------------------------------------------------------------- checkpoints (core/checkpoint.c) */
 /* The bytes of torch.save / torch.load; the format is described at the top of core/checkpoint.c.

@@ -4,5 +4,7 @@ package.loaded['moontorch.optim'] = optim -- the files below ask for it while it
 
 require 'moontorch.optim.optimizer'
 require 'moontorch.optim.sgd'
+-- issue 13: the other optimizers and the learning-rate schedulers
+require 'moontorch.optim.adam'
 
 return optim
