@@ -458,7 +458,7 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   /* optimizers */                                                                                                     \
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                                   \
   /* optimizers (issue 13: Adam and AdamW) */                                                                          \
-  X(ADAM_STEP, adam_step, OP, 5, NODIFF, adam_step, INTERNAL, "", "")
+  X(ADAM_STEP, adam_step, OP, 6, NODIFF, adam_step, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,

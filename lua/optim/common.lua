@@ -6,7 +6,7 @@ local core = require 'moontorch.ffi'
 local optim = require 'moontorch.optim'
 
 local C, fail = core.C, core.fail
-local type, pairs, ipairs, pcall, error, tostring = type, pairs, ipairs, pcall, error, tostring
+local type, pairs, ipairs, pcall, error, tostring, next = type, pairs, ipairs, pcall, error, tostring, next
 
 local M = {}
 
@@ -106,6 +106,51 @@ end
 function M.tick(t)
   t:add_(1)
   return t:item()
+end
+
+-- define(name, spec): optim.<name>, an optimizer whose update is written over tensor ops:
+--   spec.defaults       its hyperparameters and their defaults (M.NONE: PyTorch's None)
+--   spec.validate(o)    PyTorch's constructor checks, through M.check(name, ...)
+--   spec.new_state(g, p, grad)   a parameter's state at its first step
+--   spec.update(g, p, grad, st)  one update of p (gradients disabled, in place)
+--   spec.after_init(self)  (optional) what the constructor does once the groups are made
+-- step(closure) runs the closure, then update for each parameter that has a gradient.
+function M.define(name, spec)
+  local cls, Optimizer = torch.class('optim.' .. name, 'optim.Optimizer', optim)
+  cls._none_options = { 'foreach' }
+  function cls:__init(params, opts, more)
+    local o = M.options(name, opts, more, spec.defaults)
+    spec.validate(o)
+    Optimizer.__init(self, params, o)
+    if spec.after_init then spec.after_init(self) end
+  end
+  local sop = 'optim.' .. name .. ':step'
+  function cls:step(closure)
+    local loss = M.call_closure(closure)
+    local state = self.state
+    local prev = C.mt_is_grad_enabled()
+    C.mt_set_grad_enabled(0)
+    local ok, err = pcall(function()
+      for _, g in ipairs(self.param_groups) do
+        for _, p in ipairs(g.params) do
+          local grad = p.grad
+          if grad ~= nil then
+            if grad.is_sparse then fail(sop, name .. ' does not support sparse gradients') end
+            local st = state[p]
+            if st == nil or next(st) == nil then
+              st = spec.new_state(g, p, grad)
+              state[p] = st
+            end
+            spec.update(g, p, grad, st)
+          end
+        end
+      end
+    end)
+    C.mt_set_grad_enabled(prev)
+    if not ok then error(err, 0) end
+    return loss
+  end
+  return cls
 end
 
 return M

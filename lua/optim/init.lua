@@ -6,5 +6,8 @@ require 'moontorch.optim.optimizer'
 require 'moontorch.optim.sgd'
 -- issue 13: the other optimizers and the learning-rate schedulers
 require 'moontorch.optim.adam'
+for _, name in ipairs { 'rmsprop', 'adagrad', 'adadelta', 'adamax', 'nadam', 'radam', 'asgd', 'rprop' } do
+  require('moontorch.optim.' .. name)
+end
 
 return optim

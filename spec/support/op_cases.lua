@@ -272,6 +272,19 @@ case('sgd_step', {
   end,
   py = 'sgd_twice(A, B)',
 })
+-- optimizers (issue 13): two steps of optim.Adam with amsgrad and weight decay
+case('adam_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adam({ p }, { lr = 0.1, amsgrad = true, weight_decay = 0.01 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adam([p], lr=0.1, amsgrad=True, weight_decay=0.01)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
 
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
