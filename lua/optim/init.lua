@@ -9,5 +9,6 @@ require 'moontorch.optim.adam'
 for _, name in ipairs { 'rmsprop', 'adagrad', 'adadelta', 'adamax', 'nadam', 'radam', 'asgd', 'rprop' } do
   require('moontorch.optim.' .. name)
 end
+require 'moontorch.optim.lr_scheduler'
 
 return optim
