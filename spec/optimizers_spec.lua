@@ -305,3 +305,101 @@ Parameter Group 1
     H.errors_with(function() optim.AdamW({ q }):step() end, 'not supported (Float and Double only)')
   end)
 end)
+
+-- LBFGS on Rosenbrock's function of four float64 values, three step(closure) calls per case:
+-- PyTorch 1.13's losses, values and counters, printed by spec/support/lbfgs_record.py
+-- (/usr/bin/python3 spec/support/lbfgs_record.py).
+local lbfgs_cases = {
+  { 'plain', opts = { lr = 1, max_iter = 15, history_size = 3 },
+    losses = { 1269.0, 3.7030525568755315, 3.7014286115897335 },
+    x = { -0.775660838994548, 0.6130958563689795, 0.38206591593031436, 0.1459743090304701 }, func_evals = 31, n_iter = 30 },
+  { 'strong_wolfe', opts = { lr = 1, max_iter = 15, history_size = 3, line_search_fn = 'strong_wolfe' },
+    losses = { 1269.0, 3.7025909775179975, 3.701428610466101 },
+    x = { -0.7756602340184523, 0.6130948908366323, 0.38206523864515796, 0.14597362670816522 }, func_evals = 32, n_iter = 26 },
+  { 'defaults', opts = {  },
+    losses = { 1269.0, 3.701456695931432, 3.70142861043347 },
+    x = { -0.7756599279064583, 0.6130945457890865, 0.38206415939612326, 0.14597304128458685 }, func_evals = 26, n_iter = 25 },
+  { 'defaults strong_wolfe', opts = { line_search_fn = 'strong_wolfe' },
+    losses = { 1269.0, 3.701456695931432, 3.70142861043347 },
+    x = { -0.7756599279064583, 0.6130945457890865, 0.38206415939612326, 0.14597304128458685 }, func_evals = 27, n_iter = 25 },
+  { 'lr max_eval', opts = { lr = 0.5, max_iter = 10, max_eval = 6 },
+    losses = { 1269.0, 46.66655074470294, 3.9528028108189024 },
+    x = { -0.8590300762529156, 0.7483148570873158, 0.5639165329603016, 0.3176076469138551 }, func_evals = 18, n_iter = 15 },
+  { 'tolerance_change', opts = { tolerance_change = 0.01, line_search_fn = 'strong_wolfe' },
+    losses = { 1269.0, 3.70901159748187, 3.70901159748187 },
+    x = { -0.8301300113714019, 0.700208006420429, 0.496647630369458, 0.24593146029239868 }, func_evals = 10, n_iter = 9 },
+  { 'tolerance_grad', opts = { tolerance_grad = 10.0 },
+    losses = { 1269.0, 3.943230974321541, 3.943230974321541 },
+    x = { -0.8556647449230592, 0.720096861824378, 0.4972172451496601, 0.21427318808827084 }, func_evals = 8, n_iter = 5 },
+}
+
+local function rosenbrock(opt, x)
+  return function()
+    opt:zero_grad()
+    local a, b = x:narrow(1, 1, 3), x:narrow(1, 2, 3)
+    local l = ((b - a * a) ^ 2 * 100 + (-a + 1) ^ 2):sum()
+    l:backward()
+    return l
+  end
+end
+local function start(dtype) return torch.tensor({ -1.5, 2.0, 0.5, -0.3 }, { dtype = dtype or torch.float64 }):requires_grad_() end
+
+describe('optim.LBFGS', function()
+  for _, c in ipairs(lbfgs_cases) do
+    it('matches PyTorch 1.13: ' .. c[1], function()
+      local x = start()
+      local opt = optim.LBFGS({ x }, copy(c.opts))
+      local f = rosenbrock(opt, x)
+      local losses = {}
+      for i = 1, 3 do losses[i] = opt:step(f):item() end
+      H.near(losses, c.losses, 1e-12, 1e-12)
+      H.near(flat(x), c.x, 1e-12, 1e-12)
+      assert.equal(c.func_evals, opt.state[x].func_evals)
+      assert.equal(c.n_iter, opt.state[x].n_iter)
+      assert.is_true(x.is_leaf and x.grad_fn == nil)
+    end)
+  end
+
+  it('float32 parameters follow PyTorch within float32 rounding', function()
+    local x = start(torch.float32)
+    local opt = optim.LBFGS({ x }, { line_search_fn = 'strong_wolfe' })
+    local f = rosenbrock(opt, x)
+    for _ = 1, 3 do opt:step(f) end
+    assert.equal(torch.float32, x.dtype)
+    H.near(flat(x), lbfgs_cases[4].x, 1e-4, 1e-4)
+  end)
+
+  it('continues identically after a state_dict round trip through torch.save', function()
+    local c = lbfgs_cases[2]
+    local x = start()
+    local opt = optim.LBFGS({ x }, copy(c.opts))
+    local f = rosenbrock(opt, x)
+    opt:step(f)
+    local path = os.tmpname()
+    torch.save(opt:state_dict(), path)
+    local x2 = x:detach():clone():requires_grad_()
+    local opt2 = optim.LBFGS({ x2 }, copy(c.opts))
+    opt2:load_state_dict(torch.load(path))
+    os.remove(path)
+    local f2 = rosenbrock(opt2, x2)
+    for _ = 2, 3 do
+      opt:step(f)
+      opt2:step(f2)
+    end
+    assert.are.same(flat(x), flat(x2))
+    H.near(flat(x2), c.x, 1e-12, 1e-12)
+    assert.equal(c.func_evals, opt2.state[x2].func_evals)
+  end)
+
+  it('refuses parameter groups, other line searches and a missing closure', function()
+    local a, b = torch.zeros(2):requires_grad_(), torch.zeros(2):requires_grad_()
+    H.errors_with(function() optim.LBFGS({ { params = { a } }, { params = { b } } }) end,
+      "moontorch.optim.LBFGS: LBFGS doesn't support per-parameter options (parameter groups)")
+    H.errors_with(function() optim.LBFGS({ a }):add_param_group { params = { b } } end,
+      "LBFGS doesn't support per-parameter options (parameter groups)")
+    H.errors_with(function() optim.LBFGS({ a }, { line_search_fn = 'armijo' }) end, "only 'strong_wolfe' is supported")
+    H.errors_with(function() optim.LBFGS({ a }):step() end, 'LBFGS needs a closure')
+    assert.equal(25, optim.LBFGS({ a }, { max_iter = 20 }).param_groups[1].max_eval)
+    assert.truthy(tostring(optim.LBFGS({ a })):find('line_search_fn: None', 1, true))
+  end)
+end)

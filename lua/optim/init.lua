@@ -9,6 +9,7 @@ require 'moontorch.optim.adam'
 for _, name in ipairs { 'rmsprop', 'adagrad', 'adadelta', 'adamax', 'nadam', 'radam', 'asgd', 'rprop' } do
   require('moontorch.optim.' .. name)
 end
+require 'moontorch.optim.lbfgs'
 require 'moontorch.optim.lr_scheduler'
 
 return optim
