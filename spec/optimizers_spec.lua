@@ -220,6 +220,9 @@ Parameter Group 1
     weight_decay: 0
 )]]
     assert.equal(want, tostring(opt))
+    -- PyTorch 1.13's AdamW has no fused and differentiable options
+    assert.is_nil(tostring(optim.AdamW({ a })):find('differentiable', 1, true))
+    assert.is_nil(tostring(optim.AdamW({ a })):find('fused', 1, true))
     local r = optim.Rprop({ a })
     assert.truthy(tostring(r):find('etas: (0.5, 1.2)', 1, true))
     assert.truthy(tostring(r):find('step_sizes: (1e-06, 50)', 1, true))

@@ -31,7 +31,7 @@ local function define(name, decoupled, default_wd)
     common.check(name, o.eps >= 0, 'Invalid epsilon value: ' .. common.pystr(o.eps))
     common.betas(name, o.betas)
     common.check(name, o.weight_decay >= 0, 'Invalid weight_decay value: ' .. common.pystr(o.weight_decay))
-    if name == 'Adam' then o.fused = o.fused or false else o.fused = nil end
+    if name == 'AdamW' then o.fused, o.differentiable = nil, nil end -- (PyTorch 1.13's AdamW has neither)
     Optimizer.__init(self, params, o)
   end
 
