@@ -96,7 +96,12 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   /* optimizers (issue 13) -- adam.c: one Adam/AdamW step in place (max_sq NULL without amsgrad); */              \
   /* step: the step's number after the increment */                                                              \
   X(adam_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_avg_sq,             \
-                mt_tensor *max_sq, const mt_adam_settings *s, double step))
+                mt_tensor *max_sq, const mt_adam_settings *s, double step))                                   \
+  /* adaptive.c: RMSprop (grad_avg NULL unless centered, buf NULL without momentum) and Adagrad */                \
+  /* (clr: the step's learning rate after lr_decay) */                                                              \
+  X(rmsprop_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg,           \
+                   mt_tensor *buf, const mt_rmsprop_settings *s))                                                   \
+  X(adagrad_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *sum, const mt_adagrad_settings *s, double clr))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

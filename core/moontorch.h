@@ -458,7 +458,9 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   /* optimizers */                                                                                                     \
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                                   \
   /* optimizers (issue 13: Adam and AdamW) */                                                                          \
-  X(ADAM_STEP, adam_step, OP, 6, NODIFF, adam_step, INTERNAL, "", "")
+  X(ADAM_STEP, adam_step, OP, 6, NODIFF, adam_step, INTERNAL, "", "")                                                 \
+  X(RMSPROP_STEP, rmsprop_step, OP, 5, NODIFF, rmsprop_step, INTERNAL, "", "")                                        \
+  X(ADAGRAD_STEP, adagrad_step, OP, 4, NODIFF, adagrad_step, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -786,6 +788,23 @@ typedef struct mt_adam_settings {
  * new value gives the bias corrections. Records no autograd; bumps the version counters. */
 MT_API mt_status mt_adam_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_avg_sq,
                               mt_tensor *max_exp_avg_sq, mt_tensor *step, const mt_adam_settings *s);
+/* RMSprop (PyTorch 1.13's hyperparameters): square_avg always, grad_avg when centered, the
+ * momentum buffer when momentum > 0 (NULL otherwise). One step, in place, in PyTorch's order of
+ * float operations; `grad` NULL: the parameter's .grad (none: nothing happens). */
+typedef struct mt_rmsprop_settings {
+  double lr, alpha, eps, weight_decay, momentum;
+  int32_t centered, maximize;
+} mt_rmsprop_settings;
+MT_API mt_status mt_rmsprop_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg,
+                                 mt_tensor *momentum_buffer, const mt_rmsprop_settings *s);
+/* Adagrad: `sum` the accumulator, `step` the one-element float counter (incremented; its new
+ * value gives lr / (1 + (step - 1) * lr_decay)). */
+typedef struct mt_adagrad_settings {
+  double lr, lr_decay, weight_decay, eps;
+  int32_t maximize;
+} mt_adagrad_settings;
+MT_API mt_status mt_adagrad_step(mt_tensor *param, mt_tensor *grad, mt_tensor *sum, mt_tensor *step,
+                                 const mt_adagrad_settings *s);
 
 /* ---------------------------------------------------------------- checkpoints (core/checkpoint.c) */
 /* The bytes of torch.save / torch.load; the format is described at the top of core/checkpoint.c.

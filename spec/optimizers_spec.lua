@@ -257,6 +257,26 @@ Parameter Group 1
     assert.are.same(c:detach():tolist(), t:detach():tolist())
   end)
 
+  it('RMSprop and Adagrad step non-contiguous parameters as contiguous ones', function()
+    for _, mk in ipairs {
+      function(ps) return optim.RMSprop(ps, { lr = 0.01, centered = true, momentum = 0.5, weight_decay = 0.1 }) end,
+      function(ps) return optim.RMSprop(ps, { lr = 0.01, maximize = true }) end,
+      function(ps) return optim.Adagrad(ps, { lr = 0.1, lr_decay = 0.1, weight_decay = 0.1 }) end,
+    } do
+      local base = torch.tensor(pvals(0, 6), { dtype = torch.float64 }):reshape(3, 2)
+      local t = base:clone():t():requires_grad_()
+      local c = base:t():contiguous():requires_grad_()
+      local o1, o2 = mk({ t }), mk({ c })
+      for k = 1, 3 do
+        local g = torch.tensor(gvals(k, 0, 6), { dtype = torch.float64 }):reshape(2, 3)
+        t.grad, c.grad = g:t():contiguous():t(), g:clone()
+        o1:step()
+        o2:step()
+      end
+      assert.are.same(c:detach():tolist(), t:detach():tolist())
+    end
+  end)
+
   it('refuse bad hyperparameters with PyTorch\'s messages, naming the optimizer', function()
     local p = torch.zeros(2):requires_grad_()
     for _, name in ipairs(names) do
@@ -303,6 +323,20 @@ Parameter Group 1
     n = torch.zeros(2)
     H.errors_with(function() step(torch.zeros(2, 3)) end, 'adam_step: step must be a CPU Float or Double tensor of one element')
     assert.are.same({ 0, 0 }, n:tolist()) -- nothing counted
+    local rs = require('ffi').new('mt_rmsprop_settings', { lr = 0.1, alpha = 0.9, momentum = 0.5 })
+    local function rstep(sq, buf)
+      if core.C.mt_rmsprop_step(p, torch.zeros(2, 3), sq, nil, buf, rs) ~= 0 then core.raise_last() end
+    end
+    H.errors_with(function() rstep(torch.zeros(2, 3), nil) end, 'rmsprop_step: momentum 0.5 needs a momentum_buffer')
+    H.errors_with(function() rstep(torch.zeros(2, 2), torch.zeros(2, 3)) end,
+      "rmsprop_step: square_avg of shape [2, 2] does not match the parameter's shape [2, 3]")
+    H.errors_with(function() rstep(m, m) end, 'rmsprop_step: square_avg shares memory with momentum_buffer')
+    local as = require('ffi').new('mt_adagrad_settings', { lr = 0.1 })
+    H.errors_with(function()
+      if core.C.mt_adagrad_step(p, torch.zeros(2, 3), torch.zeros(2, 3, { dtype = torch.float64 }), n, as) ~= 0 then
+        core.raise_last()
+      end
+    end, 'adagrad_step: sum has dtype Double but the parameter has dtype Float')
     local q = torch.zeros(3, { dtype = torch.int64 })
     q.grad = torch.zeros(3, { dtype = torch.int64 })
     H.errors_with(function() optim.AdamW({ q }):step() end, 'not supported (Float and Double only)')

@@ -1,7 +1,12 @@
 -- optim.Adagrad (lr_decay, initial_accumulator_value, weight_decay, eps, maximize) as PyTorch 1.13's
--- torch.optim.Adagrad, over tensor ops in PyTorch's order. As PyTorch's, the state (step, sum) is
--- made by the constructor.
+-- torch.optim.Adagrad. As PyTorch's, the state (step, sum) is made by the constructor. Each
+-- parameter's update is one call to the fused step mt_adagrad_step (core/optim/adaptive.c, its
+-- kernel core/tensor/adaptive.c), which also counts the step.
+local ffi = require 'ffi'
 local torch = require 'moontorch'
+local core = require 'moontorch.ffi'
+local C, raise_last = core.C, core.raise_last
+local settings = ffi.new('mt_adagrad_settings')
 local common = require 'moontorch.optim.common'
 local check, pystr = common.check, common.pystr
 
@@ -30,12 +35,8 @@ return common.define('Adagrad', {
   end,
   new_state = new_state,
   update = function(g, p, grad, st)
-    local step = common.tick(st.step)
-    if g.maximize then grad = -grad end
-    if g.weight_decay ~= 0 then grad = grad:add(p, { alpha = g.weight_decay }) end
-    local clr = g.lr / (1 + (step - 1) * g.lr_decay)
-    st.sum:addcmul_(grad, grad, { value = 1 })
-    local std = st.sum:sqrt():add_(g.eps)
-    p:addcdiv_(grad, std, { value = -clr })
+    settings.lr, settings.lr_decay, settings.weight_decay, settings.eps = g.lr, g.lr_decay, g.weight_decay, g.eps
+    settings.maximize = g.maximize and 1 or 0
+    if C.mt_adagrad_step(p, grad, st.sum, st.step, settings) ~= 0 then raise_last() end
   end,
 })

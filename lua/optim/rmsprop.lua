@@ -1,6 +1,11 @@
--- optim.RMSprop (centered, momentum, weight_decay, maximize) as PyTorch 1.13's torch.optim.RMSprop,
--- over tensor ops in PyTorch's order (state: step, square_avg, momentum_buffer, grad_avg).
+-- optim.RMSprop (centered, momentum, weight_decay, maximize) as PyTorch 1.13's torch.optim.RMSprop
+-- (state: step, square_avg, momentum_buffer, grad_avg). Each parameter's update is one call to the
+-- fused step mt_rmsprop_step (core/optim/adaptive.c, its kernel core/tensor/adaptive.c).
+local ffi = require 'ffi'
 local torch = require 'moontorch'
+local core = require 'moontorch.ffi'
+local C, raise_last = core.C, core.raise_last
+local settings = ffi.new('mt_rmsprop_settings')
 local common = require 'moontorch.optim.common'
 local check, pystr = common.check, common.pystr
 
@@ -23,24 +28,9 @@ return common.define('RMSprop', {
   end,
   update = function(g, p, grad, st)
     st.step = st.step + 1
-    if g.maximize then grad = -grad end
-    if g.weight_decay ~= 0 then grad = grad:add(p, { alpha = g.weight_decay }) end
-    local alpha = g.alpha
-    st.square_avg:mul_(alpha):addcmul_(grad, grad, { value = 1 - alpha })
-    local avg
-    if g.centered then
-      st.grad_avg:mul_(alpha):add_(grad, { alpha = 1 - alpha })
-      avg = st.square_avg:addcmul(st.grad_avg, st.grad_avg, { value = -1 }):sqrt_()
-    else
-      avg = st.square_avg:sqrt()
-    end
-    avg:add_(g.eps)
-    if g.momentum > 0 then
-      local buf = st.momentum_buffer
-      buf:mul_(g.momentum):addcdiv_(grad, avg)
-      p:add_(buf, { alpha = -g.lr })
-    else
-      p:addcdiv_(grad, avg, { value = -g.lr })
-    end
+    settings.lr, settings.alpha, settings.eps = g.lr, g.alpha, g.eps
+    settings.weight_decay, settings.momentum = g.weight_decay, g.momentum
+    settings.centered, settings.maximize = g.centered and 1 or 0, g.maximize and 1 or 0
+    if C.mt_rmsprop_step(p, grad, st.square_avg, st.grad_avg, st.momentum_buffer, settings) ~= 0 then raise_last() end
   end,
 })

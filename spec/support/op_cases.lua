@@ -285,6 +285,31 @@ case('adam_step', {
   py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
     .. 'torch.optim.Adam([p], lr=0.1, amsgrad=True, weight_decay=0.01)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
 })
+-- two steps of optim.RMSprop (centered, momentum, weight decay) and of optim.Adagrad (lr_decay)
+case('rmsprop_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.RMSprop({ p }, { lr = 0.01, centered = true, momentum = 0.5, weight_decay = 0.01 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.RMSprop([p], lr=0.01, centered=True, momentum=0.5, weight_decay=0.01)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
+case('adagrad_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adagrad({ p }, { lr = 0.1, lr_decay = 0.5 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adagrad([p], lr=0.1, lr_decay=0.5)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
 
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
