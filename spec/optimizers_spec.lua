@@ -48,7 +48,9 @@ local function run(c, dtype, from, to, ps, opt)
 end
 local function flat(t) return t:detach():reshape(-1):tolist() end
 local function value(v)
-  if torch.is_tensor(v) then return v:numel() == 1 and v.dtype == torch.float32 and v:dim() == 0 and v:item() or flat(v) end
+  if torch.is_tensor(v) then
+    return v:numel() == 1 and v.dtype == torch.float32 and v:dim() == 0 and v:item() or flat(v)
+  end
   return v
 end
 
@@ -247,7 +249,8 @@ Parameter Group 1
     local t = base:clone():t():requires_grad_()
     local c = base:t():contiguous():requires_grad_()
     assert.is_false(t:is_contiguous())
-    local o1, o2 = optim.Adam({ t }, { lr = 0.1, amsgrad = true }), optim.AdamW({ c }, { lr = 0.1, amsgrad = true, weight_decay = 0 })
+    local o1 = optim.Adam({ t }, { lr = 0.1, amsgrad = true })
+    local o2 = optim.AdamW({ c }, { lr = 0.1, amsgrad = true, weight_decay = 0 })
     for k = 1, 3 do
       local g = torch.tensor(gvals(k, 0, 6), { dtype = torch.float64 }):reshape(2, 3)
       t.grad, c.grad = g:t():contiguous():t(), g:clone()
@@ -280,8 +283,9 @@ Parameter Group 1
   it('refuse bad hyperparameters with PyTorch\'s messages, naming the optimizer', function()
     local p = torch.zeros(2):requires_grad_()
     for _, name in ipairs(names) do
-      H.errors_with(function() optim[name]({ p }, { lr = -1 }) end, 'moontorch.optim.' .. name .. ': Invalid learning rate: -1')
-      H.errors_with(function() optim[name]({ p }, { bogus = 1 }) end, 'moontorch.optim.' .. name .. ": unexpected option 'bogus'")
+      local prefix = 'moontorch.optim.' .. name .. ': '
+      H.errors_with(function() optim[name]({ p }, { lr = -1 }) end, prefix .. 'Invalid learning rate: -1')
+      H.errors_with(function() optim[name]({ p }, { bogus = 1 }) end, prefix .. "unexpected option 'bogus'")
       H.errors_with(function() optim[name]({}) end, 'optimizer got an empty parameter list')
     end
     for _, name in ipairs { 'Adam', 'AdamW', 'Adamax', 'NAdam', 'RAdam' } do

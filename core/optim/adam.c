@@ -5,9 +5,11 @@
 #include "../grad/node.h"
 
 static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {
-  if (a->_ndim != b->_ndim) return false;
+  if (a->_ndim != b->_ndim)
+    return false;
   for (int i = 0; i < a->_ndim; i++)
-    if (a->_sizes[i] != b->_sizes[i]) return false;
+    if (a->_sizes[i] != b->_sizes[i])
+      return false;
   return true;
 }
 
@@ -36,10 +38,12 @@ mt_status mt_adam_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt
                        mt_tensor *max_exp_avg_sq, mt_tensor *step, const mt_adam_settings *s) {
   MT_TRY(mt_check_tensor(param, "adam_step", "param"));
   MT_TRY(mt_check_kernel(MT_OP_ADAM_STEP, param));
-  if (!s) return mt_error(MT_EINVAL, "adam_step: no settings given");
+  if (!s)
+    return mt_error(MT_EINVAL, "adam_step: no settings given");
   if (!grad) {
     grad = mt_grad_of(param); /* borrowed; none: PyTorch skips the parameter */
-    if (!grad) return MT_OK;
+    if (!grad)
+      return MT_OK;
   }
   if (param->_dtype != MT_FLOAT32 && param->_dtype != MT_FLOAT64)
     return mt_error(MT_EDTYPE, "adam_step: parameters of dtype %s are not supported (Float and Double only)",
@@ -48,7 +52,8 @@ mt_status mt_adam_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt
   MT_TRY(check_operand(param, exp_avg, "exp_avg"));
   MT_TRY(check_operand(param, exp_avg_sq, "exp_avg_sq"));
   if (s->amsgrad) {
-    if (!max_exp_avg_sq) return mt_error(MT_EINVAL, "adam_step: amsgrad needs a max_exp_avg_sq");
+    if (!max_exp_avg_sq)
+      return mt_error(MT_EINVAL, "adam_step: amsgrad needs a max_exp_avg_sq");
     MT_TRY(check_operand(param, max_exp_avg_sq, "max_exp_avg_sq"));
   } else {
     max_exp_avg_sq = NULL;
@@ -61,8 +66,7 @@ mt_status mt_adam_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt
   MT_TRY(check_apart(exp_avg_sq, max_exp_avg_sq, "exp_avg_sq", "max_exp_avg_sq"));
   /* the counter: one element of a floating dtype on the CPU (PyTorch's torch.tensor(0.)) */
   MT_TRY(mt_check_tensor(step, "adam_step", "step"));
-  if (step->_numel != 1 || step->_device_type != MT_CPU ||
-      (step->_dtype != MT_FLOAT32 && step->_dtype != MT_FLOAT64))
+  if (step->_numel != 1 || step->_device_type != MT_CPU || (step->_dtype != MT_FLOAT32 && step->_dtype != MT_FLOAT64))
     return mt_error(MT_EINVAL, "adam_step: step must be a CPU Float or Double tensor of one element");
   double n = mt_load_double(step->_dtype, step->_data) + 1;
   mt_store_double(step->_dtype, step->_data, n);
@@ -71,6 +75,7 @@ mt_status mt_adam_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt
   mt_bump_version(param);
   mt_bump_version(exp_avg);
   mt_bump_version(exp_avg_sq);
-  if (max_exp_avg_sq) mt_bump_version(max_exp_avg_sq);
+  if (max_exp_avg_sq)
+    mt_bump_version(max_exp_avg_sq);
   return mt_kernels_of(param)->adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, s, n);
 }

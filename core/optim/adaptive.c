@@ -6,9 +6,11 @@
 #include "../grad/node.h"
 
 static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {
-  if (a->_ndim != b->_ndim) return false;
+  if (a->_ndim != b->_ndim)
+    return false;
   for (int i = 0; i < a->_ndim; i++)
-    if (a->_sizes[i] != b->_sizes[i]) return false;
+    if (a->_sizes[i] != b->_sizes[i])
+      return false;
   return true;
 }
 
@@ -19,8 +21,8 @@ static mt_status check_operand(const char *op, const mt_tensor *p, const mt_tens
     return mt_error(MT_ESHAPE, "%s: %s of shape %s does not match the parameter's shape %s", op, what, MT_SHAPE(t),
                     MT_SHAPE(p));
   if (t->_dtype != p->_dtype)
-    return mt_error(MT_EDTYPE, "%s: %s has dtype %s but the parameter has dtype %s", op, what,
-                    mt_type_title(t->_dtype), mt_type_title(p->_dtype));
+    return mt_error(MT_EDTYPE, "%s: %s has dtype %s but the parameter has dtype %s", op, what, mt_type_title(t->_dtype),
+                    mt_type_title(p->_dtype));
   if (p->_storage == t->_storage && mt_may_overlap(p, t))
     return mt_error(MT_EINVAL, "%s: %s shares memory with the parameter", op, what);
   return MT_OK;
@@ -42,27 +44,31 @@ static mt_status check_param(const char *op, mt_tensor *param) {
   return MT_OK;
 }
 
-mt_status mt_rmsprop_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg,
-                          mt_tensor *buf, const mt_rmsprop_settings *s) {
+mt_status mt_rmsprop_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg, mt_tensor *buf,
+                          const mt_rmsprop_settings *s) {
   const char *op = "rmsprop_step";
   MT_TRY(mt_check_tensor(param, op, "param"));
   MT_TRY(mt_check_kernel(MT_OP_RMSPROP_STEP, param));
-  if (!s) return mt_error(MT_EINVAL, "%s: no settings given", op);
+  if (!s)
+    return mt_error(MT_EINVAL, "%s: no settings given", op);
   if (!grad) {
     grad = mt_grad_of(param); /* borrowed; none: PyTorch skips the parameter */
-    if (!grad) return MT_OK;
+    if (!grad)
+      return MT_OK;
   }
   MT_TRY(check_param(op, param));
   MT_TRY(check_operand(op, param, grad, "grad"));
   MT_TRY(check_operand(op, param, square_avg, "square_avg"));
   if (s->centered) {
-    if (!grad_avg) return mt_error(MT_EINVAL, "%s: centered needs a grad_avg", op);
+    if (!grad_avg)
+      return mt_error(MT_EINVAL, "%s: centered needs a grad_avg", op);
     MT_TRY(check_operand(op, param, grad_avg, "grad_avg"));
   } else {
     grad_avg = NULL;
   }
   if (s->momentum > 0) {
-    if (!buf) return mt_error(MT_EINVAL, "%s: momentum %g needs a momentum_buffer", op, s->momentum);
+    if (!buf)
+      return mt_error(MT_EINVAL, "%s: momentum %g needs a momentum_buffer", op, s->momentum);
     MT_TRY(check_operand(op, param, buf, "momentum_buffer"));
   } else {
     buf = NULL;
@@ -72,8 +78,10 @@ mt_status mt_rmsprop_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_a
   MT_TRY(check_apart(op, all, names, 4));
   mt_bump_version(param);
   mt_bump_version(square_avg);
-  if (grad_avg) mt_bump_version(grad_avg);
-  if (buf) mt_bump_version(buf);
+  if (grad_avg)
+    mt_bump_version(grad_avg);
+  if (buf)
+    mt_bump_version(buf);
   return mt_kernels_of(param)->rmsprop_step(param, grad, square_avg, grad_avg, buf, s);
 }
 
@@ -82,10 +90,12 @@ mt_status mt_adagrad_step(mt_tensor *param, mt_tensor *grad, mt_tensor *sum, mt_
   const char *op = "adagrad_step";
   MT_TRY(mt_check_tensor(param, op, "param"));
   MT_TRY(mt_check_kernel(MT_OP_ADAGRAD_STEP, param));
-  if (!s) return mt_error(MT_EINVAL, "%s: no settings given", op);
+  if (!s)
+    return mt_error(MT_EINVAL, "%s: no settings given", op);
   if (!grad) {
     grad = mt_grad_of(param);
-    if (!grad) return MT_OK;
+    if (!grad)
+      return MT_OK;
   }
   MT_TRY(check_param(op, param));
   MT_TRY(check_operand(op, param, grad, "grad"));

@@ -15,10 +15,10 @@
  *
  * The front doors (core/optim/adaptive.c) check the operands and bump the versions. Each
  * combination of the flags gets its own loop (an always-inlined body called with constant flags). */
-#include <math.h>
 #include "cpu.h"
+#include <math.h>
 
-#define SQRT_(x) _Generic((x), float: sqrtf, default: sqrt)(x)
+#define SQRT_(x) _Generic((x), float : sqrtf, default : sqrt)(x)
 
 /* ------------------------------------------------------------------ RMSprop */
 typedef struct rms_job {
@@ -27,64 +27,81 @@ typedef struct rms_job {
   int wd_on, centered, mom_on;
 } rms_job;
 
-#define RMS_BODY(T)                                                                                            \
-  static inline __attribute__((always_inline)) void rms_body_##T(                                              \
-      T *restrict p, const T *restrict g, T *restrict s, T *restrict a, T *restrict b, int64_t n, int64_t sp,   \
-      int64_t sg, int64_t ss, int64_t sa, int64_t sb, const rms_job *j, const int wd_on, const int centered,  \
-      const int mom_on) {                                                                                      \
-    const T sign = (T)j->sign, wd = (T)j->wd, alpha = (T)j->alpha, oma = (T)j->oma, eps = (T)j->eps;          \
-    const T mom = (T)j->mom, nlr = (T)j->nlr;                                                                 \
-    for (int64_t i = 0; i < n; i++) {                                                                         \
-      T gi = sign * g[i * sg];                                                                                \
-      T pi = p[i * sp];                                                                                       \
-      if (wd_on) gi = gi + wd * pi;                                                                           \
-      T si = s[i * ss] * alpha;                                                                               \
-      si = si + oma * gi * gi;                                                                                \
-      s[i * ss] = si;                                                                                         \
-      T avg;                                                                                                  \
-      if (centered) {                                                                                         \
-        T ai = a[i * sa] * alpha;                                                                             \
-        ai = ai + oma * gi;                                                                                   \
-        a[i * sa] = ai;                                                                                       \
-        avg = si + (T)-1 * ai * ai;                                                                           \
-        avg = SQRT_(avg);                                                                                     \
-      } else {                                                                                                \
-        avg = SQRT_(si);                                                                                      \
-      }                                                                                                       \
-      avg = avg + eps;                                                                                        \
-      if (mom_on) {                                                                                           \
-        T bi = b[i * sb] * mom;                                                                               \
-        bi = bi + (T)1 * gi / avg;                                                                            \
-        b[i * sb] = bi;                                                                                       \
-        p[i * sp] = pi + nlr * bi;                                                                            \
-      } else {                                                                                                \
-        p[i * sp] = pi + nlr * gi / avg;                                                                      \
-      }                                                                                                       \
-    }                                                                                                         \
+#define RMS_BODY(T)                                                                                                    \
+  static inline __attribute__((always_inline)) void rms_body_##T(                                                      \
+      T *restrict p, const T *restrict g, T *restrict s, T *restrict a, T *restrict b, int64_t n, int64_t sp,          \
+      int64_t sg, int64_t ss, int64_t sa, int64_t sb, const rms_job *j, const int wd_on, const int centered,           \
+      const int mom_on) {                                                                                              \
+    const T sign = (T)j->sign, wd = (T)j->wd, alpha = (T)j->alpha, oma = (T)j->oma, eps = (T)j->eps;                   \
+    const T mom = (T)j->mom, nlr = (T)j->nlr;                                                                          \
+    for (int64_t i = 0; i < n; i++) {                                                                                  \
+      T gi = sign * g[i * sg];                                                                                         \
+      T pi = p[i * sp];                                                                                                \
+      if (wd_on)                                                                                                       \
+        gi = gi + wd * pi;                                                                                             \
+      T si = s[i * ss] * alpha;                                                                                        \
+      si = si + oma * gi * gi;                                                                                         \
+      s[i * ss] = si;                                                                                                  \
+      T avg;                                                                                                           \
+      if (centered) {                                                                                                  \
+        T ai = a[i * sa] * alpha;                                                                                      \
+        ai = ai + oma * gi;                                                                                            \
+        a[i * sa] = ai;                                                                                                \
+        avg = si + (T)-1 * ai * ai;                                                                                    \
+        avg = SQRT_(avg);                                                                                              \
+      } else {                                                                                                         \
+        avg = SQRT_(si);                                                                                               \
+      }                                                                                                                \
+      avg = avg + eps;                                                                                                 \
+      if (mom_on) {                                                                                                    \
+        T bi = b[i * sb] * mom;                                                                                        \
+        bi = bi + (T)1 * gi / avg;                                                                                     \
+        b[i * sb] = bi;                                                                                                \
+        p[i * sp] = pi + nlr * bi;                                                                                     \
+      } else {                                                                                                         \
+        p[i * sp] = pi + nlr * gi / avg;                                                                               \
+      }                                                                                                                \
+    }                                                                                                                  \
   }
 RMS_BODY(float)
 RMS_BODY(double)
 
-#define RMS_DISPATCH(j, CALL)                                      \
-  switch ((j)->wd_on * 4 + (j)->centered * 2 + (j)->mom_on) {      \
-    case 0: CALL(0, 0, 0); break;                                  \
-    case 1: CALL(0, 0, 1); break;                                  \
-    case 2: CALL(0, 1, 0); break;                                  \
-    case 3: CALL(0, 1, 1); break;                                  \
-    case 4: CALL(1, 0, 0); break;                                  \
-    case 5: CALL(1, 0, 1); break;                                  \
-    case 6: CALL(1, 1, 0); break;                                  \
-    default: CALL(1, 1, 1); break;                                 \
+#define RMS_DISPATCH(j, CALL)                                                                                          \
+  switch ((j)->wd_on * 4 + (j)->centered * 2 + (j)->mom_on) {                                                          \
+  case 0:                                                                                                              \
+    CALL(0, 0, 0);                                                                                                     \
+    break;                                                                                                             \
+  case 1:                                                                                                              \
+    CALL(0, 0, 1);                                                                                                     \
+    break;                                                                                                             \
+  case 2:                                                                                                              \
+    CALL(0, 1, 0);                                                                                                     \
+    break;                                                                                                             \
+  case 3:                                                                                                              \
+    CALL(0, 1, 1);                                                                                                     \
+    break;                                                                                                             \
+  case 4:                                                                                                              \
+    CALL(1, 0, 0);                                                                                                     \
+    break;                                                                                                             \
+  case 5:                                                                                                              \
+    CALL(1, 0, 1);                                                                                                     \
+    break;                                                                                                             \
+  case 6:                                                                                                              \
+    CALL(1, 1, 0);                                                                                                     \
+    break;                                                                                                             \
+  default:                                                                                                             \
+    CALL(1, 1, 1);                                                                                                     \
+    break;                                                                                                             \
   }
 
-#define RMS_CONTIG(T)                                                  \
-  static void rms_contig_##T(void *ctx, int64_t lo, int64_t hi) {      \
-    const rms_job *j = ctx;                                            \
-    T *p = (T *)j->p + lo, *s = (T *)j->s + lo;                        \
-    const T *g = (const T *)j->g + lo;                                 \
-    T *a = j->a ? (T *)j->a + lo : NULL, *b = j->b ? (T *)j->b + lo : NULL; \
-    int64_t n = hi - lo;                                               \
-    RMS_DISPATCH(j, RMS_CALL_CONTIG_##T)                               \
+#define RMS_CONTIG(T)                                                                                                  \
+  static void rms_contig_##T(void *ctx, int64_t lo, int64_t hi) {                                                      \
+    const rms_job *j = ctx;                                                                                            \
+    T *p = (T *)j->p + lo, *s = (T *)j->s + lo;                                                                        \
+    const T *g = (const T *)j->g + lo;                                                                                 \
+    T *a = j->a ? (T *)j->a + lo : NULL, *b = j->b ? (T *)j->b + lo : NULL;                                            \
+    int64_t n = hi - lo;                                                                                               \
+    RMS_DISPATCH(j, RMS_CALL_CONTIG_##T)                                                                               \
   }
 #define RMS_CALL_CONTIG_float(w, c, m) rms_body_float(p, g, s, a, b, n, 1, 1, 1, 1, 1, j, w, c, m)
 #define RMS_CALL_CONTIG_double(w, c, m) rms_body_double(p, g, s, a, b, n, 1, 1, 1, 1, 1, j, w, c, m)
@@ -92,21 +109,23 @@ RMS_CONTIG(float)
 RMS_CONTIG(double)
 
 /* strided: operands p, g, s, then a (centered) and b (momentum) when present */
-#define RMS_STRIDED(T)                                                                                \
-  static void rms_strided_##T(void *ctx, char **ptrs, const int64_t *strides, int64_t n) {            \
-    const rms_job *j = ctx;                                                                           \
-    const int64_t z = (int64_t)sizeof(T);                                                             \
-    int k = 3;                                                                                        \
-    T *p = (T *)ptrs[0], *s = (T *)ptrs[2], *a = NULL, *b = NULL;                                     \
-    const T *g = (const T *)ptrs[1];                                                                  \
-    int64_t sp = strides[0] / z, sg = strides[1] / z, ss = strides[2] / z, sa = 1, sb = 1;            \
-    if (j->centered) a = (T *)ptrs[k], sa = strides[k] / z, k++;                                      \
-    if (j->mom_on) b = (T *)ptrs[k], sb = strides[k] / z, k++;                                        \
-    if (sp == 1 && sg == 1 && ss == 1 && sa == 1 && sb == 1) {                                        \
-      RMS_DISPATCH(j, RMS_CALL_CONTIG_##T)                                                            \
-    } else {                                                                                          \
-      RMS_DISPATCH(j, RMS_CALL_STRIDED_##T)                                                           \
-    }                                                                                                 \
+#define RMS_STRIDED(T)                                                                                                 \
+  static void rms_strided_##T(void *ctx, char **ptrs, const int64_t *strides, int64_t n) {                             \
+    const rms_job *j = ctx;                                                                                            \
+    const int64_t z = (int64_t)sizeof(T);                                                                              \
+    int k = 3;                                                                                                         \
+    T *p = (T *)ptrs[0], *s = (T *)ptrs[2], *a = NULL, *b = NULL;                                                      \
+    const T *g = (const T *)ptrs[1];                                                                                   \
+    int64_t sp = strides[0] / z, sg = strides[1] / z, ss = strides[2] / z, sa = 1, sb = 1;                             \
+    if (j->centered)                                                                                                   \
+      a = (T *)ptrs[k], sa = strides[k] / z, k++;                                                                      \
+    if (j->mom_on)                                                                                                     \
+      b = (T *)ptrs[k], sb = strides[k] / z, k++;                                                                      \
+    if (sp == 1 && sg == 1 && ss == 1 && sa == 1 && sb == 1) {                                                         \
+      RMS_DISPATCH(j, RMS_CALL_CONTIG_##T)                                                                             \
+    } else {                                                                                                           \
+      RMS_DISPATCH(j, RMS_CALL_STRIDED_##T)                                                                            \
+    }                                                                                                                  \
   }
 #define RMS_CALL_STRIDED_float(w, c, m) rms_body_float(p, g, s, a, b, n, sp, sg, ss, sa, sb, j, w, c, m)
 #define RMS_CALL_STRIDED_double(w, c, m) rms_body_double(p, g, s, a, b, n, sp, sg, ss, sa, sb, j, w, c, m)
@@ -128,7 +147,8 @@ mt_status mt_cpu_rmsprop_step(mt_tensor *param, const mt_tensor *grad, mt_tensor
       .mom_on = buf != NULL,
   };
   int64_t n = param->_numel;
-  if (n == 0) return MT_OK;
+  if (n == 0)
+    return MT_OK;
   bool f32 = param->_dtype == MT_FLOAT32;
   int flags = param->_flags & grad->_flags & square_avg->_flags & (grad_avg ? grad_avg->_flags : MT_TENSOR_CONTIGUOUS) &
               (buf ? buf->_flags : MT_TENSOR_CONTIGUOUS);
@@ -136,14 +156,18 @@ mt_status mt_cpu_rmsprop_step(mt_tensor *param, const mt_tensor *grad, mt_tensor
     j.p = param->_data, j.g = grad->_data, j.s = square_avg->_data;
     j.a = grad_avg ? grad_avg->_data : NULL, j.b = buf ? buf->_data : NULL;
     mt_range_fn fn = f32 ? rms_contig_float : rms_contig_double;
-    if (n >= 2 * MT_GRAIN) mt_parallel_for(n, MT_GRAIN, fn, &j);
-    else fn(&j, 0, n);
+    if (n >= 2 * MT_GRAIN)
+      mt_parallel_for(n, MT_GRAIN, fn, &j);
+    else
+      fn(&j, 0, n);
     return MT_OK;
   }
   const mt_tensor *ops[5] = {param, grad, square_avg};
   int nops = 3;
-  if (grad_avg) ops[nops++] = grad_avg;
-  if (buf) ops[nops++] = buf;
+  if (grad_avg)
+    ops[nops++] = grad_avg;
+  if (buf)
+    ops[nops++] = buf;
   mt_iter it;
   mt_iter_init(&it, ops, nops, param->_sizes, param->_ndim);
   mt_iter_run(&it, f32 ? rms_strided_float : rms_strided_double, &j, MT_GRAIN);
@@ -157,45 +181,49 @@ typedef struct ada_job {
   int wd_on;
 } ada_job;
 
-#define ADA_BODY(T)                                                                                            \
-  static inline __attribute__((always_inline)) void ada_body_##T(T *restrict p, const T *restrict g,           \
-                                                                 T *restrict s, int64_t n, int64_t sp,         \
-                                                                 int64_t sg, int64_t ss, const ada_job *j,     \
-                                                                 const int wd_on) {                            \
-    const T sign = (T)j->sign, wd = (T)j->wd, eps = (T)j->eps, nclr = (T)j->nclr;                             \
-    for (int64_t i = 0; i < n; i++) {                                                                         \
-      T gi = sign * g[i * sg];                                                                                \
-      T pi = p[i * sp];                                                                                       \
-      if (wd_on) gi = gi + wd * pi;                                                                           \
-      T si = s[i * ss] + (T)1 * gi * gi;                                                                      \
-      s[i * ss] = si;                                                                                         \
-      T std = SQRT_(si) + eps;                                                                                \
-      p[i * sp] = pi + nclr * gi / std;                                                                       \
-    }                                                                                                         \
+#define ADA_BODY(T)                                                                                                    \
+  static inline __attribute__((always_inline)) void ada_body_##T(T *restrict p, const T *restrict g, T *restrict s,    \
+                                                                 int64_t n, int64_t sp, int64_t sg, int64_t ss,        \
+                                                                 const ada_job *j, const int wd_on) {                  \
+    const T sign = (T)j->sign, wd = (T)j->wd, eps = (T)j->eps, nclr = (T)j->nclr;                                      \
+    for (int64_t i = 0; i < n; i++) {                                                                                  \
+      T gi = sign * g[i * sg];                                                                                         \
+      T pi = p[i * sp];                                                                                                \
+      if (wd_on)                                                                                                       \
+        gi = gi + wd * pi;                                                                                             \
+      T si = s[i * ss] + (T)1 * gi * gi;                                                                               \
+      s[i * ss] = si;                                                                                                  \
+      T std = SQRT_(si) + eps;                                                                                         \
+      p[i * sp] = pi + nclr * gi / std;                                                                                \
+    }                                                                                                                  \
   }
 ADA_BODY(float)
 ADA_BODY(double)
 
-#define ADA_CONTIG(T)                                                                       \
-  static void ada_contig_##T(void *ctx, int64_t lo, int64_t hi) {                           \
-    const ada_job *j = ctx;                                                                 \
-    T *p = (T *)j->p + lo, *s = (T *)j->s + lo;                                             \
-    const T *g = (const T *)j->g + lo;                                                      \
-    if (j->wd_on) ada_body_##T(p, g, s, hi - lo, 1, 1, 1, j, 1);                            \
-    else ada_body_##T(p, g, s, hi - lo, 1, 1, 1, j, 0);                                     \
+#define ADA_CONTIG(T)                                                                                                  \
+  static void ada_contig_##T(void *ctx, int64_t lo, int64_t hi) {                                                      \
+    const ada_job *j = ctx;                                                                                            \
+    T *p = (T *)j->p + lo, *s = (T *)j->s + lo;                                                                        \
+    const T *g = (const T *)j->g + lo;                                                                                 \
+    if (j->wd_on)                                                                                                      \
+      ada_body_##T(p, g, s, hi - lo, 1, 1, 1, j, 1);                                                                   \
+    else                                                                                                               \
+      ada_body_##T(p, g, s, hi - lo, 1, 1, 1, j, 0);                                                                   \
   }
 ADA_CONTIG(float)
 ADA_CONTIG(double)
 
-#define ADA_STRIDED(T)                                                                          \
-  static void ada_strided_##T(void *ctx, char **ptrs, const int64_t *strides, int64_t n) {      \
-    const ada_job *j = ctx;                                                                     \
-    const int64_t z = (int64_t)sizeof(T);                                                       \
-    T *p = (T *)ptrs[0], *s = (T *)ptrs[2];                                                     \
-    const T *g = (const T *)ptrs[1];                                                            \
-    int64_t sp = strides[0] / z, sg = strides[1] / z, ss = strides[2] / z;                      \
-    if (j->wd_on) ada_body_##T(p, g, s, n, sp, sg, ss, j, 1);                                   \
-    else ada_body_##T(p, g, s, n, sp, sg, ss, j, 0);                                            \
+#define ADA_STRIDED(T)                                                                                                 \
+  static void ada_strided_##T(void *ctx, char **ptrs, const int64_t *strides, int64_t n) {                             \
+    const ada_job *j = ctx;                                                                                            \
+    const int64_t z = (int64_t)sizeof(T);                                                                              \
+    T *p = (T *)ptrs[0], *s = (T *)ptrs[2];                                                                            \
+    const T *g = (const T *)ptrs[1];                                                                                   \
+    int64_t sp = strides[0] / z, sg = strides[1] / z, ss = strides[2] / z;                                             \
+    if (j->wd_on)                                                                                                      \
+      ada_body_##T(p, g, s, n, sp, sg, ss, j, 1);                                                                      \
+    else                                                                                                               \
+      ada_body_##T(p, g, s, n, sp, sg, ss, j, 0);                                                                      \
   }
 ADA_STRIDED(float)
 ADA_STRIDED(double)
@@ -210,13 +238,16 @@ mt_status mt_cpu_adagrad_step(mt_tensor *param, const mt_tensor *grad, mt_tensor
       .wd_on = st->weight_decay != 0,
   };
   int64_t n = param->_numel;
-  if (n == 0) return MT_OK;
+  if (n == 0)
+    return MT_OK;
   bool f32 = param->_dtype == MT_FLOAT32;
   if (param->_flags & grad->_flags & sum->_flags & MT_TENSOR_CONTIGUOUS) {
     j.p = param->_data, j.g = grad->_data, j.s = sum->_data;
     mt_range_fn fn = f32 ? ada_contig_float : ada_contig_double;
-    if (n >= 2 * MT_GRAIN) mt_parallel_for(n, MT_GRAIN, fn, &j);
-    else fn(&j, 0, n);
+    if (n >= 2 * MT_GRAIN)
+      mt_parallel_for(n, MT_GRAIN, fn, &j);
+    else
+      fn(&j, 0, n);
     return MT_OK;
   }
   const mt_tensor *ops[3] = {param, grad, sum};

@@ -41,7 +41,8 @@ local function define(name, decoupled, default_wd)
     local state = self.state
     for _, g in ipairs(self.param_groups) do
       local b = g.betas
-      if type(g.lr) ~= 'number' or type(g.eps) ~= 'number' or type(g.weight_decay) ~= 'number' or type(b) ~= 'table' then
+      if type(g.lr) ~= 'number' or type(g.eps) ~= 'number' or type(g.weight_decay) ~= 'number'
+        or type(b) ~= 'table' then
         fail('optim.' .. name .. ':step', 'lr, betas, eps and weight_decay of every parameter group must be numbers')
       end
       settings.lr, settings.beta1, settings.beta2 = g.lr, b[1], b[2]

@@ -34,7 +34,9 @@ function LBFGS:__init(params, opts, more)
     fail('optim.LBFGS', "only 'strong_wolfe' is supported")
   end
   Optimizer.__init(self, params, o)
-  if #self.param_groups ~= 1 then fail('optim.LBFGS', "LBFGS doesn't support per-parameter options (parameter groups)") end
+  if #self.param_groups ~= 1 then
+    fail('optim.LBFGS', "LBFGS doesn't support per-parameter options (parameter groups)")
+  end
   self._params = self.param_groups[1].params
 end
 

@@ -324,7 +324,9 @@ do
   -- ConstantLR(optimizer, factor=1/3, total_iters=5): times factor until total_iters
   function ConstantLR:__init(optimizer, ...)
     local a = args(op, { 'factor', 'total_iters', 'last_epoch', 'verbose' }, { factor = 1.0 / 3, total_iters = 5 }, ...)
-    if a.factor > 1.0 or a.factor < 0 then fail(op, 'Constant multiplicative factor expected to be between 0 and 1.') end
+    if a.factor > 1.0 or a.factor < 0 then
+      fail(op, 'Constant multiplicative factor expected to be between 0 and 1.')
+    end
     self.factor, self.total_iters = a.factor, a.total_iters
     self:_setup(op, optimizer, a.last_epoch, a.verbose)
   end
@@ -614,7 +616,9 @@ do
       end
       self.total_steps = a.total_steps
     else
-      if not positive_int(a.epochs) then fail(oop, 'Expected positive integer epochs, but got ' .. tostring(a.epochs)) end
+      if not positive_int(a.epochs) then
+        fail(oop, 'Expected positive integer epochs, but got ' .. tostring(a.epochs))
+      end
       if not positive_int(a.steps_per_epoch) then
         fail(oop, 'Expected positive integer steps_per_epoch, but got ' .. tostring(a.steps_per_epoch))
       end
