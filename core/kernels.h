@@ -101,7 +101,12 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   /* (clr: the step's learning rate after lr_decay) */                                                              \
   X(rmsprop_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg,           \
                    mt_tensor *buf, const mt_rmsprop_settings *s))                                                   \
-  X(adagrad_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *sum, const mt_adagrad_settings *s, double clr))
+  X(adagrad_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *sum, const mt_adagrad_settings *s, double clr)) \
+  /* adaptive.c: Adadelta, and Adamax (clr: lr / (1 - beta1^step)) */                                              \
+  X(adadelta_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,         \
+                    const mt_adadelta_settings *s))                                                                 \
+  X(adamax_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,                \
+                  const mt_adamax_settings *s, double clr))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

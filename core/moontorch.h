@@ -460,7 +460,9 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   /* optimizers (issue 13: Adam and AdamW) */                                                                          \
   X(ADAM_STEP, adam_step, OP, 6, NODIFF, adam_step, INTERNAL, "", "")                                                 \
   X(RMSPROP_STEP, rmsprop_step, OP, 5, NODIFF, rmsprop_step, INTERNAL, "", "")                                        \
-  X(ADAGRAD_STEP, adagrad_step, OP, 4, NODIFF, adagrad_step, INTERNAL, "", "")
+  X(ADAGRAD_STEP, adagrad_step, OP, 4, NODIFF, adagrad_step, INTERNAL, "", "")                                        \
+  X(ADADELTA_STEP, adadelta_step, OP, 4, NODIFF, adadelta_step, INTERNAL, "", "")                                     \
+  X(ADAMAX_STEP, adamax_step, OP, 5, NODIFF, adamax_step, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -805,6 +807,21 @@ typedef struct mt_adagrad_settings {
 } mt_adagrad_settings;
 MT_API mt_status mt_adagrad_step(mt_tensor *param, mt_tensor *grad, mt_tensor *sum, mt_tensor *step,
                                  const mt_adagrad_settings *s);
+/* Adadelta: square_avg and acc_delta, the parameter's shape and dtype. */
+typedef struct mt_adadelta_settings {
+  double lr, rho, eps, weight_decay;
+  int32_t maximize;
+} mt_adadelta_settings;
+MT_API mt_status mt_adadelta_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,
+                                  const mt_adadelta_settings *s);
+/* Adamax: exp_avg and exp_inf, `step` the one-element float counter (incremented; its new value
+ * gives the bias correction 1 - beta1^step). */
+typedef struct mt_adamax_settings {
+  double lr, beta1, beta2, eps, weight_decay;
+  int32_t maximize;
+} mt_adamax_settings;
+MT_API mt_status mt_adamax_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,
+                                mt_tensor *step, const mt_adamax_settings *s);
 
 /* ---------------------------------------------------------------- checkpoints (core/checkpoint.c) */
 /* The bytes of torch.save / torch.load; the format is described at the top of core/checkpoint.c.

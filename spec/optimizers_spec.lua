@@ -260,11 +260,13 @@ Parameter Group 1
     assert.are.same(c:detach():tolist(), t:detach():tolist())
   end)
 
-  it('RMSprop and Adagrad step non-contiguous parameters as contiguous ones', function()
+  it('RMSprop, Adagrad, Adadelta and Adamax step non-contiguous parameters as contiguous ones', function()
     for _, mk in ipairs {
       function(ps) return optim.RMSprop(ps, { lr = 0.01, centered = true, momentum = 0.5, weight_decay = 0.1 }) end,
       function(ps) return optim.RMSprop(ps, { lr = 0.01, maximize = true }) end,
       function(ps) return optim.Adagrad(ps, { lr = 0.1, lr_decay = 0.1, weight_decay = 0.1 }) end,
+      function(ps) return optim.Adadelta(ps, { weight_decay = 0.1, maximize = true }) end,
+      function(ps) return optim.Adamax(ps, { lr = 0.1, weight_decay = 0.1 }) end,
     } do
       local base = torch.tensor(pvals(0, 6), { dtype = torch.float64 }):reshape(3, 2)
       local t = base:clone():t():requires_grad_()

@@ -4,6 +4,7 @@
  * kernel (core/tensor/adaptive.c says what they compute). No autograd is recorded; the version
  * counters are bumped as by any in-place op. */
 #include "../grad/node.h"
+#include <math.h>
 
 static inline bool same_sizes(const mt_tensor *a, const mt_tensor *b) {
   if (a->_ndim != b->_ndim)
@@ -114,4 +115,62 @@ mt_status mt_adagrad_step(mt_tensor *param, mt_tensor *grad, mt_tensor *sum, mt_
   mt_bump_version(sum);
   double clr = s->lr / (1 + (n - 1) * s->lr_decay);
   return mt_kernels_of(param)->adagrad_step(param, grad, sum, s, clr);
+}
+
+mt_status mt_adadelta_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,
+                           const mt_adadelta_settings *s) {
+  const char *op = "adadelta_step";
+  MT_TRY(mt_check_tensor(param, op, "param"));
+  MT_TRY(mt_check_kernel(MT_OP_ADADELTA_STEP, param));
+  if (!s)
+    return mt_error(MT_EINVAL, "%s: no settings given", op);
+  if (!grad) {
+    grad = mt_grad_of(param);
+    if (!grad)
+      return MT_OK;
+  }
+  MT_TRY(check_param(op, param));
+  MT_TRY(check_operand(op, param, grad, "grad"));
+  MT_TRY(check_operand(op, param, square_avg, "square_avg"));
+  MT_TRY(check_operand(op, param, acc_delta, "acc_delta"));
+  mt_tensor *all[3] = {grad, square_avg, acc_delta};
+  const char *names[3] = {"grad", "square_avg", "acc_delta"};
+  MT_TRY(check_apart(op, all, names, 3));
+  mt_bump_version(param);
+  mt_bump_version(square_avg);
+  mt_bump_version(acc_delta);
+  return mt_kernels_of(param)->adadelta_step(param, grad, square_avg, acc_delta, s);
+}
+
+mt_status mt_adamax_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf, mt_tensor *step,
+                         const mt_adamax_settings *s) {
+  const char *op = "adamax_step";
+  MT_TRY(mt_check_tensor(param, op, "param"));
+  MT_TRY(mt_check_kernel(MT_OP_ADAMAX_STEP, param));
+  if (!s)
+    return mt_error(MT_EINVAL, "%s: no settings given", op);
+  if (!grad) {
+    grad = mt_grad_of(param);
+    if (!grad)
+      return MT_OK;
+  }
+  MT_TRY(check_param(op, param));
+  MT_TRY(check_operand(op, param, grad, "grad"));
+  MT_TRY(check_operand(op, param, exp_avg, "exp_avg"));
+  MT_TRY(check_operand(op, param, exp_inf, "exp_inf"));
+  mt_tensor *all[3] = {grad, exp_avg, exp_inf};
+  const char *names[3] = {"grad", "exp_avg", "exp_inf"};
+  MT_TRY(check_apart(op, all, names, 3));
+  MT_TRY(mt_check_tensor(step, op, "step"));
+  if (step->_numel != 1 || step->_device_type != MT_CPU || (step->_dtype != MT_FLOAT32 && step->_dtype != MT_FLOAT64))
+    return mt_error(MT_EINVAL, "%s: step must be a CPU Float or Double tensor of one element", op);
+  double n = mt_load_double(step->_dtype, step->_data) + 1;
+  mt_store_double(step->_dtype, step->_data, n);
+  n = mt_load_double(step->_dtype, step->_data);
+  mt_bump_version(step);
+  mt_bump_version(param);
+  mt_bump_version(exp_avg);
+  mt_bump_version(exp_inf);
+  double clr = s->lr / (1 - pow(s->beta1, n));
+  return mt_kernels_of(param)->adamax_step(param, grad, exp_avg, exp_inf, s, clr);
 }

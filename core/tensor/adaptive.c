@@ -256,3 +256,153 @@ mt_status mt_cpu_adagrad_step(mt_tensor *param, const mt_tensor *grad, mt_tensor
   mt_iter_run(&it, f32 ? ada_strided_float : ada_strided_double, &j, MT_GRAIN);
   return MT_OK;
 }
+
+/* ------------------------------------------------------------------ Adadelta and Adamax
+ * Adadelta (PyTorch's order):
+ *   square_avg = square_avg * rho + (1 - rho) * g * g
+ *   delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g
+ *   acc_delta = acc_delta * rho + (1 - rho) * delta * delta
+ *   param = param + (-lr) * delta
+ * Adamax (clr = lr / (1 - beta1^step), from the front door):
+ *   exp_avg = exp_avg * beta1 + (1 - beta1) * g
+ *   exp_inf = maximum(exp_inf * beta2, |g| + eps)       (NaN wins, as PyTorch's amax)
+ *   param = param + (-clr) * exp_avg / exp_inf */
+typedef struct two_job {
+  char *p, *g, *a, *b;                   /* first elements (contiguous path): the two state tensors a, b */
+  double sign, wd, r, omr, b2, eps, nlr; /* r: rho (Adadelta) or beta1 (Adamax); omr: 1 - r */
+  int wd_on, adamax;
+} two_job;
+
+#define TWO_BODY(T)                                                                                                    \
+  static inline __attribute__((always_inline)) void two_body_##T(                                                      \
+      T *restrict p, const T *restrict g, T *restrict a, T *restrict b, int64_t n, int64_t sp, int64_t sg, int64_t sa, \
+      int64_t sb, const two_job *j, const int wd_on, const int adamax) {                                               \
+    const T sign = (T)j->sign, wd = (T)j->wd, r = (T)j->r, omr = (T)j->omr, eps = (T)j->eps, nlr = (T)j->nlr;          \
+    const T b2 = (T)j->b2;                                                                                             \
+    for (int64_t i = 0; i < n; i++) {                                                                                  \
+      T gi = sign * g[i * sg];                                                                                         \
+      T pi = p[i * sp];                                                                                                \
+      if (wd_on)                                                                                                       \
+        gi = gi + wd * pi;                                                                                             \
+      if (adamax) {                                                                                                    \
+        T mi = a[i * sa] * r;                                                                                          \
+        mi = mi + omr * gi;                                                                                            \
+        a[i * sa] = mi;                                                                                                \
+        T ui = b[i * sb] * b2;                                                                                         \
+        T ag = (gi < 0 ? -gi : gi) + eps;                                                                              \
+        ui = (ui > ag || ui != ui) ? ui : ag;                                                                          \
+        b[i * sb] = ui;                                                                                                \
+        p[i * sp] = pi + nlr * mi / ui;                                                                                \
+      } else {                                                                                                         \
+        T si = a[i * sa] * r;                                                                                          \
+        si = si + omr * gi * gi;                                                                                       \
+        a[i * sa] = si;                                                                                                \
+        T std = SQRT_(si + eps);                                                                                       \
+        T di = b[i * sb];                                                                                              \
+        T delta = SQRT_(di + eps) / std * gi;                                                                          \
+        di = di * r;                                                                                                   \
+        di = di + omr * delta * delta;                                                                                 \
+        b[i * sb] = di;                                                                                                \
+        p[i * sp] = pi + nlr * delta;                                                                                  \
+      }                                                                                                                \
+    }                                                                                                                  \
+  }
+TWO_BODY(float)
+TWO_BODY(double)
+
+#define TWO_CONTIG(T)                                                                                                  \
+  static void two_contig_##T(void *ctx, int64_t lo, int64_t hi) {                                                      \
+    const two_job *j = ctx;                                                                                            \
+    T *p = (T *)j->p + lo, *a = (T *)j->a + lo, *b = (T *)j->b + lo;                                                   \
+    const T *g = (const T *)j->g + lo;                                                                                 \
+    int64_t n = hi - lo;                                                                                               \
+    switch (j->wd_on * 2 + j->adamax) {                                                                                \
+    case 0:                                                                                                            \
+      two_body_##T(p, g, a, b, n, 1, 1, 1, 1, j, 0, 0);                                                                \
+      break;                                                                                                           \
+    case 1:                                                                                                            \
+      two_body_##T(p, g, a, b, n, 1, 1, 1, 1, j, 0, 1);                                                                \
+      break;                                                                                                           \
+    case 2:                                                                                                            \
+      two_body_##T(p, g, a, b, n, 1, 1, 1, 1, j, 1, 0);                                                                \
+      break;                                                                                                           \
+    default:                                                                                                           \
+      two_body_##T(p, g, a, b, n, 1, 1, 1, 1, j, 1, 1);                                                                \
+      break;                                                                                                           \
+    }                                                                                                                  \
+  }
+TWO_CONTIG(float)
+TWO_CONTIG(double)
+
+#define TWO_STRIDED(T)                                                                                                 \
+  static void two_strided_##T(void *ctx, char **ptrs, const int64_t *strides, int64_t n) {                             \
+    const two_job *j = ctx;                                                                                            \
+    const int64_t z = (int64_t)sizeof(T);                                                                              \
+    T *p = (T *)ptrs[0], *a = (T *)ptrs[2], *b = (T *)ptrs[3];                                                         \
+    const T *g = (const T *)ptrs[1];                                                                                   \
+    int64_t sp = strides[0] / z, sg = strides[1] / z, sa = strides[2] / z, sb = strides[3] / z;                        \
+    switch (j->wd_on * 2 + j->adamax) {                                                                                \
+    case 0:                                                                                                            \
+      two_body_##T(p, g, a, b, n, sp, sg, sa, sb, j, 0, 0);                                                            \
+      break;                                                                                                           \
+    case 1:                                                                                                            \
+      two_body_##T(p, g, a, b, n, sp, sg, sa, sb, j, 0, 1);                                                            \
+      break;                                                                                                           \
+    case 2:                                                                                                            \
+      two_body_##T(p, g, a, b, n, sp, sg, sa, sb, j, 1, 0);                                                            \
+      break;                                                                                                           \
+    default:                                                                                                           \
+      two_body_##T(p, g, a, b, n, sp, sg, sa, sb, j, 1, 1);                                                            \
+      break;                                                                                                           \
+    }                                                                                                                  \
+  }
+TWO_STRIDED(float)
+TWO_STRIDED(double)
+
+static mt_status two_run(two_job *j, mt_tensor *param, const mt_tensor *grad, mt_tensor *a, mt_tensor *b) {
+  int64_t n = param->_numel;
+  if (n == 0)
+    return MT_OK;
+  bool f32 = param->_dtype == MT_FLOAT32;
+  if (param->_flags & grad->_flags & a->_flags & b->_flags & MT_TENSOR_CONTIGUOUS) {
+    j->p = param->_data, j->g = grad->_data, j->a = a->_data, j->b = b->_data;
+    mt_range_fn fn = f32 ? two_contig_float : two_contig_double;
+    if (n >= 2 * MT_GRAIN)
+      mt_parallel_for(n, MT_GRAIN, fn, j);
+    else
+      fn(j, 0, n);
+    return MT_OK;
+  }
+  const mt_tensor *ops[4] = {param, grad, a, b};
+  mt_iter it;
+  mt_iter_init(&it, ops, 4, param->_sizes, param->_ndim);
+  mt_iter_run(&it, f32 ? two_strided_float : two_strided_double, j, MT_GRAIN);
+  return MT_OK;
+}
+
+mt_status mt_cpu_adadelta_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,
+                               const mt_adadelta_settings *st) {
+  two_job j = {.sign = st->maximize ? -1.0 : 1.0,
+               .wd = st->weight_decay,
+               .r = st->rho,
+               .omr = 1 - st->rho,
+               .eps = st->eps,
+               .nlr = -st->lr,
+               .wd_on = st->weight_decay != 0,
+               .adamax = 0};
+  return two_run(&j, param, grad, square_avg, acc_delta);
+}
+
+mt_status mt_cpu_adamax_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,
+                             const mt_adamax_settings *st, double clr) {
+  two_job j = {.sign = st->maximize ? -1.0 : 1.0,
+               .wd = st->weight_decay,
+               .r = st->beta1,
+               .omr = 1 - st->beta1,
+               .b2 = st->beta2,
+               .eps = st->eps,
+               .nlr = -clr,
+               .wd_on = st->weight_decay != 0,
+               .adamax = 1};
+  return two_run(&j, param, grad, exp_avg, exp_inf);
+}

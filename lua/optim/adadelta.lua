@@ -1,6 +1,11 @@
--- optim.Adadelta (rho, eps, weight_decay, maximize) as PyTorch 1.13's torch.optim.Adadelta, over
--- tensor ops in PyTorch's order (state: step, square_avg, acc_delta).
+-- optim.Adadelta (rho, eps, weight_decay, maximize) as PyTorch 1.13's torch.optim.Adadelta (state:
+-- step, square_avg, acc_delta). Each parameter's update is one call to the fused step
+-- mt_adadelta_step (core/optim/adaptive.c, its kernel core/tensor/adaptive.c).
+local ffi = require 'ffi'
 local torch = require 'moontorch'
+local core = require 'moontorch.ffi'
+local C, raise_last = core.C, core.raise_last
+local settings = ffi.new('mt_adadelta_settings')
 local common = require 'moontorch.optim.common'
 local check, pystr = common.check, common.pystr
 
@@ -18,13 +23,8 @@ return common.define('Adadelta', {
   end,
   update = function(g, p, grad, st)
     st.step = st.step + 1
-    if g.maximize then grad = -grad end
-    if g.weight_decay ~= 0 then grad = grad:add(p, { alpha = g.weight_decay }) end
-    local rho, eps = g.rho, g.eps
-    st.square_avg:mul_(rho):addcmul_(grad, grad, { value = 1 - rho })
-    local std = st.square_avg:add(eps):sqrt_()
-    local delta = st.acc_delta:add(eps):sqrt_():div_(std):mul_(grad)
-    st.acc_delta:mul_(rho):addcmul_(delta, delta, { value = 1 - rho })
-    p:add_(delta, { alpha = -g.lr })
+    settings.lr, settings.rho, settings.eps, settings.weight_decay = g.lr, g.rho, g.eps, g.weight_decay
+    settings.maximize = g.maximize and 1 or 0
+    if C.mt_adadelta_step(p, grad, st.square_avg, st.acc_delta, settings) ~= 0 then raise_last() end
   end,
 })

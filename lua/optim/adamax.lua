@@ -1,6 +1,11 @@
--- optim.Adamax (betas, eps, weight_decay, maximize) as PyTorch 1.13's torch.optim.Adamax, over
--- tensor ops in PyTorch's order (state: step, exp_avg, exp_inf).
+-- optim.Adamax (betas, eps, weight_decay, maximize) as PyTorch 1.13's torch.optim.Adamax (state:
+-- step, exp_avg, exp_inf). Each parameter's update is one call to the fused step mt_adamax_step
+-- (core/optim/adaptive.c, its kernel core/tensor/adaptive.c), which also counts the step.
+local ffi = require 'ffi'
 local torch = require 'moontorch'
+local core = require 'moontorch.ffi'
+local C, raise_last = core.C, core.raise_last
+local settings = ffi.new('mt_adamax_settings')
 local common = require 'moontorch.optim.common'
 local check, pystr = common.check, common.pystr
 
@@ -18,14 +23,8 @@ return common.define('Adamax', {
     return { step = common.counter(), exp_avg = torch.zeros_like(p), exp_inf = torch.zeros_like(p) }
   end,
   update = function(g, p, grad, st)
-    local step = common.tick(st.step)
-    if g.maximize then grad = -grad end
-    if g.weight_decay ~= 0 then grad = grad:add(p, { alpha = g.weight_decay }) end
-    local b1, b2 = g.betas[1], g.betas[2]
-    st.exp_avg:mul_(b1):add_(grad, { alpha = 1 - b1 })
-    st.exp_inf:mul_(b2)
-    st.exp_inf:copy_(torch.maximum(st.exp_inf, grad:abs():add_(g.eps)))
-    local clr = g.lr / (1 - b1 ^ step)
-    p:addcdiv_(st.exp_avg, st.exp_inf, { value = -clr })
+    settings.lr, settings.beta1, settings.beta2 = g.lr, g.betas[1], g.betas[2]
+    settings.eps, settings.weight_decay, settings.maximize = g.eps, g.weight_decay, g.maximize and 1 or 0
+    if C.mt_adamax_step(p, grad, st.exp_avg, st.exp_inf, st.step, settings) ~= 0 then raise_last() end
   end,
 })

@@ -310,6 +310,31 @@ case('adagrad_step', {
   py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
     .. 'torch.optim.Adagrad([p], lr=0.1, lr_decay=0.5)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
 })
+-- two steps of optim.Adadelta (weight decay) and of optim.Adamax (maximize)
+case('adadelta_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adadelta({ p }, { lr = 0.5, weight_decay = 0.1 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adadelta([p], lr=0.5, weight_decay=0.1)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
+case('adamax_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adamax({ p }, { lr = 0.1, maximize = true })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adamax([p], lr=0.1, maximize=True)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
 
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
