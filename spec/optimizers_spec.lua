@@ -54,6 +54,18 @@ local function value(v)
   return v
 end
 
+-- (LBFGS's problem: Rosenbrock's function of four values)
+local function rosenbrock(opt, x)
+  return function()
+    opt:zero_grad()
+    local a, b = x:narrow(1, 1, 3), x:narrow(1, 2, 3)
+    local l = ((b - a * a) ^ 2 * 100 + (-a + 1) ^ 2):sum()
+    l:backward()
+    return l
+  end
+end
+local function start(dtype) return torch.tensor({ -1.5, 2.0, 0.5, -0.3 }, { dtype = dtype or torch.float64 }):requires_grad_() end
+
 describe('optimizers match PyTorch 1.13 over ten steps', function()
   for _, c in ipairs(wants) do
     for _, dt in ipairs { 'float32', 'float64' } do
@@ -282,6 +294,29 @@ Parameter Group 1
     end
   end)
 
+  it('free every tensor they made once dropped (state, step counters, LBFGS history)', function()
+    local T = require 'moontorch.tensor'
+    local stats = torch._C.mt_get_stats()
+    T.sweep()
+    local base = tonumber(stats.live_tensors)
+    do
+      for _, name in ipairs(names) do
+        local ps = make(torch.float32)
+        local opt = optim[name](ps, { lr = 0.01 })
+        run({ name, opts = {} }, torch.float32, 1, 3, ps, opt)
+        local sd = opt:state_dict()
+        local opt2 = optim[name](ps, { lr = 0.01 })
+        opt2:load_state_dict(sd)
+        opt2:step()
+      end
+      local x = start()
+      local lb = optim.LBFGS({ x }, { line_search_fn = 'strong_wolfe', history_size = 3 })
+      lb:step(rosenbrock(lb, x))
+    end
+    T.sweep()
+    assert.are.equal(base, tonumber(stats.live_tensors))
+  end)
+
   it('refuse bad hyperparameters with PyTorch\'s messages, naming the optimizer', function()
     local p = torch.zeros(2):requires_grad_()
     for _, name in ipairs(names) do
@@ -375,17 +410,6 @@ local lbfgs_cases = {
     losses = { 1269.0, 3.943230974321541, 3.943230974321541 },
     x = { -0.8556647449230592, 0.720096861824378, 0.4972172451496601, 0.21427318808827084 }, func_evals = 8, n_iter = 5 },
 }
-
-local function rosenbrock(opt, x)
-  return function()
-    opt:zero_grad()
-    local a, b = x:narrow(1, 1, 3), x:narrow(1, 2, 3)
-    local l = ((b - a * a) ^ 2 * 100 + (-a + 1) ^ 2):sum()
-    l:backward()
-    return l
-  end
-end
-local function start(dtype) return torch.tensor({ -1.5, 2.0, 0.5, -0.3 }, { dtype = dtype or torch.float64 }):requires_grad_() end
 
 describe('optim.LBFGS', function()
   for _, c in ipairs(lbfgs_cases) do
