@@ -1,4 +1,5 @@
--- moontorch.optim: optimizers (optim.Optimizer, optim.SGD), as PyTorch 1.13's torch.optim.
+-- moontorch.optim: optimizers (optim.Optimizer, SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam,
+-- RAdam, ASGD, Rprop, LBFGS) and optim.lr_scheduler, as PyTorch 1.13's torch.optim.
 local optim = {}
 package.loaded['moontorch.optim'] = optim -- the files below ask for it while it loads
 
