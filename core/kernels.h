@@ -142,7 +142,21 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
   X(gru_cell, (mt_tensor * hy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg, const mt_tensor *hx,   \
                const mt_tensor *bi, const mt_tensor *bh))                                                     \
   X(gru_cell_backward, (mt_tensor * dig, mt_tensor *dhg, mt_tensor *dhx, const mt_tensor *dhy,                \
-                        const mt_tensor *hx, const mt_tensor *ws))
+                        const mt_tensor *hx, const mt_tensor *ws))                                                     \
+  /* optimizers (issue 13) -- adam.c: one Adam/AdamW step in place (max_sq NULL without amsgrad); */              \
+  /* step: the step's number after the increment */                                                              \
+  X(adam_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_avg_sq,             \
+                mt_tensor *max_sq, const mt_adam_settings *s, double step))                                   \
+  /* adaptive.c: RMSprop (grad_avg NULL unless centered, buf NULL without momentum) and Adagrad */                \
+  /* (clr: the step's learning rate after lr_decay) */                                                              \
+  X(rmsprop_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg,           \
+                   mt_tensor *buf, const mt_rmsprop_settings *s))                                                   \
+  X(adagrad_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *sum, const mt_adagrad_settings *s, double clr)) \
+  /* adaptive.c: Adadelta, and Adamax (clr: lr / (1 - beta1^step)) */                                              \
+  X(adadelta_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,         \
+                    const mt_adadelta_settings *s))                                                                 \
+  X(adamax_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,                \
+                  const mt_adamax_settings *s, double clr))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -472,7 +472,13 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
    * three tensors and two optional biases), and unbind, whose one node takes the gradients of every time step */   \
   X(LSTM_CELL_POINTWISE, lstm_cell_pointwise, OP, 3, DIFF, lstm_cell, CUSTOM, "", "")                                 \
   X(GRU_CELL_POINTWISE, gru_cell_pointwise, OP, 3, DIFF, gru_cell, CUSTOM, "", "")                                    \
-  X(UNBIND, unbind, VIEW, 1, DIFF, none, CUSTOM, "", "")
+  X(UNBIND, unbind, VIEW, 1, DIFF, none, CUSTOM, "", "")                                                               \
+  /* optimizers (issue 13: Adam and AdamW) */                                                                          \
+  X(ADAM_STEP, adam_step, OP, 6, NODIFF, adam_step, INTERNAL, "", "")                                                 \
+  X(RMSPROP_STEP, rmsprop_step, OP, 5, NODIFF, rmsprop_step, INTERNAL, "", "")                                        \
+  X(ADAGRAD_STEP, adagrad_step, OP, 4, NODIFF, adagrad_step, INTERNAL, "", "")                                        \
+  X(ADADELTA_STEP, adadelta_step, OP, 4, NODIFF, adadelta_step, INTERNAL, "", "")                                     \
+  X(ADAMAX_STEP, adamax_step, OP, 5, NODIFF, adamax_step, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -785,6 +791,53 @@ typedef struct mt_sgd_settings {
  * direction instead of decaying it. Records no autograd; bumps the version counters. */
 MT_API mt_status mt_sgd_step(mt_tensor *param, mt_tensor *grad, mt_tensor *momentum_buf, const mt_sgd_settings *s,
                              int first_step);
+/* optimizers (issue 13): Adam and AdamW. The settings of a step: PyTorch 1.13's Adam/AdamW
+ * hyperparameters; `decoupled` != 0 is AdamW (the parameter decays by 1 - lr * weight_decay before
+ * the update), 0 is Adam (weight_decay * param joins the gradient). */
+typedef struct mt_adam_settings {
+  double lr, beta1, beta2, eps, weight_decay;
+  int32_t amsgrad, maximize, decoupled;
+} mt_adam_settings;
+/* One Adam/AdamW step for one parameter, in place, as PyTorch 1.13's _single_tensor_adam(w) (same
+ * order of float operations, in the parameter's dtype: float32 or float64). `grad` NULL: the
+ * parameter's own .grad, and nothing happens (the step counter included) when it has none.
+ * exp_avg, exp_avg_sq and (amsgrad) max_exp_avg_sq have the parameter's shape and dtype; `step` is
+ * the one-element float counter of the state (PyTorch's state['step']): it is incremented and its
+ * new value gives the bias corrections. Records no autograd; bumps the version counters. */
+MT_API mt_status mt_adam_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_avg_sq,
+                              mt_tensor *max_exp_avg_sq, mt_tensor *step, const mt_adam_settings *s);
+/* RMSprop (PyTorch 1.13's hyperparameters): square_avg always, grad_avg when centered, the
+ * momentum buffer when momentum > 0 (NULL otherwise). One step, in place, in PyTorch's order of
+ * float operations; `grad` NULL: the parameter's .grad (none: nothing happens). */
+typedef struct mt_rmsprop_settings {
+  double lr, alpha, eps, weight_decay, momentum;
+  int32_t centered, maximize;
+} mt_rmsprop_settings;
+MT_API mt_status mt_rmsprop_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg,
+                                 mt_tensor *momentum_buffer, const mt_rmsprop_settings *s);
+/* Adagrad: `sum` the accumulator, `step` the one-element float counter (incremented; its new
+ * value gives lr / (1 + (step - 1) * lr_decay)). */
+typedef struct mt_adagrad_settings {
+  double lr, lr_decay, weight_decay, eps;
+  int32_t maximize;
+} mt_adagrad_settings;
+MT_API mt_status mt_adagrad_step(mt_tensor *param, mt_tensor *grad, mt_tensor *sum, mt_tensor *step,
+                                 const mt_adagrad_settings *s);
+/* Adadelta: square_avg and acc_delta, the parameter's shape and dtype. */
+typedef struct mt_adadelta_settings {
+  double lr, rho, eps, weight_decay;
+  int32_t maximize;
+} mt_adadelta_settings;
+MT_API mt_status mt_adadelta_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,
+                                  const mt_adadelta_settings *s);
+/* Adamax: exp_avg and exp_inf, `step` the one-element float counter (incremented; its new value
+ * gives the bias correction 1 - beta1^step). */
+typedef struct mt_adamax_settings {
+  double lr, beta1, beta2, eps, weight_decay;
+  int32_t maximize;
+} mt_adamax_settings;
+MT_API mt_status mt_adamax_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,
+                                mt_tensor *step, const mt_adamax_settings *s);
 
 /* ---------------------------------------------------------------- checkpoints (core/checkpoint.c) */
 /* The bytes of torch.save / torch.load; the format is described at the top of core/checkpoint.c.

@@ -21,10 +21,16 @@ local Optimizer = torch.class('optim.Optimizer', nil, optim)
 
 ------------------------------------------------------------------------------ helpers
 -- Python's str() of a hyperparameter: 0.1, 1e-05, 0, True, None
-local function pystr(v)
+local pystr
+function pystr(v)
   local tv = type(v)
   if tv == 'nil' then return 'None' end
   if tv == 'boolean' then return v and 'True' or 'False' end
+  if tv == 'table' and getmetatable(v) == nil then -- a tuple: betas, etas, step_sizes
+    local parts = {}
+    for i = 1, #v do parts[i] = pystr(v[i]) end
+    return '(' .. table.concat(parts, ', ') .. (#v == 1 and ',)' or ')')
+  end
   if tv == 'number' then
     if v ~= v then return 'nan' elseif v == math.huge then return 'inf' elseif v == -math.huge then return '-inf' end
     if v == math.floor(v) and math.abs(v) < 2 ^ 53 then return ('%d'):format(v) end

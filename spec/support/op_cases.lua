@@ -272,6 +272,69 @@ case('sgd_step', {
   end,
   py = 'sgd_twice(A, B)',
 })
+-- optimizers (issue 13): two steps of optim.Adam with amsgrad and weight decay
+case('adam_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adam({ p }, { lr = 0.1, amsgrad = true, weight_decay = 0.01 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adam([p], lr=0.1, amsgrad=True, weight_decay=0.01)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
+-- two steps of optim.RMSprop (centered, momentum, weight decay) and of optim.Adagrad (lr_decay)
+case('rmsprop_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.RMSprop({ p }, { lr = 0.01, centered = true, momentum = 0.5, weight_decay = 0.01 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.RMSprop([p], lr=0.01, centered=True, momentum=0.5, weight_decay=0.01)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
+case('adagrad_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adagrad({ p }, { lr = 0.1, lr_decay = 0.5 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adagrad([p], lr=0.1, lr_decay=0.5)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
+-- two steps of optim.Adadelta (weight decay) and of optim.Adamax (maximize)
+case('adadelta_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adadelta({ p }, { lr = 0.5, weight_decay = 0.1 })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adadelta([p], lr=0.5, weight_decay=0.1)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
+case('adamax_step', {
+  lua = function(I)
+    local p = torch.nn.Parameter(I.A:detach():clone())
+    p.grad = I.B:detach():clone()
+    local opt = torch.optim.Adamax({ p }, { lr = 0.1, maximize = true })
+    opt:step()
+    opt:step()
+    return p:detach()
+  end,
+  py = '(lambda p: (setattr(p, "grad", B.clone()), (lambda o: (o.step(), o.step()))('
+    .. 'torch.optim.Adamax([p], lr=0.1, maximize=True)), p.detach())[2])(torch.nn.Parameter(A.clone()))',
+})
 
 ------------------------------------------------------------------------------ issue 12, pooling
 -- (more cases, values and errors: spec/pooling_spec.lua)
