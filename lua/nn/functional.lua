@@ -535,58 +535,7 @@ F.dropout2d = feature_fn('dropout2d', 2)
 F.dropout3d = feature_fn('dropout3d', 3)
 
 ------------------------------------------------------------------------------ sparse
--- embedding(input, weight, padding_idx=nil, max_norm=nil, norm_type=2): rows of weight at the
--- 1-based indices in input; the padding_idx row gets no gradient; with max_norm the rows used
--- are first renormalised in place (as PyTorch does)
-function F.embedding(input, weight, ...)
-  need_tensor('embedding', input)
-  need_tensor('embedding', weight, 'weight')
-  local v = args('embedding', { 'padding_idx', 'max_norm', 'norm_type', 'scale_grad_by_freq', 'sparse' }, ...)
-  if weight:dim() ~= 2 then bad('embedding', "'weight' must be 2-D") end
-  local num = weight:size(1)
-  local padding_idx = v[1]
-  if padding_idx ~= nil then
-    check_int('nn.functional.embedding', 'padding_idx', padding_idx)
-    if padding_idx > 0 then
-      if padding_idx > num then bad('embedding', 'Padding_idx must be within num_embeddings') end
-    elseif padding_idx < 0 then
-      if padding_idx < -num then bad('embedding', 'Padding_idx must be within num_embeddings') end
-      padding_idx = num + padding_idx + 1
-    else
-      bad('embedding', 'Padding_idx must be within num_embeddings (1-based)')
-    end
-  end
-  if v[4] or v[5] then bad('embedding', 'scale_grad_by_freq and sparse are not supported') end
-  if input.dtype ~= torch.int64 and input.dtype ~= torch.int32 then
-    bad('embedding', ('Expected tensor for argument #1 \'indices\' to have one of the following scalar types: Long, Int; but got %s instead')
-      :format(tostring(input.dtype)))
-  end
-  local flat = input:reshape(-1)
-  if flat.dtype ~= torch.int64 then flat = flat:to(torch.int64) end
-  if flat:numel() > 0 and not flat.is_meta then -- (a meta tensor has no values to check)
-    local lo, hi = flat:min():item(), flat:max():item()
-    if lo < 1 or hi > num then bad('embedding', 'index out of range in self') end
-  end
-  if v[2] ~= nil then
-    local max_norm, p = v[2], v[3] or 2
-    torch.no_grad(function()
-      local rows = flat:unique()
-      local w = weight:index_select(1, rows)
-      local norms = w:norm(p, 2, true)
-      local scale = torch.where(norms:gt(max_norm), max_norm / (norms + 1e-7), torch.ones_like(norms))
-      weight:index_copy_(1, rows, w * scale)
-    end)()
-  end
-  local out = weight:index_select(1, flat)
-  if padding_idx ~= nil and out.requires_grad then
-    -- the padding row's value, but no gradient flows back to it
-    local pad = flat:eq(padding_idx):unsqueeze(2)
-    out = torch.where(pad, out:detach(), out)
-  end
-  local shape = input:size()
-  shape[#shape + 1] = weight:size(2)
-  return out:reshape(shape)
-end
+-- (F.embedding and F.embedding_bag are in lua/nn/sparse.lua)
 
 -- one_hot(t, num_classes=-1): 1-based class indices -> rows of 0/1 (int64)
 function F.one_hot(t, num_classes)

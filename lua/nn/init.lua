@@ -62,4 +62,11 @@ function utils.skip_init(cls, ...)
   return res[2]
 end
 
+------------------------------------------------------------------------------ issue 12, the modules part
+-- activation, loss, normalisation, sparse (Embedding, EmbeddingBag) and other modules, the
+-- functional ops they add, and nn.utils' gradient clipping and parameter vectors
+for _, name in ipairs({ 'activation', 'loss', 'normalization', 'sparse', 'misc' }) do
+  require('moontorch.nn.' .. name).install(nn)
+end
+
 return nn
