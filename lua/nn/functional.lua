@@ -492,7 +492,7 @@ local function feature_dropout(fn, x, p, training, inplace)
   if p == 1 then return apply_noise(x, torch.zeros({}, { dtype = x.dtype }), inplace) end
   local shape = { x:size(1), x:size(2) }
   for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-  local noise = torch.empty(shape, { dtype = x.dtype }):bernoulli_(1 - p)
+  local noise = torch.empty(shape, { dtype = x.dtype, device = x.device }):bernoulli_(1 - p)
   noise:div_(1 - p)
   return apply_noise(x, noise, inplace)
 end

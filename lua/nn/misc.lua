@@ -45,7 +45,7 @@ local function feature_alpha_dropout(x, ...)
   end
   local shape = { x:size(1), x:size(2) }
   for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-  local noise = torch.empty(shape, { dtype = x.dtype }):bernoulli_(1 - p)
+  local noise = torch.empty(shape, { dtype = x.dtype, device = x.device }):bernoulli_(1 - p)
   local a = 1 / math.sqrt((ALPHA * ALPHA * p + 1) * (1 - p))
   local b = (noise - 1) * (ALPHA * a) + ALPHA * a * p
   noise:mul_(a)
