@@ -169,7 +169,8 @@ end
 -- the targets with blanks interleaved, in log space). 'mean' divides each loss by its target
 -- length (at least 1) and then averages over the batch. The gradient is the true derivative with
 -- respect to log_probs; PyTorch's kernel returns it plus exp(log_probs), which is the same once it
--- has gone back through the log_softmax that produced log_probs.
+-- has gone back through the log_softmax that produced log_probs. An infeasible sample (input
+-- shorter than its target needs) has loss inf and gradient 0 (PyTorch's gradient there is NaN).
 local NEG = -1e30 -- log(0) for the recursion: finite, so that unreachable paths get zero gradient
 function M.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   local fn = 'nn.functional.ctc_loss'

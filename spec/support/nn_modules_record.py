@@ -181,7 +181,7 @@ loss('CTCLoss', lambda i, r: nn.CTCLoss(reduction=r)(i['x'].log_softmax(2), i['t
      {'x': ctc_logits, 't': torch.tensor([[1, 2, 2], [3, 1, 0], [4, 0, 0]]), 'il': torch.tensor([6, 5, 4]),
       'tl': torch.tensor([3, 2, 1])}, ['x'])
 loss('CTCLoss_blank_concat', lambda i, r: nn.CTCLoss(blank=4, reduction=r)(i['x'].log_softmax(2), i['t'], i['il'], i['tl']),
-     {'x': ctc_logits, 't': torch.tensor([0, 1, 1, 2, 3, 3]), 'il': torch.tensor([6, 6, 3]), 'tl': torch.tensor([3, 0, 3])}, ['x'])
+     {'x': ctc_logits, 't': torch.tensor([0, 1, 1, 2, 3, 3]), 'il': torch.tensor([6, 6, 4]), 'tl': torch.tensor([3, 0, 3])}, ['x'])
 loss('CTCLoss_zero_infinity', lambda i, r: nn.CTCLoss(reduction=r, zero_infinity=True)(i['x'].log_softmax(2), i['t'], i['il'], i['tl']),
      {'x': ctc_logits, 't': torch.tensor([[1, 1, 1], [3, 1, 0], [4, 0, 0]]), 'il': torch.tensor([4, 5, 4]),
       'tl': torch.tensor([3, 2, 1])}, ['x'])
