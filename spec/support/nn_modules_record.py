@@ -191,6 +191,7 @@ loss('CTCLoss_unbatched', lambda i, r: nn.CTCLoss(reduction=r)(i['x'].log_softma
 # ------------------------------------------------------------------ normalisation modules
 def module_case(name, m, inputs, train=True, g_seed=97):
     m.train(train)
+    m.zero_grad()
     sd = {k: v.clone() for k, v in m.state_dict().items()}
     ins = [v.clone().requires_grad_(True) for v in inputs]
     out = m(*ins)
@@ -198,8 +199,8 @@ def module_case(name, m, inputs, train=True, g_seed=97):
     (out * g).sum().backward()
     rec = {'state': sd, 'inputs': inputs, 'out': out, 'g': g,
            'dinputs': [i.grad if i.grad is not None else torch.zeros(()) for i in ins],
-           'grads': {k: p.grad for k, p in m.named_parameters() if p.grad is not None},
-           'after': {k: v for k, v in m.state_dict().items()}}
+           'grads': {k: p.grad.clone() for k, p in m.named_parameters() if p.grad is not None},
+           'after': {k: v.clone() for k, v in m.state_dict().items()}}
     W['mod_' + name] = rec
 
 
