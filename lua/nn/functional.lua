@@ -1065,4 +1065,10 @@ end
 ------------------------------------------------------------------------------ batch_norm
 -- F.batch_norm is defined with the BatchNorm layers (lua/nn/layers.lua) and set by moontorch.nn
 
+------------------------------------------------------------------------------ issue 12, the modules part
+-- instance_norm, local_response_norm, embedding, embedding_bag, feature_alpha_dropout,
+-- multilabel_margin_loss, multi_margin_loss, triplet_margin_with_distance_loss and ctc_loss are
+-- written beside their modules
+for _, name in ipairs({ 'normalization', 'sparse', 'loss', 'misc' }) do require('moontorch.nn.' .. name).functional(F) end
+
 return F

@@ -440,12 +440,18 @@ function TMWD:forward(anchor, positive, negative)
 end
 declare_forward(TMWD, { 'anchor', 'positive', 'negative' })
 
-function M.install(nn_)
-  nn, F = nn_, nn_.functional
+-- functional(F): puts this file's nn.functional ops into F (lua/nn/functional.lua calls it)
+function M.functional(F_)
+  F = F_
   F.multilabel_margin_loss = M.multilabel_margin_loss
   F.multi_margin_loss = M.multi_margin_loss
   F.triplet_margin_with_distance_loss = M.triplet_margin_with_distance_loss
   F.ctc_loss = M.ctc_loss
+end
+
+function M.install(nn_)
+  nn = nn_
+  M.functional(nn_.functional)
   for k, v in pairs(M) do
     if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
   end

@@ -297,9 +297,15 @@ function utils.vector_to_parameters(vec, parameters)
   end)()
 end
 
-function M.install(nn_)
-  nn, F = nn_, nn_.functional
+-- functional(F): puts this file's nn.functional ops into F (lua/nn/functional.lua calls it)
+function M.functional(F_)
+  F = F_
   F.feature_alpha_dropout = feature_alpha_dropout
+end
+
+function M.install(nn_)
+  nn = nn_
+  M.functional(nn_.functional)
   for k, v in pairs(M) do
     if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
   end

@@ -262,10 +262,16 @@ function LocalResponseNorm:extra_repr()
   return ('%d, alpha=%s, beta=%s, k=%s'):format(self.size, pyfloat(self.alpha), pyfloat(self.beta), pyfloat(self.k))
 end
 
-function M.install(nn_)
-  nn, F = nn_, nn_.functional
+-- functional(F): puts this file's nn.functional ops into F (lua/nn/functional.lua calls it)
+function M.functional(F_)
+  F = F_
   F.instance_norm = M.instance_norm
   F.local_response_norm = M.local_response_norm
+end
+
+function M.install(nn_)
+  nn = nn_
+  M.functional(nn_.functional)
   for k, v in pairs(M) do
     if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
   end

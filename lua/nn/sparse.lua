@@ -363,10 +363,16 @@ function EmbeddingBag.from_pretrained(embeddings, ...)
   return m
 end
 
-function M.install(nn_)
-  nn, F = nn_, nn_.functional
+-- functional(F): puts this file's nn.functional ops into F (lua/nn/functional.lua calls it)
+function M.functional(F_)
+  F = F_
   F.embedding = M.embedding
   F.embedding_bag = M.embedding_bag
+end
+
+function M.install(nn_)
+  nn = nn_
+  M.functional(nn_.functional)
   for k, v in pairs(M) do
     if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
   end
