@@ -92,7 +92,12 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(randperm, (mt_tensor * out, int64_t base, mt_generator *g))                                                  \
   X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
   /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
-  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step))
+  X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step)) \
+  /* norm.c (issue 12, the modules part): m contiguous rows of n elements; w, b, mean, rstd NULL or contiguous */ \
+  X(layer_norm, (mt_tensor * out, mt_tensor *mean, mt_tensor *rstd, const mt_tensor *x, const mt_tensor *w,         \
+                 const mt_tensor *b, int64_t m, int64_t n, double eps))                                             \
+  X(layer_norm_backward, (mt_tensor * gx, mt_tensor *gw, mt_tensor *gb, const mt_tensor *g, const mt_tensor *x,     \
+                          const mt_tensor *mean, const mt_tensor *rstd, const mt_tensor *w, int64_t m, int64_t n))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

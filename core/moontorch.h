@@ -455,7 +455,9 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(RANDPERM, randperm, OP, 0, NODIFF, randperm, CUSTOM, "", "")                                                       \
   X(MULTINOMIAL, multinomial, OP, 1, NODIFF, multinomial, CUSTOM, "", "")                                              \
   /* optimizers */                                                                                                     \
-  X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")
+  X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                                   \
+  /* issue 12, the modules part: the fused layer norm (core/ops/norm.c) */                                          \
+  X(LAYER_NORM, layer_norm, OP, 3, DIFF, layer_norm, CUSTOM, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -931,6 +933,14 @@ MT_API const char *mt_version(void); /* "0.1.0" */
  * level of moontorch's kernels, the BLAS and its kernel set and who chose it, threads, CUDA. Loads
  * the BLAS. The text stays valid until the next call. */
 MT_API const char *mt_config_string(void);
+
+/* ---------------------------------------------------------------- issue 12, the modules part */
+/* PyTorch's native_layer_norm: x normalised over its last nnorm dims by each row's mean and biased
+ * variance (rstd = 1 / sqrt(var + eps)), times weight, plus bias (each NULL or of the normalised
+ * dims' element count, x's dtype). float32 and float64. mean and rstd (NULL: not wanted) come back
+ * with x's leading sizes and 1s for the normalised dims. */
+MT_API mt_status mt_layer_norm(mt_tensor *x, mt_tensor *weight, mt_tensor *bias, int nnorm, double eps,
+                               mt_tensor **result, mt_tensor **mean, mt_tensor **rstd);
 
 #ifdef __cplusplus
 }

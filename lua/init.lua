@@ -83,6 +83,8 @@ local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'l
 for _, name in ipairs(modules) do
   require('moontorch.ops.' .. name).install(torch)
 end
+-- issue 12, the modules part: torch.layer_norm (the fused layer norm)
+require('moontorch.ops.norm').install(torch)
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
 require('moontorch.ops.list').install_aliases(torch, T.methods)
 require('moontorch.format').install(torch)

@@ -338,6 +338,16 @@ add('BaddbmmBackward0', function(c, a, b) return torch.baddbmm(c, a, b, { beta =
 add('BaddbmmBackward0', function(c, a, b) return torch.baddbmm(c, a, b) end,
   function() return { r(3, 1), r(2, 3, 4), r(2, 2, 4):detach():transpose(2, 3):requires_grad_() } end)
 
+------------------------------------------------------------------------------ issue 12, the modules part
+-- the fused layer norm: with weight and bias, without, over two dims, a transposed input; second
+-- derivatives through the recorded formula
+add('NativeLayerNormBackward0', function(x, w, b) return torch.layer_norm(x, { 4 }, w, b) end,
+  function() return { r(3, 4), r(4), r(4) } end, { gg = true })
+add('NativeLayerNormBackward0', function(x) return torch.layer_norm(x, { 2, 3 }) end,
+  function() return { r(2, 2, 3) } end, { gg = true })
+add('NativeLayerNormBackward0', function(x, w) return torch.layer_norm(x, { 4 }, w, nil, 0.1) end,
+  function() return { rt(3, 4), r(4) } end, { gg = true })
+
 ------------------------------------------------------------------------------ the walk
 local EXEMPT = { AccumulateGrad = true, LuaFunctionBackward = true }
 

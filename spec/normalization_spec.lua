@@ -152,3 +152,75 @@ describe('normalisation modules: construction, printing, meta, errors, gradcheck
     assert.is_true(torch.autograd.gradcheck(function(a, c, ww) return F.bilinear(a, c, ww) end, { x1, x2, bw }))
   end)
 end)
+
+describe('the fused layer norm (torch.layer_norm, core/ops/norm.c)', function()
+  it('is what F.layer_norm runs for float32 and float64, and agrees with the composite', function()
+    torch.manual_seed(9)
+    local x = torch.randn({ 4, 5, 6 }):requires_grad_()
+    local w, b = torch.randn({ 6 }):requires_grad_(), torch.randn({ 6 }):requires_grad_()
+    local y = F.layer_norm(x, { 6 }, w, b)
+    assert.are.equal('NativeLayerNormBackward0', y.grad_fn:name())
+    local g = torch.randn({ 4, 5, 6 })
+    local s = (y * g):sum()
+    s:backward()
+    -- the composite of PyTorch's formula in float64
+    local x2, w2, b2 = x:detach():double():requires_grad_(), w:detach():double():requires_grad_(),
+      b:detach():double():requires_grad_()
+    local mean = x2:mean(3, { keepdim = true })
+    local var = x2:var(3, { correction = 0, keepdim = true })
+    local y2 = (x2 - mean) * (var + 1e-5):rsqrt() * w2 + b2
+    local s2 = (y2 * g:double()):sum()
+    s2:backward()
+    H.near(y, y2, 1e-5, 1e-5)
+    H.near(x.grad, x2.grad, 1e-4, 1e-4)
+    H.near(w.grad, w2.grad, 1e-4, 1e-4)
+    H.near(b.grad, b2.grad, 1e-4, 1e-4)
+    -- a transposed (non-contiguous) input, and float16 through the composite
+    local xt = torch.randn({ 6, 4 }):t()
+    H.near(F.layer_norm(xt, { 6 }), F.layer_norm(xt:contiguous(), { 6 }), 1e-6)
+    local h = F.layer_norm(torch.randn(2, 4):half(), { 4 })
+    assert.are.equal(torch.float16, h.dtype)
+  end)
+
+  it('runs on the meta device, with gradients', function()
+    local x = torch.empty({ 3, 4 }, { device = 'meta', requires_grad = true })
+    local w = torch.empty({ 4 }, { device = 'meta', requires_grad = true })
+    local y = torch.layer_norm(x, { 4 }, w)
+    assert.is_true(y.is_meta)
+    assert.are.same({ 3, 4 }, y:size())
+  end)
+
+  it('errors', function()
+    local cases = {
+      { function() torch.layer_norm(torch.ones(2, 3), { 3 }, torch.ones(4)) end,
+        'moontorch.layer_norm: Expected weight to be of same shape as normalized_shape, but got weight of shape [4] and normalized_shape = [3]' },
+      { function() torch.layer_norm(torch.ones(2, 3, { dtype = torch.int64 }), { 3 }) end,
+        'moontorch.layer_norm: expected a float32 or float64 input, got int64' },
+      { function() torch.layer_norm(torch.ones(2, 3), { 3 }, torch.ones(3, { dtype = torch.float64 })) end,
+        'moontorch.layer_norm: expected weight of the input\'s dtype float32, got float64' },
+    }
+    for _, c in ipairs(cases) do
+      local err = H.errors_with(c[1], c[2])
+      assert.is_truthy(tostring(err):find('normalization_spec.lua:', 1, true), 'raised at the caller: ' .. tostring(err))
+    end
+  end)
+
+  it('leaves no tensors or nodes behind', function()
+    local tensor = require 'moontorch.tensor'
+    collectgarbage()
+    tensor.sweep()
+    local before, nodes = torch._C.mt_get_stats().live_tensors, torch._C.mt_live_nodes()
+    do
+      local x = torch.randn({ 8, 16 }):requires_grad_()
+      local w = torch.ones({ 16 }):requires_grad_()
+      local y = F.layer_norm(x, { 16 }, w, w * 0)
+      y:sum():backward()
+      local g = torch.autograd.grad({ F.layer_norm(x, { 16 }, w):square():sum() }, { x }, { create_graph = true })[1]
+      g:sum():backward()
+    end
+    collectgarbage()
+    tensor.sweep()
+    assert.are.equal(before, torch._C.mt_get_stats().live_tensors)
+    assert.are.equal(nodes, torch._C.mt_live_nodes())
+  end)
+end)

@@ -33,7 +33,9 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
   X(cat) X(stack) X(index_select) X(gather) X(masked_fill) X(scatter) X(index_add) X(index_copy_) X(index_fill_) \
   X(masked_fill_tensor) X(masked_select) X(masked_scatter_) X(index) X(index_put_) X(diag) X(triangle)           \
   X(sort) X(topk) X(flip) X(roll) X(repeat) X(repeat_interleave)                                                 \
-  X(mm) X(bmm) X(mv) X(matmul) X(dot) X(addmm) X(baddbmm) X(outer)
+  X(mm) X(bmm) X(mv) X(matmul) X(dot) X(addmm) X(baddbmm) X(outer)                                             \
+  /* issue 12, the modules part */                                                                              \
+  X(layer_norm)
 
 #define MT_AUTOGRAD_FIELD_(name) __typeof__(mt_##name) *name;
 typedef struct mt_autograd_ops {

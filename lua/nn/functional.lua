@@ -333,29 +333,27 @@ function F.softmin(x, dim, opts)
 end
 
 ------------------------------------------------------------------------------ normalisation
--- layer_norm(x, normalized_shape, weight=nil, bias=nil, eps=1e-5): over the last dims
+-- layer_norm(x, normalized_shape, weight=nil, bias=nil, eps=1e-5): over the last dims. float32
+-- and float64 run the fused op (torch.layer_norm: one kernel each way), other dtypes a composite.
+local norm_ops = require 'moontorch.ops.norm'
 function F.layer_norm(x, normalized_shape, ...)
   need_tensor('layer_norm', x)
   local v = args('layer_norm', { 'weight', 'bias', 'eps' }, ...)
-  local shape = type(normalized_shape) == 'number' and { normalized_shape } or normalized_shape
-  if type(shape) ~= 'table' then bad('layer_norm', 'normalized_shape must be a number or an array of sizes') end
-  local k, nd = #shape, x:dim()
-  local ok = k >= 1 and k <= nd
-  if ok then
-    for i = 1, k do if x:size(nd - k + i) ~= shape[i] then ok = false end end
+  local w, b = v[1], v[2]
+  local eps = num('layer_norm', 'eps', v[3], 1e-5)
+  local k = norm_ops.check('nn.functional.layer_norm', x, normalized_shape, w, b)
+  local dt = x.dtype
+  if (dt == torch.float32 or dt == torch.float64) and (w == nil or w.dtype == dt) and (b == nil or b.dtype == dt) then
+    return torch.layer_norm(x, normalized_shape, w, b, eps)
   end
-  if not ok then
-    bad('layer_norm', ('Given normalized_shape=[%s], expected input with shape [*, %s], but got input of size%s')
-      :format(table.concat(shape, ', '), table.concat(shape, ', '), size_str(x)))
-  end
+  local nd = x:dim()
   local dims = {}
   for i = 1, k do dims[i] = nd - k + i end
-  local eps = num('layer_norm', 'eps', v[3], 1e-5)
   local mean = x:mean(dims, { keepdim = true })
   local var = x:var(dims, { correction = 0, keepdim = true })
   local y = (x - mean) * (var + eps):rsqrt()
-  if v[1] ~= nil then y = y * v[1] end
-  if v[2] ~= nil then y = y + v[2] end
+  if w ~= nil then y = y * w end
+  if b ~= nil then y = y + b end
   return y
 end
 

@@ -264,6 +264,13 @@ case('sgd_step', {
   py = 'sgd_twice(A, B)',
 })
 
+------------------------------------------------------------------------------ issue 12, the modules part
+-- the fused layer norm: over the last dim with weight and bias, over the last two without
+case('layer_norm', { lua = function(I) return torch.layer_norm(I.BA, { 3 }, I.V, I.V * 0.5) end,
+  py = 'torch.layer_norm(BA, [3], V, V * 0.5)', grad = { 'BA', 'V' } })
+case('layer_norm', { lua = function(I) return torch.layer_norm(I.BA, { 2, 3 }, nil, nil, 1e-3) end,
+  py = 'torch.layer_norm(BA, [2, 3], None, None, 1e-3)', grad = { 'BA' } })
+
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
 -- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each
