@@ -9,6 +9,14 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* the row loops are built twice, for AVX2+FMA and for the baseline, the CPU's picked as the
+ * library loads (GCC's function multiversioning) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MT_LN_CLONES __attribute__((target_clones("avx2,fma", "default")))
+#else
+#define MT_LN_CLONES
+#endif
+
 typedef struct ln_job {
   char *out, *mean, *rstd;
   const char *x, *w, *b, *g;
@@ -19,23 +27,67 @@ typedef struct ln_job {
   int want_gw, want_gb;
 } ln_job;
 
+/* Row sums in double with eight independent accumulators (so that the compiler can vectorise
+ * them: a single accumulator is one long chain of dependent additions). */
+#define LN_SUMS(T)                                                                                \
+  static inline double ln_sum_##T(const T *restrict x, int64_t n) {                               \
+    double a[8] = {0};                                                                            \
+    int64_t i = 0;                                                                                \
+    for (; i + 8 <= n; i += 8)                                                                    \
+      for (int l = 0; l < 8; l++) a[l] += (double)x[i + l];                                       \
+    double s = 0;                                                                                 \
+    for (; i < n; i++) s += (double)x[i];                                                         \
+    return s + ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                 \
+  }                                                                                               \
+  static inline double ln_sqdev_##T(const T *restrict x, int64_t n, double mu) {                  \
+    double a[8] = {0};                                                                            \
+    int64_t i = 0;                                                                                \
+    for (; i + 8 <= n; i += 8)                                                                    \
+      for (int l = 0; l < 8; l++) {                                                               \
+        double d = (double)x[i + l] - mu;                                                         \
+        a[l] += d * d;                                                                            \
+      }                                                                                           \
+    double s = 0;                                                                                 \
+    for (; i < n; i++) {                                                                          \
+      double d = (double)x[i] - mu;                                                               \
+      s += d * d;                                                                                 \
+    }                                                                                             \
+    return s + ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                 \
+  }                                                                                               \
+  /* sum of g * w (w NULL: 1) and of g * w * (x - mu) */                                          \
+  static inline void ln_dots_##T(const T *restrict g, const T *restrict w, const T *restrict x,   \
+                                 int64_t n, double mu, double *sg, double *sgx) {                 \
+    double a[8] = {0}, c[8] = {0};                                                                \
+    int64_t i = 0;                                                                                \
+    for (; i + 8 <= n; i += 8)                                                                    \
+      for (int l = 0; l < 8; l++) {                                                               \
+        double gh = (double)g[i + l] * (w ? (double)w[i + l] : 1.0);                              \
+        a[l] += gh;                                                                               \
+        c[l] += gh * ((double)x[i + l] - mu);                                                     \
+      }                                                                                           \
+    double s = 0, t = 0;                                                                          \
+    for (; i < n; i++) {                                                                          \
+      double gh = (double)g[i] * (w ? (double)w[i] : 1.0);                                        \
+      s += gh;                                                                                    \
+      t += gh * ((double)x[i] - mu);                                                              \
+    }                                                                                             \
+    *sg = s + ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                  \
+    *sgx = t + ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));                 \
+  }
+LN_SUMS(float)
+LN_SUMS(double)
+
 #define LN_FORWARD(T)                                                                             \
-  static void ln_forward_##T(void *ctx, int64_t r0, int64_t r1) {                                 \
+  MT_LN_CLONES static void ln_forward_##T(void *ctx, int64_t r0, int64_t r1) {                                 \
     const ln_job *j = ctx;                                                                        \
     const int64_t n = j->n;                                                                       \
-    const T *w = (const T *)j->w, *b = (const T *)j->b;                                           \
+    const T *restrict w = (const T *)j->w, *restrict b = (const T *)j->b;                         \
     for (int64_t r = r0; r < r1; r++) {                                                           \
-      const T *x = (const T *)j->x + r * n;                                                       \
-      T *y = (T *)j->out + r * n;                                                                 \
-      double s = 0;                                                                               \
-      for (int64_t i = 0; i < n; i++) s += (double)x[i];                                          \
-      double mu = n ? s / (double)n : 0;                                                          \
-      double v = 0;                                                                               \
-      for (int64_t i = 0; i < n; i++) {                                                           \
-        double d = (double)x[i] - mu;                                                             \
-        v += d * d;                                                                               \
-      }                                                                                           \
-      double rs = 1.0 / sqrt((n ? v / (double)n : 0) + j->eps);                                   \
+      const T *restrict x = (const T *)j->x + r * n;                                              \
+      T *restrict y = (T *)j->out + r * n;                                                        \
+      double mu = n ? ln_sum_##T(x, n) / (double)n : 0;                                           \
+      double v = n ? ln_sqdev_##T(x, n, mu) / (double)n : 0;                                      \
+      double rs = 1.0 / sqrt(v + j->eps);                                                         \
       const T tm = (T)mu, tr = (T)rs;                                                             \
       if (w && b)                                                                                 \
         for (int64_t i = 0; i < n; i++) y[i] = (x[i] - tm) * tr * w[i] + b[i];                    \
@@ -68,33 +120,29 @@ mt_status mt_cpu_layer_norm(mt_tensor *out, mt_tensor *mean, mt_tensor *rstd, co
 /* rows [c * rows_per_chunk, ...) of chunk c: the input gradient of each row, and the chunk's sums
  * of g * xhat (weight) and g (bias) per element */
 #define LN_BACKWARD(T)                                                                                 \
-  static void ln_backward_##T(void *ctx, int64_t c0, int64_t c1) {                                     \
+  MT_LN_CLONES static void ln_backward_##T(void *ctx, int64_t c0, int64_t c1) {                                     \
     const ln_job *j = ctx;                                                                             \
     const int64_t n = j->n;                                                                            \
-    const T *w = (const T *)j->w;                                                                      \
+    const T *restrict w = (const T *)j->w;                                                             \
     for (int64_t c = c0; c < c1; c++) {                                                                \
       int64_t r0 = c * j->rows_per_chunk, r1 = r0 + j->rows_per_chunk;                                 \
       if (r1 > j->m) r1 = j->m;                                                                        \
-      double *pw = j->part + c * 2 * n, *pb = pw + n;                                                  \
-      if (j->want_gw || j->want_gb)                                                                    \
+      double *restrict pw = j->part ? j->part + c * 2 * n : NULL, *restrict pb = pw ? pw + n : NULL;   \
+      if (pw)                                                                                          \
         for (int64_t i = 0; i < 2 * n; i++) pw[i] = 0;                                                 \
       for (int64_t r = r0; r < r1; r++) {                                                              \
-        const T *x = (const T *)j->x + r * n, *g = (const T *)j->g + r * n;                            \
+        const T *restrict x = (const T *)j->x + r * n, *restrict g = (const T *)j->g + r * n;          \
         const double mu = (double)((const T *)j->mean)[r], rs = (double)((const T *)j->rstd)[r];       \
         if (j->gx) {                                                                                   \
-          double a = 0, bb = 0;                                                                        \
-          for (int64_t i = 0; i < n; i++) {                                                            \
-            double gh = (double)g[i] * (w ? (double)w[i] : 1.0);                                       \
-            a += gh;                                                                                   \
-            bb += gh * (((double)x[i] - mu) * rs);                                                     \
-          }                                                                                            \
-          a /= (double)n;                                                                              \
-          bb /= (double)n;                                                                             \
-          T *gx = (T *)j->gx + r * n;                                                                  \
-          for (int64_t i = 0; i < n; i++) {                                                            \
-            double gh = (double)g[i] * (w ? (double)w[i] : 1.0);                                       \
-            gx[i] = (T)(rs * (gh - a - (((double)x[i] - mu) * rs) * bb));                               \
-          }                                                                                            \
+          double sg, sgx;                                                                              \
+          ln_dots_##T(g, w, x, n, mu, &sg, &sgx);                                                      \
+          /* dx = rs * (gh - mean(gh) - xhat * mean(gh * xhat)), xhat = (x - mu) * rs */               \
+          const T a = (T)(sg / (double)n), k = (T)(sgx / (double)n * rs * rs), trs = (T)rs, tm = (T)mu; \
+          T *restrict gx = (T *)j->gx + r * n;                                                         \
+          if (w)                                                                                       \
+            for (int64_t i = 0; i < n; i++) gx[i] = trs * (g[i] * w[i] - a - (x[i] - tm) * k);         \
+          else                                                                                         \
+            for (int64_t i = 0; i < n; i++) gx[i] = trs * (g[i] - a - (x[i] - tm) * k);                \
         }                                                                                              \
         if (j->want_gw)                                                                                \
           for (int64_t i = 0; i < n; i++) pw[i] += (double)g[i] * (((double)x[i] - mu) * rs);          \
