@@ -97,7 +97,12 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(layer_norm, (mt_tensor * out, mt_tensor *mean, mt_tensor *rstd, const mt_tensor *x, const mt_tensor *w,         \
                  const mt_tensor *b, int64_t m, int64_t n, double eps))                                             \
   X(layer_norm_backward, (mt_tensor * gx, mt_tensor *gw, mt_tensor *gb, const mt_tensor *g, const mt_tensor *x,     \
-                          const mt_tensor *mean, const mt_tensor *rstd, const mt_tensor *w, int64_t m, int64_t n))
+                          const mt_tensor *mean, const mt_tensor *rstd, const mt_tensor *w, int64_t m, int64_t n)) \
+  /* loss.c (issue 12): nll_loss over an (n, c) contiguous input, targets int64 from `base` (checked here) */      \
+  X(nll_loss, (mt_tensor * out, double *total_weight, const mt_tensor *input, const mt_tensor *target,             \
+               const mt_tensor *weight, int64_t ignore_index, int reduction, int64_t base))                        \
+  X(nll_loss_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *target, const mt_tensor *weight,     \
+                        int64_t ignore_index, int reduction, double total_weight, int64_t base))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

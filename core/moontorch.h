@@ -457,7 +457,8 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   /* optimizers */                                                                                                     \
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                                   \
   /* issue 12, the modules part: the fused layer norm (core/ops/norm.c) */                                          \
-  X(LAYER_NORM, layer_norm, OP, 3, DIFF, layer_norm, CUSTOM, "", "")
+  X(LAYER_NORM, layer_norm, OP, 3, DIFF, layer_norm, CUSTOM, "", "")                                                 \
+  X(NLL_LOSS, nll_loss, OP, 3, DIFF, nll_loss, CUSTOM, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -941,6 +942,12 @@ MT_API const char *mt_config_string(void);
  * with x's leading sizes and 1s for the normalised dims. */
 MT_API mt_status mt_layer_norm(mt_tensor *x, mt_tensor *weight, mt_tensor *bias, int nnorm, double eps,
                                mt_tensor **result, mt_tensor **mean, mt_tensor **rstd);
+/* PyTorch's nll_loss: input (C) or (N, C) of log-probabilities (float32, float64), target () or (N) of
+ * int64 classes counted from index_base, weight NULL or (C); targets equal to ignore_index count
+ * for nothing; reduction 0 none ((N) or ()), 1 mean (divided by the sum of the counted targets'
+ * weights, which comes back in total_weight when not NULL), 2 sum. */
+MT_API mt_status mt_nll_loss(mt_tensor *input, mt_tensor *target, mt_tensor *weight, int64_t ignore_index,
+                             int reduction, int64_t index_base, mt_tensor **result, double *total_weight);
 
 #ifdef __cplusplus
 }

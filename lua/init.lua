@@ -83,8 +83,9 @@ local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'l
 for _, name in ipairs(modules) do
   require('moontorch.ops.' .. name).install(torch)
 end
--- issue 12, the modules part: torch.layer_norm (the fused layer norm)
+-- issue 12, the modules part: torch.layer_norm, torch.nll_loss (fused ops)
 require('moontorch.ops.norm').install(torch)
+require('moontorch.ops.loss').install(torch)
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
 require('moontorch.ops.list').install_aliases(torch, T.methods)
 require('moontorch.format').install(torch)

@@ -301,6 +301,16 @@ add('IndexPutBackward0', function(x, v) return nl(x):index_put_({ long({ 3, 1 })
   function() return { r(3, 4), r(2, 4) } end, { gg = true })
 add('IndexPutBackward0', function(x, v) return nl(x):index_put_({ long({ 3, 1, 3 }) }, v, { accumulate = true }) end,
   function() return { rt(3, 4), r(4) } end, { gg = true })
+-- nll_loss: mean with weights and an ignored target, sum, none, a 1-D input; second derivatives too
+local tgt = long({ 2, 4, 1 })
+local nll_w = torch.tensor({ 0.5, 1.5, 2.0, 1.0 }, { dtype = f64 })
+add('NllLossBackward0', function(x) return torch.nll_loss(x, tgt, nll_w, 1) end,
+  function() return { r(3, 4) } end, { gg = true })
+add('NllLossBackward0', function(x) return torch.nll_loss(torch.log_softmax(x, 2), tgt, nil, nil, 'sum') end,
+  function() return { r(3, 4) } end, { gg = true })
+add('NllLossBackward0', function(x) return torch.nll_loss(x, tgt, { reduction = 'none' }) end,
+  function() return { rt(3, 4) } end, { gg = true })
+add('NllLossBackward0', function(x) return torch.nll_loss(x, long(3)) end, function() return { r(4) } end, { gg = true })
 add('IndexPutBackward0', function(x, v) return nl(x):index_put_({ m34 }, v) end, function() return { r(3, 4), r() } end)
 add('IndexPutBackward0', function(x, v)
   local y = nl(x)

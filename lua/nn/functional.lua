@@ -673,6 +673,7 @@ end
 
 -- nll_loss(input, target, weight=nil, {ignore_index=-100, reduction='mean'}): input (C), (N, C) or
 -- (N, C, d1, ...) of log-probabilities, target of 1-based classes: (), (N) or (N, d1, ...)
+local loss_ops = require 'moontorch.ops.loss'
 local nll_names = { 'weight', 'size_average', 'ignore_index', 'reduce', 'reduction' }
 local function nll(fn, input, target, weight, ignore, reduction)
   local nd = input:dim()
@@ -706,6 +707,11 @@ local function nll(fn, input, target, weight, ignore, reduction)
       bad(fn, ('weight tensor should be defined either for all %d classes or no classes but got weight tensor of shape: %s')
         :format(c, size_str(weight)))
     end
+  end
+  -- (C) and (N, C) in float32 or float64: the core's nll_loss (one kernel each way)
+  local dt = input.dtype
+  if nd <= 2 and (dt == torch.float32 or dt == torch.float64) and (weight == nil or weight.dtype == dt) then
+    return loss_ops.nll_for('nn.functional.' .. fn, input, target, weight, ignore, reduction)
   end
   -- classes last, flattened: x (M, C), t (M)
   local x, t = input, target:reshape(-1)

@@ -270,6 +270,13 @@ case('layer_norm', { lua = function(I) return torch.layer_norm(I.BA, { 3 }, I.V,
   py = 'torch.layer_norm(BA, [3], V, V * 0.5)', grad = { 'BA', 'V' } })
 case('layer_norm', { lua = function(I) return torch.layer_norm(I.BA, { 2, 3 }, nil, nil, 1e-3) end,
   py = 'torch.layer_norm(BA, [2, 3], None, None, 1e-3)', grad = { 'BA' } })
+-- nll_loss: targets 1-based here, 0-based in Python (X); mean, weighted sum, none with ignore_index
+case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X) end,
+  py = 'torch.nn.functional.nll_loss(A, X)', grad = { 'A' } })
+case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X, I.V, nil, 'sum') end,
+  py = "torch.nn.functional.nll_loss(A, X, weight=V, reduction='sum')", grad = { 'A' } })
+case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X, { weight = I.V, ignore_index = 1, reduction = 'none' }) end,
+  py = "torch.nn.functional.nll_loss(A, X, weight=V, ignore_index=0, reduction='none')", grad = { 'A' } })
 
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.

@@ -1,0 +1,45 @@
+-- torch.nll_loss(input, target, weight=nil, ignore_index=-100, reduction='mean'): the core's
+-- negative log-likelihood (core/ops/loss.c: one kernel each way, grad_fn NllLossBackward0) over
+-- an input (C) or (N, C) of log-probabilities and int64 targets of 1-based classes.
+-- nn.functional.nll_loss and cross_entropy run it (issue 12, the modules part).
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local is_tensor, take, outp, is_opts = T.is_tensor, T.take, T.outp, T.is_opts
+local type = type
+
+local M = {}
+local REDUCTION = { none = 0, mean = 1, sum = 2 }
+
+function M.nll_loss(input, target, weight, ignore_index, reduction)
+  if is_opts(weight) then
+    local o = weight
+    weight, ignore_index, reduction = o.weight, o.ignore_index, o.reduction
+  end
+  if not is_tensor(input) then fail('nll_loss', 'input must be a tensor (got ' .. type(input) .. ')') end
+  if not is_tensor(target) then fail('nll_loss', 'target must be a tensor (got ' .. type(target) .. ')') end
+  local r = REDUCTION[reduction or 'mean']
+  if not r then fail('nll_loss', tostring(reduction) .. ' is not a valid value for reduction') end
+  ignore_index = ignore_index or -100
+  if type(ignore_index) ~= 'number' or ignore_index % 1 ~= 0 then fail('nll_loss', 'ignore_index must be an integer') end
+  if C.mt_nll_loss(input, target, weight, ignore_index, r, 1, outp, nil) ~= 0 then raise_last() end
+  return take()
+end
+
+-- for nn.functional: the same call, a failure named after `op` (nn.functional.cross_entropy, ...)
+local ffi = require 'ffi'
+function M.nll_for(op, input, target, weight, ignore_index, reduction)
+  if C.mt_nll_loss(input, target, weight, ignore_index, REDUCTION[reduction], 1, outp, nil) ~= 0 then
+    local msg = ffi.string(C.mt_last_error()):gsub('^nll_loss: ', '')
+    fail(op, msg)
+  end
+  return take()
+end
+
+function M.install(torch)
+  torch.nll_loss = M.nll_loss
+end
+
+return M
