@@ -102,7 +102,14 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
   X(nll_loss, (mt_tensor * out, double *total_weight, const mt_tensor *input, const mt_tensor *target,             \
                const mt_tensor *weight, int64_t ignore_index, int reduction, int64_t base))                        \
   X(nll_loss_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *target, const mt_tensor *weight,     \
-                        int64_t ignore_index, int reduction, double total_weight, int64_t base))
+                        int64_t ignore_index, int reduction, double total_weight, int64_t base))          \
+  /* ctc.c (issue 12): per-sample CTC losses (out (N)) and their gradient (gin (T, N, C)); blank 0-based */         \
+  X(ctc_loss, (mt_tensor * out, const mt_tensor *log_probs, const mt_tensor *targets,                              \
+               const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank, int zero_infinity,  \
+               int64_t base))                                                                                      \
+  X(ctc_loss_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *log_probs, const mt_tensor *targets, \
+                        const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank,            \
+                        int64_t base))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -458,7 +458,8 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                                   \
   /* issue 12, the modules part: the fused layer norm (core/ops/norm.c) */                                          \
   X(LAYER_NORM, layer_norm, OP, 3, DIFF, layer_norm, CUSTOM, "", "")                                                 \
-  X(NLL_LOSS, nll_loss, OP, 3, DIFF, nll_loss, CUSTOM, "", "")
+  X(NLL_LOSS, nll_loss, OP, 3, DIFF, nll_loss, CUSTOM, "", "")                                                     \
+  X(CTC_LOSS, ctc_loss, OP, 4, DIFF, ctc_loss, CUSTOM, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -948,6 +949,13 @@ MT_API mt_status mt_layer_norm(mt_tensor *x, mt_tensor *weight, mt_tensor *bias,
  * weights, which comes back in total_weight when not NULL), 2 sum. */
 MT_API mt_status mt_nll_loss(mt_tensor *input, mt_tensor *target, mt_tensor *weight, int64_t ignore_index,
                              int reduction, int64_t index_base, mt_tensor **result, double *total_weight);
+/* PyTorch's ctc_loss with reduction 'none': each sample's negative log-likelihood of its target
+ * under CTC. log_probs (T, N, C) float32 or float64; targets (N, S) int64 classes counted from
+ * index_base (padded past each target length); input_lengths, target_lengths (N) int64; blank a
+ * class counted from index_base; zero_infinity: an infeasible sample's inf loss becomes 0. */
+MT_API mt_status mt_ctc_loss(mt_tensor *log_probs, mt_tensor *targets, mt_tensor *input_lengths,
+                             mt_tensor *target_lengths, int64_t blank, int zero_infinity, int64_t index_base,
+                             mt_tensor **result);
 
 #ifdef __cplusplus
 }

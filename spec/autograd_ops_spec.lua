@@ -311,6 +311,13 @@ add('NllLossBackward0', function(x) return torch.nll_loss(torch.log_softmax(x, 2
 add('NllLossBackward0', function(x) return torch.nll_loss(x, tgt, { reduction = 'none' }) end,
   function() return { rt(3, 4) } end, { gg = true })
 add('NllLossBackward0', function(x) return torch.nll_loss(x, long(3)) end, function() return { r(4) } end, { gg = true })
+-- ctc_loss (first derivatives only: PyTorch has no double backward for it either)
+add('CtcLossBackward0', function(x)
+  return torch.ctc_loss(x, long({ { 2, 3, 3 }, { 4, 1, 1 } }), { 5, 4 }, { 3, 1 }, { reduction = 'none' })
+end, function() return { r(5, 2, 4) } end)
+add('CtcLossBackward0', function(x)
+  return torch.ctc_loss(x:log_softmax(3), long({ 2, 3, 2 }), { 4, 3 }, { 2, 1 }, { blank = 4, reduction = 'none' })
+end, function() return { r(4, 2, 4) } end)
 add('IndexPutBackward0', function(x, v) return nl(x):index_put_({ m34 }, v) end, function() return { r(3, 4), r() } end)
 add('IndexPutBackward0', function(x, v)
   local y = nl(x)

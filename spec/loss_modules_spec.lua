@@ -246,3 +246,29 @@ describe('loss modules: construction, printing, meta, errors', function()
     end
   end)
 end)
+
+describe('the core\'s nll_loss and ctc_loss', function()
+  it('give PyTorch\'s grad_fn names and leave no tensors or nodes behind', function()
+    local tensor = require 'moontorch.tensor'
+    collectgarbage()
+    tensor.sweep()
+    local before, nodes = torch._C.mt_get_stats().live_tensors, torch._C.mt_live_nodes()
+    do
+      local x = torch.randn({ 4, 5 }):requires_grad_()
+      local l = F.cross_entropy(x, torch.tensor({ 1, 5, 2, 2 }, i64))
+      assert.are.equal('NllLossBackward0', l.grad_fn:name())
+      l:backward()
+      local lp = torch.randn({ 6, 2, 4 }):log_softmax(3):detach():requires_grad_()
+      local c = F.ctc_loss(lp, torch.tensor({ { 2, 3 }, { 4, 4 } }, i64), { 6, 5 }, { 2, 2 }, { reduction = 'none' })
+      assert.are.equal('CtcLossBackward0', c.grad_fn:name())
+      c:sum():backward()
+      local g = torch.autograd.grad({ F.nll_loss(x:log_softmax(2), torch.tensor({ 1, 2, 3, 4 }, i64)) }, { x },
+        { create_graph = true })[1]
+      g:square():sum():backward()
+    end
+    collectgarbage()
+    tensor.sweep()
+    assert.are.equal(before, torch._C.mt_get_stats().live_tensors)
+    assert.are.equal(nodes, torch._C.mt_live_nodes())
+  end)
+end)

@@ -9,6 +9,7 @@ local core = require 'moontorch.ffi'
 local T = require 'moontorch.tensor'
 local Mod = require 'moontorch.nn.Module'
 local A = require 'moontorch.nn.modargs'
+local loss_ops = require 'moontorch.ops.loss'
 
 local fail, is_tensor = core.fail, T.is_tensor
 local Module = Mod.Module
@@ -165,13 +166,13 @@ end
 
 -- ctc_loss(log_probs (T, N, C) or (T, C), targets (N, S) or the N target sequences concatenated
 -- (1-D), input_lengths (N), target_lengths (N), blank=1, reduction='mean', zero_infinity=false):
--- the negative log-likelihood of each target under the alignments of CTC (forward algorithm over
--- the targets with blanks interleaved, in log space). 'mean' divides each loss by its target
+-- the negative log-likelihood of each target under the alignments of CTC, computed by the core's
+-- ctc_loss (core/tensor/ctc.c: the forward and backward variables in log space, grad_fn
+-- CtcLossBackward0; not twice differentiable, as in PyTorch). 'mean' divides each loss by its target
 -- length (at least 1) and then averages over the batch. The gradient is the true derivative with
 -- respect to log_probs; PyTorch's kernel returns it plus exp(log_probs), which is the same once it
 -- has gone back through the log_softmax that produced log_probs. An infeasible sample (input
 -- shorter than its target needs) has loss inf and gradient 0 (PyTorch's gradient there is NaN).
-local NEG = -1e30 -- log(0) for the recursion: finite, so that unreachable paths get zero gradient
 function M.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   local fn = 'nn.functional.ctc_loss'
   need(fn, log_probs, 'log_probs'); need(fn, targets, 'targets')
@@ -241,64 +242,19 @@ function M.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
       end
     end
   end
-  -- the extended labels (blank, l1, blank, l2, ..., blank), padded with blank to the longest
-  local lmax = 2 * smax + 1
-  local ext, skip, init, feasible = {}, {}, {}, {}
+  -- the core's kernel (core/tensor/ctc.c) on the targets padded to the longest
+  local width = math.max(smax, 1)
+  local padded = {}
   for n = 1, nb do
-    local s = seqs[n]
-    local len = 2 * #s + 1
-    local repeats = 0
-    for i = 2, #s do if s[i] == s[i - 1] then repeats = repeats + 1 end end
-    feasible[n] = il[n] >= #s + repeats and (il[n] > 0 or #s == 0)
-    for j = 1, lmax do
-      local lab = (j % 2 == 0 and j <= len) and s[j / 2] or blank
-      ext[(n - 1) * lmax + j] = lab
-      local ok = j >= 3 and j % 2 == 0 and j <= len and s[j / 2] ~= s[j / 2 - 1]
-      skip[(n - 1) * lmax + j] = ok and 0 or NEG
-      init[(n - 1) * lmax + j] = (j <= 2 and j <= len) and 0 or NEG
-    end
-  end
-  local fopts = { dtype = lp.dtype }
-  local ext_t = torch.tensor(ext, { dtype = torch.int64 }):reshape(nb, lmax)
-  local skip_t = torch.tensor(skip, fopts):reshape(nb, lmax)
-  -- emissions: (T, N, lmax)
-  local em = lp:gather(3, ext_t:unsqueeze(1):expand(tmax, nb, lmax))
-  local alpha = em[1] + torch.tensor(init, fopts):reshape(nb, lmax)
-  local neg1 = torch.full({ nb, 1 }, NEG, fopts)
-  local neg2 = torch.full({ nb, 2 }, NEG, fopts)
-  for t = 2, tmax do
-    local act = {}
-    local any = false
-    for n = 1, nb do
-      act[n] = il[n] >= t
-      any = any or act[n]
-    end
-    if not any then break end
-    local a1 = lmax > 1 and torch.cat({ neg1, alpha:narrow(2, 1, lmax - 1) }, 2) or neg1
-    local a2 = lmax > 2 and torch.cat({ neg2, alpha:narrow(2, 1, lmax - 2) }, 2) + skip_t or torch.full({ nb, lmax }, NEG, fopts)
-    local nxt = torch.stack({ alpha, a1, a2 }, 3):logsumexp(3) + em[t]
-    alpha = torch.where(torch.tensor(act):unsqueeze(2), nxt, alpha)
-  end
-  -- the last two positions of each sample's extended labels
-  local last, prev, has_prev = {}, {}, {}
-  for n = 1, nb do
-    local len = 2 * tl[n] + 1
-    last[n], prev[n], has_prev[n] = len, math.max(len - 1, 1), len > 1 and 0 or NEG
+    for i = 1, width do padded[(n - 1) * width + i] = seqs[n][i] or 1 end
   end
   local i64 = { dtype = torch.int64 }
-  local ends = torch.stack({ alpha:gather(2, torch.tensor(last, i64):unsqueeze(2)):squeeze(2),
-    alpha:gather(2, torch.tensor(prev, i64):unsqueeze(2)):squeeze(2) + torch.tensor(has_prev, fopts) }, 2)
-  local loss = -ends:logsumexp(2)
-  -- infeasible alignments (input too short): inf, or 0 with zero_infinity, with zero gradient
-  local inf_mask, any_inf = {}, false
-  for n = 1, nb do
-    inf_mask[n] = not feasible[n]
-    any_inf = any_inf or inf_mask[n]
+  local fopts = { dtype = lp.dtype }
+  if lp.dtype ~= torch.float32 and lp.dtype ~= torch.float64 then
+    fail(fn, ('expected float32 or float64 log_probs, got %s'):format(tostring(lp.dtype)))
   end
-  if any_inf then
-    local m = torch.tensor(inf_mask)
-    loss = torch.where(m, torch.full({}, zero_inf and 0 or math.huge, fopts), loss)
-  end
+  local loss = loss_ops.ctc_raw(lp, torch.tensor(padded, i64):reshape(nb, width), torch.tensor(il, i64),
+    torch.tensor(tl, i64), blank, zero_inf)
   if r == 'none' then return batched and loss or loss:squeeze(1) end
   if r == 'sum' then return loss:sum() end
   local div = {}

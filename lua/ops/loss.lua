@@ -38,8 +38,22 @@ function M.nll_for(op, input, target, weight, ignore_index, reduction)
   return take()
 end
 
+-- the core's ctc_loss (reduction 'none'): log_probs (T, N, C), targets (N, S) int64 1-based
+-- classes, lengths (N) int64, blank 1-based; nn.functional.ctc_loss does the checks first and the
+-- reductions after
+function M.ctc_raw(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity)
+  if C.mt_ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity and 1 or 0, 1, outp) ~= 0 then
+    local msg = ffi.string(C.mt_last_error()):gsub('^ctc_loss: ', '')
+    fail('nn.functional.ctc_loss', msg)
+  end
+  return take()
+end
+
 function M.install(torch)
   torch.nll_loss = M.nll_loss
+  -- torch.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=1, reduction='mean',
+  -- zero_infinity=false): nn.functional.ctc_loss
+  torch.ctc_loss = function(...) return require('moontorch.nn').functional.ctc_loss(...) end
 end
 
 return M

@@ -277,6 +277,16 @@ case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X, I.V, nil, '
   py = "torch.nn.functional.nll_loss(A, X, weight=V, reduction='sum')", grad = { 'A' } })
 case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X, { weight = I.V, ignore_index = 1, reduction = 'none' }) end,
   py = "torch.nn.functional.nll_loss(A, X, weight=V, ignore_index=0, reduction='none')", grad = { 'A' } })
+-- ctc_loss on BA as (T=2, N=2, C=3) log-probabilities: targets 1-based here (blank 1), 0-based in Python
+case('ctc_loss', { lua = function(I)
+    return torch.ctc_loss(I.BA, torch.tensor({ { 2, 3 }, { 3, 1 } }, { dtype = torch.int64, device = I.device }), { 2, 2 }, { 2, 1 },
+      { blank = 1, reduction = 'none' })
+  end,
+  py = "torch.nn.functional.ctc_loss(BA, torch.tensor([[1, 2], [2, 0]]), [2, 2], [2, 1], reduction='none')", grad = { 'BA' } })
+case('ctc_loss', { lua = function(I)
+    return torch.ctc_loss(I.BA, torch.tensor({ 3, 2, 3 }, { dtype = torch.int64, device = I.device }), { 2, 2 }, { 1, 2 }, { blank = 1 })
+  end,
+  py = "torch.nn.functional.ctc_loss(BA, torch.tensor([2, 1, 2]), [2, 2], [1, 2], zero_infinity=False)", grad = { 'BA' } })
 
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
