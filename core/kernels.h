@@ -109,7 +109,13 @@ enum { MT_INDEX_ADD, MT_INDEX_COPY };
                int64_t base))                                                                                      \
   X(ctc_loss_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *log_probs, const mt_tensor *targets, \
                         const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank,            \
-                        int64_t base))
+                        int64_t base))                                                                             \
+  /* bag.c (issue 12): embedding_bag's segment reduce (pad: 0-based row or -1) and its backward */                  \
+  X(embedding_bag, (mt_tensor * out, mt_tensor *max_arg, const mt_tensor *weight, const mt_tensor *indices,        \
+                    const mt_tensor *starts, const mt_tensor *psw, int mode, int64_t pad, int64_t base))          \
+  X(embedding_bag_backward, (mt_tensor * gw, mt_tensor *gpsw, const mt_tensor *g, const mt_tensor *weight,        \
+                             const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,             \
+                             const mt_tensor *max_arg, int mode, int64_t pad, int64_t base, int scale_grad_by_freq))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -459,7 +459,8 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   /* issue 12, the modules part: the fused layer norm (core/ops/norm.c) */                                          \
   X(LAYER_NORM, layer_norm, OP, 3, DIFF, layer_norm, CUSTOM, "", "")                                                 \
   X(NLL_LOSS, nll_loss, OP, 3, DIFF, nll_loss, CUSTOM, "", "")                                                     \
-  X(CTC_LOSS, ctc_loss, OP, 4, DIFF, ctc_loss, CUSTOM, "", "")
+  X(CTC_LOSS, ctc_loss, OP, 4, DIFF, ctc_loss, CUSTOM, "", "")                                                     \
+  X(EMBEDDING_BAG, embedding_bag, OP, 4, DIFF, embedding_bag, CUSTOM, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -956,6 +957,14 @@ MT_API mt_status mt_nll_loss(mt_tensor *input, mt_tensor *target, mt_tensor *wei
 MT_API mt_status mt_ctc_loss(mt_tensor *log_probs, mt_tensor *targets, mt_tensor *input_lengths,
                              mt_tensor *target_lengths, int64_t blank, int zero_infinity, int64_t index_base,
                              mt_tensor **result);
+/* PyTorch's embedding_bag: weight (V, D) float32 or float64, indices (n) int64 rows counted from
+ * index_base, starts (B + 1) int64: bag b holds entries starts[b] .. starts[b + 1] - 1 (0-based
+ * positions, starts[0] = 0); mode 0 sum (times per_sample_weights (n) when not NULL), 1 mean, 2 max;
+ * entries at padding_idx (when has_padding) are left out; an empty bag gives zeros; the result is
+ * (B, D). scale_grad_by_freq divides each row's gradient by its count among the indices. */
+MT_API mt_status mt_embedding_bag(mt_tensor *weight, mt_tensor *indices, mt_tensor *starts,
+                                  mt_tensor *per_sample_weights, int mode, int has_padding, int64_t padding_idx,
+                                  int scale_grad_by_freq, int64_t index_base, mt_tensor **result);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,8 @@ extern const mt_node_kind *const mt_elementwise_kinds[], *const mt_copy_kinds[],
 void mt_grad_register_norm(mt_autograd_ops *t);
 void mt_grad_register_loss(mt_autograd_ops *t);
 void mt_grad_register_ctc(mt_autograd_ops *t);
-extern const mt_node_kind *const mt_norm_kinds[], *const mt_loss_kinds[], *const mt_ctc_kinds[];
+void mt_grad_register_bag(mt_autograd_ops *t);
+extern const mt_node_kind *const mt_norm_kinds[], *const mt_loss_kinds[], *const mt_ctc_kinds[], *const mt_bag_kinds[];
 
 __attribute__((constructor)) static void grad_register(void) {
   mt_autograd_release = mt_meta_free;
@@ -33,6 +34,7 @@ __attribute__((constructor)) static void grad_register(void) {
   mt_grad_register_norm(&mt_autograd); /* issue 12, the modules part */
   mt_grad_register_loss(&mt_autograd);
   mt_grad_register_ctc(&mt_autograd);
+  mt_grad_register_bag(&mt_autograd);
 }
 
 /* ---------------------------------------------------------------- the list of names */
@@ -70,6 +72,7 @@ static void build_names(void) {
   add_kinds(mt_norm_kinds); /* issue 12, the modules part */
   add_kinds(mt_loss_kinds);
   add_kinds(mt_ctc_kinds);
+  add_kinds(mt_bag_kinds);
 }
 
 int mt_grad_op_count(void) {

@@ -35,7 +35,7 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
   X(sort) X(topk) X(flip) X(roll) X(repeat) X(repeat_interleave)                                                 \
   X(mm) X(bmm) X(mv) X(matmul) X(dot) X(addmm) X(baddbmm) X(outer)                                             \
   /* issue 12, the modules part */                                                                              \
-  X(layer_norm) X(nll_loss) X(ctc_loss)
+  X(layer_norm) X(nll_loss) X(ctc_loss) X(embedding_bag)
 
 #define MT_AUTOGRAD_FIELD_(name) __typeof__(mt_##name) *name;
 typedef struct mt_autograd_ops {

@@ -6,6 +6,7 @@ local core = require 'moontorch.ffi'
 local T = require 'moontorch.tensor'
 local Mod = require 'moontorch.nn.Module'
 local A = require 'moontorch.nn.modargs'
+local loss_ops = require 'moontorch.ops.loss'
 local layers = require 'moontorch.nn.layers'
 
 local fail, is_tensor = core.fail, T.is_tensor
@@ -109,7 +110,8 @@ end
 -- mode='mean', sparse=false, per_sample_weights=nil, include_last_offset=false, padding_idx=nil):
 -- the sums, means or maxima of the bags of rows. A 2-D input (B, N) is B bags of N indices; a 1-D
 -- input is cut into bags at offsets (1-based starts; include_last_offset: the last one is the
--- end). Entries at padding_idx are left out of their bag; an empty bag gives zeros.
+-- end). Entries at padding_idx are left out of their bag; an empty bag gives zeros. The reduce is
+-- the core's embedding_bag (core/tensor/bag.c, grad_fn EmbeddingBagBackward0).
 local bag_names = { 'offsets', 'max_norm', 'norm_type', 'scale_grad_by_freq', 'mode', 'sparse',
   'per_sample_weights', 'include_last_offset', 'padding_idx' }
 function M.embedding_bag(input, weight, ...)
@@ -146,6 +148,7 @@ function M.embedding_bag(input, weight, ...)
     fail(fn, ("per_sample_weights was not None. per_sample_weights is only supported for mode='sum' " ..
       "(got mode='%s'). Please open a feature request on GitHub."):format(tostring(mode)))
   end
+  if v.scale_grad_by_freq and mode == 'max' then fail(fn, 'max mode does not support scaling the gradient by the frequency') end
   if v.sparse then fail(fn, 'sparse gradients are not supported (sparse=true)') end
   check_indices(fn, input, 'embedding_bag')
   if flat.dtype ~= torch.int64 then flat = flat:to(torch.int64) end
@@ -185,59 +188,15 @@ function M.embedding_bag(input, weight, ...)
   if weight.is_meta or input.is_meta then
     return torch.empty({ nbags, dim }, { dtype = weight.dtype, device = weight.device })
   end
-  local idx = n > 0 and flat:tolist() or {}
-  for i = 1, #idx do
-    if idx[i] < 1 or idx[i] > num then fail(fn, 'index out of range in self') end
+  if v.max_norm ~= nil then
+    if n > 0 and (flat:min():item() < 1 or flat:max():item() > num) then fail(fn, 'index out of range in self') end
+    renorm_(weight, flat, A.number(fn, 'max_norm', v.max_norm), A.number(fn, 'norm_type', v.norm_type, 2))
   end
-  if v.max_norm ~= nil then renorm_(weight, flat, A.number(fn, 'max_norm', v.max_norm), A.number(fn, 'norm_type', v.norm_type, 2)) end
-  -- each entry's bag (entries past the last bag, with include_last_offset, belong to none)
-  local bag_of, count, maxlen = {}, {}, 0
-  for b = 1, nbags do
-    local c = 0
-    for i = starts[b], starts[b + 1] - 1 do
-      if idx[i] ~= padding_idx then
-        bag_of[#bag_of + 1] = { i, b }
-        c = c + 1
-      end
-    end
-    count[b] = c
-    if c > maxlen then maxlen = c end
-  end
-  local opts = { dtype = weight.dtype, device = weight.device }
-  if #bag_of == 0 then
-    local z = torch.zeros({ nbags, dim }, opts)
-    if weight.requires_grad then z = z + weight:sum() * 0 end -- (a zero gradient, as PyTorch gives)
-    return z
-  end
-  local pos, bag = {}, {}
-  for j, e in ipairs(bag_of) do pos[j], bag[j] = e[1], e[2] end
-  local pos_t = torch.tensor(pos, { dtype = torch.int64 })
-  local rows = weight:index_select(1, flat:index_select(1, pos_t))
-  if v.scale_grad_by_freq then rows = scale_by_freq(rows, flat:index_select(1, pos_t)) end
-  if mode == 'max' then
-    -- a dense (bags, longest bag) table of rows, -inf where a bag is shorter, reduced by amax
-    local filler = #pos + 1
-    local at = {}
-    local j = 1
-    for b = 1, nbags do
-      for l = 1, maxlen do at[(b - 1) * maxlen + l] = l <= count[b] and (j + l - 1) or filler end
-      j = j + count[b]
-    end
-    local ext = torch.cat({ rows, torch.full({ 1, dim }, -math.huge, opts) }, 1)
-    local dense = ext:index_select(1, torch.tensor(at, { dtype = torch.int64 })):reshape(nbags, maxlen, dim)
-    local out = dense:amax(2)
-    local empty = {}
-    for b = 1, nbags do empty[b] = count[b] == 0 end
-    return torch.where(torch.tensor(empty):unsqueeze(2), torch.zeros({}, opts), out)
-  end
-  if psw ~= nil then rows = rows * psw:index_select(1, pos_t):unsqueeze(2):to(rows.dtype) end
-  local out = torch.zeros({ nbags, dim }, opts):index_add(1, torch.tensor(bag, { dtype = torch.int64 }), rows)
-  if mode == 'mean' then
-    local div = {}
-    for b = 1, nbags do div[b] = math.max(count[b], 1) end
-    out = out / torch.tensor(div, opts):unsqueeze(2)
-  end
-  return out
+  -- the core's segment reduce (core/tensor/bag.c) over the bags' 0-based boundaries
+  local bounds = {}
+  for b = 1, nbags + 1 do bounds[b] = starts[b] - 1 end
+  if psw ~= nil and psw.dtype ~= weight.dtype then psw = psw:to(weight.dtype) end
+  return loss_ops.bag_raw(weight, flat, bounds, psw, mode, padding_idx, v.scale_grad_by_freq == true)
 end
 
 ------------------------------------------------------------------------------ Embedding

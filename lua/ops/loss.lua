@@ -49,11 +49,27 @@ function M.ctc_raw(log_probs, targets, input_lengths, target_lengths, blank, zer
   return take()
 end
 
+-- the core's embedding_bag: starts a Lua array of the B + 1 bag boundaries (0-based entry positions)
+local MODES = { sum = 0, mean = 1, max = 2 }
+local i64 = nil
+function M.bag_raw(weight, indices, starts, psw, mode, padding_idx, scale_grad_by_freq)
+  i64 = i64 or { dtype = require('moontorch').int64 }
+  local st = require('moontorch').tensor(starts, i64)
+  if C.mt_embedding_bag(weight, indices, st, psw, MODES[mode], padding_idx and 1 or 0, padding_idx or 0,
+    scale_grad_by_freq and 1 or 0, 1, outp) ~= 0 then
+    local msg = ffi.string(C.mt_last_error()):gsub('^embedding_bag: ', '')
+    fail('nn.functional.embedding_bag', msg)
+  end
+  return take()
+end
+
 function M.install(torch)
   torch.nll_loss = M.nll_loss
   -- torch.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=1, reduction='mean',
   -- zero_infinity=false): nn.functional.ctc_loss
   torch.ctc_loss = function(...) return require('moontorch.nn').functional.ctc_loss(...) end
+  -- torch.embedding_bag(input, weight, offsets, ...): nn.functional.embedding_bag (the bags' result only)
+  torch.embedding_bag = function(input, weight, ...) return require('moontorch.nn').functional.embedding_bag(input, weight, ...) end
 end
 
 return M

@@ -287,6 +287,17 @@ case('ctc_loss', { lua = function(I)
     return torch.ctc_loss(I.BA, torch.tensor({ 3, 2, 3 }, { dtype = torch.int64, device = I.device }), { 2, 2 }, { 1, 2 }, { blank = 1 })
   end,
   py = "torch.nn.functional.ctc_loss(BA, torch.tensor([2, 1, 2]), [2, 2], [1, 2], zero_infinity=False)", grad = { 'BA' } })
+-- embedding_bag over the rows of S (3 x 3): indices L (1-based here), bags {1, 2} and {3}; sum with
+-- per-sample weights, max; offsets 1-based here, 0-based in Python
+case('embedding_bag', { lua = function(I)
+    return torch.embedding_bag(I.L, I.S, torch.tensor({ 1, 3 }, { dtype = torch.int64, device = I.device }),
+      { mode = 'sum', per_sample_weights = I.V })
+  end,
+  py = "torch.nn.functional.embedding_bag(L, S, torch.tensor([0, 2]), mode='sum', per_sample_weights=V)", grad = { 'S', 'V' } })
+case('embedding_bag', { lua = function(I)
+    return torch.embedding_bag(I.L, I.S, torch.tensor({ 1, 2 }, { dtype = torch.int64, device = I.device }), { mode = 'max' })
+  end,
+  py = "torch.nn.functional.embedding_bag(L, S, torch.tensor([0, 1]), mode='max')", grad = { 'S' } })
 
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
