@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* the row loops are built twice, for AVX2+FMA and for the baseline, the CPU's picked as the
  * library loads (GCC's function multiversioning) */
@@ -27,52 +28,73 @@ typedef struct ln_job {
   int want_gw, want_gb;
 } ln_job;
 
-/* Row sums in double with eight independent accumulators (so that the compiler can vectorise
- * them: a single accumulator is one long chain of dependent additions). */
+/* Row sums in double over vectors of four lanes, two vectors at a time (GCC's vector extensions:
+ * AVX registers in the AVX2 build, pairs of SSE ones in the baseline; a single scalar accumulator
+ * would be one long chain of dependent additions). */
+/* (the helpers are inlined into each clone: no vector crosses a call, whatever -Wpsabi fears) */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float ln_v4f __attribute__((vector_size(16)));
+typedef double ln_v4d __attribute__((vector_size(32)));
+static inline ln_v4d ln_ld4_float(const float *p) {
+  ln_v4f v;
+  memcpy(&v, p, sizeof v);
+  return __builtin_convertvector(v, ln_v4d);
+}
+static inline ln_v4d ln_ld4_double(const double *p) {
+  ln_v4d v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline double ln_hsum(ln_v4d a, ln_v4d b) {
+  ln_v4d c = a + b;
+  return (c[0] + c[1]) + (c[2] + c[3]);
+}
+
 #define LN_SUMS(T)                                                                                \
   static inline double ln_sum_##T(const T *restrict x, int64_t n) {                               \
-    double a[8] = {0};                                                                            \
+    ln_v4d a = {0, 0, 0, 0}, b = {0, 0, 0, 0};                                                    \
     int64_t i = 0;                                                                                \
-    for (; i + 8 <= n; i += 8)                                                                    \
-      for (int l = 0; l < 8; l++) a[l] += (double)x[i + l];                                       \
+    for (; i + 8 <= n; i += 8) {                                                                  \
+      a += ln_ld4_##T(x + i);                                                                     \
+      b += ln_ld4_##T(x + i + 4);                                                                 \
+    }                                                                                             \
     double s = 0;                                                                                 \
     for (; i < n; i++) s += (double)x[i];                                                         \
-    return s + ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                 \
+    return s + ln_hsum(a, b);                                                                     \
   }                                                                                               \
   static inline double ln_sqdev_##T(const T *restrict x, int64_t n, double mu) {                  \
-    double a[8] = {0};                                                                            \
+    ln_v4d a = {0, 0, 0, 0}, b = {0, 0, 0, 0}, m = {mu, mu, mu, mu};                              \
     int64_t i = 0;                                                                                \
-    for (; i + 8 <= n; i += 8)                                                                    \
-      for (int l = 0; l < 8; l++) {                                                               \
-        double d = (double)x[i + l] - mu;                                                         \
-        a[l] += d * d;                                                                            \
-      }                                                                                           \
+    for (; i + 8 <= n; i += 8) {                                                                  \
+      ln_v4d d = ln_ld4_##T(x + i) - m, e = ln_ld4_##T(x + i + 4) - m;                            \
+      a += d * d;                                                                                 \
+      b += e * e;                                                                                 \
+    }                                                                                             \
     double s = 0;                                                                                 \
     for (; i < n; i++) {                                                                          \
       double d = (double)x[i] - mu;                                                               \
       s += d * d;                                                                                 \
     }                                                                                             \
-    return s + ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                 \
+    return s + ln_hsum(a, b);                                                                     \
   }                                                                                               \
   /* sum of g * w (w NULL: 1) and of g * w * (x - mu) */                                          \
   static inline void ln_dots_##T(const T *restrict g, const T *restrict w, const T *restrict x,   \
                                  int64_t n, double mu, double *sg, double *sgx) {                 \
-    double a[8] = {0}, c[8] = {0};                                                                \
+    ln_v4d a = {0, 0, 0, 0}, c = {0, 0, 0, 0}, m = {mu, mu, mu, mu};                              \
     int64_t i = 0;                                                                                \
-    for (; i + 8 <= n; i += 8)                                                                    \
-      for (int l = 0; l < 8; l++) {                                                               \
-        double gh = (double)g[i + l] * (w ? (double)w[i + l] : 1.0);                              \
-        a[l] += gh;                                                                               \
-        c[l] += gh * ((double)x[i + l] - mu);                                                     \
-      }                                                                                           \
+    for (; i + 4 <= n; i += 4) {                                                                  \
+      ln_v4d gh = w ? ln_ld4_##T(g + i) * ln_ld4_##T(w + i) : ln_ld4_##T(g + i);                  \
+      a += gh;                                                                                    \
+      c += gh * (ln_ld4_##T(x + i) - m);                                                          \
+    }                                                                                             \
     double s = 0, t = 0;                                                                          \
     for (; i < n; i++) {                                                                          \
       double gh = (double)g[i] * (w ? (double)w[i] : 1.0);                                        \
       s += gh;                                                                                    \
       t += gh * ((double)x[i] - mu);                                                              \
     }                                                                                             \
-    *sg = s + ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                  \
-    *sgx = t + ((c[0] + c[1]) + (c[2] + c[3])) + ((c[4] + c[5]) + (c[6] + c[7]));                 \
+    *sg = s + (a[0] + a[1]) + (a[2] + a[3]);                                                      \
+    *sgx = t + (c[0] + c[1]) + (c[2] + c[3]);                                                     \
   }
 LN_SUMS(float)
 LN_SUMS(double)
@@ -133,20 +155,37 @@ mt_status mt_cpu_layer_norm(mt_tensor *out, mt_tensor *mean, mt_tensor *rstd, co
       for (int64_t r = r0; r < r1; r++) {                                                              \
         const T *restrict x = (const T *)j->x + r * n, *restrict g = (const T *)j->g + r * n;          \
         const double mu = (double)((const T *)j->mean)[r], rs = (double)((const T *)j->rstd)[r];       \
+        const T trs = (T)rs, tm = (T)mu;                                                               \
         if (j->gx) {                                                                                   \
           double sg, sgx;                                                                              \
           ln_dots_##T(g, w, x, n, mu, &sg, &sgx);                                                      \
           /* dx = rs * (gh - mean(gh) - xhat * mean(gh * xhat)), xhat = (x - mu) * rs */               \
-          const T a = (T)(sg / (double)n), k = (T)(sgx / (double)n * rs * rs), trs = (T)rs, tm = (T)mu; \
+          const T a = (T)(sg / (double)n), k = (T)(sgx / (double)n * rs * rs);                         \
           T *restrict gx = (T *)j->gx + r * n;                                                         \
+          if (w && j->want_gw && j->want_gb) {                                                         \
+            /* the usual case (affine, everything wanted): one pass */                                 \
+            for (int64_t i = 0; i < n; i++) {                                                          \
+              const T xc = x[i] - tm;                                                                  \
+              gx[i] = trs * (g[i] * w[i] - a - xc * k);                                                \
+              pw[i] += (double)(g[i] * (xc * trs));                                                    \
+              pb[i] += (double)g[i];                                                                   \
+            }                                                                                          \
+            continue;                                                                                  \
+          }                                                                                            \
           if (w)                                                                                       \
             for (int64_t i = 0; i < n; i++) gx[i] = trs * (g[i] * w[i] - a - (x[i] - tm) * k);         \
           else                                                                                         \
             for (int64_t i = 0; i < n; i++) gx[i] = trs * (g[i] - a - (x[i] - tm) * k);                \
         }                                                                                              \
-        if (j->want_gw)                                                                                \
-          for (int64_t i = 0; i < n; i++) pw[i] += (double)g[i] * (((double)x[i] - mu) * rs);          \
-        if (j->want_gb)                                                                                \
+        /* the weight and bias sums (xhat in T, as the forward's output used it) */                  \
+        if (j->want_gw && j->want_gb)                                                                  \
+          for (int64_t i = 0; i < n; i++) {                                                            \
+            pw[i] += (double)(g[i] * ((x[i] - tm) * trs));                                             \
+            pb[i] += (double)g[i];                                                                     \
+          }                                                                                            \
+        else if (j->want_gw)                                                                           \
+          for (int64_t i = 0; i < n; i++) pw[i] += (double)(g[i] * ((x[i] - tm) * trs));               \
+        else if (j->want_gb)                                                                           \
           for (int64_t i = 0; i < n; i++) pb[i] += (double)g[i];                                       \
       }                                                                                                \
     }                                                                                                  \
