@@ -257,6 +257,26 @@ if want(13) then
   end
 end
 
+-- issue 12, the modules part: the fused layer norm and the cross-entropy step
+-- (`luajit bench/run.lua norm_loss` runs it alone)
+if want('norm_loss') then
+  local o, t = {}, {}
+  for _ = 1, 2 do
+    for k, v in pairs(ours('norm_loss') or {}) do if not o[k] or v < o[k] then o[k] = v end end
+    for k, v in pairs(theirs('norm_loss') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+  end
+  for _, r in ipairs({ { 'ln_fwd_us', 'F.layer_norm, (1024, 256) float32, no grad' },
+    { 'ln_step_us', 'F.layer_norm, (1024, 256) float32, forward + backward' },
+    { 'ce_step_us', 'F.cross_entropy, (128, 10), forward + backward' },
+    { 'ce1k_step_us', 'F.cross_entropy, (128, 1000), forward + backward' } }) do
+    line('(norm_loss) ' .. r[2], o[r[1]], t[r[1]], 'us', 'lower')
+    rows[#rows + 1] = { '`' .. r[2]:gsub(', ', '`, ', 1), o[r[1]], t[r[1]], 'µs', 'lower', nil, nil }
+  end
+  if o.ln_composite_step_us then
+    print(('(norm_loss) layer norm step as tensor ops (before the fused op): %.1f us'):format(o.ln_composite_step_us))
+  end
+end
+
 -- (6) OPENBLAS_THREAD_TIMEOUT (with MT_BLAS=openblas, where it matters): core/blas.c sets 4 as it loads
 -- OpenBLAS unless the user set it; 28 is OpenBLAS's own default (threads spin ~2^28 cycles before sleeping)
 for _, n in ipairs(want(6) and { 384, 768 } or {}) do

@@ -320,6 +320,36 @@ def transformer(n):
                     layer(x)
         report('no_grad_forward_ms', best(nog, steps, 5) * 1e3)
 
+# ---- issue 12, the modules part
+def norm_loss(_):
+    # bench/workloads/norm_loss.lua: layer norm forward, forward + backward; cross-entropy steps
+    torch.manual_seed(0)
+    x = torch.randn(1024, 256)
+    xg = x.clone().requires_grad_()
+    w, b = torch.randn(256, requires_grad=True), torch.randn(256, requires_grad=True)
+    g = torch.randn(1024, 256)
+    F = torch.nn.functional
+    def fwd(k):
+        with torch.no_grad():
+            for _ in range(k):
+                y = F.layer_norm(x, (256,), w, b)
+    report('ln_fwd_us', best(fwd, 200) * 1e6)
+    def step(k):
+        for _ in range(k):
+            xg.grad = w.grad = b.grad = None
+            F.layer_norm(xg, (256,), w, b).backward(g)
+    report('ln_step_us', best(step, 200) * 1e6)
+    def ce(c):
+        logits = torch.randn(128, c, requires_grad=True)
+        target = torch.randint(0, c, (128,))
+        def f(k):
+            for _ in range(k):
+                logits.grad = None
+                F.cross_entropy(logits, target).backward()
+        return best(f, 500) * 1e6
+    report('ce_step_us', ce(10))
+    report('ce1k_step_us', ce(1000))
+
 if __name__ == '__main__':
     w = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else None

@@ -156,7 +156,30 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
   X(adadelta_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,         \
                     const mt_adadelta_settings *s))                                                                 \
   X(adamax_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,                \
-                  const mt_adamax_settings *s, double clr))
+                  const mt_adamax_settings *s, double clr))                                                            \
+  /* norm.c (issue 12, the modules part): m contiguous rows of n elements; w, b, mean, rstd NULL or contiguous */ \
+  X(layer_norm, (mt_tensor * out, mt_tensor *mean, mt_tensor *rstd, const mt_tensor *x, const mt_tensor *w,         \
+                 const mt_tensor *b, int64_t m, int64_t n, double eps))                                             \
+  X(layer_norm_backward, (mt_tensor * gx, mt_tensor *gw, mt_tensor *gb, const mt_tensor *g, const mt_tensor *x,     \
+                          const mt_tensor *mean, const mt_tensor *rstd, const mt_tensor *w, int64_t m, int64_t n)) \
+  /* loss.c (issue 12): nll_loss over an (n, c) contiguous input, targets int64 from `base` (checked here) */      \
+  X(nll_loss, (mt_tensor * out, double *total_weight, const mt_tensor *input, const mt_tensor *target,             \
+               const mt_tensor *weight, int64_t ignore_index, int reduction, int64_t base))                        \
+  X(nll_loss_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *target, const mt_tensor *weight,     \
+                        int64_t ignore_index, int reduction, double total_weight, int64_t base))          \
+  /* ctc.c (issue 12): per-sample CTC losses (out (N)) and their gradient (gin (T, N, C)); blank 0-based */         \
+  X(ctc_loss, (mt_tensor * out, const mt_tensor *log_probs, const mt_tensor *targets,                              \
+               const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank, int zero_infinity,  \
+               int64_t base))                                                                                      \
+  X(ctc_loss_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *log_probs, const mt_tensor *targets, \
+                        const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank,            \
+                        int64_t base))                                                                             \
+  /* bag.c (issue 12): embedding_bag's segment reduce (pad: 0-based row or -1) and its backward */                  \
+  X(embedding_bag, (mt_tensor * out, mt_tensor *max_arg, const mt_tensor *weight, const mt_tensor *indices,        \
+                    const mt_tensor *starts, const mt_tensor *psw, int mode, int64_t pad, int64_t base))          \
+  X(embedding_bag_backward, (mt_tensor * gw, mt_tensor *gpsw, const mt_tensor *g, const mt_tensor *weight,        \
+                             const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,             \
+                             const mt_tensor *max_arg, int mode, int64_t pad, int64_t base, int scale_grad_by_freq))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

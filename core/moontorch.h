@@ -478,7 +478,12 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(RMSPROP_STEP, rmsprop_step, OP, 5, NODIFF, rmsprop_step, INTERNAL, "", "")                                        \
   X(ADAGRAD_STEP, adagrad_step, OP, 4, NODIFF, adagrad_step, INTERNAL, "", "")                                        \
   X(ADADELTA_STEP, adadelta_step, OP, 4, NODIFF, adadelta_step, INTERNAL, "", "")                                     \
-  X(ADAMAX_STEP, adamax_step, OP, 5, NODIFF, adamax_step, INTERNAL, "", "")
+  X(ADAMAX_STEP, adamax_step, OP, 5, NODIFF, adamax_step, INTERNAL, "", "")                                            \
+  /* issue 12, the modules part: the fused layer norm (core/ops/norm.c) */                                          \
+  X(LAYER_NORM, layer_norm, OP, 3, DIFF, layer_norm, CUSTOM, "", "")                                                 \
+  X(NLL_LOSS, nll_loss, OP, 3, DIFF, nll_loss, CUSTOM, "", "")                                                     \
+  X(CTC_LOSS, ctc_loss, OP, 4, DIFF, ctc_loss, CUSTOM, "", "")                                                     \
+  X(EMBEDDING_BAG, embedding_bag, OP, 4, DIFF, embedding_bag, CUSTOM, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -1073,6 +1078,34 @@ MT_API mt_status mt_gru_cell_pointwise(mt_tensor *igates, mt_tensor *hgates, mt_
 /* The t.size(dim) views t.select(dim, i) into out[0 ..] (new references; out has room for them); one
  * node (UnbindBackward0) takes all their gradients when recorded. */
 MT_API mt_status mt_unbind(mt_tensor *t, int dim, mt_tensor **out);
+/* ---------------------------------------------------------------- issue 12, the modules part */
+/* PyTorch's native_layer_norm: x normalised over its last nnorm dims by each row's mean and biased
+ * variance (rstd = 1 / sqrt(var + eps)), times weight, plus bias (each NULL or of the normalised
+ * dims' element count, x's dtype). float32 and float64. mean and rstd (NULL: not wanted) come back
+ * with x's leading sizes and 1s for the normalised dims. */
+MT_API mt_status mt_layer_norm(mt_tensor *x, mt_tensor *weight, mt_tensor *bias, int nnorm, double eps,
+                               mt_tensor **result, mt_tensor **mean, mt_tensor **rstd);
+/* PyTorch's nll_loss: input (C) or (N, C) of log-probabilities (float32, float64), target () or (N) of
+ * int64 classes counted from index_base, weight NULL or (C); targets equal to ignore_index count
+ * for nothing; reduction 0 none ((N) or ()), 1 mean (divided by the sum of the counted targets'
+ * weights, which comes back in total_weight when not NULL), 2 sum. */
+MT_API mt_status mt_nll_loss(mt_tensor *input, mt_tensor *target, mt_tensor *weight, int64_t ignore_index,
+                             int reduction, int64_t index_base, mt_tensor **result, double *total_weight);
+/* PyTorch's ctc_loss with reduction 'none': each sample's negative log-likelihood of its target
+ * under CTC. log_probs (T, N, C) float32 or float64; targets (N, S) int64 classes counted from
+ * index_base (padded past each target length); input_lengths, target_lengths (N) int64; blank a
+ * class counted from index_base; zero_infinity: an infeasible sample's inf loss becomes 0. */
+MT_API mt_status mt_ctc_loss(mt_tensor *log_probs, mt_tensor *targets, mt_tensor *input_lengths,
+                             mt_tensor *target_lengths, int64_t blank, int zero_infinity, int64_t index_base,
+                             mt_tensor **result);
+/* PyTorch's embedding_bag: weight (V, D) float32 or float64, indices (n) int64 rows counted from
+ * index_base, starts (B + 1) int64: bag b holds entries starts[b] .. starts[b + 1] - 1 (0-based
+ * positions, starts[0] = 0); mode 0 sum (times per_sample_weights (n) when not NULL), 1 mean, 2 max;
+ * entries at padding_idx (when has_padding) are left out; an empty bag gives zeros; the result is
+ * (B, D). scale_grad_by_freq divides each row's gradient by its count among the indices. */
+MT_API mt_status mt_embedding_bag(mt_tensor *weight, mt_tensor *indices, mt_tensor *starts,
+                                  mt_tensor *per_sample_weights, int mode, int has_padding, int64_t padding_idx,
+                                  int scale_grad_by_freq, int64_t index_base, mt_tensor **result);
 
 #ifdef __cplusplus
 }

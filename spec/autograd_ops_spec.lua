@@ -304,6 +304,34 @@ add('IndexPutBackward0', function(x, v) return nl(x):index_put_({ long({ 3, 1 })
   function() return { r(3, 4), r(2, 4) } end, { gg = true })
 add('IndexPutBackward0', function(x, v) return nl(x):index_put_({ long({ 3, 1, 3 }) }, v, { accumulate = true }) end,
   function() return { rt(3, 4), r(4) } end, { gg = true })
+-- nll_loss: mean with weights and an ignored target, sum, none, a 1-D input; second derivatives too
+local tgt = long({ 2, 4, 1 })
+local nll_w = torch.tensor({ 0.5, 1.5, 2.0, 1.0 }, { dtype = f64 })
+add('NllLossBackward0', function(x) return torch.nll_loss(x, tgt, nll_w, 1) end,
+  function() return { r(3, 4) } end, { gg = true })
+add('NllLossBackward0', function(x) return torch.nll_loss(torch.log_softmax(x, 2), tgt, nil, nil, 'sum') end,
+  function() return { r(3, 4) } end, { gg = true })
+add('NllLossBackward0', function(x) return torch.nll_loss(x, tgt, { reduction = 'none' }) end,
+  function() return { rt(3, 4) } end, { gg = true })
+add('NllLossBackward0', function(x) return torch.nll_loss(x, long(3)) end, function() return { r(4) } end, { gg = true })
+-- embedding_bag: mean with padding, sum with per-sample weights, max (first derivatives only)
+local bag_idx, bag_starts = long({ 1, 3, 4, 4, 2 }), long({ 1, 3, 3 })
+add('EmbeddingBagBackward0', function(w)
+  return torch.embedding_bag(bag_idx, w, bag_starts, { padding_idx = 4 })
+end, function() return { r(4, 3) } end)
+add('EmbeddingBagBackward0', function(w, ps)
+  return torch.embedding_bag(bag_idx, w, bag_starts, { mode = 'sum', per_sample_weights = ps })
+end, function() return { r(4, 3), r(5) } end)
+add('EmbeddingBagBackward0', function(w)
+  return torch.embedding_bag(bag_idx, w, bag_starts, { mode = 'max' })
+end, function() return { r(4, 3) } end)
+-- ctc_loss (first derivatives only: PyTorch has no double backward for it either)
+add('CtcLossBackward0', function(x)
+  return torch.ctc_loss(x, long({ { 2, 3, 3 }, { 4, 1, 1 } }), { 5, 4 }, { 3, 1 }, { reduction = 'none' })
+end, function() return { r(5, 2, 4) } end)
+add('CtcLossBackward0', function(x)
+  return torch.ctc_loss(x:log_softmax(3), long({ 2, 3, 2 }), { 4, 3 }, { 2, 1 }, { blank = 4, reduction = 'none' })
+end, function() return { r(4, 2, 4) } end)
 add('IndexPutBackward0', function(x, v) return nl(x):index_put_({ m34 }, v) end, function() return { r(3, 4), r() } end)
 add('IndexPutBackward0', function(x, v)
   local y = nl(x)
@@ -425,6 +453,16 @@ add('GruCellPointwiseBackward0', function(ig, hg, hx) return torch.gru_cell_poin
   function() return { rt(2, 9), r(2, 9), r(2, 3) } end)
 add('UnbindBackward0', function(a) return a:unbind(2)[2] end, function() return { r(3, 4) } end, { gg = true })
 add('UnbindBackward0', function(a) return a:unbind(1)[1] end, function() return { rt(3, 4) } end)
+
+------------------------------------------------------------------------------ issue 12, the modules part
+-- the fused layer norm: with weight and bias, without, over two dims, a transposed input; second
+-- derivatives through the recorded formula
+add('NativeLayerNormBackward0', function(x, w, b) return torch.layer_norm(x, { 4 }, w, b) end,
+  function() return { r(3, 4), r(4), r(4) } end, { gg = true })
+add('NativeLayerNormBackward0', function(x) return torch.layer_norm(x, { 2, 3 }) end,
+  function() return { r(2, 2, 3) } end, { gg = true })
+add('NativeLayerNormBackward0', function(x, w) return torch.layer_norm(x, { 4 }, w, nil, 0.1) end,
+  function() return { rt(3, 4), r(4) } end, { gg = true })
 
 ------------------------------------------------------------------------------ the walk
 local EXEMPT = { AccumulateGrad = true, LuaFunctionBackward = true }

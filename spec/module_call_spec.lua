@@ -69,13 +69,69 @@ local conv_others = {
 -- spec/rnn_spec.lua checks
 local two_args = { RNNBase = true, RNN = true, LSTM = true, GRU = true, RNNCell = true, LSTMCell = true, GRUCell = true }
 
+-- issue 12, the modules part: the one-input modules of lua/nn/{activation,normalization,sparse,misc}.lua,
+-- and (multi_input) those whose forward takes more: name -> {make, positional count, first name}
+for name, make in pairs({
+  ReLU6 = function() return nn.ReLU6() end, Hardtanh = function() return nn.Hardtanh() end,
+  ELU = function() return nn.ELU() end, CELU = function() return nn.CELU() end, SELU = function() return nn.SELU() end,
+  GELU = function() return nn.GELU() end, SiLU = function() return nn.SiLU() end, Mish = function() return nn.Mish() end,
+  Hardsigmoid = function() return nn.Hardsigmoid() end, Hardswish = function() return nn.Hardswish() end,
+  Softsign = function() return nn.Softsign() end, LogSigmoid = function() return nn.LogSigmoid() end,
+  Tanhshrink = function() return nn.Tanhshrink() end, Softplus = function() return nn.Softplus() end,
+  PReLU = function() return nn.PReLU(3) end, Threshold = function() return nn.Threshold(0.1, 0) end,
+  Hardshrink = function() return nn.Hardshrink() end, Softshrink = function() return nn.Softshrink() end,
+  Softmin = function() return nn.Softmin(2) end, Softmax2d = function() return nn.Softmax2d() end,
+  GLU = function() return nn.GLU() end, Dropout = function() return nn.Dropout() end,
+  Dropout1d = function() return nn.Dropout1d() end, Dropout2d = function() return nn.Dropout2d() end,
+  Dropout3d = function() return nn.Dropout3d() end, AlphaDropout = function() return nn.AlphaDropout() end,
+  FeatureAlphaDropout = function() return nn.FeatureAlphaDropout() end, Flatten = function() return nn.Flatten() end,
+  Unflatten = function() return nn.Unflatten(2, { 3, 1 }) end, LayerNorm = function() return nn.LayerNorm(3) end,
+  GroupNorm = function() return nn.GroupNorm(1, 3) end, InstanceNorm1d = function() return nn.InstanceNorm1d(3) end,
+  InstanceNorm2d = function() return nn.InstanceNorm2d(3) end, InstanceNorm3d = function() return nn.InstanceNorm3d(3) end,
+  LocalResponseNorm = function() return nn.LocalResponseNorm(2) end, Embedding = function() return nn.Embedding(4, 2) end,
+}) do builtins[name] = make end
+local multi_input = {
+  Bilinear = { function() return nn.Bilinear(3, 3, 2) end, 2, 'input1' },
+  CosineSimilarity = { function() return nn.CosineSimilarity() end, 2, 'x1' },
+  PairwiseDistance = { function() return nn.PairwiseDistance() end, 2, 'x1' },
+  EmbeddingBag = { function() return nn.EmbeddingBag(4, 2) end, 3, 'input' },
+  MarginRankingLoss = { function() return nn.MarginRankingLoss() end, 3, 'input1' },
+  CosineEmbeddingLoss = { function() return nn.CosineEmbeddingLoss() end, 3, 'input1' },
+  TripletMarginLoss = { function() return nn.TripletMarginLoss() end, 3, 'anchor' },
+  TripletMarginWithDistanceLoss = { function() return nn.TripletMarginWithDistanceLoss() end, 3, 'anchor' },
+  GaussianNLLLoss = { function() return nn.GaussianNLLLoss() end, 3, 'input' },
+  CTCLoss = { function() return nn.CTCLoss() end, 4, 'log_probs' },
+}
+for _, name in ipairs({ 'L1Loss', 'MSELoss', 'SoftMarginLoss', 'MultiLabelMarginLoss', 'BCELoss', 'BCEWithLogitsLoss',
+  'MultiLabelSoftMarginLoss', 'NLLLoss', 'CrossEntropyLoss', 'SmoothL1Loss', 'HuberLoss', 'KLDivLoss',
+  'HingeEmbeddingLoss', 'MultiMarginLoss', 'PoissonNLLLoss' }) do
+  multi_input[name] = { function() return nn[name]() end, 2, 'input' }
+end
+describe('module call arity (issue 12, the modules part: forwards of several arguments)', function()
+  for name, c in pairs(multi_input) do
+    it(name, function()
+      local m = c[1]()
+      local op = 'moontorch.nn.' .. name .. ': '
+      local args = {}
+      for i = 1, c[2] + 1 do args[i] = x end
+      -- (EmbeddingBag's forward takes from 1 to 3)
+      local want = name == 'EmbeddingBag' and 'forward() takes from 1 to 3 positional arguments but 4 were given'
+        or ('forward() takes %d positional arguments but %d were given'):format(c[2], c[2] + 1)
+      local err = H.errors_with(function() m(unpack(args)) end, op .. want)
+      assert.is_truthy(err:find('module_call_spec.lua', 1, true), 'raised at the caller\'s line: ' .. err)
+      H.errors_with(function() m() end, op .. 'forward() missing')
+      H.errors_with(function() m() end, "'" .. c[3] .. "'")
+    end)
+  end
+end)
+
 describe('module call arity', function()
   it('covers every built-in layer class with a forward', function()
     for name, cls in pairs(nn) do
       if type(cls) == 'table' and rawget(cls, '__typename') and rawget(cls, 'forward') and name:sub(1, 1) ~= '_'
         and name ~= 'Module' and name ~= 'ModuleList' and name ~= 'ModuleDict' then
         assert.is_not_nil(builtins[name] or covered_elsewhere[name] or own_arity[name] or conv_others[name]
-          or two_args[name], 'no arity case for nn.' .. name)
+          or two_args[name] or multi_input[name], 'no arity case for nn.' .. name)
       end
     end
   end)

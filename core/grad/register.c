@@ -24,6 +24,12 @@ extern const mt_node_kind *const mt_conv_kinds[];
 /* recurrent layers (issue 12, rnn part) */
 void mt_grad_register_rnn(mt_autograd_ops *t);
 extern const mt_node_kind *const mt_rnn_kinds[];
+/* issue 12, the modules part: the fused layer norm (core/grad/norm.c) */
+void mt_grad_register_norm(mt_autograd_ops *t);
+void mt_grad_register_loss(mt_autograd_ops *t);
+void mt_grad_register_ctc(mt_autograd_ops *t);
+void mt_grad_register_bag(mt_autograd_ops *t);
+extern const mt_node_kind *const mt_norm_kinds[], *const mt_loss_kinds[], *const mt_ctc_kinds[], *const mt_bag_kinds[];
 
 __attribute__((constructor)) static void grad_register(void) {
   mt_autograd_release = mt_meta_free;
@@ -38,6 +44,10 @@ __attribute__((constructor)) static void grad_register(void) {
   /* issue 12, conv part */
   mt_grad_register_conv(&mt_autograd);
   mt_grad_register_rnn(&mt_autograd); /* recurrent layers (issue 12, rnn part) */
+  mt_grad_register_norm(&mt_autograd); /* issue 12, the modules part */
+  mt_grad_register_loss(&mt_autograd);
+  mt_grad_register_ctc(&mt_autograd);
+  mt_grad_register_bag(&mt_autograd);
 }
 
 /* ---------------------------------------------------------------- the list of names */
@@ -76,6 +86,10 @@ static void build_names(void) {
   /* issue 12, conv part */
   add_kinds(mt_conv_kinds);
   add_kinds(mt_rnn_kinds); /* recurrent layers (issue 12, rnn part) */
+  add_kinds(mt_norm_kinds); /* issue 12, the modules part */
+  add_kinds(mt_loss_kinds);
+  add_kinds(mt_ctc_kinds);
+  add_kinds(mt_bag_kinds);
 }
 
 int mt_grad_op_count(void) {

@@ -333,29 +333,27 @@ function F.softmin(x, dim, opts)
 end
 
 ------------------------------------------------------------------------------ normalisation
--- layer_norm(x, normalized_shape, weight=nil, bias=nil, eps=1e-5): over the last dims
+-- layer_norm(x, normalized_shape, weight=nil, bias=nil, eps=1e-5): over the last dims. float32
+-- and float64 run the fused op (torch.layer_norm: one kernel each way), other dtypes a composite.
+local norm_ops = require 'moontorch.ops.norm'
 function F.layer_norm(x, normalized_shape, ...)
   need_tensor('layer_norm', x)
   local v = args('layer_norm', { 'weight', 'bias', 'eps' }, ...)
-  local shape = type(normalized_shape) == 'number' and { normalized_shape } or normalized_shape
-  if type(shape) ~= 'table' then bad('layer_norm', 'normalized_shape must be a number or an array of sizes') end
-  local k, nd = #shape, x:dim()
-  local ok = k >= 1 and k <= nd
-  if ok then
-    for i = 1, k do if x:size(nd - k + i) ~= shape[i] then ok = false end end
+  local w, b = v[1], v[2]
+  local eps = num('layer_norm', 'eps', v[3], 1e-5)
+  local k = norm_ops.check('nn.functional.layer_norm', x, normalized_shape, w, b)
+  local dt = x.dtype
+  if (dt == torch.float32 or dt == torch.float64) and (w == nil or w.dtype == dt) and (b == nil or b.dtype == dt) then
+    return torch.layer_norm(x, normalized_shape, w, b, eps)
   end
-  if not ok then
-    bad('layer_norm', ('Given normalized_shape=[%s], expected input with shape [*, %s], but got input of size%s')
-      :format(table.concat(shape, ', '), table.concat(shape, ', '), size_str(x)))
-  end
+  local nd = x:dim()
   local dims = {}
   for i = 1, k do dims[i] = nd - k + i end
-  local eps = num('layer_norm', 'eps', v[3], 1e-5)
   local mean = x:mean(dims, { keepdim = true })
   local var = x:var(dims, { correction = 0, keepdim = true })
   local y = (x - mean) * (var + eps):rsqrt()
-  if v[1] ~= nil then y = y * v[1] end
-  if v[2] ~= nil then y = y + v[2] end
+  if w ~= nil then y = y * w end
+  if b ~= nil then y = y + b end
   return y
 end
 
@@ -492,7 +490,7 @@ local function feature_dropout(fn, x, p, training, inplace)
   if p == 1 then return apply_noise(x, torch.zeros({}, { dtype = x.dtype }), inplace) end
   local shape = { x:size(1), x:size(2) }
   for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-  local noise = torch.empty(shape, { dtype = x.dtype }):bernoulli_(1 - p)
+  local noise = torch.empty(shape, { dtype = x.dtype, device = x.device }):bernoulli_(1 - p)
   noise:div_(1 - p)
   return apply_noise(x, noise, inplace)
 end
@@ -535,58 +533,7 @@ F.dropout2d = feature_fn('dropout2d', 2)
 F.dropout3d = feature_fn('dropout3d', 3)
 
 ------------------------------------------------------------------------------ sparse
--- embedding(input, weight, padding_idx=nil, max_norm=nil, norm_type=2): rows of weight at the
--- 1-based indices in input; the padding_idx row gets no gradient; with max_norm the rows used
--- are first renormalised in place (as PyTorch does)
-function F.embedding(input, weight, ...)
-  need_tensor('embedding', input)
-  need_tensor('embedding', weight, 'weight')
-  local v = args('embedding', { 'padding_idx', 'max_norm', 'norm_type', 'scale_grad_by_freq', 'sparse' }, ...)
-  if weight:dim() ~= 2 then bad('embedding', "'weight' must be 2-D") end
-  local num = weight:size(1)
-  local padding_idx = v[1]
-  if padding_idx ~= nil then
-    check_int('nn.functional.embedding', 'padding_idx', padding_idx)
-    if padding_idx > 0 then
-      if padding_idx > num then bad('embedding', 'Padding_idx must be within num_embeddings') end
-    elseif padding_idx < 0 then
-      if padding_idx < -num then bad('embedding', 'Padding_idx must be within num_embeddings') end
-      padding_idx = num + padding_idx + 1
-    else
-      bad('embedding', 'Padding_idx must be within num_embeddings (1-based)')
-    end
-  end
-  if v[4] or v[5] then bad('embedding', 'scale_grad_by_freq and sparse are not supported') end
-  if input.dtype ~= torch.int64 and input.dtype ~= torch.int32 then
-    bad('embedding', ('Expected tensor for argument #1 \'indices\' to have one of the following scalar types: Long, Int; but got %s instead')
-      :format(tostring(input.dtype)))
-  end
-  local flat = input:reshape(-1)
-  if flat.dtype ~= torch.int64 then flat = flat:to(torch.int64) end
-  if flat:numel() > 0 and not flat.is_meta then -- (a meta tensor has no values to check)
-    local lo, hi = flat:min():item(), flat:max():item()
-    if lo < 1 or hi > num then bad('embedding', 'index out of range in self') end
-  end
-  if v[2] ~= nil then
-    local max_norm, p = v[2], v[3] or 2
-    torch.no_grad(function()
-      local rows = flat:unique()
-      local w = weight:index_select(1, rows)
-      local norms = w:norm(p, 2, true)
-      local scale = torch.where(norms:gt(max_norm), max_norm / (norms + 1e-7), torch.ones_like(norms))
-      weight:index_copy_(1, rows, w * scale)
-    end)()
-  end
-  local out = weight:index_select(1, flat)
-  if padding_idx ~= nil and out.requires_grad then
-    -- the padding row's value, but no gradient flows back to it
-    local pad = flat:eq(padding_idx):unsqueeze(2)
-    out = torch.where(pad, out:detach(), out)
-  end
-  local shape = input:size()
-  shape[#shape + 1] = weight:size(2)
-  return out:reshape(shape)
-end
+-- (F.embedding and F.embedding_bag are in lua/nn/sparse.lua)
 
 -- one_hot(t, num_classes=-1): 1-based class indices -> rows of 0/1 (int64)
 function F.one_hot(t, num_classes)
@@ -726,6 +673,7 @@ end
 
 -- nll_loss(input, target, weight=nil, {ignore_index=-100, reduction='mean'}): input (C), (N, C) or
 -- (N, C, d1, ...) of log-probabilities, target of 1-based classes: (), (N) or (N, d1, ...)
+local loss_ops = require 'moontorch.ops.loss'
 local nll_names = { 'weight', 'size_average', 'ignore_index', 'reduce', 'reduction' }
 local function nll(fn, input, target, weight, ignore, reduction)
   local nd = input:dim()
@@ -759,6 +707,11 @@ local function nll(fn, input, target, weight, ignore, reduction)
       bad(fn, ('weight tensor should be defined either for all %d classes or no classes but got weight tensor of shape: %s')
         :format(c, size_str(weight)))
     end
+  end
+  -- (C) and (N, C) in float32 or float64: the core's nll_loss (one kernel each way)
+  local dt = input.dtype
+  if nd <= 2 and (dt == torch.float32 or dt == torch.float64) and (weight == nil or weight.dtype == dt) then
+    return loss_ops.nll_for('nn.functional.' .. fn, input, target, weight, ignore, reduction)
   end
   -- classes last, flattened: x (M, C), t (M)
   local x, t = input, target:reshape(-1)
@@ -1138,5 +1091,11 @@ end
 
 ------------------------------------------------------------------------------ batch_norm
 -- F.batch_norm is defined with the BatchNorm layers (lua/nn/layers.lua) and set by moontorch.nn
+
+------------------------------------------------------------------------------ issue 12, the modules part
+-- instance_norm, local_response_norm, embedding, embedding_bag, feature_alpha_dropout,
+-- multilabel_margin_loss, multi_margin_loss, triplet_margin_with_distance_loss and ctc_loss are
+-- written beside their modules
+for _, name in ipairs({ 'normalization', 'sparse', 'loss', 'misc' }) do require('moontorch.nn.' .. name).functional(F) end
 
 return F

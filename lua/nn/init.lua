@@ -74,5 +74,11 @@ require('moontorch.nn.transformer').install(nn)
 
 -- recurrent layers (issue 12, rnn part): nn.RNN, LSTM, GRU, the cells, nn.utils.rnn
 require('moontorch.nn.rnn').install(nn)
+------------------------------------------------------------------------------ issue 12, the modules part
+-- activation, loss, normalisation, sparse (Embedding, EmbeddingBag) and other modules, the
+-- functional ops they add, and nn.utils' gradient clipping and parameter vectors
+for _, name in ipairs({ 'activation', 'loss', 'normalization', 'sparse', 'misc' }) do
+  require('moontorch.nn.' .. name).install(nn)
+end
 
 return nn

@@ -433,6 +433,41 @@ case('gru_cell_pointwise', { lua = function(I)
 case('unbind', { lua = function(I) return unpack(I.A:unbind(2)) end, py = 'A.unbind(1)', grad = { 'A' } })
 case('unbind', { lua = function(I) return unpack(torch.unbind(I.BA, -1)) end, py = 'torch.unbind(BA, -1)', grad = { 'BA' } })
 
+------------------------------------------------------------------------------ issue 12, the modules part
+-- the fused layer norm: over the last dim with weight and bias, over the last two without
+case('layer_norm', { lua = function(I) return torch.layer_norm(I.BA, { 3 }, I.V, I.V * 0.5) end,
+  py = 'torch.layer_norm(BA, [3], V, V * 0.5)', grad = { 'BA', 'V' } })
+case('layer_norm', { lua = function(I) return torch.layer_norm(I.BA, { 2, 3 }, nil, nil, 1e-3) end,
+  py = 'torch.layer_norm(BA, [2, 3], None, None, 1e-3)', grad = { 'BA' } })
+-- nll_loss: targets 1-based here, 0-based in Python (X); mean, weighted sum, none with ignore_index
+case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X) end,
+  py = 'torch.nn.functional.nll_loss(A, X)', grad = { 'A' } })
+case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X, I.V, nil, 'sum') end,
+  py = "torch.nn.functional.nll_loss(A, X, weight=V, reduction='sum')", grad = { 'A' } })
+case('nll_loss', { lua = function(I) return torch.nll_loss(I.A, I.X, { weight = I.V, ignore_index = 1, reduction = 'none' }) end,
+  py = "torch.nn.functional.nll_loss(A, X, weight=V, ignore_index=0, reduction='none')", grad = { 'A' } })
+-- ctc_loss on BA as (T=2, N=2, C=3) log-probabilities: targets 1-based here (blank 1), 0-based in Python
+case('ctc_loss', { lua = function(I)
+    return torch.ctc_loss(I.BA, torch.tensor({ { 2, 3 }, { 3, 1 } }, { dtype = torch.int64, device = I.device }), { 2, 2 }, { 2, 1 },
+      { blank = 1, reduction = 'none' })
+  end,
+  py = "torch.nn.functional.ctc_loss(BA, torch.tensor([[1, 2], [2, 0]]), [2, 2], [2, 1], reduction='none')", grad = { 'BA' } })
+case('ctc_loss', { lua = function(I)
+    return torch.ctc_loss(I.BA, torch.tensor({ 3, 2, 3 }, { dtype = torch.int64, device = I.device }), { 2, 2 }, { 1, 2 }, { blank = 1 })
+  end,
+  py = "torch.nn.functional.ctc_loss(BA, torch.tensor([2, 1, 2]), [2, 2], [1, 2], zero_infinity=False)", grad = { 'BA' } })
+-- embedding_bag over the rows of S (3 x 3): indices L (1-based here), bags {1, 2} and {3}; sum with
+-- per-sample weights, max; offsets 1-based here, 0-based in Python
+case('embedding_bag', { lua = function(I)
+    return torch.embedding_bag(I.L, I.S, torch.tensor({ 1, 3 }, { dtype = torch.int64, device = I.device }),
+      { mode = 'sum', per_sample_weights = I.V })
+  end,
+  py = "torch.nn.functional.embedding_bag(L, S, torch.tensor([0, 2]), mode='sum', per_sample_weights=V)", grad = { 'S', 'V' } })
+case('embedding_bag', { lua = function(I)
+    return torch.embedding_bag(I.L, I.S, torch.tensor({ 1, 2 }, { dtype = torch.int64, device = I.device }), { mode = 'max' })
+  end,
+  py = "torch.nn.functional.embedding_bag(L, S, torch.tensor([0, 1]), mode='max')", grad = { 'S' } })
+
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
 -- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each
