@@ -429,6 +429,16 @@ if want('lstm') then
     o and o.peak_kb, t and t.peak_kb }
 end
 
+-- (lenet) issue 12: a LeNet-5 training step (conv 1->6 5x5, ReLU, max-pool 2, conv 6->16 5x5, ReLU,
+-- max-pool 2, flatten, 256->120->84->10), batch 64 of 1x28x28, cross-entropy, plain SGD; alternating,
+-- each keeping its best of 3 (`luajit bench/run.lua lenet` runs it alone)
+if want('lenet') then
+  local o, t = alternate('lenet', nil, 'ms', 3)
+  line('(lenet) LeNet-5 train step', o and o.ms, t and t.ms, 'ms', 'lower')
+  rows[#rows + 1] = { 'LeNet-5 training step, batch 64 of 1×28×28 (SGD)', o and o.ms, t and t.ms, 'ms', 'lower',
+    o and o.peak_kb, t and t.peak_kb }
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

@@ -350,6 +350,26 @@ def norm_loss(_):
     report('ce_step_us', ce(10))
     report('ce1k_step_us', ce(1000))
 
+# issue 12: the LeNet-5 training step
+def lenet(n):
+    # bench/workloads/lenet.lua: LeNet-5, batch 64 of 1x28x28, cross-entropy, plain SGD
+    import torch.nn as nn
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    x, y = torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,))
+    def f(r):
+        for _ in range(r):
+            loss = F.cross_entropy(net(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    report('ms', best(f, n or 50, 5) * 1e3)
+
 if __name__ == '__main__':
     w = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else None
