@@ -440,15 +440,18 @@ static void unary_grad_run(void *ctx, int64_t b, int64_t e) {
   mt_op op = j->op;
 #define FUSED_LOOP(T)                                                               \
   {                                                                                 \
-    const T *G = (const T *)j->g->_data, *X = (const T *)j->x->_data;               \
-    T *R = (T *)j->out->_data;                                                      \
+    const T *restrict G = (const T *)j->g->_data, *restrict X = (const T *)j->x->_data; \
+    T *restrict R = (T *)j->out->_data; /* a new tensor */                          \
     if (op == MT_OP_ABS)                                                            \
       for (int64_t i = b; i < e; i++) {                                             \
         T v = X[i];                                                                 \
         R[i] = G[i] * (T)(v > 0 ? 1 : (v < 0 ? -1 : v));                            \
       }                                                                             \
-    else                                                                            \
-      for (int64_t i = b; i < e; i++) R[i] = G[i] * (T)(X[i] > 0);                  \
+    else /* branch-free, so that it vectorises: random signs defeat a branch */      \
+      for (int64_t i = b; i < e; i++) {                                             \
+        T m = X[i] > 0 ? (T)1 : (T)0;                                               \
+        R[i] = G[i] * m;                                                            \
+      }                                                                             \
   }
   if (j->g->_dtype == MT_FLOAT32) FUSED_LOOP(float) else FUSED_LOOP(double)
 #undef FUSED_LOOP
