@@ -215,3 +215,65 @@ describe('addmm and baddbmm (one shared tail)', function()
       'does not have the product\'s shape')
   end)
 end)
+
+describe('the small float32 product kernels (AVX-512, AVX2; one thread or split by columns)', function()
+  -- shapes around the kernels' tiles (AVX2 6 x 16, AVX-512 8 x 32), the split threshold and the tails;
+  -- transposed and sliced operands, beta (addmm) and out=
+  local SHAPES = { { 64, 64, 64 }, { 1, 1, 1 }, { 7, 5, 3 }, { 13, 33, 17 }, { 96, 40, 100 }, { 128, 10, 256 },
+    { 10, 256, 128 }, { 50, 97, 31 }, { 9, 129, 64 }, { 64, 48, 64 } }
+  local CODE = [[
+    local torch = require 'moontorch'
+    torch.set_num_threads(%d)
+    torch.manual_seed(5)
+    local ffi = require 'ffi'
+    local out = {}
+    for _, s in ipairs(%s) do
+      local m, n, k = s[1], s[2], s[3]
+      local a, b = torch.randn(m, k), torch.randn(k, n)
+      local c = torch.randn(n)
+      for _, r in ipairs({ a:matmul(b), a:t():contiguous():t():matmul(b), torch.addmm(c, a, b, { beta = 0.5, alpha = 2 }),
+        torch.randn(k, m):t():matmul(b), a:matmul(torch.randn(k, n + 3):narrow(2, 2, n)) }) do
+        local p = ffi.cast('const uint32_t *', r:contiguous():data_ptr())
+        local h = 0
+        for i = 0, r:numel() - 1 do h = (h * 31 + p[i]) %% 4294967296 end
+        out[#out + 1] = ('%%08x'):format(h)
+      end
+    end
+    print(table.concat(out, ' '))]]
+  local shapes = 'return ' .. (function()
+    local t = {}
+    for _, s in ipairs(SHAPES) do t[#t + 1] = ('{%d,%d,%d}'):format(s[1], s[2], s[3]) end
+    return '{' .. table.concat(t, ',') .. '}'
+  end)()
+  local function run(env, threads)
+    local code = CODE:format(threads, 'loadstring(' .. ('%q'):format(shapes) .. ')()')
+    local path = os.tmpname()
+    H.write_file(path, ('package.path = %q .. package.path\npackage.cpath = %q .. package.cpath\n'):format(
+      (os.getenv('MOONTORCH_BUILD_DIR') or 'build') .. '/lua/?.lua;' .. (os.getenv('MOONTORCH_BUILD_DIR') or 'build') ..
+      '/lua/?/init.lua;', (os.getenv('MOONTORCH_BUILD_DIR') or 'build') .. '/lib/?.so;') .. code)
+    local p = io.popen(env .. ' luajit ' .. path .. ' 2>&1')
+    local s = p:read('*a')
+    p:close()
+    os.remove(path)
+    return s
+  end
+
+  it('give the same bits on every kernel and thread count', function()
+    local base = run('MOONTORCH_VMATH=avx2', 1)
+    assert.truthy(base:match('^%x+ '), base)
+    assert.are.equal(base, run('MOONTORCH_VMATH=avx2', 2))
+    assert.are.equal(base, run('', 1))
+    assert.are.equal(base, run('', 2))
+  end)
+
+  it('agree with float64 products within float32 rounding', function()
+    torch.manual_seed(6)
+    for _, s in ipairs(SHAPES) do
+      local a, b = torch.randn(s[1], s[3]), torch.randn(s[3], s[2])
+      local want = a:double():matmul(b:double())
+      H.near(a:matmul(b), want:tolist(), 1e-4, 1e-4)
+      local c = torch.randn(s[2])
+      H.near(torch.addmm(c, a, b, { beta = 0.5, alpha = 2 }), (c:double() * 0.5 + want * 2):tolist(), 2e-4, 1e-4)
+    end
+  end)
+end)
