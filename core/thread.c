@@ -41,6 +41,13 @@ static uint64_t state; /* atomic */
  * variable costs tens of microseconds on a busy or virtual machine */
 #define SPIN_POLLS 2000
 
+/* set by mt_pool_rest (before a BLAS call, whose own threads want the cores): polling workers go to sleep
+ * at once; the next job clears it */
+static int pool_rest; /* atomic */
+void mt_pool_rest(void) {
+  if (!__atomic_load_n(&pool_rest, __ATOMIC_RELAXED)) __atomic_store_n(&pool_rest, 1, __ATOMIC_RELAXED);
+}
+
 static _Thread_local int in_parallel;
 int mt_in_parallel(void) { return in_parallel; }
 
@@ -72,7 +79,7 @@ static void *worker_main(void *arg) {
   uint32_t seen = (uint32_t)(uintptr_t)arg;
   for (;;) {
     uint32_t g = ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE));
-    for (int i = 0; g == seen && i < SPIN_POLLS; i++) {
+    for (int i = 0; g == seen && i < SPIN_POLLS && !__atomic_load_n(&pool_rest, __ATOMIC_RELAXED); i++) {
       cpu_relax();
       g = ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE));
     }
@@ -180,6 +187,7 @@ void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx) {
   job.chunk = (n + chunks - 1) / chunks;
   chunks = (n + job.chunk - 1) / job.chunk;
   __atomic_store_n(&job.done, 0, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&pool_rest, __ATOMIC_RELAXED)) __atomic_store_n(&pool_rest, 0, __ATOMIC_RELAXED);
   uint32_t gen = ST_GEN(__atomic_load_n(&state, __ATOMIC_RELAXED)) + 1;
   __atomic_store_n(&state, ((uint64_t)gen << 32) | ((uint64_t)chunks << 16), __ATOMIC_RELEASE);
   pthread_cond_broadcast(&cv_work); /* for the workers asleep; spinning ones see `state` */

@@ -429,6 +429,7 @@ static void gemm_blas_one(const mt_blas *bl, int dt, int64_t M, int64_t N, int64
     int tt = ta; ta = !tb; tb = !tt;
     t = lda; lda = ldb; ldb = t;
   }
+  mt_pool_rest(); /* the BLAS's threads take the cores from here: our polling workers sleep */
   /* matrix . vector and vector . matrix through gemv */
   if (N == 1 || M == 1) {
     int vec_is_b = N == 1;
