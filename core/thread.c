@@ -81,6 +81,7 @@ static void *worker_main(void *arg) {
     uint32_t g = ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE));
     for (int i = 0; g == seen && i < SPIN_POLLS && !__atomic_load_n(&pool_rest, __ATOMIC_RELAXED); i++) {
       cpu_relax();
+      if ((i & 255) == 255) sched_yield(); /* a machine with more threads than cores: let the others run */
       g = ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE));
     }
     if (g == seen) {
