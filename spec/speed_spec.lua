@@ -264,6 +264,9 @@ describe('the small float32 product kernels (AVX-512, AVX2; one thread or split 
     assert.are.equal(base, run('MOONTORCH_VMATH=avx2', 2))
     assert.are.equal(base, run('', 1))
     assert.are.equal(base, run('', 2))
+    -- MOONTORCH_VMATH=avx512 names the default level (where the CPU lacks AVX-512: the best below it)
+    assert.are.equal(base, run('MOONTORCH_VMATH=avx512', 1))
+    assert.are.equal(base, run('MOONTORCH_VMATH=avx512', 2))
   end)
 
   it('agree with float64 products within float32 rounding', function()
