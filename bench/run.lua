@@ -361,6 +361,16 @@ if want(15) then
     line('(15) MLP train step, ' .. label, o and o.ms, t and t.ms, 'ms', 'lower',
       oob and ('ours with MT_BLAS=openblas %.2f ms'):format(oob.ms) or nil)
     mlp_rows[#mlp_rows + 1] = { label, o, oob, t }
+    -- speed: the same batch's inference (no_grad forward) and the peak memory of the training process
+    -- (each from that side's process with the best training step)
+    line('(15) MLP inference, ' .. label, o and o.infer_ms, t and t.infer_ms, 'ms', 'lower')
+    mem('MLP train step, ' .. label, o and o.peak_kb, t and t.peak_kb)
+    if nt == threads then
+      rows[#rows + 1] = { '784-512-256-10 MLP training step, batch 128', o and o.ms, t and t.ms, 'ms', 'lower',
+        o and o.peak_kb, t and t.peak_kb }
+      rows[#rows + 1] = { 'the same MLP\'s inference (no_grad forward)', o and o.infer_ms, t and t.infer_ms, 'ms', 'lower',
+        nil, nil }
+    end
   end
 end
 

@@ -229,6 +229,11 @@ def train_mlp(n):
             opt.zero_grad()
             loss.backward()
             opt.step()
+    def g(r):
+        with torch.no_grad():
+            for _ in range(r):
+                out = net(x)
+    report('infer_ms', best(g, n or 50, 5) * 1e3)
     report('ms', best(f, n or 50, 5) * 1e3)
 
 def pool(_):

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -253,7 +254,24 @@ int mt_cpu_count_allowed(void) {
   return q && q < n ? q : n;
 }
 
-const char *mt_kernels_simd(void) {
+int mt_cpu_kernel_level(void) {
+  static int level = -1;
+  int l = __atomic_load_n(&level, __ATOMIC_RELAXED);
+  if (l >= 0) return l;
   const uint32_t avx2_fma = MT_CPU_AVX2 | MT_CPU_FMA;
-  return (mt_cpu_features() & avx2_fma) == avx2_fma ? "avx2" : "scalar";
+  const uint32_t avx512 = MT_CPU_AVX512F | MT_CPU_AVX512DQ | MT_CPU_AVX512BW | MT_CPU_AVX512VL;
+  uint32_t f = mt_cpu_features();
+  int best = MT_CPU_LEVEL_NONE;
+  if ((f & avx2_fma) == avx2_fma) best = (f & avx512) == avx512 ? MT_CPU_LEVEL_AVX512 : MT_CPU_LEVEL_AVX2;
+  const char *env = getenv("MOONTORCH_VMATH");
+  l = best;
+  if (env && (strcmp(env, "0") == 0 || strcmp(env, "scalar") == 0)) l = MT_CPU_LEVEL_NONE;
+  else if (env && strcmp(env, "avx2") == 0 && best > MT_CPU_LEVEL_AVX2) l = MT_CPU_LEVEL_AVX2;
+  __atomic_store_n(&level, l, __ATOMIC_RELAXED);
+  return l;
+}
+
+const char *mt_kernels_simd(void) {
+  int l = mt_cpu_kernel_level();
+  return l == MT_CPU_LEVEL_AVX512 ? "avx512" : l == MT_CPU_LEVEL_AVX2 ? "avx2" : "scalar";
 }

@@ -1,12 +1,15 @@
 /* thread.c -- a small pool for the CPU kernels.
  *
- * Workers sleep on a condition variable between jobs (they never spin), so they do not compete
- * with the BLAS's threads; the calling thread takes a share of every job. The pool is made on
+ * Workers poll briefly for the next job (SPIN_POLLS pauses, some tens of microseconds) and then sleep
+ * on a condition variable, so they neither miss the next op of a loop nor compete for long with the
+ * BLAS's threads; the calling thread takes a share of every job and waits only for chunks that others
+ * claimed, never for a worker still waking up. The pool is made on
  * first use, regrown by mt_set_num_threads, and forgotten in a forked child. One thread count
  * governs the pool and the BLAS (blas.c); by default the CPUs this process may use (cpu.c). */
 #include "thread.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -14,46 +17,80 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv_work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t cv_done = PTHREAD_COND_INITIALIZER;
 static pthread_mutex_t submit_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int num_threads;     /* wanted, including the caller */
-static int num_workers;     /* started */
-static uint64_t generation; /* bumped per job */
-static int active;          /* workers still on the current job */
+static int num_threads; /* wanted, including the caller */
+static int num_workers; /* started */
+/* The job: its fields, then `state` published with release ordering. state packs the job's generation
+ * (high 32 bits), its chunk count (16 bits) and the next chunk to claim (low 16 bits); a chunk is
+ * claimed by a compare-and-swap of the whole word, so a worker that wakes late, holding an older
+ * generation, can claim nothing, and one that claims a chunk reads fields that stay put until the
+ * chunk is done (the caller waits for `done`, the chunks finished, not for every worker to check in). */
 static struct {
   mt_range_fn fn;
   void *ctx;
   int64_t n, chunk;
-  int64_t next; /* atomic: next chunk index */
-  int64_t nchunks;
+  int64_t done; /* atomic: chunks finished */
 } job;
+static uint64_t state; /* atomic */
+#define ST_GEN(v) ((uint32_t)((v) >> 32))
+#define ST_NCH(v) ((int64_t)(((v) >> 16) & 0xffff))
+#define ST_NEXT(v) ((int64_t)((v) & 0xffff))
+/* a worker polls this many times (each a pause, ~20-40 ns) for the next job before it sleeps: the
+ * elementwise ops of a training step come microseconds apart, and a wake-up through the condition
+ * variable costs tens of microseconds on a busy or virtual machine */
+#define SPIN_POLLS 2000
+
+/* set by mt_pool_rest (before a BLAS call, whose own threads want the cores): polling workers go to sleep
+ * at once; the next job clears it */
+static int pool_rest; /* atomic */
+void mt_pool_rest(void) {
+  if (!__atomic_load_n(&pool_rest, __ATOMIC_RELAXED)) __atomic_store_n(&pool_rest, 1, __ATOMIC_RELAXED);
+}
 
 static _Thread_local int in_parallel;
 int mt_in_parallel(void) { return in_parallel; }
 
-static void run_chunks(void) {
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* claim and run chunks of generation `gen` until none is left */
+static void run_chunks(uint32_t gen) {
+  uint64_t v = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
   for (;;) {
-    int64_t c = __atomic_fetch_add(&job.next, 1, __ATOMIC_RELAXED);
-    if (c >= job.nchunks) break;
+    if (ST_GEN(v) != gen || ST_NEXT(v) >= ST_NCH(v)) return;
+    if (!__atomic_compare_exchange_n(&state, &v, v + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+    int64_t c = ST_NEXT(v);
     int64_t b = c * job.chunk, e = b + job.chunk < job.n ? b + job.chunk : job.n;
     job.fn(job.ctx, b, e);
+    __atomic_fetch_add(&job.done, 1, __ATOMIC_RELEASE);
+    v = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
   }
 }
 
 static void *worker_main(void *arg) {
   in_parallel = 1;
-  /* the generation current when this worker was made (under mu): a job posted right after is
-   * not missed */
-  uint64_t seen = (uint64_t)(uintptr_t)arg;
-  pthread_mutex_lock(&mu);
+  /* the generation current when this worker was made: a job posted right after is not missed */
+  uint32_t seen = (uint32_t)(uintptr_t)arg;
   for (;;) {
-    while (generation == seen) pthread_cond_wait(&cv_work, &mu);
-    seen = generation;
-    pthread_mutex_unlock(&mu);
-    run_chunks();
-    pthread_mutex_lock(&mu);
-    if (--active == 0) pthread_cond_signal(&cv_done);
+    uint32_t g = ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE));
+    for (int i = 0; g == seen && i < SPIN_POLLS && !__atomic_load_n(&pool_rest, __ATOMIC_RELAXED); i++) {
+      cpu_relax();
+      if ((i & 255) == 255) sched_yield(); /* a machine with more threads than cores: let the others run */
+      g = ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE));
+    }
+    if (g == seen) {
+      pthread_mutex_lock(&mu);
+      while ((g = ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE))) == seen) pthread_cond_wait(&cv_work, &mu);
+      pthread_mutex_unlock(&mu);
+    }
+    seen = g;
+    run_chunks(g);
   }
   return NULL;
 }
@@ -63,9 +100,7 @@ static void after_fork_child(void) {
   pthread_mutex_init(&mu, NULL);
   pthread_mutex_init(&submit_mu, NULL);
   pthread_cond_init(&cv_work, NULL);
-  pthread_cond_init(&cv_done, NULL);
   num_workers = 0;
-  active = 0;
 }
 
 static const char *threads_source = "the CPUs this process may use";
@@ -120,7 +155,7 @@ static void ensure_workers(int want) {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &attr, worker_main, (void *)(uintptr_t)generation);
+    int rc = pthread_create(&th, &attr, worker_main, (void *)(uintptr_t)ST_GEN(__atomic_load_n(&state, __ATOMIC_ACQUIRE)));
     pthread_attr_destroy(&attr);
     if (rc != 0) break; /* run with the workers we have */
     num_workers++;
@@ -150,18 +185,21 @@ void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx) {
   job.fn = fn;
   job.ctx = ctx;
   job.n = n;
-  job.nchunks = chunks;
   job.chunk = (n + chunks - 1) / chunks;
-  job.next = 0;
-  active = num_workers; /* every worker wakes and checks in, some find no chunk left */
-  generation++;
-  pthread_cond_broadcast(&cv_work);
+  chunks = (n + job.chunk - 1) / job.chunk;
+  __atomic_store_n(&job.done, 0, __ATOMIC_RELAXED);
+  if (__atomic_load_n(&pool_rest, __ATOMIC_RELAXED)) __atomic_store_n(&pool_rest, 0, __ATOMIC_RELAXED);
+  uint32_t gen = ST_GEN(__atomic_load_n(&state, __ATOMIC_RELAXED)) + 1;
+  __atomic_store_n(&state, ((uint64_t)gen << 32) | ((uint64_t)chunks << 16), __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&cv_work); /* for the workers asleep; spinning ones see `state` */
   pthread_mutex_unlock(&mu);
   in_parallel = 1;
-  run_chunks();
+  run_chunks(gen);
   in_parallel = 0;
-  pthread_mutex_lock(&mu);
-  while (active > 0) pthread_cond_wait(&cv_done, &mu);
-  pthread_mutex_unlock(&mu);
+  /* the chunks others claimed: they are running now, so spin (yielding now and then, for a preempted worker) */
+  for (int i = 0; __atomic_load_n(&job.done, __ATOMIC_ACQUIRE) < chunks; i++) {
+    cpu_relax();
+    if ((i & 1023) == 1023) sched_yield();
+  }
   pthread_mutex_unlock(&submit_mu);
 }

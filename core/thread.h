@@ -11,6 +11,9 @@ void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx);
 /* Elements per thread below which kernels stay single-threaded. */
 #define MT_GRAIN 32768
 int mt_in_parallel(void);
+/* Workers polling for the next job go to sleep now (called before a BLAS call, whose threads want the
+ * cores); the next job wakes them. */
+void mt_pool_rest(void);
 /* Where the thread count came from: "MT_NUM_THREADS", "OMP_NUM_THREADS", "set_num_threads" or the CPUs. */
 const char *mt_threads_source(void);
 /* fn(n) is called with every count mt_set_num_threads sets (one listener: the BLAS's, from blas.c). */

@@ -56,4 +56,12 @@ end
 
 function B.report(key, value) io.write(key, ' ', tostring(value), '\n') end
 
+-- the tail of the training-loop workloads: the best time per call of `step` over `rounds` rounds of
+-- `reps` calls, reported as `key` in `unit` seconds (1e3: ms, 1e6: us), then the process's peak memory
+function B.report_loop(key, unit, step, reps, rounds)
+  local t = B.best(function(k) for _ = 1, k do step() end end, reps, rounds)
+  B.report(key, t * unit)
+  B.report('peak_kb', B.peak_kb())
+end
+
 return B

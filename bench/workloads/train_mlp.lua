@@ -1,5 +1,6 @@
 -- One training step of a 784-512-256-10 MLP (nn.Linear, ReLU), batch 128, cross-entropy, SGD with
--- momentum 0.9: forward, zero_grad, backward, step. Milliseconds per step, best of rounds.
+-- momentum 0.9: forward, zero_grad, backward, step. Milliseconds per step, best of rounds; then
+-- inference (the forward of the same batch under no_grad, `infer_ms`) and the peak resident memory.
 -- Threads: $BENCH_THREADS.
 local B = dofile((arg[0]:gsub('[^/]*$', '')) .. 'common.lua')
 local torch = require 'moontorch'
@@ -19,6 +20,7 @@ local function step()
   opt:step()
 end
 local steps = tonumber(arg[1]) or 50
-local t = B.best(function(r) for _ = 1, r do step() end end, steps, 5)
-B.report('ms', t * 1e3)
-B.report('peak_kb', B.peak_kb())
+local forward = torch.no_grad(function(r) for _ = 1, r do local out = net(x) end end)
+local infer = B.best(forward, steps, 5)
+B.report('infer_ms', infer * 1e3)
+B.report_loop('ms', 1e3, step, steps, 5)

@@ -31,6 +31,4 @@ local function iteration()
   step()
 end
 local n = tonumber(arg[1]) or 10000
-local t = B.best(function(k) for _ = 1, k do iteration() end end, n, 3)
-B.report('us', t * 1e6)
-B.report('peak_kb', B.peak_kb())
+B.report_loop('us', 1e6, iteration, n, 3)

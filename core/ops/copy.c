@@ -170,35 +170,53 @@ static mt_status on_cpu(const mt_tensor *t, const char *op, mt_tensor **h) {
   return s;
 }
 
-mt_status mt_tensor_item(const mt_tensor *t, double *out) {
+/* the one element of t, readable on the CPU: *src is t itself (a CPU tensor: no reference taken) or a CPU
+ * copy of it, which *owned holds (release it after reading) */
+static mt_status item_of(const mt_tensor *t, const mt_tensor **src, mt_tensor **owned) {
+  *owned = NULL;
   MT_TRY(mt_check_tensor(t, "item", "input"));
   if (t->_device_type != MT_CPU) {
-    mt_tensor *h;
-    MT_TRY(on_cpu(t, "item", &h));
-    mt_status s = mt_tensor_item(h, out);
-    mt_tensor_release(h);
-    return s;
+    MT_TRY(on_cpu(t, "item", owned));
+    t = *owned;
   }
-  if (t->_numel != 1)
-    return mt_error(MT_EINVAL, "item: a Tensor with %lld elements cannot be converted to Scalar", (long long)t->_numel);
-  *out = load_out(t->_dtype, t->_data);
+  if (t->_numel != 1) {
+    int64_t n = t->_numel;
+    mt_tensor_release(*owned);
+    *owned = NULL;
+    return mt_error(MT_EINVAL, "item: a Tensor with %lld elements cannot be converted to Scalar", (long long)n);
+  }
+  *src = t;
   return MT_OK;
 }
 
-mt_status mt_tensor_item_int64(const mt_tensor *t, int64_t *out) {
-  MT_TRY(mt_check_tensor(t, "item", "input"));
-  if (t->_device_type != MT_CPU) {
-    mt_tensor *h;
-    MT_TRY(on_cpu(t, "item", &h));
-    mt_status s = mt_tensor_item_int64(h, out);
-    mt_tensor_release(h);
-    return s;
-  }
-  if (t->_numel != 1)
-    return mt_error(MT_EINVAL, "item: a Tensor with %lld elements cannot be converted to Scalar", (long long)t->_numel);
-  if (t->_dtype == MT_INT64) *out = *(const int64_t *)t->_data;
-  else *out = (int64_t)load_out(t->_dtype, t->_data);
+mt_status mt_tensor_item(const mt_tensor *t, double *out) {
+  const mt_tensor *h = NULL;
+  mt_tensor *owned;
+  MT_TRY(item_of(t, &h, &owned));
+  *out = load_out(h->_dtype, h->_data);
+  if (owned) mt_tensor_release(owned);
   return MT_OK;
+}
+
+/* an integer dtype's value exactly; a floating one's truncated toward zero, as Python's int() does, and an
+ * error for NaN, the infinities and values outside int64's range (a C cast of those is undefined) */
+mt_status mt_tensor_item_int64(const mt_tensor *t, int64_t *out) {
+  const mt_tensor *h = NULL;
+  mt_tensor *owned;
+  MT_TRY(item_of(t, &h, &owned));
+  mt_status s = MT_OK;
+  if (h->_dtype == MT_INT64) {
+    *out = *(const int64_t *)h->_data;
+  } else {
+    double v = mt_load_double(h->_dtype, h->_data);
+    if (v != v) s = mt_error(MT_EINVAL, "item: cannot convert float NaN to integer");
+    else if (v == INFINITY || v == -INFINITY) s = mt_error(MT_EINVAL, "item: cannot convert float infinity to integer");
+    else if (!(v >= -0x1p63 && v < 0x1p63))
+      s = mt_error(MT_ERANGE, "item: value cannot be converted to type int64_t without overflow");
+    else *out = (int64_t)v;
+  }
+  if (owned) mt_tensor_release(owned);
+  return s;
 }
 
 static mt_status element_ptr(const mt_tensor *t, const int64_t *index, const char *op, char **p) {

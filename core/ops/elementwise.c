@@ -240,6 +240,12 @@ static inline bool small_float(const mt_tensor *a) {
          !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && a->_numel < 2 * MT_GRAIN && a->_device_type == MT_CPU;
 }
 
+/* speed: contiguous float operands of any size on the CPU (the fused backward kernels) */
+static inline bool float_contig(const mt_tensor *a) {
+  return (a->_dtype == MT_FLOAT32 || a->_dtype == MT_FLOAT64) && (a->_flags & MT_TENSOR_CONTIGUOUS) &&
+         !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && a->_device_type == MT_CPU;
+}
+
 /* the result: a new tensor like a (dtype rdt), or `out` (== a) itself */
 static mt_status fast_result(mt_tensor *a, int rdt, mt_tensor *out, const char *name, mt_tensor **r) {
   if (out) { *r = out; return MT_OK; }
@@ -426,7 +432,8 @@ done:
  * on small contiguous float operands of one shape and dtype. MT_ENOTIMPL (no message: the caller
  * composes the formula instead) when the call is not one of those. */
 mt_status mt_unary_grad(mt_op op, mt_tensor *g, mt_tensor *x, mt_tensor **result) {
-  if (!small_float(g) || !small_float(x) || g->_dtype != x->_dtype || !same_sizes(g, x)) return MT_ENOTIMPL;
+  /* speed: any size (the kernel splits large ones over the pool) */
+  if (!float_contig(g) || !float_contig(x) || g->_dtype != x->_dtype || !same_sizes(g, x)) return MT_ENOTIMPL;
   mt_tensor *r;
   MT_TRY(mt_new_like(g, g->_dtype, "backward", &r));
   mt_status s = mt_kernels_of(g)->unary_grad(op, r, g, x);

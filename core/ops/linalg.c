@@ -184,6 +184,23 @@ static mt_status mm_impl(const char *op, mt_tensor *a, mt_tensor *b, mt_tensor *
 }
 
 
+/* The common tail of addmm and baddbmm: c (checked) broadcast to the product's shape `sz` (nd = 2 or 3),
+ * the in-place case's shape, then r = beta * c + alpha * (a @ b) through `into` (mm_into or bmm_into). */
+typedef mt_status (*product_into)(mt_tensor *r, const mt_tensor *a, const mt_tensor *b, double alpha, double beta);
+static mt_status add_product(const char *op, mt_tensor *c, mt_tensor *a, mt_tensor *b, const int64_t *sz, int nd,
+                             product_into into, double beta, double alpha, mt_tensor *out, mt_tensor **result) {
+  MT_TRY(check_expand(op, c, sz, nd));
+  if (out == c && (c->_ndim != nd || memcmp(c->_sizes, sz, sizeof *sz * (size_t)nd)))
+    return mt_error(MT_ESHAPE, "%s: the in-place result %s does not have the product's shape %s", op, MT_SHAPE(c),
+                    mt_shape_str(sz, nd));
+  dest d;
+  MT_TRY(dest_open(&d, out, sz, nd, a->_dtype, op, a, b));
+  mt_tensor *t = dest_target(&d);
+  mt_status s = preload_c(t, c, beta);
+  if (s == MT_OK) s = into(t, a, b, alpha, beta);
+  return dest_close(&d, s, out, result);
+}
+
 static mt_status addmm_impl(const char *op, mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, double alpha,
                             mt_tensor *out, mt_tensor **result) {
   MT_TRY(mt_check_tensor(c, op, "self"));
@@ -201,16 +218,7 @@ static mt_status addmm_impl(const char *op, mt_tensor *c, mt_tensor *a, mt_tenso
                     (long long)a->_sizes[0], (long long)a->_sizes[1], (long long)b->_sizes[0], (long long)b->_sizes[1]);
   MT_TRY(not_for_bool(op, "addmm_impl_cpu_", a->_dtype));
   int64_t sz[2] = {a->_sizes[0], b->_sizes[1]};
-  MT_TRY(check_expand(op, c, sz, 2));
-  if (out == c && (c->_ndim != 2 || c->_sizes[0] != sz[0] || c->_sizes[1] != sz[1]))
-    return mt_error(MT_ESHAPE, "%s: the in-place result %s does not have the product's shape %s", op, MT_SHAPE(c),
-                    mt_shape_str(sz, 2));
-  dest d;
-  MT_TRY(dest_open(&d, out, sz, 2, a->_dtype, op, a, b));
-  mt_tensor *t = dest_target(&d);
-  mt_status s = preload_c(t, c, beta);
-  if (s == MT_OK) s = mm_into(t, a, b, alpha, beta);
-  return dest_close(&d, s, out, result);
+  return add_product(op, c, a, b, sz, 2, mm_into, beta, alpha, out, result);
 }
 
 
@@ -279,16 +287,7 @@ static mt_status baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double beta, 
   MT_TRY(bmm_checks(op, a, b, "baddbmm"));
   MT_TRY(mt_check_same_device(op, a, c));
   int64_t sz[3] = {a->_sizes[0], a->_sizes[1], b->_sizes[2]};
-  MT_TRY(check_expand(op, c, sz, 3));
-  if (out == c && (c->_ndim != 3 || memcmp(c->_sizes, sz, sizeof sz)))
-    return mt_error(MT_ESHAPE, "%s: the in-place result %s does not have the product's shape %s", op, MT_SHAPE(c),
-                    mt_shape_str(sz, 3));
-  dest d;
-  MT_TRY(dest_open(&d, out, sz, 3, a->_dtype, op, a, b));
-  mt_tensor *t = dest_target(&d);
-  mt_status s = preload_c(t, c, beta);
-  if (s == MT_OK) s = bmm_into(t, a, b, alpha, beta);
-  return dest_close(&d, s, out, result);
+  return add_product(op, c, a, b, sz, 3, bmm_into, beta, alpha, out, result);
 }
 
 /* mv: the product with N = 1, the vector as a K x 1 matrix */

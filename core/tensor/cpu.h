@@ -30,7 +30,11 @@ static inline void mt_cpu_encode(int dtype, double value, char *bytes) { mt_stor
   X(GELU_TANH, gelu_tanh) X(SOFTPLUS, softplus)
 typedef void (*mt_vmath_fn)(float *out, const float *in, int64_t n);
 /* out[i] = op(in[i]) for n contiguous floats (out may be in); NULL when the op has no such loop or the CPU
- * lacks AVX2+FMA (or MOONTORCH_VMATH=0 is set). */
+ * lacks AVX2+FMA (or MOONTORCH_VMATH=0 is set). The AVX-512 loop (vmath512.c) where the CPU has AVX-512
+ * and the op one, unless MOONTORCH_VMATH=avx2. */
 mt_vmath_fn mt_vmath_f32(mt_op op);
+/* speed: the AVX-512 loops (exp, log, tanh, sigmoid); NULL for other ops. Call only where
+ * mt_cpu_kernel_level() (cpu_features.h) is MT_CPU_LEVEL_AVX512. */
+mt_vmath_fn mt_vmath512_f32(mt_op op);
 
 #endif

@@ -466,23 +466,37 @@ mt_status mt_cpu_where(mt_tensor *out, const mt_tensor *cond, const mt_tensor *a
 }
 
 /* g * sign(x) (abs), g * (x > 0) (relu): the float operations of their backward formulas (g times
- * the sign, g times the mask), in one pass. g, x and out of one shape and dtype, contiguous. */
-mt_status mt_cpu_unary_grad(mt_op op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x) {
-  if (op != MT_OP_ABS && op != MT_OP_RELU) return MT_ENOTIMPL;
-  int64_t n = g->_numel;
+ * the sign, g times the mask), in one pass, split over the pool when large. g, x and out of one shape
+ * and dtype, contiguous. */
+typedef struct {
+  mt_op op;
+  mt_tensor *out;
+  const mt_tensor *g, *x;
+} unary_grad_job;
+static void unary_grad_run(void *ctx, int64_t b, int64_t e) {
+  const unary_grad_job *j = ctx;
+  mt_op op = j->op;
 #define FUSED_LOOP(T)                                                               \
   {                                                                                 \
-    const T *G = (const T *)g->_data, *X = (const T *)x->_data;                     \
-    T *R = (T *)out->_data;                                                         \
+    const T *restrict G = (const T *)j->g->_data, *restrict X = (const T *)j->x->_data; \
+    T *restrict R = (T *)j->out->_data; /* a new tensor */                          \
     if (op == MT_OP_ABS)                                                            \
-      for (int64_t i = 0; i < n; i++) {                                             \
+      for (int64_t i = b; i < e; i++) {                                             \
         T v = X[i];                                                                 \
         R[i] = G[i] * (T)(v > 0 ? 1 : (v < 0 ? -1 : v));                            \
       }                                                                             \
-    else                                                                            \
-      for (int64_t i = 0; i < n; i++) R[i] = G[i] * (T)(X[i] > 0);                  \
+    else /* branch-free, so that it vectorises: random signs defeat a branch */      \
+      for (int64_t i = b; i < e; i++) {                                             \
+        T m = X[i] > 0 ? (T)1 : (T)0;                                               \
+        R[i] = G[i] * m;                                                            \
+      }                                                                             \
   }
-  if (g->_dtype == MT_FLOAT32) FUSED_LOOP(float) else FUSED_LOOP(double)
+  if (j->g->_dtype == MT_FLOAT32) FUSED_LOOP(float) else FUSED_LOOP(double)
 #undef FUSED_LOOP
+}
+mt_status mt_cpu_unary_grad(mt_op op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x) {
+  if (op != MT_OP_ABS && op != MT_OP_RELU) return MT_ENOTIMPL;
+  unary_grad_job j = {op, out, g, x};
+  mt_parallel_for(g->_numel, MT_GRAIN, unary_grad_run, &j);
   return MT_OK;
 }

@@ -182,6 +182,117 @@ static TGT void sgemm_small(int64_t M, int64_t N, int64_t K, float alpha, const 
   }
 }
 #undef TILE_ROWS
+
+/* speed: the AVX-512 kernel, the same computation with an 8 x 32 tile (16 zmm accumulators; each element
+ * of C is the same chain of FMAs over k as in tile_f32, so the two kernels agree bit for bit). Chosen by
+ * small_kernel_avx512() below (MOONTORCH_VMATH=avx2 keeps the AVX2 kernel). */
+#define TGT5 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")))
+static inline __attribute__((always_inline)) TGT5 void tile5_f32(const int MR, const int NV, __mmask16 m0,
+                                                                  __mmask16 m1, int64_t K, const float *A, int64_t ars,
+                                                                  int64_t acs, const float *B, int64_t ldb, float *C,
+                                                                  int64_t ldc, float alpha, float beta) {
+  __m512 acc0[8], acc1[8];
+  for (int i = 0; i < MR; i++) {
+    acc0[i] = _mm512_setzero_ps();
+    acc1[i] = _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < K; k++) {
+    const float *bk = B + k * ldb;
+    const float *ak = A + k * acs;
+    __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
+    __m512 b1 = NV == 2 ? _mm512_maskz_loadu_ps(m1, bk + 16) : b0;
+    for (int i = 0; i < MR; i++) {
+      __m512 a = _mm512_set1_ps(ak[i * ars]);
+      acc0[i] = _mm512_fmadd_ps(a, b0, acc0[i]);
+      if (NV == 2) acc1[i] = _mm512_fmadd_ps(a, b1, acc1[i]);
+    }
+  }
+  __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int i = 0; i < MR; i++) {
+    float *c = C + i * ldc;
+    __m512 r0 = _mm512_mul_ps(acc0[i], va);
+    if (beta != 0) r0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, c), vb, r0);
+    _mm512_mask_storeu_ps(c, m0, r0);
+    if (NV == 2) {
+      __m512 r1 = _mm512_mul_ps(acc1[i], va);
+      if (beta != 0) r1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, c + 16), vb, r1);
+      _mm512_mask_storeu_ps(c + 16, m1, r1);
+    }
+  }
+}
+#define TILE5_ROWS(NV)                                                                                         \
+  switch (mr) {                                                                                                \
+  case 8: tile5_f32(8, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                        \
+  case 7: tile5_f32(7, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                        \
+  case 6: tile5_f32(6, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                        \
+  case 5: tile5_f32(5, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                        \
+  case 4: tile5_f32(4, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                        \
+  case 3: tile5_f32(3, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                        \
+  case 2: tile5_f32(2, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                        \
+  default: tile5_f32(1, NV, m0, m1, K, a, ars, acs, b, ldb, c, ldc, alpha, beta); break;                       \
+  }
+static TGT5 void sgemm_small5(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t ars, int64_t acs,
+                              const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+  for (int64_t j = 0; j < N; j += 32) {
+    int64_t left = N - j;
+    const float *b = B + j;
+    __mmask16 m0 = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+    __mmask16 m1 = left >= 32 ? (__mmask16)0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0;
+    for (int64_t i = 0; i < M; i += 8) {
+      int mr = M - i < 8 ? (int)(M - i) : 8;
+      const float *a = A + i * ars;
+      float *c = C + i * ldc + j;
+      if (left > 16) {
+        TILE5_ROWS(2)
+      } else {
+        TILE5_ROWS(1)
+      }
+    }
+  }
+}
+#undef TILE5_ROWS
+
+/* speed: a small product of at least PAR_SMALL_MACS multiply-adds and 32 columns is split over the pool
+ * in panels of 16 columns (the kernel's own blocks, so the tiles and the results are those of one
+ * thread): a 64x64x64 product is about 4 us on one thread, while a worker that is polling for work picks
+ * up its half in well under a microsecond. Panels are 32 columns wide (two AVX2 blocks, one AVX-512 block). */
+#define PAR_SMALL_MACS (96LL * 1024)
+typedef struct {
+  int64_t M, N, K;
+  float alpha, beta;
+  const float *A, *B;
+  int64_t ars, acs, ldb, ldc;
+  float *C;
+} small_job;
+static int small_avx512 = -1;
+/* the AVX-512 kernel where the kernels' level is AVX-512 (MOONTORCH_VMATH=avx2 keeps AVX2). On AMD Zen 4,
+ * which runs each 512-bit operation as two 256-bit halves, the two kernels measured the same on one
+ * thread (64x64x64 into out=: 4.8-5.0 us of CPU time each, 200 000 products); a CPU with full-width
+ * AVX-512 units is where this one can do twice the work per instruction. */
+static int small_kernel_avx512(void) { return mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX512; }
+/* the columns [j0, j1) of the product, on the kernel of this CPU's level */
+static void small_cols(const small_job *s, int64_t j0, int64_t j1) {
+  if (small_avx512)
+    sgemm_small5(s->M, j1 - j0, s->K, s->alpha, s->A, s->ars, s->acs, s->B + j0, s->ldb, s->beta, s->C + j0, s->ldc);
+  else
+    sgemm_small(s->M, j1 - j0, s->K, s->alpha, s->A, s->ars, s->acs, s->B + j0, s->ldb, s->beta, s->C + j0, s->ldc);
+}
+/* panels of 32 columns: a whole number of either kernel's column blocks */
+static void small_panels(void *ctx, int64_t p0, int64_t p1) {
+  const small_job *s = ctx;
+  small_cols(s, p0 * 32, p1 * 32 < s->N ? p1 * 32 : s->N);
+}
+static void sgemm_small_any(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t ars, int64_t acs,
+                            const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+  if (small_avx512 < 0) small_avx512 = small_kernel_avx512();
+  small_job s = {M, N, K, alpha, beta, A, B, ars, acs, ldb, ldc, C};
+  if (N > 32 && M * N * K >= PAR_SMALL_MACS && !mt_in_parallel() && mt_get_num_threads() > 1) {
+    int64_t panels = (N + 31) / 32, per = (PAR_SMALL_MACS / 2) / (M * K * 32) + 1;
+    mt_parallel_for(panels, per, small_panels, &s);
+    return;
+  }
+  small_cols(&s, 0, N);
+}
 #else
 static int have_avx2_fma(void) { return 0; }
 #endif
@@ -293,8 +404,8 @@ static void gemm_blas_one(const mt_blas *bl, int dt, int64_t M, int64_t N, int64
       ldb = N;
     }
     if (gc.cs == 1 || N == 1) {
-      sgemm_small(M, N, K, (float)alpha, (const float *)A, ga.rs, ga.cs, b, ldb, (float)beta, (float *)C,
-                  M == 1 ? 0 : gc.rs);
+      sgemm_small_any(M, N, K, (float)alpha, (const float *)A, ga.rs, ga.cs, b, ldb, (float)beta, (float *)C,
+                      M == 1 ? 0 : gc.rs);
     } else { /* C written through a row-major scratch */
       geo gs = {M, N, N, 1};
       if (!scratch) SCRATCH();
@@ -323,6 +434,7 @@ static void gemm_blas_one(const mt_blas *bl, int dt, int64_t M, int64_t N, int64
     int tt = ta; ta = !tb; tb = !tt;
     t = lda; lda = ldb; ldb = t;
   }
+  mt_pool_rest(); /* the BLAS's threads take the cores from here: our polling workers sleep */
   /* matrix . vector and vector . matrix through gemv */
   if (N == 1 || M == 1) {
     int vec_is_b = N == 1;

@@ -486,9 +486,77 @@ static void outer_run(void *ctx, int64_t b, int64_t e) {
   }
 }
 
+/* speed: sum or mean of a float32/float64 input over one strided run of rows into a contiguous run of
+ * outputs (the bias gradient, `g:sum(1)` of an N x C matrix): the rows are added column block by column
+ * block, in the order and with the lanes walk_d/chunk_d use for each output (8 lanes by row mod 8 within
+ * chunks of BUF rows, the tail rows on lane 0, Kahan-Babuska across chunks), so the result is the
+ * same bit for bit, without walking each column on its own. */
+#define COLS 64
+typedef struct {
+  const red_job *j;
+} colsum_job;
+static void colsum_run(void *ctx, int64_t b, int64_t e) {
+  const red_job *j = ((const colsum_job *)ctx)->j;
+  const int64_t rows = j->inner.numel, rst = j->inner.st[0];
+  const int f32 = j->in_dt == MT_FLOAT32;
+  double s[8][COLS], v[COLS], comp[COLS];
+  for (int64_t c0 = b * COLS; c0 < e * COLS && c0 < j->nout; c0 += COLS) {
+    int64_t nc = j->nout - c0 < COLS ? j->nout - c0 : COLS;
+    for (int64_t c = 0; c < nc; c++) v[c] = comp[c] = 0;
+    const char *base = j->in_data + c0 * j->ost_in[0];
+    for (int64_t k = 0; k < rows; k += BUF) {
+      int64_t m = rows - k < BUF ? rows - k : BUF, full = m & ~(int64_t)7;
+      for (int l = 0; l < 8; l++)
+        for (int64_t c = 0; c < nc; c++) s[l][c] = 0;
+      for (int64_t i = 0; i < m; i++) {
+        double *sl = s[i < full ? (i & 7) : 0];
+        const char *row = base + (k + i) * rst;
+        if (f32) {
+          const float *q = (const float *)row;
+          for (int64_t c = 0; c < nc; c++) sl[c] += (double)q[c];
+        } else {
+          const double *q = (const double *)row;
+          for (int64_t c = 0; c < nc; c++) sl[c] += q[c];
+        }
+      }
+      for (int64_t c = 0; c < nc; c++) {
+        double t = ((s[0][c] + s[1][c]) + (s[2][c] + s[3][c])) + ((s[4][c] + s[5][c]) + (s[6][c] + s[7][c]));
+        double y = v[c] + t;
+        if (fabs(v[c]) >= fabs(t)) comp[c] += (v[c] - y) + t;
+        else comp[c] += (t - y) + v[c];
+        v[c] = y;
+      }
+    }
+    for (int64_t c = 0; c < nc; c++) {
+      double r = isfinite(v[c]) ? v[c] + comp[c] : v[c];
+      if (j->op == MT_OP_MEAN) r /= (double)rows;
+      store_d(j->out_dt, j->out_data + (c0 + c) * j->ost_out[0], 0, 1, &r);
+    }
+  }
+}
+static int colsum_fast(red_job *j) {
+  if ((j->op != MT_OP_SUM && j->op != MT_OP_MEAN) || j->isint) return 0;
+  if (j->in_dt != MT_FLOAT32 && j->in_dt != MT_FLOAT64) return 0;
+  int64_t isz = j->in_dt == MT_FLOAT32 ? 4 : 8;
+  if (j->ond != 1 || j->ost_in[0] != isz || j->inner.nd != 1 || j->inner.st[0] == isz || j->inner.numel < 2 ||
+      j->nout < 8)
+    return 0;
+  /* run_reduction splits the rows of each output into parts (another order) when there are few outputs */
+  int nt = mt_get_num_threads();
+  double total = (double)j->inner.numel * (double)j->nout;
+  if (!(total < 2.0 * MT_GRAIN || nt <= 1) && !(j->nout >= 8 * nt || j->inner.numel < 2 * MT_GRAIN)) return 0;
+  colsum_job cj = {j};
+  int64_t blocks = (j->nout + COLS - 1) / COLS;
+  int64_t grain = MT_GRAIN / (COLS * j->inner.numel);
+  mt_parallel_for(blocks, grain < 1 ? 1 : grain, colsum_run, &cj);
+  return 1;
+}
+#undef COLS
+
 static void run_reduction(red_job *j) {
   int64_t nred = j->inner.numel, nout = j->nout;
   if (nout == 0) return;
+  if (colsum_fast(j)) return;
   double total = (double)nred * (double)nout;
   if (total < 2.0 * MT_GRAIN || mt_get_num_threads() <= 1) {
     outer_run(j, 0, nout);

@@ -1,7 +1,8 @@
 /* vmath.c -- float32 exp, log, tanh, sigmoid, expm1, log1p, silu, gelu_tanh and softplus over contiguous
  * arrays, eight lanes at a time with AVX2+FMA. elementwise.c asks mt_vmath_f32() for a kernel once; on a
  * CPU without AVX2+FMA (or with MOONTORCH_VMATH=0 in the environment) there is none and the scalar libm
- * kernels stay, as they do for strided operands and float64.
+ * kernels stay, as they do for strided operands and float64. Where the CPU has AVX-512, exp, log, tanh and
+ * sigmoid come from vmath512.c instead (MOONTORCH_VMATH=avx2 keeps these loops).
  *
  * Accuracy: within 2 ULP of the correctly rounded result over the whole float range, denormal results
  * included (spec/vmath_spec.lua sweeps every op against float64 libm); IEEE values at the edges (exp
@@ -360,18 +361,16 @@ VM_LOOP(silu, vm_silu8)
 VM_LOOP(gelu_tanh, vm_gelu_tanh8)
 VM_LOOP(softplus, vm_softplus8)
 
-static int vm_have_avx2_fma(void) {
-  const char *env = getenv("MOONTORCH_VMATH");
-  if (env && strcmp(env, "0") == 0)
-    return 0;
-  return mt_cpu_has(MT_CPU_AVX2 | MT_CPU_FMA);
-}
 #endif /* VM_X86 */
 
 mt_vmath_fn mt_vmath_f32(mt_op op) {
 #if VM_X86
-  if (!vm_have_avx2_fma())
-    return NULL;
+  int level = mt_cpu_kernel_level();
+  if (level < MT_CPU_LEVEL_AVX2) return NULL;
+  if (level >= MT_CPU_LEVEL_AVX512) {
+    mt_vmath_fn f = mt_vmath512_f32(op);
+    if (f) return f;
+  }
   switch (op) {
 #define X(OP, name)                                                                                                    \
   case MT_OP_##OP:                                                                                                     \
