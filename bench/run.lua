@@ -423,7 +423,7 @@ if want(16) then
   end
 end
 
--- (16) recurrent layers (issue 12, rnn part): a 2-layer LSTM (input 128, hidden 256, batch_first,
+-- (lstm) recurrent layers (issue 12, rnn part): a 2-layer LSTM (input 128, hidden 256, batch_first,
 -- seq 32, batch 32), forward + backward; alternating, each keeping its best of 3
 -- (`luajit bench/run.lua lstm` runs it alone)
 if want('lstm') then
