@@ -342,14 +342,26 @@ do
 end
 
 local function pack(...) return select('#', ...), { ... } end
+local function pass(...) return ... end
 
 -- compile the text of a command: an expression (its values are printed), else a statement.
 -- Returns chunk, print?, or nil, message, incomplete?
 function M.compile(src)
   local body = src:gsub('^%s*=', '')
   local quiet = body:match(';%s*$') ~= nil
-  local chunk, eerr = load('return ' .. body, '=stdin')
-  if chunk then return chunk, not quiet end
+  -- the expression is an argument of a pass-through (`return f(x)` would be a tail call: an error
+  -- in f would lose the line it was called from)
+  local expr = body:gsub(';%s*$', '')
+  local chunk, eerr = load('local __repl_pass = ...; return __repl_pass(' .. expr .. (expr:find('--', 1, true) and '\n)' or ')'), '=stdin')
+  if chunk and expr:match('%S') then
+    local f = chunk
+    return function() return f(pass) end, not quiet
+  end
+  eerr = eerr or ''
+  if not chunk then
+    local _, e2 = load('return ' .. body, '=stdin') -- the message as the user's text gives it
+    eerr = e2 or eerr
+  end
   local err
   chunk, err = load(body, '=stdin')
   if chunk then return chunk, false end
@@ -406,14 +418,29 @@ function M.run_chunk(chunk, show, state)
   -- the library's functions it calls are compiled as usual
   if state.nojit and jit then jit.off(chunk, true) end
   local t0 = now()
-  if sys then sys.sigint_interrupts() end
-  local n, res = pack(xpcall(chunk, traceback))
-  if sys then sys.sigint_held() end
+  local n, res
+  if sys then
+    -- SIGINT is let through only while the chunk runs, inside the xpcall
+    n, res = pack(xpcall(function()
+      sys.sigint_interrupts()
+      local m, r = pack(chunk())  -- (named `chunk` in tracebacks: shown as the main chunk)
+      sys.sigint_held()
+      return unpack(r, 1, m)
+    end, traceback))
+    sys.sigint_held()
+    debug.sethook()
+  else
+    n, res = pack(xpcall(chunk, traceback))
+  end
   local dt = now() - t0
   if res[1] then
     if show then print_values(n - 1, { unpack(res, 2, n) }) end
   else
-    stderr(paint(COLOURS.err, tostring(res[2])) .. '\n')
+    -- the traceback's frames of this REPL removed; none at all when the error is in the line itself
+    local msg = tostring(res[2]):gsub("\n\t[^\n]*repl%.lua:%d+: in function <[^\n]*>", '')
+      :gsub("(\n\tstdin:%d+: in )function 'chunk'", '%1main chunk'):gsub("\n\t%[C%]: in function 'error'", '')
+      :gsub('\nstack traceback:\n\tstdin:%d+: in main chunk$', '')
+    stderr(paint(COLOURS.err, msg) .. '\n')
   end
   if state.time then
     io.stdout:write(paint(COLOURS.dim, dt < 1 and ('(%.3f ms)'):format(dt * 1e3) or ('(%.3f s)'):format(dt)), '\n')
@@ -482,7 +509,11 @@ function M.repl()
     return real_exit(...)
   end
   local buffer
-  while not state.quit do
+  local step -- one line read and run
+  local function loop()
+    while not state.quit do step() end
+  end
+  step = function()
     local line
     if editor then
       line = editor:read(buffer and '>> ' or '> ')
@@ -499,7 +530,8 @@ function M.repl()
         local _, err = load(buffer, '=stdin')
         stderr(paint(COLOURS.err, tostring(err)) .. '\n')
       end
-      break
+      state.quit = true
+      return
     end
     if line then
       local src = buffer and (buffer .. '\n' .. line) or line
@@ -518,6 +550,15 @@ function M.repl()
           else stderr(paint(COLOURS.err, tostring(show)) .. '\n') end
         end
       end
+    end
+  end
+  -- a Ctrl-C landing between two commands (outside their xpcall) must not end the REPL
+  while not state.quit do
+    local ok, err = pcall(loop)
+    if not ok then
+      if state.sys then state.sys.sigint_held() end
+      debug.sethook()
+      stderr(paint(COLOURS.err, tostring(err)) .. '\n')
     end
   end
   if editor then editor:close() end

@@ -62,8 +62,10 @@ end
 function M:read(prompt)
   local RL, lib = self.RL, self.lib
   local got, line = false, nil
+  -- the handler removes itself: installed, readline would show the prompt again at once
   RL.handler_install(prompt, function(l)
     got, line = true, l
+    RL.handler_remove()
   end)
   local fd = lib.rl_instream ~= nil and ffi.C.fileno(lib.rl_instream) or 0
   local sfd = sys.sigint_fd()
@@ -82,7 +84,7 @@ function M:read(prompt)
       RL.read_char()
     end
   end
-  RL.handler_remove()
+  if line == nil then io.stdout:write('\n') io.stdout:flush() end
   return line
 end
 

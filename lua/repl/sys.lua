@@ -136,8 +136,9 @@ do
 end
 M.can_interrupt = runner_handler ~= nil
 
--- user code is about to run: SIGINT interrupts it
+-- user code is about to run: SIGINT interrupts it (a Ctrl-C typed before it started is dropped)
 function M.sigint_interrupts()
+  if sfd and M.wait({ sfd }, 0)[sfd] then M.sigint_take() end
   if runner_handler then C.sigaction(SIGINT, runner_handler, nil) end
   C.sigprocmask(SIG_UNBLOCK, int_set, nil)
 end
