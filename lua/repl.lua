@@ -175,6 +175,17 @@ local function names_of(v, out)
     for k in pairs(T.props) do out[k] = out[k] or 'value' end
     return out
   end
+  -- an nn.Module keeps its attributes, parameters, buffers and children in tables of its own
+  if type(v) == 'table' and type(rawget(v, '_parameters')) == 'table' then
+    for _, part in ipairs { '_attrs', '_parameters', '_buffers', '_modules' } do
+      local t = rawget(v, part)
+      if type(t) == 'table' then
+        for k, x in pairs(t) do
+          if type(k) == 'string' then out[k] = type(x) == 'function' and 'function' or 'value' end
+        end
+      end
+    end
+  end
   local depth, t = 0, v
   while t ~= nil and depth < 20 do
     if type(t) == 'table' then
@@ -498,8 +509,8 @@ function M.repl()
     editor = line_editor()
     sys.sigint_held()
     local torch = rawget(_G, 'torch')
-    io.write(('moontorch %s on %s -- ?name for help, :help, Ctrl-D to quit\n'):format(
-      torch and torch.__version__ or '?', jit and jit.version or _VERSION))
+    io.write(('moontorch %s on %s (line editing: %s) -- ?name for help, :help, Ctrl-D to quit\n'):format(
+      torch and torch.__version__ or '?', jit and jit.version or _VERSION, editor.name))
   end
   -- os.exit from a command keeps the history
   local real_exit = os.exit
