@@ -189,7 +189,8 @@ local function iterate(it)
   local mt = getmetatable(it)
   local total
   if t == 'table' or (t == 'userdata' or t == 'cdata') then
-    local okl, n = pcall(function() return #it end)
+    -- (LuaJIT's # ignores a table's __len: called here)
+    local okl, n = pcall(function() return mt and mt.__len and mt.__len(it) or #it end)
     if okl and type(n) == 'number' and (n > 0 or not (mt and (mt.__call or it.iter))) then total = n end
     local f, s, c
     if type(it.iter) == 'function' then
