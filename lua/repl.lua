@@ -155,6 +155,9 @@ local function lookup(path)
     if tv ~= 'table' and tv ~= 'cdata' and tv ~= 'string' then return nil end
     local ok, r = pcall(function() return v[part] end)
     if not ok then return nil end
+    -- torch.Tensor.add: the method tensors have
+    local torch = package.loaded['moontorch']
+    if r == nil and torch and v == torch.Tensor then r = require('moontorch.tensor').methods[part] end
     v = r
   end
   return v
@@ -331,8 +334,8 @@ function M.help(x, name)
     local _ = init
     return table.concat(out, '\n')
   elseif is_tensor(x) then
-    return ('%s: a tensor of size %s, %s; its methods: ?torch.Tensor.<name>, Tab after %s:'):format(name,
-      tostring(x:size()), tostring(x.dtype), name)
+    return ('%s: a tensor of size %s, %s; a method\'s help: ?%s.<method> (Tab after %s: lists them)'):format(
+      name, tostring(x:size()), tostring(x.dtype), name, name)
   end
   return ('%s: a %s value'):format(name, type(x))
 end
@@ -402,12 +405,18 @@ commands.depth = function(rest)
   print('tables print to depth ' .. M.depth)
 end
 commands.quit = function(_, state) state.quit = true end
+commands.jit = function(rest, state)
+  if rest == 'on' then state.nojit = false elseif rest == 'off' then state.nojit = true end
+  print(state.nojit and 'commands run interpreted (Ctrl-C can stop their loops)'
+    or 'commands are compiled by the JIT (Ctrl-C cannot stop a compiled loop that calls nothing)')
+end
 commands.help = function()
   print([[
   expr          print its values (a trailing ; prints nothing)
   ?name         a function's documentation (?torch.zeros), a table's fields
   :time on|off  print each command's time
   :depth n      how deep tables print (now ]] .. M.depth .. [[)
+  :jit on|off   let the JIT compile the commands typed here (off: Ctrl-C stops any loop)
   :quit         leave (or Ctrl-D)
   Tab completes names, fields and methods; Up/Down walk the history; Ctrl-C interrupts.]])
 end
@@ -650,7 +659,10 @@ function M.main(argv)
     if not chunk then die(tostring(err)) end
     local ok, msg = xpcall(function() return chunk(unpack(script_args)) end, traceback)
     io.stdout:flush()
-    if not ok then die(msg) end
+    if not ok then
+      if not interactive then die(msg) end
+      stderr('moontorch: ' .. msg .. '\n') -- -i: the REPL, to look at what the script left
+    end
   end
   if need_repl then M.repl() end
   io.stdout:flush()

@@ -16,7 +16,9 @@ local function libreadline()
     typedef struct _IO_FILE FILE;
     extern FILE *rl_instream;
     int fileno(FILE *f);
-    void rl_replace_line(const char *text, int clear_undo);
+    void rl_free_line_state(void);
+    void rl_cleanup_after_signal(void);
+    void rl_callback_sigcleanup(void);
     extern const char *rl_readline_name;
   ]])
   for _, name in ipairs { 'libreadline.so.8', 'readline', 'libreadline.so.7' } do
@@ -73,12 +75,14 @@ function M:read(prompt)
   while not got do
     local ready = sys.wait(fds, -1)
     if sfd and ready[sfd] then
+      -- (as CPython's readline module does on a signal; the next handler_install starts an empty line)
       sys.sigint_take()
-      RL.sigcleanup()
-      lib.rl_replace_line('', 0)
+      lib.rl_free_line_state()
+      lib.rl_callback_sigcleanup()
+      lib.rl_cleanup_after_signal()
+      RL.handler_remove()
       io.stdout:write('^C\n')
       io.stdout:flush()
-      RL.handler_remove()
       return false
     elseif ready[fd] then
       RL.read_char()
