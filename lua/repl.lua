@@ -310,12 +310,17 @@ function M.help(x, name)
   name = name or tostring(x)
   if type(x) == 'function' then
     local doc, info = function_doc(x, name)
-    local where = info and info.short_src and info.what ~= 'C' and (' -- ' .. info.short_src .. ':' .. info.linedefined) or ''
+    local where = ''
+    if info and info.what ~= 'C' then
+      -- our files by their module path (moontorch/ops/create.lua), others as Lua names them
+      local src = info.source:match('^@(.*)$')
+      src = src and (src:match('.*/(moontorch/.*)$') or src) or info.short_src
+      where = ' -- ' .. src .. ':' .. info.linedefined
+    end
     local head = info and info.what == 'C' and (name .. ' (a built-in function)') or signature(x, name)
     return paint(COLOURS.key, head) .. paint(COLOURS.dim, where) .. '\n' .. (doc or 'no documentation found')
   elseif type(x) == 'table' then
     local out = {}
-    local init = x.__init or (getmetatable(x) or {}).__call
     if type(x.__typename) == 'string' then
       out[#out + 1] = paint(COLOURS.key, x.__typename)
       if type(rawget(x, '__init')) == 'function' then
@@ -331,7 +336,6 @@ function M.help(x, name)
     end
     table.sort(fields)
     out[#out + 1] = 'fields: ' .. table.concat(fields, ' ')
-    local _ = init
     return table.concat(out, '\n')
   elseif is_tensor(x) then
     return ('%s: a tensor of size %s, %s; a method\'s help: ?%s.<method> (Tab after %s: lists them)'):format(
@@ -345,7 +349,8 @@ local function now()
   return os.clock() -- replaced by a wall clock below when available
 end
 do
-  local ok = pcall(ffi.cdef, 'struct mt_repl_timespec { long tv_sec, tv_nsec; }; int clock_gettime(int clk, struct mt_repl_timespec *ts);')
+  local ok = pcall(ffi.cdef, [[struct mt_repl_timespec { long tv_sec, tv_nsec; };
+    int clock_gettime(int clk, struct mt_repl_timespec *ts);]])
   local ts = ffi.new('struct mt_repl_timespec')
   if ok or pcall(function() return ffi.C.clock_gettime end) then
     now = function()
@@ -366,7 +371,8 @@ function M.compile(src)
   -- the expression is an argument of a pass-through (`return f(x)` would be a tail call: an error
   -- in f would lose the line it was called from)
   local expr = body:gsub(';%s*$', '')
-  local chunk, eerr = load('local __repl_pass = ...; return __repl_pass(' .. expr .. (expr:find('--', 1, true) and '\n)' or ')'), '=stdin')
+  local close = expr:find('--', 1, true) and '\n)' or ')' -- (a comment would swallow the `)`)
+  local chunk, eerr = load('local __repl_pass = ...; return __repl_pass(' .. expr .. close, '=stdin')
   if chunk and expr:match('%S') then
     local f = chunk
     return function() return f(pass) end, not quiet

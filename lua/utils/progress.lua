@@ -16,7 +16,8 @@ local Bar = {}
 Bar.__index = Bar
 
 pcall(ffi.cdef, 'int isatty(int fd); int fileno(struct _IO_FILE *f);')
-pcall(ffi.cdef, 'struct mt_progress_timespec { long tv_sec, tv_nsec; }; int clock_gettime(int clk, struct mt_progress_timespec *ts);')
+pcall(ffi.cdef, [[struct mt_progress_timespec { long tv_sec, tv_nsec; };
+  int clock_gettime(int clk, struct mt_progress_timespec *ts);]])
 local ts = ffi.new('struct mt_progress_timespec')
 local function wall()
   ffi.C.clock_gettime(1, ts)
@@ -215,7 +216,8 @@ local function iterate(it)
     end, total, false
   end
   if t == 'function' then return it, nil, true end
-  error('moontorch.utils.progress: cannot iterate a ' .. t .. ' (a number, a table, a loader or an iterator function)', 3)
+  error('moontorch.utils.progress: cannot iterate a ' .. t
+    .. ' (a number, a table, a loader or an iterator function)', 3)
 end
 
 -- progress(iterable, opts): iterates as `iterable` does, yielding (i, values...) where i counts
