@@ -40,7 +40,10 @@ local function filled(name, value)
     return apply(t, opts)
   end
 end
+-- zeros(size..., {dtype=, device=, requires_grad=}): a new tensor of that size filled with 0;
+-- the size as numbers or one table (torch.zeros(2, 3), torch.zeros({2, 3}))
 M.zeros = filled('zeros', 0)
+-- ones(size..., {dtype=, device=, requires_grad=}): a new tensor of that size filled with 1
 M.ones = filled('ones', 1)
 
 -- full(size, value, opts): size is a table; dtype from the value when not given
