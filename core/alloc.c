@@ -4,6 +4,7 @@
  * storage are freed with the data, when the storage's last reference goes (a view keeps the
  * block alive after its base head died). Views get heads of their own. */
 #include "alloc.h"
+#include "thread.h"
 
 #include <stdlib.h>
 
@@ -17,9 +18,14 @@
 static mt_stats stats;
 mt_stats *mt_get_stats(void) { return &stats; }
 
-/* Statistics are plain adds: exact for the usual single allocating thread, approximate when
- * several threads allocate at once (an atomic add per field would cost more than a small op). */
-static inline void stat_add(int64_t *p, int64_t v) { *p += v; }
+/* Statistics are plain adds from the calling thread (an atomic add per field would cost more than a
+ * small op), and atomic adds inside a parallel job, where the pool's threads and the caller may all
+ * allocate at once (a kernel that makes tensors per chunk). Outside a job only the caller allocates,
+ * so the counts are exact; threads of a C program's own that allocate at once make them approximate. */
+static inline void stat_add(int64_t *p, int64_t v) {
+  if (mt_in_parallel()) __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  else *p += v;
+}
 
 /* Small tensors (head + data within SMALL_BLOCK bytes) take blocks from a per-thread free list
  * fed by slabs: a small op's allocation is a pop and its release a push. The blocks are kept

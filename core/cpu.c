@@ -9,7 +9,7 @@
  * quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us, rounded up): a container
  * given 2 CPUs of a 64-CPU host gets 2 threads, not 64. */
 #define _GNU_SOURCE
-#include "mt_internal.h"
+#include "cpu_features.h"
 
 #include <pthread.h>
 #include <sched.h>

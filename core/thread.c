@@ -48,8 +48,8 @@ void mt_pool_rest(void) {
   if (!__atomic_load_n(&pool_rest, __ATOMIC_RELAXED)) __atomic_store_n(&pool_rest, 1, __ATOMIC_RELAXED);
 }
 
-static _Thread_local int in_parallel;
-int mt_in_parallel(void) { return in_parallel; }
+_Thread_local int mt_in_parallel_flag;
+#define in_parallel mt_in_parallel_flag
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)

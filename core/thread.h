@@ -10,7 +10,9 @@ typedef void (*mt_range_fn)(void *ctx, int64_t begin, int64_t end);
 void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx);
 /* Elements per thread below which kernels stay single-threaded. */
 #define MT_GRAIN 32768
-int mt_in_parallel(void);
+/* whether this thread is running a chunk of a parallel job (a pool worker, or the caller taking its share) */
+extern _Thread_local int mt_in_parallel_flag;
+static inline int mt_in_parallel(void) { return mt_in_parallel_flag; }
 /* Workers polling for the next job go to sleep now (called before a BLAS call, whose threads want the
  * cores); the next job wakes them. */
 void mt_pool_rest(void);
