@@ -352,9 +352,12 @@ do
   local ok = pcall(ffi.cdef, [[struct mt_repl_timespec { long tv_sec, tv_nsec; };
     int clock_gettime(int clk, struct mt_repl_timespec *ts);]])
   local ts = ffi.new('struct mt_repl_timespec')
+  local tsp = ffi.cast('void *', ts)
   if ok or pcall(function() return ffi.C.clock_gettime end) then
     now = function()
-      ffi.C.clock_gettime(1, ts)
+      -- through void *: whoever declared clock_gettime first (the REPL, progress, a user's script)
+      -- named its own struct, and a void * converts to any of them
+      ffi.C.clock_gettime(1, tsp)
       return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
     end
   end

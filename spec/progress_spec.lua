@@ -154,3 +154,19 @@ describe('moontorch.utils.progress', function()
     assert.truthy(text:find('100%% 3/3 %[00:00<00:00, [%d.]+ it/s%]\n$'), text)
   end)
 end)
+
+describe('progress beside other clock_gettime declarations', function()
+  it('works after a script (or the REPL) declared clock_gettime with a struct of its own', function()
+    local out, ok = H.run_lua([[
+      local ffi = require 'ffi'
+      ffi.cdef 'struct my_ts { long s, ns; }; int clock_gettime(int, struct my_ts *);'
+      local progress = require 'moontorch.utils.progress'
+      for _, b in progress({ 1, 2 }, { desc = 'x' }) do progress.set { loss = b } end
+      require 'moontorch.repl' -- its own clock too
+      print('done')
+    ]])
+    assert.is_true(ok, out)
+    assert.truthy(out:find('x 100%% 2/2 ', 1), out)
+    assert.truthy(out:find('done\n', 1, true), out)
+  end)
+end)

@@ -19,8 +19,11 @@ pcall(ffi.cdef, 'int isatty(int fd); int fileno(struct _IO_FILE *f);')
 pcall(ffi.cdef, [[struct mt_progress_timespec { long tv_sec, tv_nsec; };
   int clock_gettime(int clk, struct mt_progress_timespec *ts);]])
 local ts = ffi.new('struct mt_progress_timespec')
+local tsp = ffi.cast('void *', ts)
 local function wall()
-  ffi.C.clock_gettime(1, ts)
+  -- through void *: whoever declared clock_gettime first (the REPL, progress, a user's script)
+  -- named its own struct, and a void * converts to any of them
+  ffi.C.clock_gettime(1, tsp)
   return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
 end
 
