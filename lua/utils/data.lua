@@ -155,6 +155,14 @@ function Subset:__getitem(i)
   return rawget(self, 'dataset')[ix[check_index(i, #ix, 'utils.data.Subset')]]
 end
 function Subset:__len() return #rawget(self, 'indices') end
+-- a whole batch from the dataset beneath, when it offers one (see DataLoader)
+function Subset:__getbatch(idx)
+  local ds = rawget(self, 'dataset')
+  if type(ds.__getbatch) ~= 'function' then return nil end
+  local ix, r = rawget(self, 'indices'), {}
+  for k, j in ipairs(idx) do r[k] = ix[check_index(j, #ix, 'utils.data.Subset')] end
+  return ds:__getbatch(r)
+end
 
 -- ConcatDataset(datasets): one dataset after another
 local ConcatDataset = class.class('data.ConcatDataset', Dataset, M)
@@ -559,16 +567,18 @@ local function values_of(batch)
   return batch
 end
 
--- a batch of a TensorDataset with the default collate: one index_select per tensor
-local function tensor_batch(ts, idx)
+-- a batch with the default collate: one index_select per tensor
+function TensorDataset:__getbatch(idx)
+  local ts = rawget(self, 'tensors')
   local n = ts[1]:size(1)
+  local ix = idx
   for k, i in ipairs(idx) do
     if not is_int(i) or i < 1 or i > n then
-      check_index(i, n, 'utils.data.TensorDataset')
-      idx[k] = i < 0 and n + 1 + i or i
+      if ix == idx then ix = { unpack(idx) } end
+      ix[k] = check_index(i, n, 'utils.data.TensorDataset')
     end
   end
-  local it = torch.tensor(idx, { dtype = torch.int64 })
+  local it = torch.tensor(ix, { dtype = torch.int64 })
   local out = {}
   for k, t in ipairs(ts) do out[k] = t:index_select(1, it) end
   return out
@@ -603,13 +613,18 @@ function DataLoader:iter()
   local idx_it = sampler_iter(self.batch_sampler or self.sampler)
   -- PyTorch's iterator draws its base seed (one int64) as it starts, before the first index
   torch.empty({}, { dtype = torch.int64 }):random_(self.generator and { generator = self.generator } or nil)
-  local fast = self._default_collate and self._auto_collation and class.typename(ds) == 'data.TensorDataset'
+  -- with the default collate, a dataset with __getbatch (TensorDataset, the MNIST family) hands
+  -- over a whole batch at once (nil: it cannot, collate its samples)
+  local fast = self._default_collate and self._auto_collation and type(ds.__getbatch) == 'function'
   local auto = self._auto_collation
   return function()
     local idx = idx_it()
     if idx == nil then return nil end
     if not auto then return values_of(collate(ds[idx])) end
-    if fast then return values_of(tensor_batch(rawget(ds, 'tensors'), idx)) end
+    if fast then
+      local b = ds:__getbatch(idx)
+      if b ~= nil then return values_of(b) end
+    end
     local samples = {}
     for k, i in ipairs(idx) do samples[k] = ds[i] end
     return values_of(collate(samples))
