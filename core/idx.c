@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #ifdef MT_HAVE_ZLIB
 #include <zlib.h>
 #endif
@@ -183,9 +184,72 @@ MT_API mt_status mt_idx_read(const char *path, mt_tensor **out) {
     }
     bytes *= sizes[d];
   }
+  int64_t hlen = 4 + 4 * (int64_t)ndim;
+  char *gzbuf = NULL; /* a gzip body, read before the tensor is made */
+  if (s.f) {
+    /* a plain file: its size says at once whether the body is what the header announces */
+    struct stat sb;
+    if (fstat(fileno(s.f), &sb) == 0 && S_ISREG(sb.st_mode)) {
+      int64_t have = (int64_t)sb.st_size - hlen;
+      if (have < bytes) {
+        st = mt_error(MT_EFORMAT, OP ": %s is truncated: its header announces %" PRId64 " bytes of data, it has %" PRId64,
+                      path, bytes, have < 0 ? 0 : have);
+        goto done;
+      }
+      if (have > bytes) {
+        st = mt_error(MT_EFORMAT, OP ": %s has more data than its header says (%" PRId64 " bytes of data announced)",
+                      path, bytes);
+        goto done;
+      }
+    }
+  } else {
+    /* a gzip stream's length is known only by inflating it: read the body into a buffer that grows
+     * as data comes, so that a short file announcing a huge body fails as truncated, not as a
+     * huge allocation */
+    int64_t cap = 0;
+    r = 0;
+    while (r < bytes) {
+      int64_t want = bytes - r;
+      int64_t grow = cap < ((int64_t)1 << 20) ? ((int64_t)1 << 20) : cap;
+      if (want > grow) want = grow;
+      if (r + want > cap) {
+        char *nb = realloc(gzbuf, (size_t)(r + want));
+        if (!nb) {
+          st = mt_error(MT_ENOMEM, OP ": %s: out of memory reading %" PRId64 " bytes of data", path, bytes);
+          goto free_gz;
+        }
+        gzbuf = nb;
+        cap = r + want;
+      }
+      int64_t got = src_read(&s, gzbuf + r, want);
+      if (got < 0) { st = MT_EFORMAT; goto free_gz; }
+      r += got;
+      if (got < want) break;
+    }
+    if (r < bytes) {
+      st = mt_error(MT_EFORMAT, OP ": %s is truncated: its header announces %" PRId64 " bytes of data, it has %" PRId64,
+                    path, bytes, r);
+      goto free_gz;
+    }
+  }
   st = mt_tensor_empty(sizes, ndim, dtype, NULL, &t);
+  if (st != MT_OK) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", mt_last_error());
+    st = mt_error(st, OP ": %s: cannot make a tensor of %s for its data (%s)", path, mt_shape_str(sizes, ndim), why);
+    goto free_gz;
+  }
+  if (gzbuf) {
+    if (bytes) memcpy(t->_data, gzbuf, (size_t)bytes);
+    r = bytes;
+  } else if (s.f) {
+    r = src_read(&s, t->_data, bytes);
+  } else {
+    r = bytes; /* an empty gzip body */
+  }
+free_gz:
+  free(gzbuf);
   if (st != MT_OK) goto done;
-  r = src_read(&s, t->_data, bytes);
   if (r < 0) { st = MT_EFORMAT; goto done; }
   if (r < bytes) {
     st = mt_error(MT_EFORMAT, OP ": %s is truncated: its header announces %" PRId64 " bytes of data, it has %" PRId64,

@@ -98,6 +98,37 @@ describe('moontorch.datasets', function()
       assert.truthy(err:find('gzip', 1, true) or err:find('truncated', 1, true) or err:find('more data', 1, true))
     end)
 
+    it('survives mutated files: a tensor or a read_idx error, never a crash', function()
+      -- a seeded mutation loop (bytes changed, cut, grown), plain and gzip, over a valid int32 file
+      local good = idx(0x0C, { 3, 4 }, string.rep('\0\1\2\3', 12))
+      local p = dir .. '/mutant'
+      local rng = torch.Generator():manual_seed(13)
+      local outcomes = { ok = 0, err = 0 }
+      for round = 1, 300 do
+        local b = { good:byte(1, -1) }
+        local r = torch.randint(0, 1000000, { 8 }, { generator = rng }):tolist()
+        local kind = r[1] % 3
+        if kind == 0 then
+          for k = 0, r[2] % 4 do b[r[3 + k] % #b + 1] = r[7] % 256 end
+        elseif kind == 1 then
+          for k = #b, r[2] % #b + 1, -1 do b[k] = nil end
+        else
+          for k = 1, r[2] % 9 do b[#b + 1] = (r[3] + k) % 256 end
+        end
+        H.write_file(p, bytes(b))
+        local path = round % 2 == 0 and gz(p) or p
+        local ok, res = pcall(datasets.read_idx, path)
+        if ok then
+          assert.is_true(torch.is_tensor(res))
+          outcomes.ok = outcomes.ok + 1
+        else
+          assert.truthy(tostring(res):find('moontorch.datasets.read_idx: ', 1, true), tostring(res))
+          outcomes.err = outcomes.err + 1
+        end
+      end
+      assert.is_true(outcomes.ok > 0 and outcomes.err > 0)
+    end)
+
     it('a build without zlib asks to gunzip the file first', function()
       local p = gz(write('nozlib', idx(8, { 2 }, '\1\2')))
       local C = require('moontorch.ffi').C
