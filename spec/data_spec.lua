@@ -97,6 +97,21 @@ describe('moontorch.utils.data', function()
     end)
   end)
 
+  it('datasets and loaders go through torch.save / torch.load, found by name in a fresh process', function()
+    local path = os.tmpname()
+    local ds = data.TensorDataset(torch.arange(6), torch.arange(6) * 2)
+    torch.save({ ds = data.Subset(ds, { 5, 2 }), loader = data.DataLoader(ds, { batch_size = 4 }) }, path, { sync = false })
+    local out, ok = H.run_lua(([[
+      local torch = require 'moontorch'
+      local obj = torch.load(%q)
+      print(torch.typename(obj.ds), obj.ds:__len(), obj.ds[1][2]:item(), obj.loader:__len())
+      for x, y in obj.loader() do io.write(table.concat(y:tolist(), ','), ';') end
+    ]]):format(path))
+    os.remove(path)
+    assert.is_true(ok, out)
+    assert.are.equal('data.Subset\t2\t8\t2\n0,2,4,6;8,10;', out)
+  end)
+
   describe('random_split', function()
     it('cuts randperm(n, generator) as PyTorch 1.13 does: counts or fractions', function()
       local ds = data.TensorDataset(torch.arange(10))

@@ -546,7 +546,8 @@ function DataLoader:__init(dataset, opts)
   self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, opts.generator
   self.num_workers = 0
   self._auto_collation = batch_sampler ~= nil or (self._iterable and batch_size ~= false)
-  self.collate_fn = opts.collate_fn or (self._auto_collation and default_collate or function(x) return x end)
+  -- a given collate_fn only: the default is the class's (so that torch.save can save a loader)
+  self.collate_fn = opts.collate_fn
   self._default_collate = opts.collate_fn == nil
 end
 
@@ -561,6 +562,8 @@ function DataLoader:__len()
   if self.batch_sampler ~= nil then return len(self.batch_sampler) end
   return len(self.sampler)
 end
+
+DataLoader.collate_fn = default_collate
 
 local function values_of(batch)
   if type(batch) == 'table' and getmetatable(batch) == nil and rawget(batch, 1) ~= nil then return unpack(batch) end
@@ -588,6 +591,7 @@ end
 function DataLoader:iter()
   local op = 'utils.data.DataLoader'
   local ds, collate = self.dataset, self.collate_fn
+  if self._default_collate and not self._auto_collation then collate = function(x) return x end end
   if self._iterable then
     local it = ds:__iter()
     local bs, drop = self.batch_size, self.drop_last
