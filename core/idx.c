@@ -175,13 +175,17 @@ MT_API mt_status mt_idx_read(const char *path, mt_tensor **out) {
   }
   int64_t sizes[MT_MAX_DIMS];
   int64_t bytes = size;
+  int64_t span = size; /* the product of the sizes taken as at least 1: the strides must fit too,
+                          even when a size of 0 leaves no data */
   for (int d = 0; d < ndim; d++) {
     const unsigned char *b = hdr + 4 * d;
     sizes[d] = ((int64_t)b[0] << 24) | ((int64_t)b[1] << 16) | ((int64_t)b[2] << 8) | (int64_t)b[3];
-    if (sizes[d] != 0 && bytes > IDX_MAX_BYTES / sizes[d]) {
+    int64_t s1 = sizes[d] > 1 ? sizes[d] : 1;
+    if (span > IDX_MAX_BYTES / s1) {
       st = mt_error(MT_EFORMAT, OP ": %s: the sizes in its header overflow (more than 2^40 bytes of data)", path);
       goto done;
     }
+    span *= s1;
     bytes *= sizes[d];
   }
   int64_t hlen = 4 + 4 * (int64_t)ndim;
