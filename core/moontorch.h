@@ -1107,6 +1107,18 @@ MT_API mt_status mt_embedding_bag(mt_tensor *weight, mt_tensor *indices, mt_tens
                                   mt_tensor *per_sample_weights, int mode, int has_padding, int64_t padding_idx,
                                   int scale_grad_by_freq, int64_t index_base, mt_tensor **result);
 
+/* ---------------------------------------------------------------- IDX files (issue 13, data part) */
+/* Read an IDX file (the MNIST format: 0, 0, a type byte, the number of dims, big-endian uint32
+ * sizes, then the big-endian data) into a new CPU tensor of its dtype: 0x08 uint8, 0x09 int8,
+ * 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64. A gzip file (magic 1f 8b) is inflated through
+ * zlib where this build has it (mt_idx_has_zlib). A file that is not exactly what its header says
+ * (wrong magic, unknown type, sizes overflowing, truncated, trailing data) is MT_EFORMAT naming the
+ * file; an unreadable one MT_EIO. */
+MT_API mt_status mt_idx_read(const char *path, mt_tensor **out);
+/* 1 when this build reads gzip (zlib was found); a test can pass 0 to act as a build without
+ * zlib, 1 to restore, -1 to ask. */
+MT_API int mt_idx_has_zlib(int set);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,9 @@ M.registry = registry
 -- ('nn.Linear', 'optim.SGD') load the package; the others are listed one by one.
 local packages = { nn = 'moontorch.nn', optim = 'moontorch.optim' }
 local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autograd.Function'] = 'moontorch.function' }
+-- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
+packages.data = 'moontorch.utils.data'
+packages.datasets = 'moontorch.datasets'
 M.homes, M.packages = homes, packages
 local function find(name)
   local c = registry[name]

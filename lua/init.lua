@@ -116,6 +116,9 @@ local lazy = {
   load = function() return require('moontorch.checkpoint').load end,
   save_safetensors = function() return require('moontorch.safetensors_io').save end,
   load_safetensors = function() return require('moontorch.safetensors_io').load end,
+  -- utils.data and datasets (issue 13, data part)
+  utils = function() return require 'moontorch.utils' end,
+  datasets = function() return require 'moontorch.datasets' end,
 }
 torch._lazy = lazy
 setmetatable(torch, {
