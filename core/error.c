@@ -57,13 +57,14 @@ mt_status mt_wrap_dim(int dim, int ndim, const char *op, int *out) {
 mt_status mt_check_sizes(const int64_t *sizes, int ndim, const char *op, int64_t *numel) {
   if (ndim < 0 || ndim > MT_MAX_DIMS)
     return mt_error(MT_EINVAL, "%s: %d dimensions requested, at most %d are supported", op, ndim, MT_MAX_DIMS);
-  int64_t n = 1;
+  int64_t n = 1, span = 1; /* span: the product of the sizes counted as at least 1, what strides reach */
   for (int i = 0; i < ndim; i++) {
     if (sizes[i] < 0)
       return mt_error(MT_EINVAL, "%s: negative dimension %lld in size %s", op, (long long)sizes[i],
                       mt_shape_str(sizes, ndim));
-    if (sizes[i] != 0 && n > INT64_MAX / sizes[i])
+    if (sizes[i] > 1 && span > INT64_MAX / sizes[i])
       return mt_error(MT_EINVAL, "%s: size %s has too many elements", op, mt_shape_str(sizes, ndim));
+    if (sizes[i] > 1) span *= sizes[i];
     n *= sizes[i];
   }
   *numel = n;

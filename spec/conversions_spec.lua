@@ -70,3 +70,16 @@ describe('.data assignment', function()
     assert.is_true(p.requires_grad)
   end)
 end)
+
+describe('sizes whose strides would overflow', function()
+  it('are refused even when a zero size makes the tensor empty (the strides still span them)', function()
+    -- (found by fuzz_idx: the strides of 0 x 3419130827^3 wrapped around int64)
+    H.errors_with(function() torch.empty(0, 3419130827, 3419130827, 3419130827) end,
+      'moontorch.empty: size [0, 3419130827, 3419130827, 3419130827] has too many elements')
+    H.errors_with(function() torch.zeros({ 3419130827, 3419130827, 3419130827, 0 }) end, 'has too many elements')
+    -- still fine: big empty tensors whose strides fit
+    local t = torch.empty(0, 2 ^ 40, 2 ^ 20)
+    assert.are.same({ 2 ^ 60, 2 ^ 20, 1 }, { t:stride(1), t:stride(2), t:stride(3) })
+    assert.are.equal(0, t:numel())
+  end)
+end)
