@@ -36,31 +36,7 @@ local function tuple(a, b, c)
 end
 local function is_opts(v) return type(v) == 'table' and not is_tensor(v) end
 
--- the optional arguments after the required ones, positionally in `names`' order or by name in
--- a trailing options table (as nn.functional takes them)
-local function args(fn, names, ...)
-  local n = select('#', ...)
-  local v = { ... }
-  while n > 0 and v[n] == nil do n = n - 1 end
-  local opts = v[n]
-  if is_opts(opts) then
-    v[n] = nil
-    n = n - 1
-    for k, val in pairs(opts) do
-      local found = false
-      for i = 1, #names do
-        if names[i] == k then
-          if i <= n and v[i] ~= nil then fail(fn, ("got multiple values for argument '%s'"):format(k)) end
-          v[i], found = val, true
-          break
-        end
-      end
-      if not found then fail(fn, ("got an unexpected option '%s'"):format(tostring(k))) end
-    end
-  end
-  if n > #names then fail(fn, ('takes at most %d optional arguments, got %d'):format(#names, n)) end
-  return v
-end
+local args = require('moontorch.nn.optargs').parser { is_opts = is_opts }
 
 local function need_tensor(fn, x, what)
   if not is_tensor(x) then fail(fn, ('%s must be a tensor (got %s)'):format(what, type(x))) end

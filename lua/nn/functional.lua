@@ -27,32 +27,7 @@ end
 
 local function is_opts(v) return type(v) == 'table' and not is_tensor(v) end
 
--- the optional arguments (after the required ones) as an array in the order of `names`:
--- positional values first, then a trailing options table by name
-local function args(fn, names, ...)
-  local n = select('#', ...)
-  local v = { ... }
-  while n > 0 and v[n] == nil do n = n - 1 end
-  local opts = v[n]
-  if is_opts(opts) then
-    v[n] = nil
-    n = n - 1
-    for k, val in pairs(opts) do
-      local found = false
-      for i = 1, #names do
-        if names[i] == k then
-          if i <= n and v[i] ~= nil then bad(fn, ("got multiple values for argument '%s'"):format(k)) end
-          v[i], found = val, true
-          break
-        end
-      end
-      if not found then bad(fn, ("got an unexpected option '%s'"):format(tostring(k))) end
-    end
-  end
-  if n > #names then bad(fn, ('takes at most %d optional arguments, got %d'):format(#names, n)) end
-  for i = 1, #names do v[names[i]] = v[i] end
-  return v
-end
+local args = require('moontorch.nn.optargs').parser { prefix = 'nn.functional.', is_opts = is_opts }
 
 local function num(fn, name, v, default)
   if v == nil then return default end

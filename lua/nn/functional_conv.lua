@@ -20,31 +20,9 @@ local M = {}
 local function bad(fn, msg) fail('nn.functional.' .. fn, msg) end
 local function is_opts(v) return type(v) == 'table' and not is_tensor(v) end
 
--- the optional arguments as an array in the order of `names`: positional first, then by name
-local function args(fn, names, ...)
-  local n = select('#', ...)
-  local v = { ... }
-  while n > 0 and v[n] == nil do n = n - 1 end
-  local opts = v[n]
-  -- a trailing table is the options unless it is a size (a sequence of numbers)
-  if is_opts(opts) and (next(opts) == nil or opts[1] == nil) then
-    v[n] = nil
-    n = n - 1
-    for k, val in pairs(opts) do
-      local found = false
-      for i = 1, #names do
-        if names[i] == k then
-          if i <= n and v[i] ~= nil then bad(fn, ("got multiple values for argument '%s'"):format(k)) end
-          v[i], found = val, true
-          break
-        end
-      end
-      if not found then bad(fn, ("got an unexpected option '%s'"):format(tostring(k))) end
-    end
-  end
-  if n > #names then bad(fn, ('takes at most %d optional arguments, got %d'):format(#names, n)) end
-  return v
-end
+-- a trailing table is the options unless it is a size (a sequence of numbers)
+local args = require('moontorch.nn.optargs').parser { prefix = 'nn.functional.',
+  is_opts = function(v) return is_opts(v) and (next(v) == nil or v[1] == nil) end }
 M.args = args
 
 local function size_str(t) return '[' .. table.concat(t:size(), ', ') .. ']' end

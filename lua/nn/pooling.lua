@@ -31,31 +31,9 @@ local function bad(fn, msg) fail('nn.functional.' .. fn, msg) end
 local function is_int(v) return type(v) == 'number' and v == floor(v) and v > -huge and v < huge end
 local function is_opts(v) return type(v) == 'table' and not is_tensor(v) end
 
--- the optional arguments after the required ones, positionally then by name from a trailing
--- options table, as an array in the order of `names`
-local function args(fn, names, ...)
-  local n = select('#', ...)
-  local v = { ... }
-  while n > 0 and v[n] == nil do n = n - 1 end
-  local opts = v[n]
-  if is_opts(opts) and (opts[1] == nil or n > #names) then
-    v[n] = nil
-    n = n - 1
-    for k, val in pairs(opts) do
-      local found = false
-      for i = 1, #names do
-        if names[i] == k then
-          if i <= n and v[i] ~= nil then bad(fn, ("got multiple values for argument '%s'"):format(k)) end
-          v[i], found = val, true
-          break
-        end
-      end
-      if not found then bad(fn, ("got an unexpected keyword argument '%s'"):format(tostring(k))) end
-    end
-  end
-  if n > #names then bad(fn, ('takes at most %d optional arguments, got %d'):format(#names, n)) end
-  return v
-end
+-- (a trailing sequence is a size, unless it comes after all the optional arguments)
+local args = require('moontorch.nn.optargs').parser { prefix = 'nn.functional.', unexpected = 'keyword argument',
+  is_opts = function(v, n, names) return is_opts(v) and (v[1] == nil or n > #names) end }
 
 -- an int or a table of n ints, as an array of n (nil stays nil when allowed)
 local function ints(fn, name, v, n, min)
