@@ -32,6 +32,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -249,6 +250,21 @@ static _Thread_local int dn_threads_told;
  * ever. A forked child leaves oneDNN alone and uses OpenBLAS (which prepares itself for forks). */
 static int dn_forked;
 static void dn_after_fork_child(void) { dn_forked = 1; }
+/* oneDNN 2.6's sgemm (Debian 12's libdnnl2) corrupts the heap when a signal handler runs during a
+ * product: a C program calling dnnl_sgemm under setitimer(ITIMER_PROF) with a no-op SIGPROF handler
+ * aborts in malloc ("corrupted size vs. prev_size") within milliseconds, and LuaJIT's profiler
+ * (`luajit -jp`) is exactly such a timer. So asynchronous signals are held for the call: they are
+ * delivered when it returns, and the OpenMP threads its first call starts inherit the mask, so a
+ * process-directed signal never lands on them. Synchronous signals (a fault) stay open. Two
+ * sigprocmask calls cost well under a microsecond; oneDNN gets only products of 64^3 multiply-adds
+ * and more. */
+static sigset_t dn_held;
+static pthread_once_t dn_held_once = PTHREAD_ONCE_INIT;
+static void dn_held_init(void) {
+  sigfillset(&dn_held);
+  const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
+  for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++) sigdelset(&dn_held, faults[i]);
+}
 static void dn_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
   if (tb || dn_forked) {
@@ -260,8 +276,12 @@ static void dn_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alph
     dn.omp_set_num_threads(want);
     dn_threads_told = want;
   }
-  if (dn.sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) != 0)
-    ob_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); /* an argument it refused: OpenBLAS takes them all */
+  pthread_once(&dn_held_once, dn_held_init);
+  sigset_t old;
+  int held = pthread_sigmask(SIG_BLOCK, &dn_held, &old) == 0;
+  int refused = dn.sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) != 0;
+  if (held) pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (refused) ob_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); /* OpenBLAS takes every argument */
 }
 
 /* setenv for the load only: the old value comes back afterwards */
