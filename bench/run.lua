@@ -449,6 +449,49 @@ if want('lenet') then
     o and o.peak_kb, t and t.peak_kb }
 end
 
+-- (fashion) issue 13: an epoch of the Fashion-MNIST demo (examples/fashion_mnist.lua: LeNet-5, Adam
+-- with a one-cycle schedule, batch 64, 60 000 images, then the 10 000 test images) beside its PyTorch
+-- twin (bench/fashion_mnist.py), each run as a user runs it (one process, data loaded from Debian's
+-- dataset-fashion-mnist); alternating, each keeping its best of 2 (`luajit bench/run.lua fashion`)
+if want('fashion') then
+  local root = os.getenv('BENCH_FASHION_ROOT') or '/usr/share/datasets/fashion-mnist'
+  local f = io.open(root .. '/train-images-idx3-ubyte.gz', 'rb') or io.open(root .. '/train-images-idx3-ubyte', 'rb')
+  if not f then
+    print(('(fashion) skipped: no Fashion-MNIST in %s (apt-get install dataset-fashion-mnist)'):format(root))
+  else
+    f:close()
+    local out_dir = os.tmpname()
+    os.remove(out_dir)
+    local function run_ours()
+      local out = sh(('%s%s bin/moontorch examples/fashion_mnist.lua --epochs 1 --threads %s --data %s --out %s </dev/null')
+        :format(env, luajit, threads, root, out_dir))
+      local acc, tr, te = out:match('test accuracy ([%d.]+)%% %(train ([%d.]+) s, test ([%d.]+) s%)')
+      if not tr then io.stderr:write('bench: examples/fashion_mnist.lua failed:\n', out, '\n') return nil end
+      return { train_s = tonumber(tr), epoch_s = tonumber(tr) + tonumber(te), acc = tonumber(acc) }
+    end
+    local function run_theirs()
+      if not have_torch then return nil end
+      local out = sh(('%s%s bench/fashion_mnist.py --epochs 1 --threads %s --data %s'):format(pyenv, python, threads, root))
+      local tr, te, acc = out:match('train_s ([%d.]+) test_s ([%d.]+) .- acc ([%d.]+)')
+      if not tr then io.stderr:write('bench: bench/fashion_mnist.py failed:\n', out, '\n') return nil end
+      return { train_s = tonumber(tr), epoch_s = tonumber(tr) + tonumber(te), acc = tonumber(acc) * 100 }
+    end
+    local o, t
+    for _ = 1, 2 do
+      local oi, ti = run_ours(), run_theirs()
+      if oi and (not o or oi.epoch_s < o.epoch_s) then o = oi end
+      if ti and (not t or ti.epoch_s < t.epoch_s) then t = ti end
+    end
+    os.execute(('rm -rf %q'):format(out_dir))
+    local acc = ('test accuracy after it: ours %s%%, pytorch %s%%'):format(o and ('%.2f'):format(o.acc) or 'n/a',
+      t and ('%.2f'):format(t.acc) or 'n/a')
+    line('(fashion) demo epoch, training', o and o.train_s * 1e3, t and t.train_s * 1e3, 'ms', 'lower')
+    line('(fashion) demo epoch, train + test', o and o.epoch_s * 1e3, t and t.epoch_s * 1e3, 'ms', 'lower', acc)
+    rows[#rows + 1] = { 'Fashion-MNIST demo: one epoch (60 000 images, then 10 000 tested)', o and o.epoch_s * 1e3,
+      t and t.epoch_s * 1e3, 'ms', 'lower' }
+  end
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

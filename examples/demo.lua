@@ -1,5 +1,6 @@
 -- moontorch in a minute: tensors, broadcasting, a matmul, a reduction, PyTorch-style printing.
--- Run it with `./run demo` (or bin/moontorch examples/demo.lua in a built checkout).
+-- A tour of the basics: bin/moontorch examples/demo.lua in a built checkout (`./run demo` trains
+-- examples/fashion_mnist.lua, the main demo).
 local torch = require 'moontorch'
 
 print('moontorch ' .. torch.__version__)

@@ -59,6 +59,9 @@ local function value_text(v)
   return tostring(v)
 end
 
+-- seconds on a monotonic clock (for timing a loop beside its bar)
+M.clock = wall
+
 local active -- the bar progress.set updates
 
 -- new{ total =, desc =, out = (io.stdout), tty = (out is a terminal), interval = (5 s plain lines),
