@@ -224,51 +224,72 @@ local batches = train_loader:__len()
 local window = math.max(1, math.floor(batches / 20))
 for _, k in ipairs({ 'window_x', 'window_loss', 'window_acc' }) do history[k] = history[k] or {} end
 
-for epoch = first_epoch, opts.epochs do
-  net:train()
-  local t0 = progress.clock()
-  local sum, seen = 0, 0
-  local wsum, wright, wseen = 0, 0, 0
-  for i, x, y in progress(train_loader, { desc = ('epoch %d/%d'):format(epoch, opts.epochs), unit = 'batch' }) do
-    local out = net(x)
-    local loss = F.cross_entropy(out, y)
-    opt:zero_grad()
-    loss:backward()
-    opt:step()
-    sched:step()
-    local l, n = loss:item(), x:size(1)
-    sum, seen = sum + l * n, seen + n
-    wsum, wseen = wsum + l * n, wseen + n
-    wright = wright + out:argmax(2):eq(y):sum():item()
-    if i % window == 0 or i == batches then
-      local hx = history.window_x
-      hx[#hx + 1] = epoch - 1 + i / batches
-      history.window_loss[#hx] = wsum / wseen
-      history.window_acc[#hx] = wright / wseen * 100
-      wsum, wright, wseen = 0, 0, 0
+local saved = first_epoch - 1 -- the last epoch whose checkpoint is on disk, and its file
+local saved_path = checkpoint and (opts.resume == true and ckpt_path or opts.resume)
+local function train()
+  for epoch = first_epoch, opts.epochs do
+    net:train()
+    local t0 = progress.clock()
+    local sum, seen = 0, 0
+    local wsum, wright, wseen = 0, 0, 0
+    for i, x, y in progress(train_loader, { desc = ('epoch %d/%d'):format(epoch, opts.epochs), unit = 'batch' }) do
+      local out = net(x)
+      local loss = F.cross_entropy(out, y)
+      opt:zero_grad()
+      loss:backward()
+      opt:step()
+      sched:step()
+      local l, n = loss:item(), x:size(1)
+      sum, seen = sum + l * n, seen + n
+      wsum, wseen = wsum + l * n, wseen + n
+      wright = wright + out:argmax(2):eq(y):sum():item()
+      if i % window == 0 or i == batches then
+        local hx = history.window_x
+        hx[#hx + 1] = epoch - 1 + i / batches
+        history.window_loss[#hx] = wsum / wseen
+        history.window_acc[#hx] = wright / wseen * 100
+        wsum, wright, wseen = 0, 0, 0
+      end
+      progress.set { loss = l }
     end
-    progress.set { loss = l }
+    local train_s = progress.clock() - t0
+    local t1 = progress.clock()
+    local test_loss, acc = evaluate()
+    local test_s = progress.clock() - t1
+    history.epoch[#history.epoch + 1] = epoch
+    history.train_loss[#history.train_loss + 1] = sum / seen
+    history.test_loss[#history.test_loss + 1] = test_loss
+    history.test_acc[#history.test_acc + 1] = acc * 100
+    print(('epoch %d: train loss %.4f, test loss %.4f, test accuracy %.2f%% (train %.2f s, test %.2f s)')
+      :format(epoch, sum / seen, test_loss, acc * 100, train_s, test_s))
+    make_dir(opts.out)
+    local plan = {}
+    for _, k in ipairs(PLAN) do plan[k] = opts[k] end
+    local state = { model = net:state_dict(), optimizer = opt:state_dict(), scheduler = sched:state_dict(),
+      epoch = epoch, rng_state = torch.get_rng_state(), history = history, plan = plan }
+    -- the epoch's own checkpoint, and the latest one that a bare --resume takes (each written
+    -- atomically: an interrupted save leaves the previous file whole)
+    torch.save(state, ('%s/epoch%d.mt'):format(opts.out, epoch))
+    torch.save(state, ckpt_path)
+    save_plot()
+    saved, saved_path = epoch, ckpt_path
   end
-  local train_s = progress.clock() - t0
-  local t1 = progress.clock()
-  local test_loss, acc = evaluate()
-  local test_s = progress.clock() - t1
-  history.epoch[#history.epoch + 1] = epoch
-  history.train_loss[#history.train_loss + 1] = sum / seen
-  history.test_loss[#history.test_loss + 1] = test_loss
-  history.test_acc[#history.test_acc + 1] = acc * 100
-  print(('epoch %d: train loss %.4f, test loss %.4f, test accuracy %.2f%% (train %.2f s, test %.2f s)')
-    :format(epoch, sum / seen, test_loss, acc * 100, train_s, test_s))
-  make_dir(opts.out)
-  local plan = {}
-  for _, k in ipairs(PLAN) do plan[k] = opts[k] end
-  local state = { model = net:state_dict(), optimizer = opt:state_dict(), scheduler = sched:state_dict(),
-    epoch = epoch, rng_state = torch.get_rng_state(), history = history, plan = plan }
-  -- the epoch's own checkpoint, and the latest one that a bare --resume takes (each written
-  -- atomically: an interrupted save leaves the previous file whole)
-  torch.save(state, ('%s/epoch%d.mt'):format(opts.out, epoch))
-  torch.save(state, ckpt_path)
-  save_plot()
+end
+
+-- Ctrl-C stops the run with a word on what is saved, not a traceback
+local ok, err = xpcall(train, debug.traceback)
+if not ok then
+  if tostring(err):find('interrupted!', 1, true) then
+    io.stdout:write('\n')
+    io.stdout:flush()
+    if saved > 0 then
+      io.stderr:write(('fashion_mnist: interrupted; %s holds epoch %d: --resume continues from it\n'):format(saved_path, saved))
+    else
+      io.stderr:write('fashion_mnist: interrupted before the first epoch ended; nothing was saved\n')
+    end
+    os.exit(130)
+  end
+  error(err, 0)
 end
 
 if first_epoch > opts.epochs then print(('the checkpoint has finished all %d epoch%s'):format(opts.epochs, opts.epochs == 1 and '' or 's')) end

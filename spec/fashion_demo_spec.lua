@@ -178,6 +178,24 @@ describe('examples/fashion_mnist.lua', function()
     os.execute('rm -rf ' .. sh_quote(out_a) .. ' ' .. sh_quote(out_b))
   end)
 
+  it('Ctrl-C stops a run with a word on the checkpoint to resume from (exit status 130)', function()
+    local out_dir = tmpdir()
+    local p = io.popen(('cd %s && timeout --preserve-status -s INT 3 luajit bin/moontorch examples/fashion_mnist.lua %s --epochs 500 --out %s </dev/null 2>&1; echo "EXIT $?"')
+      :format(sh_quote(root), common, sh_quote(out_dir)))
+    local out = p:read('*a')
+    p:close()
+    assert.truthy(out:find('EXIT 130%s*$'), out)
+    assert.falsy(out:find('stack traceback', 1, true), out)
+    local n = out:match('fashion_mnist: interrupted; [^\n]*/checkpoint%.mt holds epoch (%d+): %-%-resume continues from it')
+    if n then
+      -- what it says is on disk is there
+      assert.equal(tonumber(n), require('spec.support.helper').torch.load(out_dir .. '/checkpoint.mt').epoch)
+    else
+      assert.truthy(out:find('fashion_mnist: interrupted before the first epoch ended; nothing was saved', 1, true), out)
+    end
+    os.execute('rm -rf ' .. sh_quote(out_dir))
+  end)
+
   it('the optimizer option trains with each optimizer, and a damaged checkpoint is a clear error', function()
     local out_dir = tmpdir()
     for _, o in ipairs({ 'sgd', 'adamw', 'rmsprop' }) do
