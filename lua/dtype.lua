@@ -29,6 +29,11 @@ M.float64 = def('float64', 7, 8, true, true)
 M.bool = def('bool', 11, 1, false, false)
 M.bfloat16 = def('bfloat16', 15, 2, true, true)
 
+-- PyTorch's ScalarType name of a dtype, as its messages print it ("expected scalar type Long but found Float")
+local scalar_types = { uint8 = 'Byte', int8 = 'Char', int16 = 'Short', int32 = 'Int', int64 = 'Long', float16 = 'Half',
+  float32 = 'Float', float64 = 'Double', bool = 'Bool', bfloat16 = 'BFloat16' }
+function M.scalar_type(d) return scalar_types[d.name] or d.name end
+
 -- aliases, as PyTorch has them
 M.aliases = {
   float = M.float32, double = M.float64, half = M.float16, long = M.int64, int = M.int32,

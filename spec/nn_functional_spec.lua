@@ -720,7 +720,15 @@ describe('nn.functional errors', function()
       { function() F.cross_entropy(inp(), long({ 4, 1, 2 })) end, 'nn.functional.cross_entropy: Target 4 is out of bounds.' },
       { function() F.cross_entropy(inp(), long({ 0, 1, 2 })) end, 'Target 0 is out of bounds.' },
       { function() F.nll_loss(inp(), long({ 1, 2 })) end, 'nn.functional.nll_loss: Expected input batch_size (3) to match target batch_size (2).' },
-      { function() F.nll_loss(inp(), torch.tensor({ 1, 2, 3 }, { dtype = torch.int32 })) end, 'expected scalar type Long but found' },
+      { function() F.nll_loss(inp(), torch.tensor({ 1, 2, 3 }, { dtype = torch.int32 })) end, 'nn.functional.nll_loss: expected scalar type Long but found Int' },
+      -- (PyTorch 1.13: F.nll_loss / F.cross_entropy(torch.randn(3, 3), torch.tensor([1., 2., 3.])) say
+      -- "expected scalar type Long but found Float"; in Lua torch.tensor({1, 2, 3}) is float32, so ours adds how to make indices)
+      { function() F.nll_loss(inp(), torch.tensor({ 1, 2, 3 })) end, 'nn.functional.nll_loss: expected scalar type Long but found Float' },
+      { function() F.cross_entropy(inp(), torch.tensor({ 1, 2, 3 }, { dtype = torch.float64 })) end,
+        "nn.functional.cross_entropy: expected scalar type Long but found Double: class indices are int64 (torch.tensor({...}, {dtype=torch.int64}) or target:long()); a torch.float64 target of size [3] would be class probabilities of the input's size [3, 3]" },
+      { function() require('moontorch.nn').CrossEntropyLoss()(inp(), torch.tensor({ 1, 2, 3 })) end, 'expected scalar type Long but found Float: class indices are int64' },
+      { function() F.cross_entropy(inp(), torch.ones(3, 2)) end,
+        'nn.functional.cross_entropy: Expected input and target of the same size for class probabilities, got [3, 3] and [3, 2]' },
       { function() F.nll_loss(X3(), long({ 1, 2 })) end, 'Expected target size [2, 4], got [2]' },
       { function() F.nll_loss(inp(), long({ { 1, 2, 3 } })) end, '0D or 1D target tensor expected, multi-target not supported' },
       { function() F.nll_loss(inp(), long({ 1, 2, 3 }), torch.ones(2)) end,

@@ -654,7 +654,7 @@ local function nll(fn, input, target, weight, ignore, reduction)
   local nd = input:dim()
   if nd < 1 then bad(fn, 'input tensor should be 1D or more') end
   if target.dtype ~= torch.int64 then
-    bad(fn, ('expected scalar type Long but found %s'):format(tostring(target.dtype)))
+    bad(fn, ('expected scalar type Long but found %s'):format(require('moontorch.dtype').scalar_type(target.dtype)))
   end
   local c = nd == 1 and input:size(1) or input:size(2)
   if nd <= 2 then
@@ -737,6 +737,15 @@ function F.cross_entropy(input, target, ...)
   if target:is_floating_point() then
     -- class probabilities
     if not same_size(input, target) then
+      if target:dim() == input:dim() - 1 then
+        -- the shape of class indices, in a float tensor: in Lua torch.tensor({1, 4}) is float32
+        -- (PyTorch's torch.tensor([1, 4]) is int64), so say how to make indices
+        bad('cross_entropy', ('expected scalar type Long but found %s: class indices are int64 '
+          .. "(torch.tensor({...}, {dtype=torch.int64}) or target:long()); a %s target of size %s would be "
+          .. 'class probabilities of the input\'s size %s'):format(
+            require('moontorch.dtype').scalar_type(target.dtype), tostring(target.dtype),
+            size_str(target), size_str(input)))
+      end
       bad('cross_entropy', ('Expected input and target of the same size for class probabilities, got %s and %s')
         :format(size_str(input), size_str(target)))
     end

@@ -103,7 +103,9 @@ function M.multi_margin_loss(input, target, ...)
     fail(fn, ('inconsistent target size, got: %s'):format(size_str(target)))
   end
   local t = target:reshape(n, 1)
-  if t.dtype ~= torch.int64 then fail(fn, ('expected scalar type Long but found %s'):format(tostring(t.dtype))) end
+  if t.dtype ~= torch.int64 then
+    fail(fn, ('expected scalar type Long but found %s'):format(require('moontorch.dtype').scalar_type(t.dtype)))
+  end
   if n > 0 and not t.is_meta and (t:min():item() < 1 or t:max():item() > c) then fail(fn, 'target out of range') end
   local xy = x:gather(2, t)
   local m = (x - xy + margin):clamp_min(0)
