@@ -278,6 +278,35 @@ describe('moontorch.utils.data', function()
       assert.are.equal(0, first:dim())
     end)
 
+    it('default_convert (the collate without automatic batching) keeps values and copies plain tables', function()
+      local t = torch.ones(2)
+      local sample = { t, 3, 'x', { a = t, b = { 1, 2 } } }
+      local c = data.default_convert(sample)
+      assert.are_not.equal(sample, c)
+      assert.are.equal(t, c[1])
+      assert.are.equal(3, c[2])
+      assert.are.equal('x', c[3])
+      assert.are_not.equal(sample[4], c[4])
+      assert.are.equal(t, c[4].a)
+      assert.are.same({ 1, 2 }, c[4].b)
+      assert.are.equal(t, data.default_convert(t))
+      -- a dataset of {x, y} samples without batching yields each sample's values
+      local pairs_ds = data.TensorDataset(torch.arange(3), torch.arange(3) * 10)
+      local got = {}
+      for x, y in data.DataLoader(pairs_ds, { batch_size = false })() do got[#got + 1] = { x:item(), y:item() } end
+      assert.are.same({ { 0, 0 }, { 1, 10 }, { 2, 20 } }, got)
+    end)
+
+    it('get_worker_info is nil: every batch is loaded in the iterating process, as PyTorch\'s main process', function()
+      assert.is_nil(data.get_worker_info())
+      local seen = 'unset'
+      local D = torch.class('spec.WorkerInfoDataset', data.Dataset)
+      function D:__getitem(i) seen = data.get_worker_info() return torch.tensor(i) end
+      function D:__len() return 2 end
+      for _ in data.DataLoader(D(), { batch_size = 2 })() do end
+      assert.is_nil(seen)
+    end)
+
     it('errors as PyTorch, at the caller\'s line', function()
       local err = H.errors_with(function() data.DataLoader(ds, { sampler = { 1 }, shuffle = true }) end,
         'moontorch.utils.data.DataLoader: sampler option is mutually exclusive with shuffle')

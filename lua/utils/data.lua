@@ -488,6 +488,23 @@ local function default_collate(batch)
 end
 M.default_collate = default_collate
 
+-- default_convert(data): PyTorch's collate when automatic batching is off (batch_size=false). It
+-- turns NumPy arrays into tensors, which Lua has none of, so it keeps tensors, numbers, strings and
+-- objects as they are and gives plain tables (arrays and dicts) as new tables of converted values.
+local function default_convert(data)
+  if type(data) == 'table' and getmetatable(data) == nil then
+    local out = {}
+    for k, v in pairs(data) do out[k] = default_convert(v) end
+    return out
+  end
+  return data
+end
+M.default_convert = default_convert
+
+-- get_worker_info(): nil, as PyTorch's in the main process; moontorch's DataLoader loads every
+-- batch in the process that iterates it (num_workers=0), so a dataset never runs in a worker
+function M.get_worker_info() return nil end
+
 ------------------------------------------------------------------------------ DataLoader
 local DataLoader = class.class('data.DataLoader', nil, M)
 local loader_keys = { batch_size = true, shuffle = true, sampler = true, batch_sampler = true, num_workers = true,
@@ -591,7 +608,7 @@ end
 function DataLoader:iter()
   local op = 'utils.data.DataLoader'
   local ds, collate = self.dataset, self.collate_fn
-  if self._default_collate and not self._auto_collation then collate = function(x) return x end end
+  if self._default_collate and not self._auto_collation then collate = default_convert end
   if self._iterable then
     local it = ds:__iter()
     local bs, drop = self.batch_size, self.drop_last
