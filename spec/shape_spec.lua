@@ -754,6 +754,28 @@ describe('shape op errors', function()
 end)
 
 describe('shape ops, semantics', function()
+  it('index_select picks whole slices along any dim, of every dtype, contiguous or not', function()
+    local base = torch.arange(2 * 5 * 3):reshape(2, 5, 3)
+    local idx = torch.tensor({ 5, 1, 1, 3 }, { dtype = torch.int64 })
+    for _, dt in ipairs({ torch.uint8, torch.int16, torch.int64, torch.float16, torch.float32, torch.float64, torch.bool }) do
+      local x = base:to(dt)
+      for dim = 1, 3 do
+        local n = x:size(dim)
+        local ix = idx:remainder(n):add(1):to(torch.int64) -- in range for this dim, with repeats
+        for _, src in ipairs({ x, x:transpose(1, 3):contiguous():transpose(1, 3) }) do
+          local got = src:index_select(dim, ix)
+          -- the reference: one narrow per index, concatenated
+          local parts = {}
+          for k = 1, ix:numel() do parts[k] = src:narrow(dim, ix[k]:item(), 1) end
+          assert.is_true(torch.equal(torch.cat(parts, dim), got), ('%s dim %d'):format(tostring(dt), dim))
+        end
+      end
+    end
+    -- an empty index, and a 0-dim source
+    assert.are.same({ 2, 0, 3 }, H.shape(base:index_select(2, torch.tensor({}, { dtype = torch.int64 }))))
+    assert.are.equal(7, torch.tensor(7):index_select(1, torch.tensor({ 1 }, { dtype = torch.int64 })):item())
+  end)
+
   it('split, chunk and unbind return views', function()
     local x = torch.zeros(4, 6)
     local parts = x:split(2, 2)

@@ -274,7 +274,18 @@ mt_status mt_cpu_index_select(mt_tensor *out, const mt_tensor *a, int dim, const
   mt_status s = as_1d_if_scalar(a, &a1);
   if (s == MT_OK) s = as_1d_if_scalar(out, &o1);
   if (s == MT_OK) s = normalize_index(index, a1->_sizes[dim], base, 0, dim, "index_select", &idx);
-  if (s == MT_OK && o1->_numel > 0) {
+  if (s == MT_OK && o1->_numel > 0 && mt_tensor_is_contiguous(a1) && mt_tensor_is_contiguous(o1)) {
+    /* both contiguous: each selected slice is one block of bytes (the rows a DataLoader gathers
+     * from a data set, an embedding's rows), copied whole */
+    const int64_t *ix = (const int64_t *)idx->_data;
+    int64_t outer = 1, inner = (int64_t)mt_itemsize(a1->_dtype), n = a1->_sizes[dim], k = o1->_sizes[dim];
+    for (int d = 0; d < dim; d++) outer *= a1->_sizes[d];
+    for (int d = dim + 1; d < a1->_ndim; d++) inner *= a1->_sizes[d];
+    const char *src = a1->_data;
+    char *dst = o1->_data;
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t j = 0; j < k; j++, dst += inner) memcpy(dst, src + (o * n + ix[j]) * inner, (size_t)inner);
+  } else if (s == MT_OK && o1->_numel > 0) {
     int64_t ist[MT_MAX_DIMS] = {0};
     ist[dim] = 1;
     ix_ctx c = {.kind = K_GET};
