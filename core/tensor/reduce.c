@@ -14,6 +14,7 @@
  * number of threads). The dispatch layer (core/ops/reduce.c) has worked out the result's shape and
  * dtype; these kernels fill it. */
 #include "cpu.h"
+#include "softmax.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -914,6 +915,8 @@ mt_status mt_cpu_cumulative(mt_tensor *out, const mt_tensor *a, int dim, int is_
 }
 
 mt_status mt_cpu_softmax(mt_tensor *out, const mt_tensor *a, int dim, int log) {
+  mt_status s; /* s6-vec: float32 with the vector kernels of softmax.c */
+  if (mt_cpu_softmax_vec(out, a, dim, log, &s)) return s;
   return run_lines(a, dim, out, log ? 3 : 2, 0, log ? "log_softmax" : "softmax");
 }
 
