@@ -768,8 +768,9 @@ static void line_run(void *ctx, int64_t b, int64_t e) {
             for (int64_t i = 0; i < n; i++) s += expf((float)(x[i] - m));
           else
             for (int64_t i = 0; i < n; i++) s += exp(x[i] - m);
-          double ls = log(s) + m;
-          for (int64_t i = 0; i < n; i++) x[i] -= ls;
+          /* (x - m) - log(s), as PyTorch: x - (m + log(s)) loses log(s) where |m| is huge */
+          double ls = log(s);
+          for (int64_t i = 0; i < n; i++) x[i] = (x[i] - m) - ls;
         }
       }
       store_d(j->r->_dtype, po, j->st_out, n, x);

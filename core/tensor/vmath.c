@@ -408,6 +408,18 @@ VM float vm_hsum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(a, _mm_shuffle_ps(a, a, 1)));
 }
 
+/* a column's sum runs down n elements one at a time: in double (two halves), so that its rounding stays
+ * far below float32's for any n */
+typedef struct {
+  __m256d lo, hi;
+} vm_dsum;
+VM vm_dsum vm_dsum_add(vm_dsum s, __m256 v) {
+  s.lo = _mm256_add_pd(s.lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+  s.hi = _mm256_add_pd(s.hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  return s;
+}
+VM __m256 vm_dsum_get(vm_dsum s) { return _mm256_set_m128(_mm256_cvtpd_ps(s.hi), _mm256_cvtpd_ps(s.lo)); }
+
 VMK void vm_sm_row_fwd(float *o, const float *x, int64_t n, int lg) {
   __m256 m0 = PS(-INFINITY), m1 = m0, zero = _mm256_setzero_ps();
   int64_t i = 0;
@@ -462,13 +474,15 @@ VMK void vm_sm_cols_fwd(float *o, const float *x, int64_t n, int64_t st, int64_t
     __m256i k = vm_tail(w - j);
     const float *xp = x + j;
     float *op = o + j;
-    __m256 mx = PS(-INFINITY), s = _mm256_setzero_ps();
+    __m256 mx = PS(-INFINITY);
+    vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
     for (int64_t c = 0; c < n; c++) mx = _mm256_max_ps(mx, _mm256_maskload_ps(xp + c * st, k));
     for (int64_t c = 0; c < n; c++) {
       __m256 e = vm_exp8(_mm256_sub_ps(_mm256_maskload_ps(xp + c * st, k), mx));
       if (!lg) _mm256_maskstore_ps(op + c * st, k, e);
-      s = _mm256_add_ps(s, e);
+      ds = vm_dsum_add(ds, e);
     }
+    __m256 s = vm_dsum_get(ds);
     if (!lg) {
       __m256 r = _mm256_div_ps(PS(1.0f), s);
       for (int64_t c = 0; c < n; c++)
@@ -513,11 +527,12 @@ VMK void vm_sm_row_bwd(float *gi, const float *g, const float *y, int64_t n, int
 VMK void vm_sm_cols_bwd(float *gi, const float *g, const float *y, int64_t n, int64_t st, int64_t w, int lg) {
   for (int64_t j = 0; j < w; j += 8) {
     __m256i k = vm_tail(w - j);
-    __m256 s = _mm256_setzero_ps();
+    vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
     for (int64_t c = 0; c < n; c++) {
       __m256 gv = _mm256_maskload_ps(g + j + c * st, k);
-      s = lg ? _mm256_add_ps(s, gv) : _mm256_fmadd_ps(gv, _mm256_maskload_ps(y + j + c * st, k), s);
+      ds = vm_dsum_add(ds, lg ? gv : _mm256_mul_ps(gv, _mm256_maskload_ps(y + j + c * st, k)));
     }
+    __m256 s = vm_dsum_get(ds);
     for (int64_t c = 0; c < n; c++) {
       __m256 gv = _mm256_maskload_ps(g + j + c * st, k), yv = _mm256_maskload_ps(y + j + c * st, k);
       __m256 r = lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s));

@@ -231,6 +231,19 @@ mt_vmath_fn mt_vmath512_f32(mt_op op) {
 #include "softmax.h"
 
 V5 __mmask16 v5_tail(int64_t r) { return r >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << r) - 1); }
+/* a column's sum runs down n elements one at a time: in double (two halves), so that its rounding stays
+ * far below float32's for any n */
+typedef struct {
+  __m512d lo, hi;
+} v5_dsum;
+V5 v5_dsum v5_dsum_add(v5_dsum s, __m512 v) {
+  s.lo = _mm512_add_pd(s.lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+  s.hi = _mm512_add_pd(s.hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+  return s;
+}
+V5 __m512 v5_dsum_get(v5_dsum s) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(s.lo)), _mm512_cvtpd_ps(s.hi), 1);
+}
 
 V5K void v5_sm_row_fwd(float *o, const float *x, int64_t n, int lg) {
   __m512 m0 = P5(-INFINITY), m1 = m0, zero = _mm512_setzero_ps();
@@ -286,13 +299,15 @@ V5K void v5_sm_cols_fwd(float *o, const float *x, int64_t n, int64_t st, int64_t
     __mmask16 k = v5_tail(w - j);
     const float *xp = x + j;
     float *op = o + j;
-    __m512 mx = P5(-INFINITY), s = _mm512_setzero_ps();
+    __m512 mx = P5(-INFINITY);
+    v5_dsum ds = {_mm512_setzero_pd(), _mm512_setzero_pd()};
     for (int64_t c = 0; c < n; c++) mx = _mm512_max_ps(mx, _mm512_maskz_loadu_ps(k, xp + c * st));
     for (int64_t c = 0; c < n; c++) {
       __m512 e = v5_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xp + c * st), mx));
       if (!lg) _mm512_mask_storeu_ps(op + c * st, k, e);
-      s = _mm512_add_ps(s, e);
+      ds = v5_dsum_add(ds, e);
     }
+    __m512 s = v5_dsum_get(ds);
     if (!lg) {
       __m512 r = _mm512_div_ps(P5(1.0f), s);
       for (int64_t c = 0; c < n; c++)
@@ -337,11 +352,12 @@ V5K void v5_sm_row_bwd(float *gi, const float *g, const float *y, int64_t n, int
 V5K void v5_sm_cols_bwd(float *gi, const float *g, const float *y, int64_t n, int64_t st, int64_t w, int lg) {
   for (int64_t j = 0; j < w; j += 16) {
     __mmask16 k = v5_tail(w - j);
-    __m512 s = _mm512_setzero_ps();
+    v5_dsum ds = {_mm512_setzero_pd(), _mm512_setzero_pd()};
     for (int64_t c = 0; c < n; c++) {
       __m512 gv = _mm512_maskz_loadu_ps(k, g + j + c * st);
-      s = lg ? _mm512_add_ps(s, gv) : _mm512_fmadd_ps(gv, _mm512_maskz_loadu_ps(k, y + j + c * st), s);
+      ds = v5_dsum_add(ds, lg ? gv : _mm512_mul_ps(gv, _mm512_maskz_loadu_ps(k, y + j + c * st)));
     }
+    __m512 s = v5_dsum_get(ds);
     for (int64_t c = 0; c < n; c++) {
       __m512 gv = _mm512_maskz_loadu_ps(k, g + j + c * st), yv = _mm512_maskz_loadu_ps(k, y + j + c * st);
       __m512 r = lg ? _mm512_fnmadd_ps(v5_exp16(yv), s, gv) : _mm512_mul_ps(yv, _mm512_sub_ps(gv, s));
