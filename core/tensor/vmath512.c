@@ -10,7 +10,8 @@
  * blends, vscalefps for the 2^n scaling (one rounding, down into the denormals and up to infinity, where
  * the AVX2 code multiplies by two power-of-two factors), vrndscaleps for the rounding to an integer,
  * masked loads and stores for the tail, and the reciprocal estimate of rcp14 in the division's
- * correction step. On a CPU that runs 512-bit operations as two 256-bit halves (AMD Zen 4) the gain is
+ * correction step (and, for sigmoid, in place of the division: v5_div2r). At the end, the softmax line kernels
+ * (softmax.h) built on v5_exp16 and v5_log16. On a CPU that runs 512-bit operations as two 256-bit halves (AMD Zen 4) the gain is
  * in the instructions saved, not in width. */
 #include "cpu.h"
 
