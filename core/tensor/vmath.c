@@ -469,29 +469,38 @@ VMK void vm_sm_row_fwd(float *o, const float *x, int64_t n, int lg) {
   }
 }
 
+/* loads and stores of 8 lanes: plain for whole vectors (full, a constant where these are inlined), through
+ * maskload / maskstore for a tail (maskstore is slow on some CPUs: only where needed) */
+VM __m256 vm_ld(const float *p, __m256i k, int full) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, k); }
+VM void vm_st(float *p, __m256i k, __m256 v, int full) {
+  if (full) _mm256_storeu_ps(p, v);
+  else _mm256_maskstore_ps(p, k, v);
+}
+
+VM void vm_sm_cols8_fwd(float *op, const float *xp, int64_t n, int64_t st, __m256i k, int full, int lg) {
+  __m256 mx = PS(-INFINITY);
+  vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+  for (int64_t c = 0; c < n; c++) mx = _mm256_max_ps(mx, vm_ld(xp + c * st, k, full));
+  for (int64_t c = 0; c < n; c++) {
+    __m256 e = vm_exp8(_mm256_sub_ps(vm_ld(xp + c * st, k, full), mx));
+    if (!lg) vm_st(op + c * st, k, e, full);
+    ds = vm_dsum_add(ds, e);
+  }
+  __m256 s = vm_dsum_get(ds);
+  if (!lg) {
+    __m256 r = _mm256_div_ps(PS(1.0f), s);
+    for (int64_t c = 0; c < n; c++) vm_st(op + c * st, k, _mm256_mul_ps(vm_ld(op + c * st, k, full), r), full);
+  } else {
+    __m256 l = vm_log8(s);
+    for (int64_t c = 0; c < n; c++)
+      vm_st(op + c * st, k, _mm256_sub_ps(_mm256_sub_ps(vm_ld(xp + c * st, k, full), mx), l), full);
+  }
+}
+
 VMK void vm_sm_cols_fwd(float *o, const float *x, int64_t n, int64_t st, int64_t w, int lg) {
   for (int64_t j = 0; j < w; j += 8) {
-    __m256i k = vm_tail(w - j);
-    const float *xp = x + j;
-    float *op = o + j;
-    __m256 mx = PS(-INFINITY);
-    vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
-    for (int64_t c = 0; c < n; c++) mx = _mm256_max_ps(mx, _mm256_maskload_ps(xp + c * st, k));
-    for (int64_t c = 0; c < n; c++) {
-      __m256 e = vm_exp8(_mm256_sub_ps(_mm256_maskload_ps(xp + c * st, k), mx));
-      if (!lg) _mm256_maskstore_ps(op + c * st, k, e);
-      ds = vm_dsum_add(ds, e);
-    }
-    __m256 s = vm_dsum_get(ds);
-    if (!lg) {
-      __m256 r = _mm256_div_ps(PS(1.0f), s);
-      for (int64_t c = 0; c < n; c++)
-        _mm256_maskstore_ps(op + c * st, k, _mm256_mul_ps(_mm256_maskload_ps(op + c * st, k), r));
-    } else {
-      __m256 l = vm_log8(s);
-      for (int64_t c = 0; c < n; c++)
-        _mm256_maskstore_ps(op + c * st, k, _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(xp + c * st, k), mx), l));
-    }
+    if (w - j >= 8) vm_sm_cols8_fwd(o + j, x + j, n, st, _mm256_setzero_si256(), 1, lg);
+    else vm_sm_cols8_fwd(o + j, x + j, n, st, vm_tail(w - j), 0, lg);
   }
 }
 
@@ -516,28 +525,35 @@ VMK void vm_sm_row_bwd(float *gi, const float *g, const float *y, int64_t n, int
     }
   }
   __m256 s = PS(vm_hsum(_mm256_add_ps(s0, s1)));
-  for (i = 0; i < n; i += 8) {
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m256 gv = _mm256_loadu_ps(g + i), yv = _mm256_loadu_ps(y + i);
+    _mm256_storeu_ps(gi + i, lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s)));
+  }
+  if (i < n) {
     __m256i k = vm_tail(n - i);
     __m256 gv = _mm256_maskload_ps(g + i, k), yv = _mm256_maskload_ps(y + i, k);
+    _mm256_maskstore_ps(gi + i, k, lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s)));
+  }
+}
+
+VM void vm_sm_cols8_bwd(float *gi, const float *g, const float *y, int64_t n, int64_t st, __m256i k, int full, int lg) {
+  vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+  for (int64_t c = 0; c < n; c++) {
+    __m256 gv = vm_ld(g + c * st, k, full);
+    ds = vm_dsum_add(ds, lg ? gv : _mm256_mul_ps(gv, vm_ld(y + c * st, k, full)));
+  }
+  __m256 s = vm_dsum_get(ds);
+  for (int64_t c = 0; c < n; c++) {
+    __m256 gv = vm_ld(g + c * st, k, full), yv = vm_ld(y + c * st, k, full);
     __m256 r = lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s));
-    _mm256_maskstore_ps(gi + i, k, r);
+    vm_st(gi + c * st, k, r, full);
   }
 }
 
 VMK void vm_sm_cols_bwd(float *gi, const float *g, const float *y, int64_t n, int64_t st, int64_t w, int lg) {
   for (int64_t j = 0; j < w; j += 8) {
-    __m256i k = vm_tail(w - j);
-    vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
-    for (int64_t c = 0; c < n; c++) {
-      __m256 gv = _mm256_maskload_ps(g + j + c * st, k);
-      ds = vm_dsum_add(ds, lg ? gv : _mm256_mul_ps(gv, _mm256_maskload_ps(y + j + c * st, k)));
-    }
-    __m256 s = vm_dsum_get(ds);
-    for (int64_t c = 0; c < n; c++) {
-      __m256 gv = _mm256_maskload_ps(g + j + c * st, k), yv = _mm256_maskload_ps(y + j + c * st, k);
-      __m256 r = lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s));
-      _mm256_maskstore_ps(gi + j + c * st, k, r);
-    }
+    if (w - j >= 8) vm_sm_cols8_bwd(gi + j, g + j, y + j, n, st, _mm256_setzero_si256(), 1, lg);
+    else vm_sm_cols8_bwd(gi + j, g + j, y + j, n, st, vm_tail(w - j), 0, lg);
   }
 }
 
