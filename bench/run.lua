@@ -492,6 +492,24 @@ if want('fashion') then
   end
 end
 
+-- (softmax) s6-vec: the softmax family of a training step (the vector kernels of core/tensor/softmax.c);
+-- alternating, each side keeping its best of 3 runs (`luajit bench/run.lua softmax` runs it alone)
+if want('softmax') then
+  local o, t = {}, {}
+  for _ = 1, 3 do
+    for k, v in pairs(ours('softmax') or {}) do if not o[k] or v < o[k] then o[k] = v end end
+    for k, v in pairs(theirs('softmax') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+  end
+  for _, r in ipairs({ { 'sm_fwd_us', 'F.softmax, 16x4x64x64 float32 over the last dim, no grad' },
+    { 'sm_step_us', 'F.softmax, 16x4x64x64 float32 over the last dim, forward + backward' },
+    { 'lsm_fwd_us', 'F.log_softmax, 128x1000 float32, no grad' },
+    { 'sm_dim1_step_us', 'F.softmax, 32x64x32x32 float32 over the channels, forward + backward' },
+    { 'ce1k_step_us', 'F.cross_entropy, 128x1000, forward + backward' } }) do
+    line('(softmax) ' .. r[2], o[r[1]], t[r[1]], 'us', 'lower')
+    rows[#rows + 1] = { '`' .. r[2]:gsub(', ', '`, ', 1), o[r[1]], t[r[1]], 'µs', 'lower', nil, nil }
+  end
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

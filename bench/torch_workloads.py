@@ -375,6 +375,45 @@ def lenet(n):
             opt.step()
     report('ms', best(f, n or 50, 5) * 1e3)
 
+# s6-vec: the softmax family of a training step
+def softmax(_):
+    # bench/workloads/softmax.lua: softmax and log_softmax forward, forward + backward; cross-entropy
+    torch.manual_seed(0)
+    F = torch.nn.functional
+    x = torch.randn(16, 4, 64, 64)
+    xg = x.clone().requires_grad_()
+    g = torch.randn(16, 4, 64, 64)
+    def fwd(k):
+        with torch.no_grad():
+            for _ in range(k):
+                y = F.softmax(x, -1)
+    report('sm_fwd_us', best(fwd, 100) * 1e6)
+    def step(k):
+        for _ in range(k):
+            xg.grad = None
+            F.softmax(xg, -1).backward(g)
+    report('sm_step_us', best(step, 100) * 1e6)
+    logits = torch.randn(128, 1000)
+    def lfwd(k):
+        with torch.no_grad():
+            for _ in range(k):
+                y = F.log_softmax(logits, 1)
+    report('lsm_fwd_us', best(lfwd, 500) * 1e6)
+    c = torch.randn(32, 64, 32, 32, requires_grad=True)
+    gc = torch.randn(32, 64, 32, 32)
+    def cstep(k):
+        for _ in range(k):
+            c.grad = None
+            F.softmax(c, 1).backward(gc)
+    report('sm_dim1_step_us', best(cstep, 50) * 1e6)
+    lg = torch.randn(128, 1000, requires_grad=True)
+    target = torch.randint(0, 1000, (128,))
+    def ce(k):
+        for _ in range(k):
+            lg.grad = None
+            F.cross_entropy(lg, target).backward()
+    report('ce1k_step_us', best(ce, 500) * 1e6)
+
 if __name__ == '__main__':
     w = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else None

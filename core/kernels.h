@@ -179,7 +179,9 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
                     const mt_tensor *starts, const mt_tensor *psw, int mode, int64_t pad, int64_t base))          \
   X(embedding_bag_backward, (mt_tensor * gw, mt_tensor *gpsw, const mt_tensor *g, const mt_tensor *weight,        \
                              const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,             \
-                             const mt_tensor *max_arg, int mode, int64_t pad, int64_t base, int scale_grad_by_freq))
+                             const mt_tensor *max_arg, int mode, int64_t pad, int64_t base, int scale_grad_by_freq)) \
+  /* softmax.c (s6-vec): the fused softmax / log_softmax backward; gin, g and y contiguous, of one shape */        \
+  X(softmax_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *y, int dim, int log))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

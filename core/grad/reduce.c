@@ -3,6 +3,8 @@
  * var_mean and std_mean. */
 #include "formula.h"
 
+#include "../ops/softmax.h"
+
 /* ---------------------------------------------------------------- reduced dims */
 /* Which dims of the input a reduction reduced, whether it kept them, and the input's shape. */
 typedef struct reduced_dims {
@@ -277,10 +279,13 @@ static const char *softmax_names(int i) {
 static mt_status softmax_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   scope S = {0}, *sc = &S;
   softmax_node *d = NODE_DATA(n, softmax_node);
-  mt_tensor *g = gout[0], *r;
+  mt_tensor *g = gout[0], *r = NULL;
   if (!g || !mt_node_wants(n, 0)) return MT_OK;
   mt_tensor *y = saved(sc, n, &d->y);
-  if (d->log) r = SUB(g, MUL(UNARY(MT_OP_EXP, y, 0, 0), SUM_DIM(g, d->dim, 1)));
+  /* s6-vec: one fused kernel when the backward is not recorded (core/ops/softmax.c) */
+  if (LIVE(sc) && !mt_grad_mode && y && mt_softmax_backward_data(g, y, d->dim, d->log, &r) == MT_OK)
+    r = keep(sc, MT_OK, &r);
+  else if (d->log) r = SUB(g, MUL(UNARY(MT_OP_EXP, y, 0, 0), SUM_DIM(g, d->dim, 1)));
   else r = MUL(y, SUB(g, SUM_DIM(MUL(g, y), d->dim, 1)));
   if (LIVE(sc) && r) give(gin, 0, r);
   return scope_close(sc);

@@ -14,6 +14,7 @@
  * number of threads). The dispatch layer (core/ops/reduce.c) has worked out the result's shape and
  * dtype; these kernels fill it. */
 #include "cpu.h"
+#include "softmax.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -767,8 +768,9 @@ static void line_run(void *ctx, int64_t b, int64_t e) {
             for (int64_t i = 0; i < n; i++) s += expf((float)(x[i] - m));
           else
             for (int64_t i = 0; i < n; i++) s += exp(x[i] - m);
-          double ls = log(s) + m;
-          for (int64_t i = 0; i < n; i++) x[i] -= ls;
+          /* (x - m) - log(s), as PyTorch: x - (m + log(s)) loses log(s) where |m| is huge */
+          double ls = log(s);
+          for (int64_t i = 0; i < n; i++) x[i] = (x[i] - m) - ls;
         }
       }
       store_d(j->r->_dtype, po, j->st_out, n, x);
@@ -914,6 +916,8 @@ mt_status mt_cpu_cumulative(mt_tensor *out, const mt_tensor *a, int dim, int is_
 }
 
 mt_status mt_cpu_softmax(mt_tensor *out, const mt_tensor *a, int dim, int log) {
+  mt_status s; /* s6-vec: float32 with the vector kernels of softmax.c */
+  if (mt_cpu_softmax_vec(out, a, dim, log, &s)) return s;
   return run_lines(a, dim, out, log ? 3 : 2, 0, log ? "log_softmax" : "softmax");
 }
 

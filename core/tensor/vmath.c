@@ -385,3 +385,184 @@ mt_vmath_fn mt_vmath_f32(mt_op op) {
   return NULL;
 #endif
 }
+
+/* ---------------------------------------------------------------- softmax lines (s6-vec) */
+/* softmax.h's kernels with AVX2+FMA: vmath512.c's passes eight lanes at a time, with vm_exp8 and, for
+ * columns, vm_log8; tails through maskload / maskstore (masked-out lanes read 0 and are never stored). */
+#if VM_X86
+#include <math.h>
+
+#include "softmax.h"
+
+VM __m256i vm_tail(int64_t r) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(r < 8 ? r : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+VM float vm_hmax(__m256 v) {
+  __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_max_ss(a, _mm_shuffle_ps(a, a, 1)));
+}
+VM float vm_hsum(__m256 v) {
+  __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  a = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_add_ss(a, _mm_shuffle_ps(a, a, 1)));
+}
+
+/* a column's sum runs down n elements one at a time: in double (two halves), so that its rounding stays
+ * far below float32's for any n */
+typedef struct {
+  __m256d lo, hi;
+} vm_dsum;
+VM vm_dsum vm_dsum_add(vm_dsum s, __m256 v) {
+  s.lo = _mm256_add_pd(s.lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+  s.hi = _mm256_add_pd(s.hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  return s;
+}
+VM __m256 vm_dsum_get(vm_dsum s) { return _mm256_set_m128(_mm256_cvtpd_ps(s.hi), _mm256_cvtpd_ps(s.lo)); }
+
+VMK void vm_sm_row_fwd(float *o, const float *x, int64_t n, int lg) {
+  __m256 m0 = PS(-INFINITY), m1 = m0, zero = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(x + i));
+    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(x + i + 8));
+  }
+  for (; i < n; i += 8) {
+    __m256i k = vm_tail(n - i);
+    m0 = _mm256_blendv_ps(m0, _mm256_max_ps(m0, _mm256_maskload_ps(x + i, k)), _mm256_castsi256_ps(k));
+  }
+  /* a NaN may or may not win the max: either way exp gives NaN for it and the sum spreads it */
+  __m256 vmx = PS(vm_hmax(_mm256_max_ps(m0, m1)));
+  __m256 s0 = zero, s1 = zero;
+  for (i = 0; i + 16 <= n; i += 16) {
+    __m256 e0 = vm_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx));
+    __m256 e1 = vm_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vmx));
+    if (!lg) {
+      _mm256_storeu_ps(o + i, e0);
+      _mm256_storeu_ps(o + i + 8, e1);
+    }
+    s0 = _mm256_add_ps(s0, e0);
+    s1 = _mm256_add_ps(s1, e1);
+  }
+  for (; i < n; i += 8) {
+    __m256i k = vm_tail(n - i);
+    __m256 e = _mm256_and_ps(vm_exp8(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), vmx)), _mm256_castsi256_ps(k));
+    if (!lg) _mm256_maskstore_ps(o + i, k, e);
+    s0 = _mm256_add_ps(s0, e);
+  }
+  float s = vm_hsum(_mm256_add_ps(s0, s1));
+  if (!lg) {
+    __m256 r = PS(1.0f / s);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_loadu_ps(o + i), r));
+    if (i < n) {
+      __m256i k = vm_tail(n - i);
+      _mm256_maskstore_ps(o + i, k, _mm256_mul_ps(_mm256_maskload_ps(o + i, k), r));
+    }
+  } else {
+    __m256 l = PS((float)log((double)s));
+    for (i = 0; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(o + i, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx), l));
+    if (i < n) {
+      __m256i k = vm_tail(n - i);
+      _mm256_maskstore_ps(o + i, k, _mm256_sub_ps(_mm256_sub_ps(_mm256_maskload_ps(x + i, k), vmx), l));
+    }
+  }
+}
+
+/* loads and stores of 8 lanes: plain for whole vectors (full, a constant where these are inlined), through
+ * maskload / maskstore for a tail (maskstore is slow on some CPUs: only where needed) */
+VM __m256 vm_ld(const float *p, __m256i k, int full) { return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, k); }
+VM void vm_st(float *p, __m256i k, __m256 v, int full) {
+  if (full) _mm256_storeu_ps(p, v);
+  else _mm256_maskstore_ps(p, k, v);
+}
+
+VM void vm_sm_cols8_fwd(float *op, const float *xp, int64_t n, int64_t st, __m256i k, int full, int lg) {
+  __m256 mx = PS(-INFINITY);
+  vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+  for (int64_t c = 0; c < n; c++) mx = _mm256_max_ps(mx, vm_ld(xp + c * st, k, full));
+  for (int64_t c = 0; c < n; c++) {
+    __m256 e = vm_exp8(_mm256_sub_ps(vm_ld(xp + c * st, k, full), mx));
+    if (!lg) vm_st(op + c * st, k, e, full);
+    ds = vm_dsum_add(ds, e);
+  }
+  __m256 s = vm_dsum_get(ds);
+  if (!lg) {
+    __m256 r = _mm256_div_ps(PS(1.0f), s);
+    for (int64_t c = 0; c < n; c++) vm_st(op + c * st, k, _mm256_mul_ps(vm_ld(op + c * st, k, full), r), full);
+  } else {
+    __m256 l = vm_log8(s);
+    for (int64_t c = 0; c < n; c++)
+      vm_st(op + c * st, k, _mm256_sub_ps(_mm256_sub_ps(vm_ld(xp + c * st, k, full), mx), l), full);
+  }
+}
+
+VMK void vm_sm_cols_fwd(float *o, const float *x, int64_t n, int64_t st, int64_t w, int lg) {
+  for (int64_t j = 0; j < w; j += 8) {
+    if (w - j >= 8) vm_sm_cols8_fwd(o + j, x + j, n, st, _mm256_setzero_si256(), 1, lg);
+    else vm_sm_cols8_fwd(o + j, x + j, n, st, vm_tail(w - j), 0, lg);
+  }
+}
+
+/* softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g) */
+VMK void vm_sm_row_bwd(float *gi, const float *g, const float *y, int64_t n, int lg) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+  int64_t i = 0;
+  if (lg) {
+    for (; i + 16 <= n; i += 16) {
+      s0 = _mm256_add_ps(s0, _mm256_loadu_ps(g + i));
+      s1 = _mm256_add_ps(s1, _mm256_loadu_ps(g + i + 8));
+    }
+    for (; i < n; i += 8) s0 = _mm256_add_ps(s0, _mm256_maskload_ps(g + i, vm_tail(n - i)));
+  } else {
+    for (; i + 16 <= n; i += 16) {
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(g + i), _mm256_loadu_ps(y + i), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(g + i + 8), _mm256_loadu_ps(y + i + 8), s1);
+    }
+    for (; i < n; i += 8) {
+      __m256i k = vm_tail(n - i);
+      s0 = _mm256_fmadd_ps(_mm256_maskload_ps(g + i, k), _mm256_maskload_ps(y + i, k), s0);
+    }
+  }
+  __m256 s = PS(vm_hsum(_mm256_add_ps(s0, s1)));
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m256 gv = _mm256_loadu_ps(g + i), yv = _mm256_loadu_ps(y + i);
+    _mm256_storeu_ps(gi + i, lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s)));
+  }
+  if (i < n) {
+    __m256i k = vm_tail(n - i);
+    __m256 gv = _mm256_maskload_ps(g + i, k), yv = _mm256_maskload_ps(y + i, k);
+    _mm256_maskstore_ps(gi + i, k, lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s)));
+  }
+}
+
+VM void vm_sm_cols8_bwd(float *gi, const float *g, const float *y, int64_t n, int64_t st, __m256i k, int full, int lg) {
+  vm_dsum ds = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+  for (int64_t c = 0; c < n; c++) {
+    __m256 gv = vm_ld(g + c * st, k, full);
+    ds = vm_dsum_add(ds, lg ? gv : _mm256_mul_ps(gv, vm_ld(y + c * st, k, full)));
+  }
+  __m256 s = vm_dsum_get(ds);
+  for (int64_t c = 0; c < n; c++) {
+    __m256 gv = vm_ld(g + c * st, k, full), yv = vm_ld(y + c * st, k, full);
+    __m256 r = lg ? _mm256_fnmadd_ps(vm_exp8(yv), s, gv) : _mm256_mul_ps(yv, _mm256_sub_ps(gv, s));
+    vm_st(gi + c * st, k, r, full);
+  }
+}
+
+VMK void vm_sm_cols_bwd(float *gi, const float *g, const float *y, int64_t n, int64_t st, int64_t w, int lg) {
+  for (int64_t j = 0; j < w; j += 8) {
+    if (w - j >= 8) vm_sm_cols8_bwd(gi + j, g + j, y + j, n, st, _mm256_setzero_si256(), 1, lg);
+    else vm_sm_cols8_bwd(gi + j, g + j, y + j, n, st, vm_tail(w - j), 0, lg);
+  }
+}
+
+void mt_vm_softmax_fwd(float *out, const float *x, int64_t n, int64_t st, int64_t w, int log) {
+  if (st == 1) vm_sm_row_fwd(out, x, n, log);
+  else vm_sm_cols_fwd(out, x, n, st, w, log);
+}
+void mt_vm_softmax_bwd(float *gin, const float *g, const float *y, int64_t n, int64_t st, int64_t w, int log) {
+  if (st == 1) vm_sm_row_bwd(gin, g, y, n, log);
+  else vm_sm_cols_bwd(gin, g, y, n, st, w, log);
+}
+#endif

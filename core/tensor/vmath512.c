@@ -10,7 +10,8 @@
  * blends, vscalefps for the 2^n scaling (one rounding, down into the denormals and up to infinity, where
  * the AVX2 code multiplies by two power-of-two factors), vrndscaleps for the rounding to an integer,
  * masked loads and stores for the tail, and the reciprocal estimate of rcp14 in the division's
- * correction step. On a CPU that runs 512-bit operations as two 256-bit halves (AMD Zen 4) the gain is
+ * correction step (and, for sigmoid, in place of the division: v5_div2r). At the end, the softmax line kernels
+ * (softmax.h) built on v5_exp16 and v5_log16. On a CPU that runs 512-bit operations as two 256-bit halves (AMD Zen 4) the gain is
  * in the instructions saved, not in width. */
 #include "cpu.h"
 
@@ -77,6 +78,24 @@ V5 __m512 v5_div2(__m512 nh, __m512 nl, __m512 dh, __m512 dl) {
   return _mm512_fmadd_ps(e, _mm512_rcp14_ps(dh), q);
 }
 
+/* v5_div2 without the division (s6-vec, sigmoid): q0 = nh r with r the 14-bit reciprocal estimate of
+ * rcp14, then the same correction step with r, which squares q0's relative error (2^-28 at most) and
+ * puts back the tails; the result is within about 0.5 ulp + 2^-27 of the quotient. */
+V5 __m512 v5_div2r(__m512 nh, __m512 nl, __m512 dh, __m512 dl) {
+  __m512 r = _mm512_rcp14_ps(dh);
+  __m512 q = _mm512_mul_ps(nh, r);
+  __m512 e = _mm512_fnmadd_ps(q, dh, nh);
+  e = _mm512_fnmadd_ps(q, dl, _mm512_add_ps(e, nl));
+  return _mm512_fmadd_ps(e, r, q);
+}
+/* the same for a numerator without a tail (nl = 0) */
+V5 __m512 v5_div1r(__m512 nh, __m512 dh, __m512 dl) {
+  __m512 r = _mm512_rcp14_ps(dh);
+  __m512 q = _mm512_mul_ps(nh, r);
+  __m512 e = _mm512_fnmadd_ps(q, dl, _mm512_fnmadd_ps(q, dh, nh));
+  return _mm512_fmadd_ps(e, r, q);
+}
+
 /* 1 / (1 + e^-|z|), times e^z where z < 0 (mask nz): vmath.c's vm_logistic with N = 1 */
 V5 __m512 v5_logistic(v5_exp e, __mmask16 nz) {
   __m512 one = P5(1.0f), zero = _mm512_setzero_ps();
@@ -87,14 +106,14 @@ V5 __m512 v5_logistic(v5_exp e, __mmask16 nz) {
     __m512 E = _mm512_scalef_ps(e.hi, e.nf);
     __m512 d = _mm512_add_ps(one, E);
     __m512 dl = v5_fast2sum_err(one, E, d);
-    return v5_div2(_mm512_mask_blend_ps(nz, one, E), zero, d, dl);
+    return v5_div1r(_mm512_mask_blend_ps(nz, one, E), d, dl);
   }
   __m512 E = _mm512_scalef_ps(e.hi, e.nf), El = _mm512_scalef_ps(e.lo, e.nf);
   __m512 d = _mm512_add_ps(one, E);
   __m512 dl = _mm512_add_ps(v5_fast2sum_err(one, E, d), El);
   /* the numerator for z < 0 is hi + lo; the quotient is scaled by 2^n at the end (one rounding into
    * the denormals) */
-  __m512 q = v5_div2(_mm512_mask_blend_ps(nz, one, e.hi), _mm512_mask_blend_ps(nz, zero, e.lo), d, dl);
+  __m512 q = v5_div2r(_mm512_mask_blend_ps(nz, one, e.hi), _mm512_mask_blend_ps(nz, zero, e.lo), d, dl);
   return _mm512_scalef_ps(q, _mm512_maskz_mov_ps(nz, e.nf));
 }
 
@@ -200,5 +219,160 @@ mt_vmath_fn mt_vmath512_f32(mt_op op) {
 mt_vmath_fn mt_vmath512_f32(mt_op op) {
   (void)op;
   return NULL;
+}
+#endif
+
+/* ---------------------------------------------------------------- softmax lines (s6-vec) */
+/* softmax.h's kernels with AVX-512: the exp above (v5_exp16) and, for columns, its log (v5_log16).
+ * A row: a max pass, an exp + sum pass (16-lane float partial sums, two vectors an iteration), a
+ * scale pass; columns: the same passes with each lane its own line. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <math.h>
+
+#include "softmax.h"
+
+V5 __mmask16 v5_tail(int64_t r) { return r >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << r) - 1); }
+/* a column's sum runs down n elements one at a time: in double (two halves), so that its rounding stays
+ * far below float32's for any n */
+typedef struct {
+  __m512d lo, hi;
+} v5_dsum;
+V5 v5_dsum v5_dsum_add(v5_dsum s, __m512 v) {
+  s.lo = _mm512_add_pd(s.lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+  s.hi = _mm512_add_pd(s.hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
+  return s;
+}
+V5 __m512 v5_dsum_get(v5_dsum s) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(s.lo)), _mm512_cvtpd_ps(s.hi), 1);
+}
+
+V5K void v5_sm_row_fwd(float *o, const float *x, int64_t n, int lg) {
+  __m512 m0 = P5(-INFINITY), m1 = m0, zero = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    m0 = _mm512_max_ps(m0, _mm512_loadu_ps(x + i));
+    m1 = _mm512_max_ps(m1, _mm512_loadu_ps(x + i + 16));
+  }
+  for (; i < n; i += 16) {
+    __mmask16 k = v5_tail(n - i);
+    m0 = _mm512_mask_max_ps(m0, k, m0, _mm512_maskz_loadu_ps(k, x + i));
+  }
+  /* a NaN may or may not win the max: either way exp gives NaN for it and the sum spreads it */
+  __m512 vm = P5(_mm512_reduce_max_ps(_mm512_max_ps(m0, m1)));
+  __m512 s0 = zero, s1 = zero;
+  for (i = 0; i + 32 <= n; i += 32) {
+    __m512 e0 = v5_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm));
+    __m512 e1 = v5_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i + 16), vm));
+    if (!lg) {
+      _mm512_storeu_ps(o + i, e0);
+      _mm512_storeu_ps(o + i + 16, e1);
+    }
+    s0 = _mm512_add_ps(s0, e0);
+    s1 = _mm512_add_ps(s1, e1);
+  }
+  for (; i < n; i += 16) {
+    __mmask16 k = v5_tail(n - i);
+    __m512 e = v5_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm));
+    if (!lg) _mm512_mask_storeu_ps(o + i, k, e);
+    s0 = _mm512_mask_add_ps(s0, k, s0, e);
+  }
+  float s = _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+  if (!lg) {
+    __m512 r = P5(1.0f / s);
+    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, _mm512_mul_ps(_mm512_loadu_ps(o + i), r));
+    if (i < n) {
+      __mmask16 k = v5_tail(n - i);
+      _mm512_mask_storeu_ps(o + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, o + i), r));
+    }
+  } else {
+    __m512 l = P5((float)log((double)s));
+    for (i = 0; i + 16 <= n; i += 16)
+      _mm512_storeu_ps(o + i, _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vm), l));
+    if (i < n) {
+      __mmask16 k = v5_tail(n - i);
+      _mm512_mask_storeu_ps(o + i, k, _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), vm), l));
+    }
+  }
+}
+
+V5K void v5_sm_cols_fwd(float *o, const float *x, int64_t n, int64_t st, int64_t w, int lg) {
+  for (int64_t j = 0; j < w; j += 16) {
+    __mmask16 k = v5_tail(w - j);
+    const float *xp = x + j;
+    float *op = o + j;
+    __m512 mx = P5(-INFINITY);
+    v5_dsum ds = {_mm512_setzero_pd(), _mm512_setzero_pd()};
+    for (int64_t c = 0; c < n; c++) mx = _mm512_max_ps(mx, _mm512_maskz_loadu_ps(k, xp + c * st));
+    for (int64_t c = 0; c < n; c++) {
+      __m512 e = v5_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xp + c * st), mx));
+      if (!lg) _mm512_mask_storeu_ps(op + c * st, k, e);
+      ds = v5_dsum_add(ds, e);
+    }
+    __m512 s = v5_dsum_get(ds);
+    if (!lg) {
+      __m512 r = _mm512_div_ps(P5(1.0f), s);
+      for (int64_t c = 0; c < n; c++)
+        _mm512_mask_storeu_ps(op + c * st, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, op + c * st), r));
+    } else {
+      __m512 l = v5_log16(s);
+      for (int64_t c = 0; c < n; c++)
+        _mm512_mask_storeu_ps(op + c * st, k, _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, xp + c * st), mx), l));
+    }
+  }
+}
+
+/* softmax: y (g - sum(g y)); log_softmax: g - exp(y) sum(g) */
+V5K void v5_sm_row_bwd(float *gi, const float *g, const float *y, int64_t n, int lg) {
+  __m512 s0 = _mm512_setzero_ps(), s1 = s0;
+  int64_t i = 0;
+  if (lg) {
+    for (; i + 32 <= n; i += 32) {
+      s0 = _mm512_add_ps(s0, _mm512_loadu_ps(g + i));
+      s1 = _mm512_add_ps(s1, _mm512_loadu_ps(g + i + 16));
+    }
+    for (; i < n; i += 16) s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(v5_tail(n - i), g + i));
+  } else {
+    for (; i + 32 <= n; i += 32) {
+      s0 = _mm512_fmadd_ps(_mm512_loadu_ps(g + i), _mm512_loadu_ps(y + i), s0);
+      s1 = _mm512_fmadd_ps(_mm512_loadu_ps(g + i + 16), _mm512_loadu_ps(y + i + 16), s1);
+    }
+    for (; i < n; i += 16) {
+      __mmask16 k = v5_tail(n - i);
+      s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, g + i), _mm512_maskz_loadu_ps(k, y + i), s0);
+    }
+  }
+  __m512 s = P5(_mm512_reduce_add_ps(_mm512_add_ps(s0, s1)));
+  for (i = 0; i < n; i += 16) {
+    __mmask16 k = v5_tail(n - i);
+    __m512 gv = _mm512_maskz_loadu_ps(k, g + i), yv = _mm512_maskz_loadu_ps(k, y + i);
+    __m512 r = lg ? _mm512_fnmadd_ps(v5_exp16(yv), s, gv) : _mm512_mul_ps(yv, _mm512_sub_ps(gv, s));
+    _mm512_mask_storeu_ps(gi + i, k, r);
+  }
+}
+
+V5K void v5_sm_cols_bwd(float *gi, const float *g, const float *y, int64_t n, int64_t st, int64_t w, int lg) {
+  for (int64_t j = 0; j < w; j += 16) {
+    __mmask16 k = v5_tail(w - j);
+    v5_dsum ds = {_mm512_setzero_pd(), _mm512_setzero_pd()};
+    for (int64_t c = 0; c < n; c++) {
+      __m512 gv = _mm512_maskz_loadu_ps(k, g + j + c * st);
+      ds = v5_dsum_add(ds, lg ? gv : _mm512_mul_ps(gv, _mm512_maskz_loadu_ps(k, y + j + c * st)));
+    }
+    __m512 s = v5_dsum_get(ds);
+    for (int64_t c = 0; c < n; c++) {
+      __m512 gv = _mm512_maskz_loadu_ps(k, g + j + c * st), yv = _mm512_maskz_loadu_ps(k, y + j + c * st);
+      __m512 r = lg ? _mm512_fnmadd_ps(v5_exp16(yv), s, gv) : _mm512_mul_ps(yv, _mm512_sub_ps(gv, s));
+      _mm512_mask_storeu_ps(gi + j + c * st, k, r);
+    }
+  }
+}
+
+void mt_v5_softmax_fwd(float *out, const float *x, int64_t n, int64_t st, int64_t w, int log) {
+  if (st == 1) v5_sm_row_fwd(out, x, n, log);
+  else v5_sm_cols_fwd(out, x, n, st, w, log);
+}
+void mt_v5_softmax_bwd(float *gin, const float *g, const float *y, int64_t n, int64_t st, int64_t w, int log) {
+  if (st == 1) v5_sm_row_bwd(gin, g, y, n, log);
+  else v5_sm_cols_bwd(gin, g, y, n, st, w, log);
 }
 #endif
