@@ -1045,6 +1045,10 @@ MT_API mt_status mt_max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const 
 /* A linear resampling of the last nsp dims (what avg pools and interpolation compute): kind and
  * geometry, filled by the front doors above and by mt_interpolate. */
 enum { MT_RS_AVG_POOL, MT_RS_ADAPTIVE_AVG, MT_RS_NEAREST, MT_RS_LINEAR, MT_RS_CUBIC, MT_RS_REFLECT, MT_RS_REPLICATE };
+/* parity: interpolate's 'nearest-exact' mode, and bilinear / bicubic with antialias=True (PyTorch's
+ * separable antialiasing filters: a triangle, and Keys' cubic with a = -0.5, stretched by the scale
+ * when downsampling) */
+enum { MT_RS_NEAREST_EXACT = MT_RS_REPLICATE + 1, MT_RS_LINEAR_AA, MT_RS_CUBIC_AA };
 typedef struct mt_resample_spec {
   int32_t kind, nsp, align_corners, ceil_mode, count_include_pad, _pad;
   int64_t in[3], out[3];                   /* spatial sizes */

@@ -403,6 +403,18 @@ do
     { 'UpsampleBicubic2D', function(x) return PF.interpolate(x, { size = { 4, 3 }, mode = 'bicubic' }) end, { 1, 1, 3, 2 } },
     { 'UpsampleTrilinear3D', function(x) return PF.interpolate(x, { scale_factor = 2, mode = 'trilinear' }) end,
       { 1, 1, 2, 2, 3 } },
+    -- parity: nearest-exact, antialiased bilinear / bicubic (down and up)
+    { 'UpsampleNearestExact1D', function(x) return PF.interpolate(x, { size = 5, mode = 'nearest-exact' }) end, { 1, 2, 3 } },
+    { 'UpsampleNearestExact2D', function(x) return PF.interpolate(x, { scale_factor = 0.6, mode = 'nearest-exact' }) end,
+      { 1, 2, 5, 4 } },
+    { 'UpsampleNearestExact3D', function(x) return PF.interpolate(x, { scale_factor = 1.5, mode = 'nearest-exact' }) end,
+      { 1, 1, 2, 2, 3 } },
+    { 'UpsampleBilinear2DAa', function(x)
+      return PF.interpolate(x, { size = { 2, 5 }, mode = 'bilinear', antialias = true })
+    end, { 1, 2, 5, 3 } },
+    { 'UpsampleBicubic2DAa', function(x)
+      return PF.interpolate(x, { scale_factor = 0.5, mode = 'bicubic', antialias = true })
+    end, { 1, 1, 6, 5 } },
   }
   for _, u in ipairs(ups) do
     pool_case(u[1] .. 'Backward1', u[2], u[3], { gg = true })

@@ -308,7 +308,8 @@ function M.lp_pool1d(x, p, k, ...) return lp_pool('lp_pool1d', 1, x, p, k, ...) 
 function M.lp_pool2d(x, p, k, ...) return lp_pool('lp_pool2d', 2, x, p, k, ...) end
 
 ------------------------------------------------------------------------------ interpolate
-local MODES = { nearest = true, linear = true, bilinear = true, bicubic = true, trilinear = true, area = true }
+local MODES = { nearest = true, linear = true, bilinear = true, bicubic = true, trilinear = true, area = true,
+  ['nearest-exact'] = true }
 local function shape_list(t, from)
   local r = {}
   for d = from, t:dim() do r[#r + 1] = tostring(t:size(d)) end
@@ -328,8 +329,6 @@ function M.interpolate(x, ...)
   need_tensor(fn, x)
   local v = args(fn, { 'size', 'scale_factor', 'mode', 'align_corners', 'recompute_scale_factor', 'antialias' }, ...)
   local size, scale_factor, mode, align_corners, recompute = v[1], v[2], v[3] or 'nearest', v[4], v[5]
-  if v[6] then bad(fn, 'antialias=True is not supported by moontorch yet') end
-  if mode == 'nearest-exact' then bad(fn, "mode 'nearest-exact' is not supported by moontorch yet") end
   if type(mode) ~= 'string' or not MODES[mode] then
     bad(fn, ('Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) for the modes: nearest | linear | '
       .. 'bilinear | bicubic | trilinear | area | nearest-exact (got %s)'):format(x:dim(), tostring(mode)))
@@ -379,7 +378,7 @@ function M.interpolate(x, ...)
     for i = 1, dim do out[i] = floor(x:size(i + 2) * scales[i]) end
     if recompute then scales = nil end
   end
-  if mode == 'nearest' or mode == 'area' then
+  if mode == 'nearest' or mode == 'area' or mode == 'nearest-exact' then
     if align_corners ~= nil then
       bad(fn, 'align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | '
         .. 'trilinear')
@@ -388,6 +387,10 @@ function M.interpolate(x, ...)
     align_corners = false
   end
   local nd = x:dim()
+  local antialias = v[6]
+  if antialias and not ((mode == 'bilinear' or mode == 'bicubic') and nd == 4) then
+    bad(fn, 'Anti-alias option is only supported for bilinear and bicubic modes')
+  end
   local want = ({ linear = 3, bilinear = 4, bicubic = 4, trilinear = 5 })[mode]
   if want and nd ~= want then bad(fn, ('Got %dD input, but %s mode needs %dD input'):format(nd, mode, want)) end
   if nd < 3 or nd > 5 then
@@ -398,7 +401,9 @@ function M.interpolate(x, ...)
     local f = ({ M.adaptive_avg_pool1d, M.adaptive_avg_pool2d, M.adaptive_avg_pool3d })[dim]
     return f(x, out)
   end
-  local kind = mode == 'nearest' and C.MT_RS_NEAREST or mode == 'bicubic' and C.MT_RS_CUBIC or C.MT_RS_LINEAR
+  local kind = mode == 'nearest' and C.MT_RS_NEAREST or mode == 'nearest-exact' and C.MT_RS_NEAREST_EXACT
+    or mode == 'bicubic' and (antialias and C.MT_RS_CUBIC_AA or C.MT_RS_CUBIC)
+    or (antialias and C.MT_RS_LINEAR_AA or C.MT_RS_LINEAR)
   for i = 1, dim do
     sizes3[i - 1] = out[i]
     scales3[i - 1] = scales and scales[i] or 0
