@@ -171,3 +171,29 @@ describe('F.interpolate nearest-exact and antialias', function()
       'align_corners option can only be set with the interpolating modes')
   end)
 end)
+
+describe('MOONTORCH_VMATH=0 (the scalar paths of every kernel it names)', function()
+  it('small float32 products and the 2x2 max pool run without the AVX2 kernels, with the same results', function()
+    local out, ok = H.run_lua([[
+      local ffi = require 'ffi'
+      ffi.cdef 'int setenv(const char *name, const char *value, int overwrite);'
+      ffi.C.setenv('MOONTORCH_VMATH', '0', 1)
+      local torch = require 'moontorch'
+      local F = torch.nn.functional
+      assert(torch.config():find("CPU capability of moontorch's own kernels: scalar", 1, true), torch.config())
+      torch.manual_seed(0)
+      for _, s in ipairs { { 64, 48, 40 }, { 5, 7, 3 }, { 33, 65, 17 } } do
+        local a, b = torch.randn(s[1], s[2]), torch.randn(s[2], s[3])
+        local want = a:double():matmul(b:double())
+        local got = a:matmul(b)
+        assert(torch.allclose(got:double(), want, 1e-5, 1e-4), 'matmul ' .. s[1])
+      end
+      local x = torch.randn(2, 3, 8, 10)
+      local want = x:unfold(3, 2, 2):unfold(4, 2, 2):reshape(2, 3, 4, 5, 4):amax(5)
+      assert(torch.equal(F.max_pool2d(x, 2), want), 'max_pool2d')
+      print('ok')
+    ]])
+    assert.is_true(ok, out)
+    assert.are.equal('ok\n', out)
+  end)
+end)
