@@ -422,6 +422,12 @@ end
 ------------------------------------------------------------------------------ pixel and channel shuffles
 local function sizes_of(x) return x:size() end
 
+-- a new tensor, never a view of x (as PyTorch's: pixel_shuffle with a factor of 1 copies too)
+local function shuffled(y, x)
+  if y:numel() > 0 and y:data_ptr() == x:data_ptr() then return y:clone() end
+  return y
+end
+
 -- pixel_shuffle(x, upscale_factor): (*, C r^2, H, W) -> (*, C, H r, W r)
 function M.pixel_shuffle(x, r)
   local fn = 'pixel_shuffle'
@@ -449,7 +455,7 @@ function M.pixel_shuffle(x, r)
   local o = {}
   for d = 1, L do o[d] = lead[d] end
   o[L + 1], o[L + 2], o[L + 3] = c / (r * r), h * r, w * r
-  return x:reshape(v):permute(perm):reshape(o)
+  return shuffled(x:reshape(v):permute(perm):reshape(o), x)
 end
 
 -- pixel_unshuffle(x, downscale_factor): (*, C, H r, W r) -> (*, C r^2, H, W)
@@ -480,7 +486,30 @@ function M.pixel_unshuffle(x, r)
   v[L + 1], v[L + 2], v[L + 3], v[L + 4], v[L + 5] = c, h / r, r, w / r, r
   perm[L + 1], perm[L + 2], perm[L + 3], perm[L + 4], perm[L + 5] = L + 1, L + 3, L + 5, L + 2, L + 4
   o[L + 1], o[L + 2], o[L + 3] = c * r * r, h / r, w / r
-  return x:reshape(v):permute(perm):reshape(o)
+  return shuffled(x:reshape(v):permute(perm):reshape(o), x)
+end
+
+-- parity: with autograd, pixel_shuffle and pixel_unshuffle are one node each, named as PyTorch's
+-- (PixelShuffleBackward0, PixelUnshuffleBackward0); each one's backward is the other
+do
+  local shuffle, unshuffle = M.pixel_shuffle, M.pixel_unshuffle
+  local PS = torch.autograd.Function('PixelShuffle')
+  PS._backward_name = 'PixelShuffleBackward0'
+  function PS.forward(ctx, x, r) ctx.r = r return shuffle(x, r) end
+  function PS.backward(ctx, g) return M.pixel_unshuffle(g, ctx.r), nil end
+  local PU = torch.autograd.Function('PixelUnshuffle')
+  PU._backward_name = 'PixelUnshuffleBackward0'
+  function PU.forward(ctx, x, r) ctx.r = r return unshuffle(x, r) end
+  function PU.backward(ctx, g) return M.pixel_shuffle(g, ctx.r), nil end
+  local function records(x) return is_tensor(x) and x.requires_grad and torch.is_grad_enabled() end
+  function M.pixel_shuffle(x, r)
+    if records(x) then return PS.apply(x, r) end
+    return shuffle(x, r)
+  end
+  function M.pixel_unshuffle(x, r)
+    if records(x) then return PU.apply(x, r) end
+    return unshuffle(x, r)
+  end
 end
 
 -- channel_shuffle(x, groups): (N, C, *) with the channels of each of `groups` groups interleaved
