@@ -549,7 +549,7 @@ end
 M.pyrepr = pyrepr
 local function pyfloat(x)
   if x == floor(x) and x > -huge and x < huge then return ('%.1f'):format(x) end
-  return ('%.15g'):format(x)
+  return require('moontorch.nn.layers').pyfloat(x) -- Python's shortest repr (1/3: 0.3333333333333333)
 end
 local function tuple_of(v, n)
   if type(v) == 'table' then return v end
