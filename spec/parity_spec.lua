@@ -515,3 +515,22 @@ describe('gradients of the composed functions', function()
       'Boolean value of Tensor with more than one value is ambiguous')
   end)
 end)
+
+describe('grad_fn names of tensor-number arithmetic, as PyTorch 1.13 prints them from Python', function()
+  it('a number is wrapped as a tensor: AddBackward0, SubBackward0, MulBackward0, DivBackward0; 2 / a is a:reciprocal() * 2', function()
+    -- a = torch.ones(2, requires_grad=True); print(expr.grad_fn) for each
+    local a = torch.ones(2, { requires_grad = true })
+    local cases = {
+      { a + 2, 'AddBackward0' }, { 2 + a, 'AddBackward0' }, { a - 2, 'SubBackward0' }, { 2 - a, 'RsubBackward1' },
+      { a * 2, 'MulBackward0' }, { 2 * a, 'MulBackward0' }, { a / 2, 'DivBackward0' }, { 2 / a, 'MulBackward0' },
+      { a:add(2), 'AddBackward0' }, { a:mul(2), 'MulBackward0' }, { a:div(2), 'DivBackward0' }, { a:sub(2), 'SubBackward0' },
+      { a ^ 2, 'PowBackward0' }, { a:fmod(2), 'FmodBackward0' }, { a:remainder(2), 'RemainderBackward0' },
+      { a:clamp_min(0), 'ClampMinBackward0' },
+    }
+    for i, c in ipairs(cases) do assert.are.equal(c[2], c[1].grad_fn:name(), 'case ' .. i) end
+    assert.are.equal('ReciprocalBackward0', (2 / a).grad_fn.next_functions[1][1]:name())
+    -- (2 / x).tolist() for x = [3, 7, 0.1, 11] (float32): the reciprocal's rounding, then the product's
+    local x = torch.tensor({ 3, 7, 0.1, 11 })
+    assert.are.same({ 0.6666666865348816, 0.2857142984867096, 20.0, 0.1818181872367859 }, (2 / x):tolist())
+  end)
+end)

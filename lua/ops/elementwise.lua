@@ -127,7 +127,11 @@ local ADD, SUB, MUL, DIV, REM = B.add, B.sub, B.mul, B.div, B.remainder
 tensor_mt.__add = function(a, b) return binary(ADD, 'add', a, b, nil) end
 tensor_mt.__sub = function(a, b) return binary(SUB, 'sub', a, b, nil) end
 tensor_mt.__mul = function(a, b) return binary(MUL, 'mul', a, b, nil) end
-tensor_mt.__div = function(a, b) return binary(DIV, 'div', a, b, nil) end
+tensor_mt.__div = function(a, b)
+  -- parity: a number over a tensor is PyTorch's __rtruediv__, b.reciprocal() * a (its values and MulBackward0)
+  if type(a) == 'number' and istype(tensor_ct, b) then return binary(MUL, 'mul', methods.reciprocal(b), a, nil) end
+  return binary(DIV, 'div', a, b, nil)
+end
 tensor_mt.__mod = function(a, b) return binary(REM, 'remainder', a, b, nil) end
 
 ------------------------------------------------------------------------------ unary
