@@ -135,7 +135,7 @@ add1('MulBackward0', function(x) return x * 2 end, r, { gg = true })
 add1('DivBackward0', function(x) return x / 2 end)
 add1('ClampMinBackward0', function(x) return torch.maximum(x, 0.1) end)
 add1('ClampMaxBackward0', function(x) return torch.minimum(x, 0.1) end)
-add1('ClampBackward1', function(x) return x:clamp_min(0.1) end)
+add1('ClampBackward1', function(x) return x:clamp({ min = 0.1 }) end) -- x.clamp(min=0.1); x.clamp_min(0.1) is ClampMinBackward0
 add1('FmodBackward0', function(x) return torch.fmod(x, 2) end, p)
 add1('RemainderBackward0', function(x) return torch.remainder(x, 2) end, p)
 add1('XlogyBackward2', function(x) return torch.xlogy(x, 2.5) end)

@@ -256,8 +256,15 @@ methods.clamp_ = function(a, lo, hi)
   local l, h = clamp_args(lo, hi)
   return clamp_impl('clamp_', a, l, h, a)
 end
-methods.clamp_min = function(a, lo) return clamp_impl('clamp_min', a, lo, nil, nil) end
-methods.clamp_max = function(a, hi) return clamp_impl('clamp_max', a, nil, hi, nil) end
+-- parity: a number bound is maximum / minimum with a number (PyTorch's ClampMinBackward0 / ClampMaxBackward0)
+methods.clamp_min = function(a, lo)
+  if type(lo) == 'number' and is_tensor(a) then return binary(B.maximum, 'clamp_min', a, lo, nil) end
+  return clamp_impl('clamp_min', a, lo, nil, nil)
+end
+methods.clamp_max = function(a, hi)
+  if type(hi) == 'number' and is_tensor(a) then return binary(B.minimum, 'clamp_max', a, hi, nil) end
+  return clamp_impl('clamp_max', a, nil, hi, nil)
+end
 methods.clamp_min_ = function(a, lo) return clamp_impl('clamp_min_', a, lo, nil, a) end
 methods.clamp_max_ = function(a, hi) return clamp_impl('clamp_max_', a, nil, hi, a) end
 
