@@ -534,3 +534,51 @@ describe('grad_fn names of tensor-number arithmetic, as PyTorch 1.13 prints them
     assert.are.same({ 0.6666666865348816, 0.2857142984867096, 20.0, 0.1818181872367859 }, (2 / x):tolist())
   end)
 end)
+
+describe('F.affine_grid and F.grid_sample', function()
+  local F = torch.nn.functional
+  it("sample as PyTorch's in every padding mode, bilinear and nearest, with both align_corners", function()
+    -- theta = [[[0.8, -0.3, 0.1], [0.2, 1.1, -0.2]]]; inp = arange(24.).view(1, 2, 3, 4);
+    -- g = F.affine_grid(theta * 1.7, (1, 2, 3, 4), ac); F.grid_sample(inp, g, mode, padding_mode, align_corners=ac)[0, 0]
+    local theta = torch.tensor({ { { 0.8, -0.3, 0.1 }, { 0.2, 1.1, -0.2 } } })
+    local inp = torch.arange(24):float():view(1, 2, 3, 4)
+    H.near(F.affine_grid(theta, { 1, 2, 3, 4 }, false)[1][2],
+      { { -0.5000, -0.3500 }, { -0.1000, -0.2500 }, { 0.3000, -0.1500 }, { 0.7000, -0.0500 } }, 1e-4)
+    local want = {
+      ['zeros false bilinear'] = { { 0, 0, 0, 0 }, { 0.3440, 2.6100, 4.9900, 0.7788 }, { 0.9492, 6.5084, 5.0430, 2.2660 } },
+      ['zeros false nearest'] = { { 0, 0, 0, 0 }, { 0, 1, 7, 0 }, { 0, 8, 10, 0 } },
+      ['zeros true bilinear'] = { { 0, 0, 0, 0 }, { 0.9152, 3.2617, 5.5283, 1.4350 }, { 0, 4.8475, 3.4490, 1.3871 } },
+      ['border false bilinear'] = { { 0.48, 1.84, 3, 3 }, { 0.43, 2.61, 4.99, 6.49 }, { 7.91, 8.48, 9.84, 11 } },
+      ['border true nearest'] = { { 0, 2, 3, 3 }, { 0, 5, 6, 7 }, { 8, 8, 10, 11 } },
+      ['reflection false bilinear'] = { { 3.53, 3.87, 4.01, 2.44 }, { 0.43, 2.61, 4.99, 6.49 }, { 7.91, 8.48, 9.84, 11 } },
+      ['reflection false nearest'] = { { 4, 6, 3, 2 }, { 0, 1, 7, 7 }, { 8, 8, 10, 11 } },
+      ['reflection true bilinear'] = { { 6.6800, 7.1333, 7.1867, 4.9200 }, { 1.5650, 3.2617, 5.5283, 6.2050 },
+        { 8.2900, 6.6433, 7.0967, 7.4900 } },
+      ['reflection true nearest'] = { { 8, 6, 7, 5 }, { 0, 5, 6, 6 }, { 9, 8, 6, 7 } },
+    }
+    for key, w in pairs(want) do
+      local pm, ac, mode = key:match('^(%S+) (%S+) (%S+)$')
+      local g = F.affine_grid(theta * 1.7, { 1, 2, 3, 4 }, ac == 'true')
+      local out = F.grid_sample(inp, g, { mode = mode, padding_mode = pm, align_corners = ac == 'true' })
+      H.near(out[1][1], w, 1e-4)
+    end
+  end)
+  it('gradients of input and theta', function()
+    -- theta, inp float64 requiring grad; out = F.grid_sample(inp, F.affine_grid(theta * 1.7, (1, 2, 3, 4), False),
+    -- padding_mode='border'); out.pow(2).sum().backward(); theta.grad, inp.grad[0, 0]
+    local theta = torch.tensor({ { { 0.8, -0.3, 0.1 }, { 0.2, 1.1, -0.2 } } }, { dtype = torch.float64, requires_grad = true })
+    local inp = torch.arange(24):double():view(1, 2, 3, 4):requires_grad_()
+    local g = F.affine_grid(theta * 1.7, { 1, 2, 3, 4 }, false)
+    F.grid_sample(inp, g, { padding_mode = 'border' }):pow(2):sum():backward()
+    H.near(theta.grad:reshape(-1), { -80.036, 145.0667, 873.664, -215.934, 378.352, 2139.144 }, 1e-3)
+    H.near(inp.grad[1][1], { { 1.2668, 3.8449, 5.456, 15.64 }, { 0.4484, 1.5895, 3.2608, 14.5296 },
+      { 24.2832, 11.2896, 16.5312, 22.0 } }, 1e-4)
+    -- (away from integer sample positions, where the bilinear weights have kinks)
+    local t2 = torch.tensor({ { { 0.83, -0.31, 0.07 }, { 0.21, 1.13, -0.17 } } }, { dtype = torch.float64, requires_grad = true })
+    for _, pm in ipairs { 'zeros', 'border', 'reflection' } do
+      assert.is_true(torch.autograd.gradcheck(function(t, x)
+        return F.grid_sample(x, F.affine_grid(t, { 1, 2, 3, 4 }, false), { padding_mode = pm })
+      end, { t2, inp }), pm)
+    end
+  end)
+end)
