@@ -582,3 +582,43 @@ describe('F.affine_grid and F.grid_sample', function()
     end
   end)
 end)
+
+describe('torch.linalg det, inv, solve, slogdet (Gauss-Jordan with partial pivoting, composed)', function()
+  -- A = [[4., 3, 2], [1, 5, 7], [2, 8, 1]]; B = [[1., 2], [3, 4], [5, 6]] in PyTorch 1.13
+  local A = torch.tensor({ { 4, 3, 2 }, { 1, 5, 7 }, { 2, 8, 1 } })
+  local B = torch.tensor({ { 1, 2 }, { 3, 4 }, { 5, 6 } })
+  it("gives PyTorch's values", function()
+    H.near(torch.linalg.det(A), -169, 1e-4)
+    H.near(torch.det(A:view(1, 3, 3)), { -169 }, 1e-4)
+    H.near(torch.det(torch.tensor({ { 0, 1 }, { 1, 0 } })), -1)
+    H.near(torch.linalg.inv(A), { { 0.3018, -0.0769, -0.0651 }, { -0.0769, 0.0000, 0.1538 }, { 0.0118, 0.1538, -0.1006 } }, 1e-4)
+    H.near(torch.linalg.solve(A, B), { { -0.2544, -0.0947 }, { 0.6923, 0.7692 }, { -0.0296, 0.0355 } }, 1e-4)
+    H.near(torch.linalg.solve(A, torch.tensor({ 1, 2, 3 })), { -0.0473, 0.3846, 0.0178 }, 1e-4)
+    local sign, logabs = torch.linalg.slogdet(A)
+    H.near(sign, -1)
+    H.near(logabs, 5.1299, 1e-4)
+    assert.is_true(torch.logdet(A):isnan():item())
+    -- a batch: each matrix its own pivots
+    local batch = torch.stack({ A, A:t(), torch.eye(3) * 2 })
+    H.near(torch.linalg.det(batch), { -169, -169, 8 }, 1e-3)
+    H.near(torch.linalg.inv(batch):matmul(batch), torch.eye(3):expand(3, 3, 3), 1e-5)
+  end)
+  it('errors as PyTorch for singular and non-square matrices', function()
+    H.errors_with(function() return torch.linalg.inv(torch.tensor({ { 1, 2 }, { 2, 4 } })) end,
+      'moontorch.linalg.inv: The diagonal element 2 is zero, the inversion could not be completed because the input matrix is singular.')
+    H.errors_with(function() return torch.linalg.solve(torch.tensor({ { 1, 2 }, { 2, 4 } }), torch.ones(2)) end,
+      'The solver failed because the input matrix is singular.')
+    H.errors_with(function() return torch.linalg.det(torch.ones(2, 3)) end,
+      'A must be batches of square matrices, but they are 2 by 3 matrices')
+  end)
+  it('has gradients', function()
+    local a = A:double():requires_grad_()
+    local b = B:double():requires_grad_()
+    assert.is_true(torch.autograd.gradcheck(torch.linalg.det, { a }))
+    assert.is_true(torch.autograd.gradcheck(torch.linalg.inv, { a }))
+    assert.is_true(torch.autograd.gradcheck(torch.linalg.solve, { a, b }))
+    -- d det(A) / dA = det(A) * inv(A)^T
+    torch.linalg.det(a):backward()
+    H.near(a.grad, torch.linalg.inv(A:double()):t() * -169, 1e-8)
+  end)
+end)

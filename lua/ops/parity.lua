@@ -950,7 +950,7 @@ local function vector_norm(x, ord, dim, keepdim, opts)
   local y = x
   if opts.dtype then y = y:to(opts.dtype) end
   if not y:is_floating_point() then
-    fail('linalg.vector_norm', 'linalg.vector_norm: Expected a floating point or complex tensor as input. Got ' .. tostring(y.dtype):gsub('^torch%.', ''))
+    fail('linalg.vector_norm', 'Expected a floating point or complex tensor as input. Got ' .. tostring(y.dtype):gsub('^torch%.', ''))
   end
   if dim == nil then
     local r = y:reshape(-1):norm(ord)
@@ -981,6 +981,84 @@ local function matrix_norm(x, ord, dim, keepdim, opts)
     return r
   end
   fail('linalg.matrix_norm', 'linalg.matrix_norm: ord ' .. tostring(ord) .. ' is not supported by moontorch yet')
+end
+
+------------------------------------------------------------------------------ torch.linalg: solve, inv, det
+-- Gauss-Jordan elimination with partial pivoting over a batch (..., n, n), written with tensor ops
+-- (autograd follows). Returns X solving A X = B (B nil: none), det(A), log|det(A)|, sign, and the
+-- 1-based step whose pivot was zero (nil: none).
+local function gauss_jordan(op, A, B)
+  need(op, A, 'A')
+  if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
+    fail(op, ('A must be batches of square matrices, but they are %d by %d matrices'):format(
+      A:dim() >= 2 and A:size(-2) or 0, A:dim() >= 1 and A:size(-1) or 0))
+  end
+  if not is_float(A) then
+    fail(op, ('Expected a floating point or complex tensor as input. Got %s'):format((tostring(A.dtype):gsub('^torch%.', ''))))
+  end
+  local n = A:size(-1)
+  local M = B and torch.cat({ A, B:to(A.dtype) }, -1) or A
+  local width = M:size(-1)
+  local bs = sizes(A)
+  bs[#bs], bs[#bs - 1] = nil, nil
+  local sign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's sign times the pivots' signs
+  local psign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's
+  local logabs = torch.zeros(bs, { dtype = A.dtype })
+  local det = torch.ones(bs, { dtype = A.dtype })
+  local rows = torch.arange(1, n + 1):to(torch.int64)
+  local zero_at
+  for k = 1, n do
+    local col = M:narrow(-2, k, n - k + 1):select(-1, k):abs()
+    local _, p = col:detach():max(-1, { keepdim = true })
+    p = p + (k - 1)
+    -- swap rows k and p (a gather, so gradients follow the rows)
+    local perm = torch.where(rows:eq(k), p, torch.where(rows:eq(p), k, rows))
+    local shape = sizes(M)
+    M = M:gather(-2, perm:unsqueeze(-1):expand(shape))
+    local swapped = p:squeeze(-1):ne(k)
+    sign = torch.where(swapped, -sign, sign)
+    psign = torch.where(swapped, -psign, psign)
+    local pivot = M:select(-2, k):select(-1, k)
+    det = det * pivot
+    logabs = logabs + pivot:abs():log()
+    sign = sign * pivot:sign()
+    if not zero_at and pivot:eq(0):any() then zero_at = k end
+    local safe = torch.where(pivot:eq(0), 1, pivot)
+    local rowk = M:select(-2, k) / safe:unsqueeze(-1)
+    local factors = M:select(-1, k)
+    M = M - factors:unsqueeze(-1) * rowk:unsqueeze(-2)
+    local is_k = rows:eq(k):view(n, 1):expand(n, width)
+    M = torch.where(is_k, rowk:unsqueeze(-2):expand(shape), M)
+  end
+  local X = B and M:narrow(-1, n + 1, width - n) or nil
+  return X, det * psign, logabs, sign, zero_at
+end
+local function linalg_det(A)
+  local _, det = gauss_jordan('linalg.det', A, nil) -- the pivots' product with the permutation's sign
+  return det
+end
+local function linalg_solve(A, B)
+  need('linalg.solve', B, 'B')
+  local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
+  local Bm = vec and B:unsqueeze(-1) or B
+  local X, _, _, _, zero_at = gauss_jordan('linalg.solve', A, Bm)
+  if zero_at then fail('linalg.solve', 'The solver failed because the input matrix is singular.') end
+  return vec and X:squeeze(-1) or X
+end
+local function linalg_inv(A)
+  need('linalg.inv', A, 'A')
+  local n = A:size(-1)
+  local I = torch.eye(n, { dtype = A.dtype }):expand(sizes(A))
+  local X, _, _, _, zero_at = gauss_jordan('linalg.inv', A, I)
+  if zero_at then
+    fail('linalg.inv', ('The diagonal element %d is zero, the inversion could not be completed because the '
+      .. 'input matrix is singular.'):format(zero_at))
+  end
+  return X
+end
+local function linalg_slogdet(A)
+  local _, _, logabs, sign = gauss_jordan('linalg.slogdet', A, nil)
+  return sign:detach(), logabs
 end
 
 ------------------------------------------------------------------------------ nn.functional extras
@@ -1271,7 +1349,20 @@ function M.install(tt)
       cross = function(a, b, dim) return cross(a, b, dim or -1) end,
       matrix_power = matrix_power,
       vecdot = function(a, b, dim) return (a * b):sum(dim or -1) end,
+      det = linalg_det, solve = linalg_solve, inv = linalg_inv, slogdet = linalg_slogdet,
     }
+    if torch.det == nil then torch.det = linalg_det end
+    if methods.det == nil then methods.det = linalg_det end
+    if torch.inverse == nil then torch.inverse = linalg_inv end
+    if methods.inverse == nil then methods.inverse = linalg_inv end
+    if torch.slogdet == nil then torch.slogdet = linalg_slogdet end
+    if methods.slogdet == nil then methods.slogdet = linalg_slogdet end
+    local function logdet(A)
+      local sign, la = linalg_slogdet(A)
+      return torch.where(sign:lt(0), 0 / 0, torch.where(sign:eq(0), -huge, la))
+    end
+    if torch.logdet == nil then torch.logdet = logdet end
+    if methods.logdet == nil then methods.logdet = logdet end
   end
   -- nn.functional extras (loaded with nn: installed when nn loads, see lua/nn/init.lua's parity block)
   M.functional = { rrelu = rrelu, gumbel_softmax = gumbel_softmax, pdist = pdist, affine_grid = affine_grid,
