@@ -622,3 +622,39 @@ describe('torch.linalg det, inv, solve, slogdet (Gauss-Jordan with partial pivot
     H.near(a.grad, torch.linalg.inv(A:double()):t() * -169, 1e-8)
   end)
 end)
+
+describe('smaller torch names', function()
+  it("bucketize, isin, cov, corrcoef, the windows, rsub, chain_matmul, torch.conv2d & co, torch.relu_, max_pool2d_with_indices", function()
+    -- PyTorch 1.13: torch.bucketize(tensor([1, 3, 5, 7]), tensor([2, 4, 6])) + 1 -> [1, 2, 3, 4];
+    -- right=True on [2, 4] -> [2, 3]
+    assert.are.same({ 1, 2, 3, 4 }, torch.bucketize(torch.tensor({ 1, 3, 5, 7 }), torch.tensor({ 2, 4, 6 })):tolist())
+    assert.are.same({ 2, 3 }, torch.bucketize(torch.tensor({ 2, 4 }), torch.tensor({ 2, 4, 6 }), { right = true }):tolist())
+    assert.are.same({ false, true, false, true }, torch.isin(torch.tensor({ 1, 2, 3, 4 }), torch.tensor({ 2, 4 })):tolist())
+    -- x = [[0, 1, 2], [2, 1, 0.5]]: torch.cov(x), cov(x, correction=0), corrcoef(x), cov with fweights [1, 2, 1], aweights [0.5, 1, 2]
+    local x = torch.tensor({ { 0, 1, 2 }, { 2, 1, 0.5 } })
+    H.near(torch.cov(x), { { 1.0, -0.75 }, { -0.75, 0.5833 } }, 1e-4)
+    H.near(torch.cov(x, { correction = 0 }), { { 0.6667, -0.5 }, { -0.5, 0.3889 } }, 1e-4)
+    H.near(torch.corrcoef(x), { { 1, -0.9820 }, { -0.9820, 1 } }, 1e-4)
+    H.near(torch.cov(x, { fweights = torch.tensor({ 1, 2, 1 }, { dtype = torch.int64 }), aweights = torch.tensor({ 0.5, 1, 2 }) }),
+      { { 0.6429, -0.4286 }, { -0.4286, 0.3036 } }, 1e-4)
+    -- torch.hann_window(5), hann_window(5, False), hamming_window(4), blackman_window(5) (its first value is
+    -- -2.9802e-08 in float32), bartlett_window(6, False)
+    H.near(torch.hann_window(5), { 0, 0.3455, 0.9045, 0.9045, 0.3455 }, 1e-4)
+    H.near(torch.hann_window(5, false), { 0, 0.5, 1, 0.5, 0 }, 1e-6)
+    H.near(torch.hamming_window(4), { 0.08, 0.54, 1, 0.54 }, 1e-6)
+    H.near(torch.blackman_window(5), { -2.9802322387695312e-08, 0.2008, 0.8492, 0.8492, 0.2008 }, 1e-4)
+    assert.are.equal(-2.9802322387695312e-08, torch.blackman_window(5)[1]:item())
+    H.near(torch.bartlett_window(6, false), { 0, 0.4, 0.8, 0.8, 0.4, 0 }, 1e-6)
+    assert.are.same({ 4, 3 }, torch.rsub(torch.tensor({ 1, 2 }), 5):tolist())
+    H.near(torch.chain_matmul(torch.ones(2, 3), torch.ones(3, 4), torch.ones(4, 1)), { { 12 }, { 12 } })
+    H.near(torch.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 2, 2)), { { { { 4, 4 }, { 4, 4 } } } })
+    local r = torch.tensor({ -1, 2 })
+    assert.is_true(rawequal(torch.relu_(r), r) or torch.equal(torch.relu_(r), r))
+    assert.are.same({ 0, 2 }, r:tolist())
+    -- F.max_pool2d_with_indices(arange(16.).view(1, 1, 4, 4), 2): indices + 1 -> [[6, 8], [14, 16]]
+    local v, i = torch.nn.functional.max_pool2d_with_indices(torch.arange(16):float():view(1, 1, 4, 4), 2)
+    assert.are.same({ { { { 5, 7 }, { 13, 15 } } } }, v:tolist())
+    assert.are.same({ { { { 6, 8 }, { 14, 16 } } } }, i:tolist())
+    assert.are.same({ 1, 2 }, torch.empty_strided({ 2, 3 }, { 1, 2 }):stride())
+  end)
+end)

@@ -1364,9 +1364,151 @@ function M.install(tt)
     if torch.logdet == nil then torch.logdet = logdet end
     if methods.logdet == nil then methods.logdet = logdet end
   end
+  -- smaller torch.* names
+  if torch.bucketize == nil then
+    -- bucketize(input, boundaries, {right=, out_int32=}): searchsorted with the roles swapped (1-based)
+    torch.bucketize = function(input, boundaries, opts)
+      if type(input) == 'number' then input = torch.tensor(input) end
+      return torch.searchsorted(boundaries, input, opts)
+    end
+  end
+  if torch.isin == nil then
+    torch.isin = function(elements, test, opts)
+      local inv = opts and opts.invert or false
+      local e = is_tensor(elements) and elements or torch.tensor(elements)
+      local t = is_tensor(test) and test or torch.tensor({ test })
+      local r = e:unsqueeze(-1):eq(t:reshape(-1)):any(-1)
+      if e:dim() == 0 then r = e:reshape(1):unsqueeze(-1):eq(t:reshape(-1)):any(-1):reshape({}) end
+      return inv and r:logical_not() or r
+    end
+  end
+  if torch.cov == nil then
+    -- cov(input, {correction=1, fweights=, aweights=}): rows are variables, columns observations
+    torch.cov = function(x, opts)
+      need('cov', x)
+      opts = opts or {}
+      local c = opts.correction == nil and 1 or opts.correction
+      local m = x:dim() == 1 and x:view(1, -1) or x
+      if not is_float(m) then m = m:to(torch.get_default_dtype()) end
+      local n = m:size(2)
+      local w = opts.fweights
+      if opts.aweights then w = w and w * opts.aweights or opts.aweights end
+      local r
+      if w then
+        w = w:to(m.dtype)
+        local ws = w:sum()
+        local avg = (m * w):sum(2, { keepdim = true }) / ws
+        local xm = m - avg
+        local norm = c == 0 and ws or (opts.aweights and ws - c * (w * opts.aweights:to(m.dtype)):sum() / ws or ws - c)
+        r = (xm * w):matmul(xm:t()) / norm
+      else
+        local xm = m - m:mean(2, { keepdim = true })
+        r = xm:matmul(xm:t()) / math.max(n - c, 0)
+      end
+      if x:dim() == 1 then return r:reshape({}) end
+      return r
+    end
+    torch.corrcoef = function(x)
+      local c = torch.cov(x)
+      if c:dim() == 0 then return c / c end
+      local d = c:diagonal():sqrt()
+      return (c / d:view(-1, 1) / d:view(1, -1)):clamp(-1, 1)
+    end
+  end
+  -- windows: hann, hamming, bartlett, blackman (periodic=true by default), computed in the result's
+  -- dtype in PyTorch's order of operations (the same roundings)
+  local function window(name, f)
+    if torch[name] ~= nil then return end
+    torch[name] = function(n, periodic, opts)
+      if type(periodic) == 'table' then periodic, opts = nil, periodic end
+      if periodic == nil then periodic = true end
+      local dt = opts and opts.dtype or torch.get_default_dtype()
+      if n == 0 then return torch.empty(0, { dtype = dt }) end
+      if n == 1 then return torch.ones(1, { dtype = dt }) end
+      local L = periodic and n + 1 or n
+      return f(torch.arange(L):to(dt), L):narrow(1, 1, n)
+    end
+  end
+  local function hamming(alpha, beta)
+    return function(k, L) return (k * (2 * pi / (L - 1))):cos() * -beta + alpha end
+  end
+  window('hann_window', hamming(0.5, 0.5))
+  window('hamming_window', hamming(0.54, 0.46))
+  window('blackman_window', function(k, L)
+    local w = k * (pi / (L - 1))
+    return (w * 4):cos() * 0.08 - (w * 2):cos() * 0.5 + 0.42
+  end)
+  window('bartlett_window', function(k, L)
+    local w = k * (2 / (L - 1))
+    local half = floor((L - 1) / 2) + 1
+    if half >= L then return w end
+    return torch.cat({ w:narrow(1, 1, half), 2 - w:narrow(1, half + 1, L - half) })
+  end)
+  if torch.empty_strided == nil then
+    torch.empty_strided = function(size, stride, opts)
+      local n = 1
+      for i = 1, #size do if size[i] == 0 then n = 0 break end n = n + (size[i] - 1) * stride[i] end
+      return torch.empty(n, opts):as_strided(size, stride)
+    end
+  end
+  if torch.rsub == nil then
+    torch.rsub = function(a, b, opts)
+      local alpha = opts and opts.alpha or 1
+      return b - (alpha ~= 1 and a * alpha or a)
+    end
+  end
+  if torch.chain_matmul == nil then
+    torch.chain_matmul = function(...)
+      local ms = { ... }
+      if #ms == 1 and not is_tensor(ms[1]) then ms = ms[1] end
+      local r = ms[1]
+      for i = 2, #ms do r = r:matmul(ms[i]) end
+      return r
+    end
+  end
+  if torch.ldexp == nil then torch.ldexp = function(x, e) return x * torch.pow(2, e) end end
+  -- PyTorch's torch.<op> for nn.functional ops (torch.conv2d, torch.dropout(x, p, train), ...), loaded with nn
+  for _, name in ipairs { 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d',
+    'max_pool1d', 'max_pool2d', 'max_pool3d', 'avg_pool1d', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'embedding',
+    'cosine_similarity', 'pairwise_distance', 'pdist', 'pixel_shuffle', 'pixel_unshuffle', 'channel_shuffle',
+    'batch_norm', 'instance_norm', 'group_norm', 'prelu', 'selu', 'celu', 'hardshrink', 'rrelu', 'bilinear',
+    'binary_cross_entropy_with_logits', 'cosine_embedding_loss', 'ctc_loss', 'hinge_embedding_loss', 'kl_div',
+    'margin_ranking_loss', 'poisson_nll_loss', 'triplet_margin_loss', 'threshold' } do
+    if torch[name] == nil then
+      torch[name] = function(...) return torch.nn.functional[name](...) end
+    end
+  end
+  if torch.dropout == nil then
+    torch.dropout = function(x, p, train) return torch.nn.functional.dropout(x, p, train) end
+  end
+  -- torch.relu_(x), torch.sigmoid_(x), ...: the in-place methods as functions
+  for name, m in pairs(methods) do
+    if type(name) == 'string' and name:sub(-1) == '_' and name:sub(1, 1) ~= '_' and torch[name] == nil
+      and type(m) == 'function' then
+      torch[name] = function(t, ...) return m(t, ...) end
+    end
+  end
   -- nn.functional extras (loaded with nn: installed when nn loads, see lua/nn/init.lua's parity block)
+  local function with_indices(name)
+    return function(x, k, ...)
+      local args = { ... }
+      local n = select('#', ...)
+      local last = args[n]
+      if type(last) == 'table' and not is_tensor(last) and last[1] == nil then
+        local o = {}
+        for key, v in pairs(last) do o[key] = v end
+        o.return_indices = true
+        args[n] = o
+      else
+        n = n + 1
+        args[n] = { return_indices = true }
+      end
+      return torch.nn.functional[name](x, k, unpack(args, 1, n))
+    end
+  end
   M.functional = { rrelu = rrelu, gumbel_softmax = gumbel_softmax, pdist = pdist, affine_grid = affine_grid,
-    grid_sample = grid_sample }
+    grid_sample = grid_sample, max_pool2d_with_indices = with_indices('max_pool2d'),
+    max_pool3d_with_indices = with_indices('max_pool3d') }
 end
 
 return M
