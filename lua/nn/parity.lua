@@ -6,16 +6,75 @@ local class = require 'moontorch.class'
 local Mod = require 'moontorch.nn.Module'
 local A = require 'moontorch.nn.modargs'
 local P = require 'moontorch.ops.parity'
+local core = require 'moontorch.ffi'
 
 local Module, declare_forward = Mod.Module, Mod.declare_forward
 local pyfloat = A.pyfloat
 
 local M = {}
 
+------------------------------------------------------------------------------ weight_norm
+-- PyTorch's norm_except_dim(v, 2, dim): the 2-norm over every dim but `dim` (1-based; false: over all)
+local function norm_except_dim(v, dim)
+  if not dim then return v:norm(2) end
+  local others = {}
+  for i = 1, v:dim() do if i ~= dim then others[#others + 1] = i end end
+  if #others == 0 then return v:abs() end
+  return v:norm(2, others, { keepdim = true })
+end
+local function compute_weight(m, name, dim)
+  local g, v = m[name .. '_g'], m[name .. '_v']
+  return v * (g / norm_except_dim(v, dim))
+end
+-- nn.utils.weight_norm(module, name='weight', dim=1): `name` becomes name_g (its norm, kept dims of
+-- size 1) and name_v (its direction), and is recomputed from them before each forward. dim counts
+-- from 1 (PyTorch's 0); false is PyTorch's None (one norm over the whole tensor).
+local function weight_norm(module, name, dim)
+  if type(name) == 'table' then name, dim = name.name, name.dim end
+  name = name or 'weight'
+  if dim == nil then dim = 1 end
+  local w = module._parameters[name]
+  if not w then core.fail('nn.utils.weight_norm', ("'%s' is not a parameter of %s"):format(name, module:_get_name())) end
+  local hooks = rawget(module, '_attrs')._weight_norm or {}
+  if hooks[name] then
+    core.fail('nn.utils.weight_norm', 'Cannot register two weight_norm hooks on the same parameter ' .. name)
+  end
+  if dim and dim < 0 then dim = dim + w:dim() + 1 end
+  module[name] = nil
+  module[name .. '_g'] = Mod.Parameter(norm_except_dim(w, dim):detach())
+  module[name .. '_v'] = Mod.Parameter(w:detach())
+  module[name] = compute_weight(module, name, dim)
+  local handle = module:register_forward_pre_hook(function(m) m[name] = compute_weight(m, name, dim) end)
+  hooks[name] = { handle = handle, dim = dim }
+  module._weight_norm = hooks
+  return module
+end
+-- nn.utils.remove_weight_norm(module, name='weight'): `name` a parameter again, of the current value
+local function remove_weight_norm(module, name)
+  name = name or 'weight'
+  local hooks = rawget(module, '_attrs')._weight_norm
+  local h = hooks and hooks[name]
+  if not h then
+    core.fail('nn.utils.remove_weight_norm', ("weight_norm of '%s' not found in %s"):format(name, tostring(module:_get_name())))
+  end
+  local w = compute_weight(module, name, h.dim)
+  h.handle:remove()
+  hooks[name] = nil
+  module[name] = nil
+  module[name .. '_g'] = nil
+  module[name .. '_v'] = nil
+  module[name] = Mod.Parameter(w:detach())
+  return module
+end
+
 function M.install(nn)
   local F = nn.functional
   for name, f in pairs(P.functional) do
     if F[name] == nil then F[name] = f end
+  end
+  if nn.utils.weight_norm == nil then
+    nn.utils.weight_norm = weight_norm
+    nn.utils.remove_weight_norm = remove_weight_norm
   end
   if F.rrelu_ == nil then
     F.rrelu_ = function(x, lower, upper, training) return F.rrelu(x, lower, upper, training, true) end
