@@ -1123,6 +1123,13 @@ MT_API mt_status mt_idx_read(const char *path, mt_tensor **out);
  * zlib, 1 to restore, -1 to ask. */
 MT_API int mt_idx_has_zlib(int set);
 
+/* ---------------------------------------------------------------- parity session */
+/* The in-place view ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): t takes the sizes,
+ * strides and offset of `view`, a view of t's own storage, keeping its identity (the Lua handle).
+ * Refused (MT_ENOTIMPL) when t requires grad: autograd does not follow a tensor whose shape changes
+ * under it. */
+MT_API mt_status mt_set_view_(mt_tensor *t, const mt_tensor *view, const char *op);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1481,6 +1481,24 @@ function M.install(tt)
   if torch.dropout == nil then
     torch.dropout = function(x, p, train) return torch.nn.functional.dropout(x, p, train) end
   end
+  -- the in-place view ops: the tensor itself takes the view's shape (core: mt_set_view_)
+  local C, raise_last = core.C, core.raise_last
+  local function inplace_view(name, f)
+    if methods[name] ~= nil then return end
+    methods[name] = function(t, ...)
+      need(name, t)
+      local v = f(t, ...)
+      if C.mt_set_view_(t, v, name) ~= 0 then raise_last() end
+      return t
+    end
+  end
+  inplace_view('t_', function(t) return t:t() end)
+  inplace_view('transpose_', function(t, a, b) return t:transpose(a, b) end)
+  inplace_view('swapdims_', function(t, a, b) return t:transpose(a, b) end)
+  inplace_view('swapaxes_', function(t, a, b) return t:transpose(a, b) end)
+  inplace_view('unsqueeze_', function(t, d) return t:unsqueeze(d) end)
+  inplace_view('squeeze_', function(t, d) if d == nil then return t:squeeze() end return t:squeeze(d) end)
+  inplace_view('as_strided_', function(t, size, stride, offset) return t:as_strided(size, stride, offset) end)
   -- torch.relu_(x), torch.sigmoid_(x), ...: the in-place methods as functions
   for name, m in pairs(methods) do
     if type(name) == 'string' and name:sub(-1) == '_' and name:sub(1, 1) ~= '_' and torch[name] == nil
