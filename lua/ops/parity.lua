@@ -1499,13 +1499,62 @@ function M.install(tt)
   inplace_view('unsqueeze_', function(t, d) return t:unsqueeze(d) end)
   inplace_view('squeeze_', function(t, d) if d == nil then return t:squeeze() end return t:squeeze(d) end)
   inplace_view('as_strided_', function(t, size, stride, offset) return t:as_strided(size, stride, offset) end)
-  -- torch.relu_(x), torch.sigmoid_(x), ...: the in-place methods as functions
-  for name, m in pairs(methods) do
-    if type(name) == 'string' and name:sub(-1) == '_' and name:sub(1, 1) ~= '_' and torch[name] == nil
-      and type(m) == 'function' then
-      torch[name] = function(t, ...) return m(t, ...) end
+  -- torch.relu_(x), torch.sigmoid_(x), ...: the in-place methods PyTorch also has as torch functions
+  for _, name in ipairs { 'relu_', 'sigmoid_', 'tanh_', 'exp_', 'log_', 'sqrt_', 'rsqrt_', 'abs_', 'neg_', 'clamp_',
+    'clamp_min_', 'clamp_max_', 'ceil_', 'floor_', 'round_', 'trunc_', 'frac_', 'sin_', 'cos_', 'reciprocal_',
+    'fill_', 'selu_', 'celu_', 'square_', 'sinh_', 'cosh_', 'tan_', 'asin_', 'acos_', 'atan_', 'erf_', 'erfc_',
+    'expm1_', 'log1p_', 'log2_', 'log10_', 'sign_', 'fix_', 'logit_', 'nan_to_num_', 'index_put_', 'dropout_' } do
+    local m = methods[name]
+    if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
+  end
+  -- torch.finfo(dtype) / torch.iinfo(dtype): PyTorch 1.13's fields and printing
+  if torch.finfo == nil then
+    local F_INFO = {
+      float32 = { 32, 1.1920928955078125e-07, 3.4028234663852886e+38, 1.1754943508222875e-38, 1e-06 },
+      float64 = { 64, 2.220446049250313e-16, 1.7976931348623157e+308, 2.2250738585072014e-308, 1e-15 },
+      float16 = { 16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001 },
+      bfloat16 = { 16, 0.0078125, 3.3895313892515355e+38, 1.1754943508222875e-38, 0.01 },
+    }
+    local I_INFO = { uint8 = { 8, 0, 255 }, int8 = { 8, -128, 127 }, int16 = { 16, -32768, 32767 },
+      int32 = { 32, -2147483648, 2147483647 }, int64 = { 64, -2 ^ 63, 2 ^ 63 } }
+    local function g6(x) -- C's %g with 6 digits, as PyTorch prints finfo
+      local s = ('%g'):format(x)
+      return s
+    end
+    local finfo_mt = {
+      __tostring = function(f)
+        return ('finfo(resolution=%s, min=%s, max=%s, eps=%s, smallest_normal=%s, tiny=%s, dtype=%s)'):format(
+          g6(f.resolution), g6(f.min), g6(f.max), g6(f.eps), g6(f.smallest_normal), g6(f.tiny), f.dtype)
+      end,
+    }
+    local iinfo_mt = {
+      __tostring = function(i) return ('iinfo(min=%s, max=%s, dtype=%s)'):format(g6(i.min), g6(i.max), i.dtype) end,
+    }
+    local function short(d) return (tostring(d):gsub('^torch%.', '')) end
+    torch.finfo = function(d)
+      d = d or torch.get_default_dtype()
+      local v = F_INFO[short(d)]
+      if not v then fail('finfo', 'torch.finfo() requires a floating point input type. Use torch.iinfo to handle '
+        .. "'torch.finfo'") end
+      return setmetatable({ bits = v[1], eps = v[2], max = v[3], min = -v[3], tiny = v[4], smallest_normal = v[4],
+        resolution = v[5], dtype = short(d) }, finfo_mt)
+    end
+    torch.iinfo = function(d)
+      local v = d and I_INFO[short(d)]
+      if not v then fail('iinfo', 'dtype must be an integer type, got ' .. tostring(d)) end
+      return setmetatable({ bits = v[1], min = v[2], max = v[3], dtype = short(d) }, iinfo_mt)
     end
   end
+  -- torch.Size({2, 3}): the sizes' type (compares equal to t:size())
+  if torch.Size == nil then
+    torch.Size = function(s)
+      local size_mt = getmetatable(torch.empty(0):size())
+      local r = {}
+      for i = 1, #(s or {}) do r[i] = s[i] end
+      return setmetatable(r, size_mt)
+    end
+  end
+
   -- nn.functional extras (loaded with nn: installed when nn loads, see lua/nn/init.lua's parity block)
   local function with_indices(name)
     return function(x, k, ...)
