@@ -731,3 +731,18 @@ describe('torch.finfo, torch.iinfo, torch.Size', function()
     assert.are.equal('torch.Size([2, 3])', tostring(torch.Size({ 2, 3 })))
   end)
 end)
+
+describe('unique with dim, matrix_power with a negative exponent', function()
+  it("as PyTorch's", function()
+    -- torch.unique(tensor([[3, 4], [1, 2], [3, 4], [1, 5]]), dim=0, return_inverse=True, return_counts=True)
+    -- -> [[1, 2], [1, 5], [3, 4]], inverse + 1 = [3, 1, 3, 2], counts [1, 1, 2]
+    local v, i, c = torch.unique(torch.tensor({ { 3, 4 }, { 1, 2 }, { 3, 4 }, { 1, 5 } }),
+      { dim = 1, return_inverse = true, return_counts = true })
+    assert.are.same({ { 1, 2 }, { 1, 5 }, { 3, 4 } }, v:tolist())
+    assert.are.same({ 3, 1, 3, 2 }, i:tolist())
+    assert.are.same({ 1, 1, 2 }, c:tolist())
+    assert.are.same({ { 1, 3 }, { 2, 4 } }, torch.unique(torch.tensor({ { 3, 1, 3 }, { 4, 2, 4 } }), { dim = 2 }):tolist())
+    -- torch.matrix_power(tensor([[2., 1], [1, 1]]), -2) -> [[2., -3.], [-3., 5.]]
+    H.near(torch.matrix_power(torch.tensor({ { 2, 1 }, { 1, 1 } }), -2), { { 2, -3 }, { -3, 5 } }, 1e-5)
+  end)
+end)

@@ -788,12 +788,13 @@ local function addbmm(m, b1, b2, opts)
   return (beta ~= 1 and m * beta or m) + s
 end
 local function dist(a, b, p) return (a - b):norm(p or 2) end
-local function matrix_power(x, n)
+local matrix_power
+function matrix_power(x, n)
   need('matrix_power', x)
   if x:dim() < 2 or x:size(-1) ~= x:size(-2) then
     fail('matrix_power', 'matrix_power: expected a tensor of square matrices')
   end
-  if n < 0 then fail('matrix_power', 'matrix_power with a negative exponent is not supported by moontorch yet') end
+  if n < 0 then return matrix_power(torch.linalg.inv(x), -n) end
   if n == 0 then
     local e = torch.eye(x:size(-1), { dtype = x.dtype })
     return e:expand(sizes(x)):clone()
@@ -980,7 +981,7 @@ local function matrix_norm(x, ord, dim, keepdim, opts)
     if not keepdim then r = r:squeeze(math.max(d1, d2)):squeeze(math.min(d1, d2)) end
     return r
   end
-  fail('linalg.matrix_norm', 'linalg.matrix_norm: ord ' .. tostring(ord) .. ' is not supported by moontorch yet')
+  fail('linalg.matrix_norm', 'ord ' .. tostring(ord) .. ' is not supported by moontorch yet (fro, 1, -1, inf, -inf are)')
 end
 
 ------------------------------------------------------------------------------ torch.linalg: solve, inv, det
@@ -1506,6 +1507,52 @@ function M.install(tt)
     'expm1_', 'log1p_', 'log2_', 'log10_', 'sign_', 'fix_', 'logit_', 'nan_to_num_', 'index_put_', 'dropout_' } do
     local m = methods[name]
     if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
+  end
+  -- unique({dim = d}): the distinct slices along d, in sorted (lexicographic) order
+  do
+    local base = methods.unique
+    local function unique_dim(t, opts)
+      local d = pdim('unique', opts.dim, t:dim())
+      local moved = t:movedim(d, 1)
+      local n = moved:size(1)
+      local rows = moved:reshape(n, -1)
+      local list = rows:tolist()
+      local m = rows:size(2)
+      local order = {}
+      for i = 1, n do order[i] = i end
+      local function less(a, b)
+        local ra, rb = list[a], list[b]
+        for k = 1, m do
+          if ra[k] ~= rb[k] then return ra[k] < rb[k] end
+        end
+        return a < b
+      end
+      table.sort(order, less)
+      local keep, inverse, counts = {}, {}, {}
+      for j, i in ipairs(order) do
+        local same = j > 1
+        if same then
+          local prev = list[order[j - 1]]
+          for k = 1, m do if prev[k] ~= list[i][k] then same = false break end end
+        end
+        if not same then keep[#keep + 1] = i counts[#keep] = 0 end
+        counts[#keep] = counts[#keep] + 1
+        inverse[i] = #keep
+      end
+      local values = moved:index_select(1, torch.tensor(keep, { dtype = torch.int64 })):movedim(1, d)
+      local r = { values }
+      if opts.return_inverse then r[#r + 1] = torch.tensor(inverse, { dtype = torch.int64 }) end
+      if opts.return_counts then r[#r + 1] = torch.tensor(counts, { dtype = torch.int64 }) end
+      return unpack(r)
+    end
+    local function unique(t, opts, ...)
+      if type(opts) == 'table' and not is_tensor(opts) and opts.dim ~= nil and is_tensor(t) then
+        return unique_dim(t, opts)
+      end
+      return base(t, opts, ...)
+    end
+    methods.unique = unique
+    torch.unique = unique
   end
   -- torch.finfo(dtype) / torch.iinfo(dtype): PyTorch 1.13's fields and printing
   if torch.finfo == nil then
