@@ -98,7 +98,7 @@ add1('DigammaBackward0', function(x) return x:digamma() end, p, { gg = true })
 add1('PolygammaBackward0', function(x) return torch.polygamma(2, x) end, p, { gg = true })
 add1('PolygammaBackward0', function(x) return x:polygamma(1) end, p)
 add1('ClampBackward1', function(x) return x:clamp(-0.5, 0.5) end)
-add1('PowBackward2', function(x) return 2 ^ x end)
+add1('PowBackward2', function(x) return torch.pow(2, x) end) -- torch.pow(2, x); Python's 2 ** x is PowBackward1
 add1('LeakyReluBackward0', function(x) return torch.leaky_relu(x, 0.1) end)
 add1('EluBackward0', function(x) return torch.elu(x, 1.5) end)
 add1('HardtanhBackward0', function(x) return torch.hardtanh(x, -0.5, 0.5) end)

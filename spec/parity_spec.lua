@@ -526,6 +526,7 @@ describe('grad_fn names of tensor-number arithmetic, as PyTorch 1.13 prints them
       { a:add(2), 'AddBackward0' }, { a:mul(2), 'MulBackward0' }, { a:div(2), 'DivBackward0' }, { a:sub(2), 'SubBackward0' },
       { a ^ 2, 'PowBackward0' }, { a:fmod(2), 'FmodBackward0' }, { a:remainder(2), 'RemainderBackward0' },
       { a:clamp_min(0), 'ClampMinBackward0' },
+      { 2 ^ a, 'PowBackward1' }, { torch.pow(2, a), 'PowBackward2' }, -- 2 ** a, torch.pow(2, a)
     }
     for i, c in ipairs(cases) do assert.are.equal(c[2], c[1].grad_fn:name(), 'case ' .. i) end
     assert.are.equal('ReciprocalBackward0', (2 / a).grad_fn.next_functions[1][1]:name())

@@ -310,7 +310,14 @@ methods.pow_ = function(a, b)
   if not is_tensor(a) then fail('pow_', 'expected a tensor') end
   return binary(B.pow, 'pow_', a, b, a)
 end
-tensor_mt.__pow = function(a, b) return pow(a, b) end
+tensor_mt.__pow = function(a, b)
+  -- parity: a number to a tensor power is PyTorch's __rpow__, tensor(s) ** b (PowBackward1)
+  if type(a) == 'number' and istype(tensor_ct, b) then
+    local dt = binary(ADD, 'pow', b:new_zeros({}), a, nil).dtype -- result_type(a, b)
+    return pow(torch.full({}, a, { dtype = dt, device = b.device }), b)
+  end
+  return pow(a, b)
+end
 methods.float_power = function(a, b)
   local x = is_tensor(a) and a:double() or a
   local y = is_tensor(b) and b:double() or b
