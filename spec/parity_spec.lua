@@ -747,3 +747,31 @@ describe('unique with dim, matrix_power with a negative exponent', function()
     H.near(torch.matrix_power(torch.tensor({ { 2, 1 }, { 1, 1 } }), -2), { { 2, -3 }, { -3, 5 } }, 1e-5)
   end)
 end)
+
+describe('nn.utils.spectral_norm / remove_spectral_norm', function()
+  it("draw u and v, iterate and divide as PyTorch 1.13's", function()
+    -- torch.manual_seed(0); m = nn.utils.spectral_norm(nn.Linear(3, 2)); x = [[1., 2, 3]]; y = m(x);
+    -- y.sum().backward(); m.eval(); m(x); nn.utils.remove_spectral_norm(m); m.weight
+    local nn = torch.nn
+    torch.manual_seed(0)
+    local m = nn.utils.spectral_norm(nn.Linear(3, 2))
+    assert.are.same({ 'bias', 'weight_orig', 'weight_u', 'weight_v' }, m:state_dict():keys())
+    H.near(m.weight_u, { -0.6128, -0.7902 }, 1e-4)
+    H.near(m.weight_v, { 0.3431, 0.7128, -0.6118 }, 1e-4)
+    local x = torch.tensor({ { 1, 2, 3 } })
+    local y = m(x)
+    H.near(y, { { -2.1526, -0.6127 } }, 1e-4)
+    H.near(m.weight_u, { -0.6007, -0.7995 }, 1e-4) -- one power iteration in training mode
+    y:sum():backward()
+    H.near(m.weight_orig.grad, { { -1.9156, 5.4733, 5.6521 }, { -3.4239, 5.5360, 4.8996 } }, 1e-4)
+    m:eval()
+    H.near(m(x), { { -2.1526, -0.6127 } }, 1e-4)
+    H.near(m.weight_u, { -0.6007, -0.7995 }, 1e-4) -- no iteration in eval mode
+    local c = nn.utils.spectral_norm(nn.ConvTranspose2d(2, 3, 2))
+    assert.are.same({ 3 }, c.weight_u:size()) -- dim 2 for ConvTranspose
+    assert.are.same({ 8 }, c.weight_v:size())
+    nn.utils.remove_spectral_norm(m)
+    assert.are.same({ 'bias', 'weight' }, m:state_dict():keys())
+    H.near(m.weight, { { -0.0114, 0.8183, -1.2554 }, { -1.1226, -0.5875, 0.4090 } }, 1e-4)
+  end)
+end)

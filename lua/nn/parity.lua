@@ -13,6 +13,86 @@ local pyfloat = A.pyfloat
 
 local M = {}
 
+------------------------------------------------------------------------------ spectral_norm
+-- nn.utils.spectral_norm(module, name='weight', n_power_iterations=1, eps=1e-12, dim=nil): PyTorch
+-- 1.13's: name_orig (the parameter), name_u and name_v (buffers drawn with normal_ at the call, as
+-- PyTorch draws them), and before each forward name = name_orig / sigma, sigma estimated by power
+-- iteration in training mode. dim counts from 1 (default 1; 2 for ConvTranspose).
+local function sn_matrix(w, dim)
+  if dim ~= 1 then
+    local perm = { dim }
+    for i = 1, w:dim() do if i ~= dim then perm[#perm + 1] = i end end
+    w = w:permute(perm)
+  end
+  return w:reshape(w:size(1), -1)
+end
+local function spectral_norm(module, name, n_power_iterations, eps, dim)
+  if type(name) == 'table' then
+    local o = name
+    name, n_power_iterations, eps, dim = o.name, o.n_power_iterations, o.eps, o.dim
+  end
+  name, n_power_iterations, eps = name or 'weight', n_power_iterations or 1, eps or 1e-12
+  if n_power_iterations <= 0 then
+    core.fail('nn.utils.spectral_norm', 'Expected n_power_iterations to be positive, but got n_power_iterations='
+      .. tostring(n_power_iterations))
+  end
+  local tn = tostring(module:_get_name())
+  if dim == nil then dim = tn:match('^ConvTranspose') and 2 or 1 end
+  local w = module._parameters[name]
+  if not w then core.fail('nn.utils.spectral_norm', ("'%s' is not a parameter of %s"):format(name, tn)) end
+  local F = torch.nn.functional
+  local u, v = torch.no_grad(function()
+    local m = sn_matrix(w, dim)
+    local h, wd = m:size(1), m:size(2)
+    local u0 = F.normalize(w:new_empty({ h }):normal_(0, 1), 2, 1, eps)
+    local v0 = F.normalize(w:new_empty({ wd }):normal_(0, 1), 2, 1, eps)
+    return u0, v0
+  end)()
+  module[name] = nil
+  module[name .. '_orig'] = w
+  module[name] = w:detach()
+  module:register_buffer(name .. '_u', u)
+  module:register_buffer(name .. '_v', v)
+  local function compute(m, power)
+    local weight = m[name .. '_orig']
+    local wm = sn_matrix(weight, dim)
+    local uu, vv = m[name .. '_u'], m[name .. '_v']
+    if power then
+      torch.no_grad(function()
+        for _ = 1, n_power_iterations do
+          vv:copy_(F.normalize(torch.mv(wm:t(), uu), 2, 1, eps))
+          uu:copy_(F.normalize(torch.mv(wm, vv), 2, 1, eps))
+        end
+      end)()
+      uu, vv = uu:clone(), vv:clone()
+    end
+    local sigma = torch.dot(uu, torch.mv(wm, vv))
+    return weight / sigma
+  end
+  local handle = module:register_forward_pre_hook(function(m) m[name] = compute(m, m.training) end)
+  local hooks = rawget(module, '_attrs')._spectral_norm or {}
+  hooks[name] = { handle = handle, dim = dim, compute = compute }
+  module._spectral_norm = hooks
+  return module
+end
+local function remove_spectral_norm(module, name)
+  name = name or 'weight'
+  local hooks = rawget(module, '_attrs')._spectral_norm
+  local h = hooks and hooks[name]
+  if not h then
+    core.fail('nn.utils.remove_spectral_norm', ("spectral_norm of '%s' not found in %s"):format(name, tostring(module:_get_name())))
+  end
+  local w = torch.no_grad(function() return h.compute(module, false) end)()
+  h.handle:remove()
+  hooks[name] = nil
+  module[name] = nil
+  module[name .. '_orig'] = nil
+  module[name .. '_u'] = nil
+  module[name .. '_v'] = nil
+  module[name] = Mod.Parameter(w:detach())
+  return module
+end
+
 ------------------------------------------------------------------------------ weight_norm
 -- PyTorch's norm_except_dim(v, 2, dim): the 2-norm over every dim but `dim` (1-based; false: over all)
 local function norm_except_dim(v, dim)
@@ -75,6 +155,10 @@ function M.install(nn)
   if nn.utils.weight_norm == nil then
     nn.utils.weight_norm = weight_norm
     nn.utils.remove_weight_norm = remove_weight_norm
+  end
+  if nn.utils.spectral_norm == nil then
+    nn.utils.spectral_norm = spectral_norm
+    nn.utils.remove_spectral_norm = remove_spectral_norm
   end
   if F.rrelu_ == nil then
     F.rrelu_ = function(x, lower, upper, training) return F.rrelu(x, lower, upper, training, true) end
