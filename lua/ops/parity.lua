@@ -1508,6 +1508,40 @@ function M.install(tt)
     local m = methods[name]
     if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
   end
+  -- t:apply_(fn) / t:map_(other, fn): a Lua function over every element in order (PyTorch's CPU
+  -- apply_ / map_, Torch7's apply / map), written back in place
+  local function flat_values(t) return t:contiguous():reshape(-1):tolist() end
+  local function write_back(t, vals, op)
+    local src = torch.tensor(vals, { dtype = t.dtype }):reshape(sizes(t))
+    t:copy_(src)
+    return t
+  end
+  if methods.apply_ == nil then
+    methods.apply_ = function(t, fn)
+      need('apply_', t)
+      if type(fn) ~= 'function' then fail('apply_', 'expected a function') end
+      if t.requires_grad then fail('apply_', "apply_ is only implemented on CPU tensors that don't require grad") end
+      local v = flat_values(t)
+      for i = 1, #v do
+        local r = fn(v[i])
+        if r ~= nil then v[i] = r end
+      end
+      return write_back(t, v, 'apply_')
+    end
+  end
+  if methods.map_ == nil then
+    methods.map_ = function(t, other, fn)
+      need('map_', t) need('map_', other, 'other')
+      if type(fn) ~= 'function' then fail('map_', 'expected a function') end
+      if t.requires_grad then fail('map_', "map_ is only implemented on CPU tensors that don't require grad") end
+      local v, o = flat_values(t), flat_values(other:expand_as(t))
+      for i = 1, #v do
+        local r = fn(v[i], o[i])
+        if r ~= nil then v[i] = r end
+      end
+      return write_back(t, v, 'map_')
+    end
+  end
   -- unique({dim = d}): the distinct slices along d, in sorted (lexicographic) order
   do
     local base = methods.unique
