@@ -39,9 +39,9 @@ const char *mt_config_string(void) {
   const char *simd = mt_kernels_simd();
   ADD("  - CPU capability of moontorch's own kernels: %s%s\n", simd,
       strcmp(simd, "avx512") == 0 ? " (AVX-512 exp, log, tanh, sigmoid; AVX2 expm1, log1p, silu, ... and float32 products too "
-                                    "small for the BLAS's threads; MOONTORCH_VMATH=avx2 or 0 chooses a lower level)"
+                                    "small for the BLAS's threads; MOONTORCH_VMATH=avx2 or 0 (every kernel scalar) chooses a lower level)"
       : strcmp(simd, "avx2") == 0 ? " (vectorised exp, log, tanh, sigmoid, ...; float32 products too small for the BLAS's threads; "
-                                    "MOONTORCH_VMATH=0 turns the vector math off)"
+                                    "MOONTORCH_VMATH=0 turns them all off, the 2x2 max pool's too)"
                                   : "");
   if (k < sizeof text) {
     int n = mt_blas_describe(text + k, sizeof text - k);

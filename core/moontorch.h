@@ -1045,6 +1045,10 @@ MT_API mt_status mt_max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const 
 /* A linear resampling of the last nsp dims (what avg pools and interpolation compute): kind and
  * geometry, filled by the front doors above and by mt_interpolate. */
 enum { MT_RS_AVG_POOL, MT_RS_ADAPTIVE_AVG, MT_RS_NEAREST, MT_RS_LINEAR, MT_RS_CUBIC, MT_RS_REFLECT, MT_RS_REPLICATE };
+/* parity: interpolate's 'nearest-exact' mode, and bilinear / bicubic with antialias=True (PyTorch's
+ * separable antialiasing filters: a triangle, and Keys' cubic with a = -0.5, stretched by the scale
+ * when downsampling) */
+enum { MT_RS_NEAREST_EXACT = MT_RS_REPLICATE + 1, MT_RS_LINEAR_AA, MT_RS_CUBIC_AA };
 typedef struct mt_resample_spec {
   int32_t kind, nsp, align_corners, ceil_mode, count_include_pad, _pad;
   int64_t in[3], out[3];                   /* spatial sizes */
@@ -1118,6 +1122,13 @@ MT_API mt_status mt_idx_read(const char *path, mt_tensor **out);
 /* 1 when this build reads gzip (zlib was found); a test can pass 0 to act as a build without
  * zlib, 1 to restore, -1 to ask. */
 MT_API int mt_idx_has_zlib(int set);
+
+/* ---------------------------------------------------------------- parity session */
+/* The in-place view ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): t takes the sizes,
+ * strides and offset of `view`, a view of t's own storage, keeping its identity (the Lua handle).
+ * Refused (MT_ENOTIMPL) when t requires grad: autograd does not follow a tensor whose shape changes
+ * under it. */
+MT_API mt_status mt_set_view_(mt_tensor *t, const mt_tensor *view, const char *op);
 
 #ifdef __cplusplus
 }

@@ -257,7 +257,8 @@ end
 
 local function apply(cls, ...)
   AG.drain() -- forget the state of Function nodes that died since
-  local name = (rawget(cls, '__typename') or 'Function'):match('([^.]+)$') .. 'Backward'
+  -- (_backward_name: a library Function that stands for a PyTorch op prints that op's node name)
+  local name = rawget(cls, '_backward_name') or (rawget(cls, '__typename') or 'Function'):match('([^.]+)$') .. 'Backward'
   local nargs = select('#', ...)
   local args = { ... }
   local grad_on = C.mt_is_grad_enabled() ~= 0

@@ -90,6 +90,8 @@ require('moontorch.ops.rnn').install(torch)
 -- issue 12, the modules part: torch.layer_norm, torch.nll_loss (fused ops)
 require('moontorch.ops.norm').install(torch)
 require('moontorch.ops.loss').install(torch)
+-- parity session: PyTorch names composed from the ops above (memory formats, ...)
+require('moontorch.ops.parity').install(torch)
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
 require('moontorch.ops.list').install_aliases(torch, T.methods)
 -- torch.polygamma(n, input) and torch.special.polygamma(n, input) take n first, as PyTorch's do

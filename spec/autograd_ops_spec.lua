@@ -98,7 +98,7 @@ add1('DigammaBackward0', function(x) return x:digamma() end, p, { gg = true })
 add1('PolygammaBackward0', function(x) return torch.polygamma(2, x) end, p, { gg = true })
 add1('PolygammaBackward0', function(x) return x:polygamma(1) end, p)
 add1('ClampBackward1', function(x) return x:clamp(-0.5, 0.5) end)
-add1('PowBackward2', function(x) return 2 ^ x end)
+add1('PowBackward2', function(x) return torch.pow(2, x) end) -- torch.pow(2, x); Python's 2 ** x is PowBackward1
 add1('LeakyReluBackward0', function(x) return torch.leaky_relu(x, 0.1) end)
 add1('EluBackward0', function(x) return torch.elu(x, 1.5) end)
 add1('HardtanhBackward0', function(x) return torch.hardtanh(x, -0.5, 0.5) end)
@@ -112,7 +112,8 @@ add2('SubBackward0', function(a, b) return a - b end)
 add2('MulBackward0', function(a, b) return a * b end, r, r, { gg = true })
 add('MulBackward0', function(a, b) return torch.outer(a, b) end, function() return { r(3), r(4) } end, { gg = true })
 add2('DivBackward0', function(a, b) return a / b end, r, p, { gg = true })
-add1('DivBackward0', function(x) return 3 / x end, p)
+add1('DivBackward0', function(x) return torch.div(3, x) end, p) -- the core's number-first form
+add1('MulBackward0', function(x) return 3 / x end, p) -- PyTorch's __rtruediv__: x.reciprocal() * 3
 add2('DivBackward2', function(a, b) return torch.div(a, b, { rounding_mode = 'floor' }) end, r, p)
 add2('PowBackward1', function(a, b) return a ^ b end, p, r, { gg = true })
 add2('MaximumBackward0', function(a, b) return torch.maximum(a, b) end)
@@ -127,14 +128,14 @@ add2('FmaxBackward0', function(a, b) return torch.fmax(a, b) end)
 add2('FminBackward0', function(a, b) return torch.fmin(a, b) end)
 add2('XlogyBackward0', function(a, b) return torch.xlogy(a, b) end, r, p)
 add2('CopysignBackward0', function(a, b) return torch.copysign(a, b) end)
-add1('AddBackward1', function(x) return x + 2 end)
-add1('SubBackward1', function(x) return x - 2 end)
+add1('AddBackward0', function(x) return x + 2 end) -- PyTorch 1.13 from Python: (x + 2).grad_fn is AddBackward0
+add1('SubBackward0', function(x) return x - 2 end)
 add1('RsubBackward1', function(x) return 2 - x end)
-add1('MulBackward1', function(x) return x * 2 end, r, { gg = true })
-add1('DivBackward1', function(x) return x / 2 end)
+add1('MulBackward0', function(x) return x * 2 end, r, { gg = true })
+add1('DivBackward0', function(x) return x / 2 end)
 add1('ClampMinBackward0', function(x) return torch.maximum(x, 0.1) end)
 add1('ClampMaxBackward0', function(x) return torch.minimum(x, 0.1) end)
-add1('ClampBackward1', function(x) return x:clamp_min(0.1) end)
+add1('ClampBackward1', function(x) return x:clamp({ min = 0.1 }) end) -- x.clamp(min=0.1); x.clamp_min(0.1) is ClampMinBackward0
 add1('FmodBackward0', function(x) return torch.fmod(x, 2) end, p)
 add1('RemainderBackward0', function(x) return torch.remainder(x, 2) end, p)
 add1('XlogyBackward2', function(x) return torch.xlogy(x, 2.5) end)
@@ -403,6 +404,18 @@ do
     { 'UpsampleBicubic2D', function(x) return PF.interpolate(x, { size = { 4, 3 }, mode = 'bicubic' }) end, { 1, 1, 3, 2 } },
     { 'UpsampleTrilinear3D', function(x) return PF.interpolate(x, { scale_factor = 2, mode = 'trilinear' }) end,
       { 1, 1, 2, 2, 3 } },
+    -- parity: nearest-exact, antialiased bilinear / bicubic (down and up)
+    { 'UpsampleNearestExact1D', function(x) return PF.interpolate(x, { size = 5, mode = 'nearest-exact' }) end, { 1, 2, 3 } },
+    { 'UpsampleNearestExact2D', function(x) return PF.interpolate(x, { scale_factor = 0.6, mode = 'nearest-exact' }) end,
+      { 1, 2, 5, 4 } },
+    { 'UpsampleNearestExact3D', function(x) return PF.interpolate(x, { scale_factor = 1.5, mode = 'nearest-exact' }) end,
+      { 1, 1, 2, 2, 3 } },
+    { 'UpsampleBilinear2DAa', function(x)
+      return PF.interpolate(x, { size = { 2, 5 }, mode = 'bilinear', antialias = true })
+    end, { 1, 2, 5, 3 } },
+    { 'UpsampleBicubic2DAa', function(x)
+      return PF.interpolate(x, { scale_factor = 0.5, mode = 'bicubic', antialias = true })
+    end, { 1, 1, 6, 5 } },
   }
   for _, u in ipairs(ups) do
     pool_case(u[1] .. 'Backward1', u[2], u[3], { gg = true })

@@ -12,14 +12,14 @@ describe('autograd semantics', function()
     assert.is_nil(a.grad_fn)
     local c = a * b + 1
     assert.is_false(c.is_leaf)
-    assert.are.equal('AddBackward1', c.grad_fn:name())
+    assert.are.equal('AddBackward0', c.grad_fn:name()) -- PyTorch 1.13 (Python wraps the number)
     local mul = c.grad_fn.next_functions[1][1]
     assert.are.equal('MulBackward0', mul:name())
     assert.are.equal('AccumulateGrad', mul.next_functions[1][1]:name())
     assert.is_true(torch.equal(mul.next_functions[2][1].variable, b))
     assert.are.equal('SumBackward0', c:sum().grad_fn:name())
     assert.are.equal('MmBackward0', torch.ones(2, 2, { requires_grad = true }):matmul(torch.ones(2, 2)).grad_fn:name())
-    assert.truthy(tostring(c):find('grad_fn=<AddBackward1>', 1, true))
+    assert.truthy(tostring(c):find('grad_fn=<AddBackward0>', 1, true))
     assert.truthy(tostring(a):find('requires_grad=True', 1, true))
   end)
 

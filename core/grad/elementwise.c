@@ -284,10 +284,10 @@ static const struct binary_rule {
   const char *name, *number_name, *number_first_name;
   unsigned char reads;
 } binary_rules[MT_OP_COUNT] = {
-    [MT_OP_ADD] = {"AddBackward0", "AddBackward1", "AddBackward1", 0},
-    [MT_OP_SUB] = {"SubBackward0", "SubBackward1", "RsubBackward1", 0},
-    [MT_OP_MUL] = {"MulBackward0", "MulBackward1", "MulBackward1", IN},
-    [MT_OP_DIV] = {"DivBackward0", "DivBackward1", "DivBackward0", IN | NUM_IN | NUM_OUT},
+    [MT_OP_ADD] = {"AddBackward0", "AddBackward0", "AddBackward0", 0}, /* parity: Python wraps the number */
+    [MT_OP_SUB] = {"SubBackward0", "SubBackward0", "RsubBackward1", 0},
+    [MT_OP_MUL] = {"MulBackward0", "MulBackward0", "MulBackward0", IN},
+    [MT_OP_DIV] = {"DivBackward0", "DivBackward0", "DivBackward0", IN | NUM_IN | NUM_OUT},
     [MT_OP_DIV_TRUNC] = {"DivBackward2", "DivBackward2", "DivBackward2", IN | NUM_IN},
     [MT_OP_DIV_FLOOR] = {"DivBackward2", "DivBackward2", "DivBackward2", IN | NUM_IN},
     [MT_OP_POW] = {"PowBackward1", "PowBackward0", "PowBackward2", IN | OUT | NUM_IN | NUM_OUT},

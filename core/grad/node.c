@@ -1,6 +1,7 @@
 /* node.c -- graph nodes and per-tensor autograd metadata: creation, reference counting, the
  * public getters and setters (requires_grad, grad, grad_fn, detach, ...), and recording helpers. */
 #include "formula.h"
+#include "../ops/layout.h"
 
 #include <stdlib.h>
 
@@ -489,7 +490,8 @@ void mt_node_set_anomaly_trace(mt_node *n, int64_t id) { if (n) n->anomaly_id = 
 mt_status mt_grad_check_whole_write(mt_tensor *t, const char *op) {
   const mt_meta *m = t->_autograd;
   bool view = m && m->grad_fn && m->grad_fn->kind->view;
-  bool whole = t->_offset == 0 && (t->_flags & MT_TENSOR_CONTIGUOUS) &&
+  /* the whole storage, in any dense layout (an elementwise result keeps its inputs' layout) */
+  bool whole = t->_offset == 0 && mt_is_dense(t) &&
                (size_t)t->_numel * mt_itemsize(t->_dtype) == t->_storage->_nbytes;
   if (view || !whole)
     return mt_error(MT_ENOTIMPL,

@@ -13,7 +13,7 @@
 
 /* ---------------------------------------------------------------- names */
 /* PyTorch's grad_fn names: [kind][nsp - 1][backward] */
-static const char *const rs_names[7][3][2] = {
+static const char *const rs_names[10][3][2] = {
     {{NULL, NULL}, {"AvgPool2DBackward0", "AvgPool2DBackwardBackward0"},
      {"AvgPool3DBackward0", "AvgPool3DBackwardBackward0"}},
     {{NULL, NULL}, {"AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DBackwardBackward0"},
@@ -31,11 +31,17 @@ static const char *const rs_names[7][3][2] = {
     {{"ReplicationPad1DBackward0", "ReplicationPad1DBackwardBackward0"},
      {"ReplicationPad2DBackward0", "ReplicationPad2DBackwardBackward0"},
      {"ReplicationPad3DBackward0", "ReplicationPad3DBackwardBackward0"}},
+    /* parity: nearest-exact, antialiased bilinear and bicubic */
+    {{"UpsampleNearestExact1DBackward1", "UpsampleNearestExact1DBackwardBackward1"},
+     {"UpsampleNearestExact2DBackward1", "UpsampleNearestExact2DBackwardBackward1"},
+     {"UpsampleNearestExact3DBackward1", "UpsampleNearestExact3DBackwardBackward1"}},
+    {{NULL, NULL}, {"UpsampleBilinear2DAaBackward1", "UpsampleBilinear2DAaBackwardBackward1"}, {NULL, NULL}},
+    {{NULL, NULL}, {"UpsampleBicubic2DAaBackward1", "UpsampleBicubic2DAaBackwardBackward1"}, {NULL, NULL}},
 };
 /* 1-d pools are 2-d ones over an unsqueezed input in the Lua layer (as in PyTorch); a 1-d pool
  * called from C gets the 2-d name */
 static const char *rs_name(const mt_resample_spec *s, int backward) {
-  int k = s->kind >= 0 && s->kind < 7 ? s->kind : 0;
+  int k = s->kind >= 0 && s->kind < 10 ? s->kind : 0;
   int d = s->nsp >= 1 && s->nsp <= 3 ? s->nsp - 1 : 1;
   const char *n = rs_names[k][d][backward];
   if (!n) n = rs_names[k][1][backward];
@@ -58,7 +64,7 @@ static const char *resample_name_of(const mt_node *n) {
 }
 static const char *resample_names(int i) {
   int k = 0;
-  for (int a = 0; a < 7; a++)
+  for (int a = 0; a < 10; a++)
     for (int b = 0; b < 3; b++)
       for (int c = 0; c < 2; c++)
         if (rs_names[a][b][c] && k++ == i) return rs_names[a][b][c];

@@ -1,6 +1,7 @@
 /* copy.c -- the front doors of copy_, clone, to(dtype, device), contiguous, fill_, and of element
  * access (item, get, set, tolist). Copies between devices go through the backends' transfers. */
 #include "dispatch.h"
+#include "layout.h"
 
 /* Can src be broadcast to dst's shape? */
 static mt_status check_broadcast_to(const mt_tensor *dst, const mt_tensor *src, const char *op) {
@@ -104,7 +105,15 @@ mt_status mt_to(mt_tensor *t, int dtype, const mt_device *device, int copy, mt_t
     *out = mt_tensor_retain(t);
     return MT_OK;
   }
-  if (here) return converted(t, dtype, "to", out);
+  if (here) { /* parity: PyTorch's to() keeps t's layout (preserve_format) */
+    MT_TRY(mt_check_kernel(MT_OP_CLONE, t));
+    mt_tensor *r;
+    MT_TRY(mt_new_preserving(t, dtype, "to", &r));
+    mt_status s = mt_kernels_of(t)->copy(r, t);
+    if (s) { mt_tensor_release(r); return s; }
+    *out = r;
+    return MT_OK;
+  }
   mt_tensor *r;
   MT_TRY(mt_new(dev, t->_sizes, t->_ndim, dtype, "to", &r));
   mt_status s = copy_across(r, t, "to");

@@ -2,6 +2,7 @@
  * build has), new tensors on a device, the device checks of the front doors, the factories of
  * empty and full tensors, and the public device functions. */
 #include "dispatch.h"
+#include "layout.h"
 
 #include <stdio.h>
 
@@ -159,7 +160,7 @@ mt_status mt_tensor_empty(const int64_t *sizes, int ndim, int dtype, const mt_de
 
 mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype, mt_tensor **out) {
   MT_TRY(mt_check_tensor(t, "empty_like", "input"));
-  return mt_new(mt_device_of(t), t->_sizes, t->_ndim, dtype < 0 ? t->_dtype : dtype, "empty_like", out);
+  return mt_new_preserving(t, dtype < 0 ? t->_dtype : dtype, "empty_like", out); /* parity: t's layout */
 }
 
 mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, const mt_device *device,

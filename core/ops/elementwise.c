@@ -2,6 +2,7 @@
  * PyTorch's type promotion, broadcasting, out= and in-place results, then the elementwise
  * kernels of the inputs' device. float16/bfloat16 compute in float32 (converted on the way in and
  * out). */
+#include "layout.h" /* parity: results laid out as PyTorch lays them out */
 #include "dispatch.h"
 
 /* ---------------------------------------------------------------- dtype rules */
@@ -57,7 +58,8 @@ static mt_status check_cast(int from, const mt_tensor *out, const char *op) {
 static mt_status finish(mt_tensor *res, mt_tensor *out, mt_tensor **result, const char *op, int out_dtype) {
   if (res->_dtype != out_dtype) {
     mt_tensor *conv;
-    mt_status s = mt_to(res, out_dtype, NULL, 0, &conv);
+    mt_status s = mt_new_preserving(res, out_dtype, op, &conv);
+    if (s == MT_OK && (s = mt_kernels_of(res)->copy(conv, res))) mt_tensor_release(conv);
     mt_tensor_release(res);
     if (s) return s;
     res = conv;
@@ -124,7 +126,8 @@ static mt_status unary_impl(mt_op op, mt_tensor *a, double p1, double p2, mt_ten
   }
   if (direct) {
     res = mt_tensor_retain(out);
-  } else if ((s = mt_new(mt_device_of(a), a->_sizes, a->_ndim, res_dt, name, &res))) {
+  } else if ((s = mt_new_laid_out(mt_device_of(a), a->_sizes, a->_ndim, res_dt, name, (const mt_tensor *[]){a}, 1,
+                                  &res))) {
     mt_tensor_release(x);
     return s;
   }
@@ -193,7 +196,7 @@ static mt_status binary_impl(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *ou
       direct = false;
   }
   if (direct) res = mt_tensor_retain(out);
-  else if ((s = mt_new(dev, shape, nd, res_dt, name, &res))) goto done;
+  else if ((s = mt_new_laid_out(dev, shape, nd, res_dt, name, (const mt_tensor *[]){a, b}, 2, &res))) goto done;
   if ((s = mt_kernels_of(res)->binary(op, res, x, y))) goto done;
   if (direct) {
     mt_bump_version(out);
@@ -416,7 +419,7 @@ mt_status mt_where(mt_tensor *cond, mt_tensor *a, mt_tensor *b, mt_tensor *out, 
   if ((s = mt_as_dtype(a, dt, &x)) || (s = mt_as_dtype(b, dt, &y))) goto done;
   const mt_tensor *at = !mt_is_cpu_scalar(cond) ? cond : !mt_is_cpu_scalar(a) ? a : b; /* the result's device */
   if ((s = mt_check_kernel(MT_OP_WHERE, at))) goto done;
-  if ((s = mt_new(mt_device_of(at), s2, n2, dt, "where", &r))) goto done;
+  if ((s = mt_new_laid_out(mt_device_of(at), s2, n2, dt, "where", (const mt_tensor *[]){cond, a, b}, 3, &r))) goto done;
   if ((s = mt_kernels_of(r)->where(r, cond, x, y))) goto done;
   s = finish(r, out, result, "where", out ? out->_dtype : dt);
   r = NULL;

@@ -227,6 +227,9 @@ static const char *resample_op(const mt_resample_spec *s, char *buf, size_t n) {
   case MT_RS_LINEAR:
     snprintf(buf, n, "%s", s->nsp == 1 ? "upsample_linear1d" : s->nsp == 2 ? "upsample_bilinear2d" : "upsample_trilinear3d");
     break;
+  case MT_RS_NEAREST_EXACT: snprintf(buf, n, "upsample_nearest_exact%s", d); break;
+  case MT_RS_LINEAR_AA: snprintf(buf, n, "_upsample_bilinear2d_aa"); break;
+  case MT_RS_CUBIC_AA: snprintf(buf, n, "_upsample_bicubic2d_aa"); break;
   case MT_RS_REFLECT: snprintf(buf, n, "reflection_pad%s", d); break;
   case MT_RS_REPLICATE: snprintf(buf, n, "replication_pad%s", d); break;
   default: snprintf(buf, n, "upsample_bicubic%s", d); break;
@@ -261,9 +264,16 @@ static int taps_per_output(const mt_resample_spec *s, int d) {
     return (int)m;
   }
   case MT_RS_NEAREST:
+  case MT_RS_NEAREST_EXACT:
   case MT_RS_REFLECT:
   case MT_RS_REPLICATE: return 1;
   case MT_RS_LINEAR: return 2;
+  case MT_RS_LINEAR_AA:
+  case MT_RS_CUBIC_AA: { /* PyTorch's interp_size: the filter's support, stretched when downsampling */
+    double scale = pixel_scale(s->in[sd], s->out[sd], s->align_corners, s->scales[sd]);
+    double support = (s->kind == MT_RS_LINEAR_AA ? 1.0 : 2.0) * (scale >= 1.0 ? scale : 1.0);
+    return (int)ceil(support) * 2 + 1;
+  }
   default: return 4;
   }
 }
@@ -307,6 +317,37 @@ static void fill_taps(const mt_resample_spec *s, int d, int n, int64_t *idx, dou
       }
       ix[0] = src;
       wt[0] = 1;
+      break;
+    }
+    case MT_RS_NEAREST_EXACT: { /* PyTorch's nearest_neighbor_exact_compute_source_index */
+      float scale = s->scales[sd] > 0 ? (float)(1.0 / s->scales[sd]) : (float)in / (float)out;
+      int64_t src = (int64_t)floorf((float)(((double)o + 0.5) * (double)scale));
+      ix[0] = src > in - 1 ? in - 1 : src;
+      wt[0] = 1;
+      break;
+    }
+    case MT_RS_LINEAR_AA:
+    case MT_RS_CUBIC_AA: { /* PyTorch's _compute_weights_aa: the filter over [center - support, center + support) */
+      double scale = pixel_scale(in, out, s->align_corners, s->scales[sd]);
+      double support = (s->kind == MT_RS_LINEAR_AA ? 1.0 : 2.0) * (scale >= 1.0 ? scale : 1.0);
+      double invscale = scale >= 1.0 ? 1.0 / scale : 1.0;
+      double center = scale * ((double)o + 0.5), total = 0;
+      int64_t lo = (int64_t)(center - support + 0.5), hi = (int64_t)(center + support + 0.5);
+      if (lo < 0) lo = 0;
+      if (hi > in) hi = in;
+      for (int64_t j = 0; j < hi - lo && j < n; j++) {
+        double x = fabs(((double)(j + lo) - center + 0.5) * invscale), f;
+        if (s->kind == MT_RS_LINEAR_AA) f = x < 1.0 ? 1.0 - x : 0.0;
+        else f = x < 1.0 ? cubic1(x, -0.5) : x < 2.0 ? cubic2(x, -0.5) : 0.0;
+        ix[j] = j + lo;
+        wt[j] = f;
+        total += f;
+      }
+      for (int64_t j = 0; j < hi - lo && j < n; j++) {
+        if (total != 0) wt[j] /= total;
+      }
+      for (int t = 0; t < n; t++)
+        if (t >= hi - lo) ix[t] = lo < in ? lo : in - 1; /* unused taps: weight 0 at a valid position */
       break;
     }
     case MT_RS_REFLECT:
@@ -465,13 +506,15 @@ static mt_status interpolate(mt_tensor *x, int nsp, int mode, const int64_t *siz
   const char *op = "interpolate";
   CHECK(x, op, "input");
   if (nsp < 1 || nsp > 3) return mt_error(MT_EINVAL, "%s: %d spatial dims (1 to 3 are supported)", op, nsp);
-  if (mode != MT_RS_NEAREST && mode != MT_RS_LINEAR && mode != MT_RS_CUBIC)
+  if (mode != MT_RS_NEAREST && mode != MT_RS_LINEAR && mode != MT_RS_CUBIC && mode != MT_RS_NEAREST_EXACT &&
+      mode != MT_RS_LINEAR_AA && mode != MT_RS_CUBIC_AA)
     return mt_error(MT_EINVAL, "%s: unknown mode %d", op, mode);
-  if (mode == MT_RS_CUBIC && nsp != 2) return mt_error(MT_EINVAL, "%s: bicubic mode needs 2 spatial dims", op);
+  if ((mode == MT_RS_CUBIC || mode == MT_RS_LINEAR_AA || mode == MT_RS_CUBIC_AA) && nsp != 2)
+    return mt_error(MT_EINVAL, "%s: %s mode needs 2 spatial dims", op, mode == MT_RS_LINEAR_AA ? "antialiased bilinear" : "bicubic");
   if (x->_ndim != nsp + 2)
     return mt_error(MT_ESHAPE, "%s: expected a %dD input (N, C and %d spatial dims), got %s", op, nsp + 2, nsp,
                     MT_SHAPE(x));
-  mt_resample_spec s = {.kind = mode, .nsp = nsp, .align_corners = mode != MT_RS_NEAREST && align_corners};
+  mt_resample_spec s = {.kind = mode, .nsp = nsp, .align_corners = mode != MT_RS_NEAREST && mode != MT_RS_NEAREST_EXACT && align_corners};
   for (int d = 0; d < nsp; d++) {
     s.in[d] = x->_sizes[2 + d];
     s.out[d] = sizes[d];

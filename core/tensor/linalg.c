@@ -86,7 +86,8 @@ static inline void store_i(int dt, char *p, int64_t v) {
 #ifdef MT_HAVE_X86
 static int cpu_avx2_fma = -1;
 static int have_avx2_fma(void) {
-  if (cpu_avx2_fma < 0) cpu_avx2_fma = mt_cpu_has(MT_CPU_AVX2 | MT_CPU_FMA);
+  /* the kernels' level, not the CPU's features alone: MOONTORCH_VMATH=0 leaves every product to the BLAS */
+  if (cpu_avx2_fma < 0) cpu_avx2_fma = mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX2;
   return cpu_avx2_fma;
 }
 

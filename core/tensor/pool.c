@@ -201,7 +201,7 @@ mt_status mt_cpu_pool_max(mt_tensor *values, mt_tensor *indices, const mt_tensor
                .base = base};
 #ifdef POOL_X86
   static int have_avx2 = -1;
-  if (have_avx2 < 0) have_avx2 = mt_cpu_has(MT_CPU_AVX2);
+  if (have_avx2 < 0) have_avx2 = mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX2; /* MOONTORCH_VMATH=0: scalar */
   j.avx2 = have_avx2;
 #endif
   int64_t work = w->in[0] * w->in[1] * w->in[2] + oplane;

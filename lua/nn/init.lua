@@ -81,4 +81,7 @@ for _, name in ipairs({ 'activation', 'loss', 'normalization', 'sparse', 'misc' 
   require('moontorch.nn.' .. name).install(nn)
 end
 
+-- parity session: F.rrelu / nn.RReLU, F.gumbel_softmax, F.pdist (lua/nn/parity.lua)
+require('moontorch.nn.parity').install(nn)
+
 return nn

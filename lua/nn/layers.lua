@@ -18,7 +18,8 @@ local nn -- moontorch.nn, set by install (functional, init)
 -- Python's repr of a number (1 -> '1.0' for floats, 1e-05, 0.1)
 local function pyfloat(x)
   if x == math.huge then return 'inf' elseif x == -math.huge then return '-inf' elseif x ~= x then return 'nan' end
-  local s = ('%.15g'):format(x)
+  local s = ('%.15g'):format(x) -- the shortest that reads back as x, as Python's repr
+  if tonumber(s) ~= x then s = ('%.16g'):format(x) end
   if tonumber(s) ~= x then s = ('%.17g'):format(x) end
   local mant, exp = s:match('^(-?[%d.]+)e([-+]%d+)$')
   if mant then

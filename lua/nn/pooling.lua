@@ -308,7 +308,8 @@ function M.lp_pool1d(x, p, k, ...) return lp_pool('lp_pool1d', 1, x, p, k, ...) 
 function M.lp_pool2d(x, p, k, ...) return lp_pool('lp_pool2d', 2, x, p, k, ...) end
 
 ------------------------------------------------------------------------------ interpolate
-local MODES = { nearest = true, linear = true, bilinear = true, bicubic = true, trilinear = true, area = true }
+local MODES = { nearest = true, linear = true, bilinear = true, bicubic = true, trilinear = true, area = true,
+  ['nearest-exact'] = true }
 local function shape_list(t, from)
   local r = {}
   for d = from, t:dim() do r[#r + 1] = tostring(t:size(d)) end
@@ -328,8 +329,6 @@ function M.interpolate(x, ...)
   need_tensor(fn, x)
   local v = args(fn, { 'size', 'scale_factor', 'mode', 'align_corners', 'recompute_scale_factor', 'antialias' }, ...)
   local size, scale_factor, mode, align_corners, recompute = v[1], v[2], v[3] or 'nearest', v[4], v[5]
-  if v[6] then bad(fn, 'antialias=True is not supported by moontorch yet') end
-  if mode == 'nearest-exact' then bad(fn, "mode 'nearest-exact' is not supported by moontorch yet") end
   if type(mode) ~= 'string' or not MODES[mode] then
     bad(fn, ('Input Error: Only 3D, 4D and 5D input Tensors supported (got %dD) for the modes: nearest | linear | '
       .. 'bilinear | bicubic | trilinear | area | nearest-exact (got %s)'):format(x:dim(), tostring(mode)))
@@ -379,7 +378,7 @@ function M.interpolate(x, ...)
     for i = 1, dim do out[i] = floor(x:size(i + 2) * scales[i]) end
     if recompute then scales = nil end
   end
-  if mode == 'nearest' or mode == 'area' then
+  if mode == 'nearest' or mode == 'area' or mode == 'nearest-exact' then
     if align_corners ~= nil then
       bad(fn, 'align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | '
         .. 'trilinear')
@@ -388,6 +387,10 @@ function M.interpolate(x, ...)
     align_corners = false
   end
   local nd = x:dim()
+  local antialias = v[6]
+  if antialias and not ((mode == 'bilinear' or mode == 'bicubic') and nd == 4) then
+    bad(fn, 'Anti-alias option is only supported for bilinear and bicubic modes')
+  end
   local want = ({ linear = 3, bilinear = 4, bicubic = 4, trilinear = 5 })[mode]
   if want and nd ~= want then bad(fn, ('Got %dD input, but %s mode needs %dD input'):format(nd, mode, want)) end
   if nd < 3 or nd > 5 then
@@ -398,7 +401,9 @@ function M.interpolate(x, ...)
     local f = ({ M.adaptive_avg_pool1d, M.adaptive_avg_pool2d, M.adaptive_avg_pool3d })[dim]
     return f(x, out)
   end
-  local kind = mode == 'nearest' and C.MT_RS_NEAREST or mode == 'bicubic' and C.MT_RS_CUBIC or C.MT_RS_LINEAR
+  local kind = mode == 'nearest' and C.MT_RS_NEAREST or mode == 'nearest-exact' and C.MT_RS_NEAREST_EXACT
+    or mode == 'bicubic' and (antialias and C.MT_RS_CUBIC_AA or C.MT_RS_CUBIC)
+    or (antialias and C.MT_RS_LINEAR_AA or C.MT_RS_LINEAR)
   for i = 1, dim do
     sizes3[i - 1] = out[i]
     scales3[i - 1] = scales and scales[i] or 0
@@ -416,6 +421,12 @@ end
 
 ------------------------------------------------------------------------------ pixel and channel shuffles
 local function sizes_of(x) return x:size() end
+
+-- a new tensor, never a view of x (as PyTorch's: pixel_shuffle with a factor of 1 copies too)
+local function shuffled(y, x)
+  if y:numel() > 0 and y:data_ptr() == x:data_ptr() then return y:clone() end
+  return y
+end
 
 -- pixel_shuffle(x, upscale_factor): (*, C r^2, H, W) -> (*, C, H r, W r)
 function M.pixel_shuffle(x, r)
@@ -444,7 +455,7 @@ function M.pixel_shuffle(x, r)
   local o = {}
   for d = 1, L do o[d] = lead[d] end
   o[L + 1], o[L + 2], o[L + 3] = c / (r * r), h * r, w * r
-  return x:reshape(v):permute(perm):reshape(o)
+  return shuffled(x:reshape(v):permute(perm):reshape(o), x)
 end
 
 -- pixel_unshuffle(x, downscale_factor): (*, C, H r, W r) -> (*, C r^2, H, W)
@@ -475,7 +486,30 @@ function M.pixel_unshuffle(x, r)
   v[L + 1], v[L + 2], v[L + 3], v[L + 4], v[L + 5] = c, h / r, r, w / r, r
   perm[L + 1], perm[L + 2], perm[L + 3], perm[L + 4], perm[L + 5] = L + 1, L + 3, L + 5, L + 2, L + 4
   o[L + 1], o[L + 2], o[L + 3] = c * r * r, h / r, w / r
-  return x:reshape(v):permute(perm):reshape(o)
+  return shuffled(x:reshape(v):permute(perm):reshape(o), x)
+end
+
+-- parity: with autograd, pixel_shuffle and pixel_unshuffle are one node each, named as PyTorch's
+-- (PixelShuffleBackward0, PixelUnshuffleBackward0); each one's backward is the other
+do
+  local shuffle, unshuffle = M.pixel_shuffle, M.pixel_unshuffle
+  local PS = torch.autograd.Function('PixelShuffle')
+  PS._backward_name = 'PixelShuffleBackward0'
+  function PS.forward(ctx, x, r) ctx.r = r return shuffle(x, r) end
+  function PS.backward(ctx, g) return M.pixel_unshuffle(g, ctx.r), nil end
+  local PU = torch.autograd.Function('PixelUnshuffle')
+  PU._backward_name = 'PixelUnshuffleBackward0'
+  function PU.forward(ctx, x, r) ctx.r = r return unshuffle(x, r) end
+  function PU.backward(ctx, g) return M.pixel_shuffle(g, ctx.r), nil end
+  local function records(x) return is_tensor(x) and x.requires_grad and torch.is_grad_enabled() end
+  function M.pixel_shuffle(x, r)
+    if records(x) then return PS.apply(x, r) end
+    return shuffle(x, r)
+  end
+  function M.pixel_unshuffle(x, r)
+    if records(x) then return PU.apply(x, r) end
+    return unshuffle(x, r)
+  end
 end
 
 -- channel_shuffle(x, groups): (N, C, *) with the channels of each of `groups` groups interleaved
@@ -515,7 +549,7 @@ end
 M.pyrepr = pyrepr
 local function pyfloat(x)
   if x == floor(x) and x > -huge and x < huge then return ('%.1f'):format(x) end
-  return ('%.15g'):format(x)
+  return require('moontorch.nn.layers').pyfloat(x) -- Python's shortest repr (1/3: 0.3333333333333333)
 end
 local function tuple_of(v, n)
   if type(v) == 'table' then return v end

@@ -326,8 +326,15 @@ function methods.zero_(t)
   return t
 end
 
-function methods.clone(t)
-  if C.mt_clone(t, outp) ~= 0 then raise_last() end
+-- PyTorch's clone keeps a non-contiguous tensor's layout (preserve_format): that is to() with a
+-- copy, recorded as a clone too (CloneBackward0); {memory_format = torch.contiguous_format} asks for
+-- a contiguous copy.
+function methods.clone(t, opts)
+  if t._flags % 2 == 1 or (opts and opts.memory_format == 'contiguous_format') then
+    if C.mt_clone(t, outp) ~= 0 then raise_last() end
+  elseif C.mt_to(t, -1, nil, 1, outp) ~= 0 then
+    raise_last()
+  end
   return take()
 end
 M.clone = methods.clone

@@ -127,7 +127,11 @@ local ADD, SUB, MUL, DIV, REM = B.add, B.sub, B.mul, B.div, B.remainder
 tensor_mt.__add = function(a, b) return binary(ADD, 'add', a, b, nil) end
 tensor_mt.__sub = function(a, b) return binary(SUB, 'sub', a, b, nil) end
 tensor_mt.__mul = function(a, b) return binary(MUL, 'mul', a, b, nil) end
-tensor_mt.__div = function(a, b) return binary(DIV, 'div', a, b, nil) end
+tensor_mt.__div = function(a, b)
+  -- parity: a number over a tensor is PyTorch's __rtruediv__, b.reciprocal() * a (its values and MulBackward0)
+  if type(a) == 'number' and istype(tensor_ct, b) then return binary(MUL, 'mul', methods.reciprocal(b), a, nil) end
+  return binary(DIV, 'div', a, b, nil)
+end
 tensor_mt.__mod = function(a, b) return binary(REM, 'remainder', a, b, nil) end
 
 ------------------------------------------------------------------------------ unary
@@ -252,8 +256,15 @@ methods.clamp_ = function(a, lo, hi)
   local l, h = clamp_args(lo, hi)
   return clamp_impl('clamp_', a, l, h, a)
 end
-methods.clamp_min = function(a, lo) return clamp_impl('clamp_min', a, lo, nil, nil) end
-methods.clamp_max = function(a, hi) return clamp_impl('clamp_max', a, nil, hi, nil) end
+-- parity: a number bound is maximum / minimum with a number (PyTorch's ClampMinBackward0 / ClampMaxBackward0)
+methods.clamp_min = function(a, lo)
+  if type(lo) == 'number' and is_tensor(a) then return binary(B.maximum, 'clamp_min', a, lo, nil) end
+  return clamp_impl('clamp_min', a, lo, nil, nil)
+end
+methods.clamp_max = function(a, hi)
+  if type(hi) == 'number' and is_tensor(a) then return binary(B.minimum, 'clamp_max', a, hi, nil) end
+  return clamp_impl('clamp_max', a, nil, hi, nil)
+end
 methods.clamp_min_ = function(a, lo) return clamp_impl('clamp_min_', a, lo, nil, a) end
 methods.clamp_max_ = function(a, hi) return clamp_impl('clamp_max_', a, nil, hi, a) end
 
@@ -299,7 +310,14 @@ methods.pow_ = function(a, b)
   if not is_tensor(a) then fail('pow_', 'expected a tensor') end
   return binary(B.pow, 'pow_', a, b, a)
 end
-tensor_mt.__pow = function(a, b) return pow(a, b) end
+tensor_mt.__pow = function(a, b)
+  -- parity: a number to a tensor power is PyTorch's __rpow__, tensor(s) ** b (PowBackward1)
+  if type(a) == 'number' and istype(tensor_ct, b) then
+    local dt = binary(ADD, 'pow', b:new_zeros({}), a, nil).dtype -- result_type(a, b)
+    return pow(torch.full({}, a, { dtype = dt, device = b.device }), b)
+  end
+  return pow(a, b)
+end
 methods.float_power = function(a, b)
   local x = is_tensor(a) and a:double() or a
   local y = is_tensor(b) and b:double() or b
