@@ -19,7 +19,9 @@
  *
  * Providers: OpenBLAS always (float64, matrix-vector, dot), and for float32 matrix products either
  * OpenBLAS or oneDNN's dnnl_sgemm (when CMake found oneDNN, or libdnnl.so.2/3 loads), chosen by
- * MT_BLAS=openblas|onednn; the default is MT_BLAS_DEFAULT (CMake: the one measured faster).
+ * MT_BLAS=openblas|onednn; the default is MT_BLAS_DEFAULT (CMake: the one measured faster). Unless
+ * MT_BLAS is set, float32 products of up to MT_OWN_GEMM_MACS multiply-adds stay on moontorch's own
+ * kernel and threads (linalg.c; table.own_macs); MT_BLAS=<provider> hands them to that provider too.
  *
  * Threads: the BLAS gets moontorch's thread count (mt_set_num_threads governs both). Its threads
  * never compete with our pool: BLAS calls are made from the calling thread while our workers sleep,

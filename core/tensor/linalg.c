@@ -5,9 +5,12 @@
  *   C[p] = alpha * A[p] @ B[p] + beta * C[p]   (beta == 0: C is not read, NaNs in it vanish)
  * where each operand is described by its geometry (rows, cols, row stride, col stride, in
  * elements) and a per-batch element offset. The kernels, in order of preference:
- *  - float32 products small enough to fit in L2 run on our own AVX2/FMA register-blocked kernel
- *    (6x16 accumulator tile, no packing, no threads): for these sizes OpenBLAS's packing and its
- *    thread wake-ups cost more than the arithmetic. Picked at run time by a CPU check.
+ *  - float32 products up to the BLAS table's own_macs (2^26 multiply-adds, K up to 1024: every
+ *    product of an MLP such as 784-512-256-10 at batch 128, forward and backward) run on our own
+ *    register-blocked kernel (AVX-512 8x32 or AVX2 6x16 accumulator tile, chosen at run time), split
+ *    over our pool: A is read as it is (any strides), B too when it is row-major, else (x @ W^T) its
+ *    panels of 32 columns are copied first. No thread of the BLAS wakes for them, and our pool's
+ *    workers are already polling between the ops of a training step (speed, measured: README).
  *  - float32/float64 otherwise go to the BLAS (core/blas.h: gemm, gemv for matrix-vector, dot for
  *    vector-vector) with all of its threads. Transposed operands are passed with the transpose flag and
  *    their leading dimension; only layouts BLAS cannot describe (zero or negative strides, both
@@ -396,7 +399,10 @@ static int have_avx2_fma(void) { return 0; }
 
 /* Products whose B fits in half of L2 and of up to bl->small_macs multiply-adds (on one thread: up
  * to SMALL_MACS_1T) use the small kernel: below that, the BLAS's packing and thread wake-ups cost more
- * than the arithmetic. Measured on the 2-core EPYC (core/blas.c has the figures per provider). */
+ * than the arithmetic. Measured on the 2-core EPYC (core/blas.c has the figures per provider). Above
+ * that, up to bl->own_macs (0 when MT_BLAS names a provider) with K <= MT_OWN_GEMM_MAX_K: the same
+ * kernel on one thread matched OpenBLAS's on the MLP's nine products (105-110 GFLOP/s a core on the
+ * EPYC), and the whole training step was faster without the BLAS's threads (README). */
 #define SMALL_MACS_1T (192LL * 192 * 192)
 #define SMALL_B_BYTES (256 * 1024)
 static inline int use_small(const mt_blas *bl, int dt, int64_t M, int64_t N, int64_t K) {
