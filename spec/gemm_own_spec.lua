@@ -45,7 +45,8 @@ describe("the own float32 product kernel", function()
   end)
 
   it('A^T @ B (the weight gradient of nn.Linear) and A @ B', function()
-    for _, s in ipairs({ { 512, 128, 784 }, { 256, 128, 512 }, { 10, 128, 256 }, { 33, 65, 47 }, table.unpack(SHAPES) }) do
+    for _, s in ipairs({ { 512, 128, 784 }, { 256, 128, 512 }, { 10, 128, 256 }, { 784, 128, 512 }, { 33, 65, 47 },
+      table.unpack(SHAPES) }) do
       local M, K, N = s[1], s[2], s[3]
       local g, x = torch.randn(K, M), torch.randn(K, N)
       check(g:t():matmul(x), g:t(), x, ('%dx%dx%d TN'):format(M, K, N))
@@ -95,6 +96,7 @@ describe("the own float32 product kernel", function()
       { 128, 256, 10, 'NT' }, -- rows, each thread copying the one panel
       { 512, 128, 784, 'TN' }, -- 25 panels: rows
       { 256, 128, 512, 'TN' }, { 128, 512, 256, 'NN' }, { 37, 300, 45, 'NT' },
+      { 784, 128, 512, 'NN' }, -- a tie between the two splits, more rows than columns: rows
     }
     local n0 = torch.get_num_threads()
     for _, c in ipairs(cases) do
