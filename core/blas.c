@@ -19,7 +19,9 @@
  *
  * Providers: OpenBLAS always (float64, matrix-vector, dot), and for float32 matrix products either
  * OpenBLAS or oneDNN's dnnl_sgemm (when CMake found oneDNN, or libdnnl.so.2/3 loads), chosen by
- * MT_BLAS=openblas|onednn; the default is MT_BLAS_DEFAULT (CMake: the one measured faster).
+ * MT_BLAS=openblas|onednn; the default is MT_BLAS_DEFAULT (CMake: the one measured faster). Unless
+ * MT_BLAS is set, float32 products of up to MT_OWN_GEMM_MACS multiply-adds stay on moontorch's own
+ * kernel and threads (linalg.c; table.own_macs); MT_BLAS=<provider> hands them to that provider too.
  *
  * Threads: the BLAS gets moontorch's thread count (mt_set_num_threads governs both). Its threads
  * never compete with our pool: BLAS calls are made from the calling thread while our workers sleep,
@@ -406,10 +408,11 @@ static int load_onednn(void) {
 
 static void load(void) {
   if (!load_openblas()) return;
-  table = (mt_blas){"openblas", OB_SMALL_MACS, ob_sgemm, ob_dgemm, ob_sgemv, ob_dgemv, ob_sdot, ob_ddot};
   const char *want = getenv("MT_BLAS");
   snprintf(requested, sizeof requested, "%s", want ? want : "");
   int explicit = is_set(want);
+  table = (mt_blas){"openblas", OB_SMALL_MACS, explicit ? 0 : MT_OWN_GEMM_MACS, ob_sgemm, ob_dgemm, ob_sgemv,
+                    ob_dgemv, ob_sdot, ob_ddot};
   if (!explicit) want = MT_BLAS_DEFAULT;
   if (strcasecmp(want, "onednn") == 0 || strcasecmp(want, "dnnl") == 0) {
     if (load_onednn()) {
@@ -509,6 +512,11 @@ int mt_blas_describe(char *buf, size_t n) {
   else
     k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "  - float32 matrix products: OpenBLAS%s\n",
                   is_set(requested) ? " (MT_BLAS)" : "");
+  if (b->own_macs > 0 && mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX2) /* linalg.c's condition */
+    k += snprintf(buf + k, n > (size_t)k ? n - k : 0,
+                  "    except those of up to %lld multiply-adds (K up to %d): moontorch's own kernel on its threads "
+                  "(MT_BLAS=<provider> sends them to the BLAS)\n",
+                  (long long)b->own_macs, MT_OWN_GEMM_MAX_K);
   if (provider_note[0]) k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "    %s\n", provider_note + 11);
   return k;
 }

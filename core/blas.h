@@ -11,6 +11,10 @@ typedef struct mt_blas {
   /* float32 products of up to this many multiply-adds run faster on moontorch's own single-thread
    * kernel (linalg.c) than on this provider's threads */
   int64_t small_macs;
+  /* speed: float32 products of up to this many multiply-adds (and K <= MT_OWN_GEMM_MAX_K) run on
+   * moontorch's own kernel split over its pool, B's panels copied when B is transposed (linalg.c); 0 when
+   * MT_BLAS names a provider, which then takes every product above small_macs */
+  int64_t own_macs;
   void (*sgemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
   void (*dgemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
@@ -23,6 +27,11 @@ typedef struct mt_blas {
   float (*sdot)(int64_t n, const float *x, int64_t incx, const float *y, int64_t incy);
   double (*ddot)(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy);
 } mt_blas;
+
+/* The own kernel's limits by default: 2^26 multiply-adds (128x784x512 and its backward products are
+ * 51M), and K up to 1024 (a copied panel of B, K x 32 floats, stays within 128 KB) */
+#define MT_OWN_GEMM_MACS (1LL << 26)
+#define MT_OWN_GEMM_MAX_K 1024
 
 /* The BLAS, loaded on the first call (see blas.c); NULL, with "<op>: ..." recorded, when it cannot
  * be loaded. Each call after the first is one atomic load. */

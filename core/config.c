@@ -38,9 +38,10 @@ const char *mt_config_string(void) {
   ADD("\n");
   const char *simd = mt_kernels_simd();
   ADD("  - CPU capability of moontorch's own kernels: %s%s\n", simd,
-      strcmp(simd, "avx512") == 0 ? " (AVX-512 exp, log, tanh, sigmoid; AVX2 expm1, log1p, silu, ... and float32 products too "
-                                    "small for the BLAS's threads; MOONTORCH_VMATH=avx2 or 0 (every kernel scalar) chooses a lower level)"
-      : strcmp(simd, "avx2") == 0 ? " (vectorised exp, log, tanh, sigmoid, ...; float32 products too small for the BLAS's threads; "
+      strcmp(simd, "avx512") == 0 ? " (AVX-512 exp, log, tanh, sigmoid; AVX2 expm1, log1p, silu, ...; AVX-512 float32 "
+                                    "products of up to 2^26 multiply-adds; MOONTORCH_VMATH=avx2 or 0 (every kernel scalar, "
+                                    "those products left to the BLAS) chooses a lower level)"
+      : strcmp(simd, "avx2") == 0 ? " (vectorised exp, log, tanh, sigmoid, ...; float32 products of up to 2^26 multiply-adds; "
                                     "MOONTORCH_VMATH=0 turns them all off, the 2x2 max pool's too)"
                                   : "");
   if (k < sizeof text) {

@@ -5,9 +5,12 @@
  *   C[p] = alpha * A[p] @ B[p] + beta * C[p]   (beta == 0: C is not read, NaNs in it vanish)
  * where each operand is described by its geometry (rows, cols, row stride, col stride, in
  * elements) and a per-batch element offset. The kernels, in order of preference:
- *  - float32 products small enough to fit in L2 run on our own AVX2/FMA register-blocked kernel
- *    (6x16 accumulator tile, no packing, no threads): for these sizes OpenBLAS's packing and its
- *    thread wake-ups cost more than the arithmetic. Picked at run time by a CPU check.
+ *  - float32 products up to the BLAS table's own_macs (2^26 multiply-adds, K up to 1024: every
+ *    product of an MLP such as 784-512-256-10 at batch 128, forward and backward) run on our own
+ *    register-blocked kernel (AVX-512 8x32 or AVX2 6x16 accumulator tile, chosen at run time), split
+ *    over our pool: A is read as it is (any strides), B too when it is row-major, else (x @ W^T) its
+ *    panels of 32 columns are copied first. No thread of the BLAS wakes for them, and our pool's
+ *    workers are already polling between the ops of a training step (speed, measured: README).
  *  - float32/float64 otherwise go to the BLAS (core/blas.h: gemm, gemv for matrix-vector, dot for
  *    vector-vector) with all of its threads. Transposed operands are passed with the transpose flag and
  *    their leading dimension; only layouts BLAS cannot describe (zero or negative strides, both
@@ -85,9 +88,11 @@ static inline void store_i(int dt, char *p, int64_t v) {
 /* ---------------------------------------------------------------- the small float32 kernel */
 #ifdef MT_HAVE_X86
 static int cpu_avx2_fma = -1;
+/* the level of our own kernels (AVX2+FMA on the CPU, and MOONTORCH_VMATH not 0: then every float32
+ * product goes to the BLAS) */
 static int have_avx2_fma(void) {
-  /* the kernels' level, not the CPU's features alone: MOONTORCH_VMATH=0 leaves every product to the BLAS */
-  if (cpu_avx2_fma < 0) cpu_avx2_fma = mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX2;
+  if (cpu_avx2_fma < 0)
+    cpu_avx2_fma = mt_cpu_has(MT_CPU_AVX2 | MT_CPU_FMA) && mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX2;
   return cpu_avx2_fma;
 }
 
@@ -103,6 +108,7 @@ static inline __attribute__((always_inline)) TGT void tile_f32(const int MR, con
   for (int i = 0; i < MR; i++) {
     acc0[i] = _mm256_setzero_ps();
     acc1[i] = _mm256_setzero_ps();
+    __builtin_prefetch(C + i * ldc, 1, 3); /* speed: as in tile5_f32 below */
   }
   for (int64_t k = 0; k < K; k++) {
     const float *bk = B + k * ldb;
@@ -196,6 +202,10 @@ static inline __attribute__((always_inline)) TGT5 void tile5_f32(const int MR, c
   for (int i = 0; i < MR; i++) {
     acc0[i] = _mm512_setzero_ps();
     acc1[i] = _mm512_setzero_ps();
+    /* speed: C's lines of this tile start coming into cache now, while the tile computes (a fresh
+     * result is cold: its first writes would otherwise wait on memory) */
+    __builtin_prefetch(C + i * ldc, 1, 3);
+    if (NV == 2) __builtin_prefetch(C + i * ldc + 16, 1, 3);
   }
   for (int64_t k = 0; k < K; k++) {
     const float *bk = B + k * ldb;
@@ -253,17 +263,20 @@ static TGT5 void sgemm_small5(int64_t M, int64_t N, int64_t K, float alpha, cons
 }
 #undef TILE5_ROWS
 
-/* speed: a small product of at least PAR_SMALL_MACS multiply-adds and 32 columns is split over the pool
- * in panels of 16 columns (the kernel's own blocks, so the tiles and the results are those of one
- * thread): a 64x64x64 product is about 4 us on one thread, while a worker that is polling for work picks
- * up its half in well under a microsecond. Panels are 32 columns wide (two AVX2 blocks, one AVX-512 block). */
+/* speed: a product of at least PAR_SMALL_MACS multiply-adds and more than 32 columns is split over the
+ * pool in panels of 32 columns (a whole number of either kernel's column blocks, so the tiles and the
+ * results are those of one thread): a 64x64x64 product is about 4 us on one thread, while a worker that
+ * is polling for work picks up its half in well under a microsecond. */
 #define PAR_SMALL_MACS (96LL * 1024)
+#define PANEL 32
 typedef struct {
   int64_t M, N, K;
   float alpha, beta;
   const float *A, *B;
-  int64_t ars, acs, ldb, ldc;
+  int64_t ars, acs, brs, bcs, ldc;
   float *C;
+  int pack; /* B's panels are copied row-major (K x 32) before use: B is not row-major (B = W^T) */
+  int failed; /* a panel buffer could not be allocated */
 } small_job;
 static int small_avx512 = -1;
 /* the AVX-512 kernel where the kernels' level is AVX-512 (MOONTORCH_VMATH=avx2 keeps AVX2). On AMD Zen 4,
@@ -271,28 +284,120 @@ static int small_avx512 = -1;
  * thread (64x64x64 into out=: 4.8-5.0 us of CPU time each, 200 000 products); a CPU with full-width
  * AVX-512 units is where this one can do twice the work per instruction. */
 static int small_kernel_avx512(void) { return mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX512; }
-/* the columns [j0, j1) of the product, on the kernel of this CPU's level */
-static void small_cols(const small_job *s, int64_t j0, int64_t j1) {
+
+/* speed: dst (K x w, row stride PANEL) = the columns [0, w) of B (K x N, strides brs, bcs), w <= PANEL.
+ * A transposed B (brs == 1: the weight of nn.Linear, W^T) is moved in 8x8 blocks through AVX registers
+ * (rows of W in, rows of the panel out); the rest element by element. */
+static TGT void pack_panel(float *dst, const float *B, int64_t brs, int64_t bcs, int64_t K, int64_t w) {
+  int64_t j = 0, k0 = 0;
+  if (brs == 1 && K >= 8) {
+    for (; j + 8 <= w; j += 8) {
+      const float *src = B + j * bcs;
+      int64_t k = 0;
+      for (; k + 8 <= K; k += 8) {
+        __m256 r0 = _mm256_loadu_ps(src + k), r1 = _mm256_loadu_ps(src + bcs + k);
+        __m256 r2 = _mm256_loadu_ps(src + 2 * bcs + k), r3 = _mm256_loadu_ps(src + 3 * bcs + k);
+        __m256 r4 = _mm256_loadu_ps(src + 4 * bcs + k), r5 = _mm256_loadu_ps(src + 5 * bcs + k);
+        __m256 r6 = _mm256_loadu_ps(src + 6 * bcs + k), r7 = _mm256_loadu_ps(src + 7 * bcs + k);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+        __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        float *d = dst + k * PANEL + j;
+        _mm256_storeu_ps(d, _mm256_permute2f128_ps(s0, s4, 0x20));
+        _mm256_storeu_ps(d + PANEL, _mm256_permute2f128_ps(s1, s5, 0x20));
+        _mm256_storeu_ps(d + 2 * PANEL, _mm256_permute2f128_ps(s2, s6, 0x20));
+        _mm256_storeu_ps(d + 3 * PANEL, _mm256_permute2f128_ps(s3, s7, 0x20));
+        _mm256_storeu_ps(d + 4 * PANEL, _mm256_permute2f128_ps(s0, s4, 0x31));
+        _mm256_storeu_ps(d + 5 * PANEL, _mm256_permute2f128_ps(s1, s5, 0x31));
+        _mm256_storeu_ps(d + 6 * PANEL, _mm256_permute2f128_ps(s2, s6, 0x31));
+        _mm256_storeu_ps(d + 7 * PANEL, _mm256_permute2f128_ps(s3, s7, 0x31));
+      }
+      k0 = k;
+    }
+    /* the rows [k0, K) of the columns [0, j) */
+    for (int64_t k = k0; k < K; k++)
+      for (int64_t c = 0; c < j; c++) dst[k * PANEL + c] = B[k * brs + c * bcs];
+  }
+  /* the columns [j, w) */
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t c = j; c < w; c++) dst[k * PANEL + c] = B[k * brs + c * bcs];
+}
+
+/* the rows [i0, i1) and columns [j0, j1) of the product, on the kernel of this CPU's level; B row-major
+ * (ldb), starting at column j0 */
+static void small_block(const small_job *s, int64_t i0, int64_t i1, int64_t j0, int64_t j1, const float *B,
+                        int64_t ldb) {
+  const float *A = s->A + i0 * s->ars;
+  float *C = s->C + i0 * s->ldc + j0;
   if (small_avx512)
-    sgemm_small5(s->M, j1 - j0, s->K, s->alpha, s->A, s->ars, s->acs, s->B + j0, s->ldb, s->beta, s->C + j0, s->ldc);
+    sgemm_small5(i1 - i0, j1 - j0, s->K, s->alpha, A, s->ars, s->acs, B, ldb, s->beta, C, s->ldc);
   else
-    sgemm_small(s->M, j1 - j0, s->K, s->alpha, s->A, s->ars, s->acs, s->B + j0, s->ldb, s->beta, s->C + j0, s->ldc);
+    sgemm_small(i1 - i0, j1 - j0, s->K, s->alpha, A, s->ars, s->acs, B, ldb, s->beta, C, s->ldc);
 }
-/* panels of 32 columns: a whole number of either kernel's column blocks */
-static void small_panels(void *ctx, int64_t p0, int64_t p1) {
-  const small_job *s = ctx;
-  small_cols(s, p0 * 32, p1 * 32 < s->N ? p1 * 32 : s->N);
-}
-static void sgemm_small_any(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t ars, int64_t acs,
-                            const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-  if (small_avx512 < 0) small_avx512 = small_kernel_avx512();
-  small_job s = {M, N, K, alpha, beta, A, B, ars, acs, ldb, ldc, C};
-  if (N > 32 && M * N * K >= PAR_SMALL_MACS && !mt_in_parallel() && mt_get_num_threads() > 1) {
-    int64_t panels = (N + 31) / 32, per = (PAR_SMALL_MACS / 2) / (M * K * 32) + 1;
-    mt_parallel_for(panels, per, small_panels, &s);
+/* the rows [i0, i1) and the panels [p0, p1) */
+static void small_part(small_job *s, int64_t i0, int64_t i1, int64_t p0, int64_t p1) {
+  int64_t j1 = p1 * PANEL < s->N ? p1 * PANEL : s->N;
+  if (!s->pack) {
+    small_block(s, i0, i1, p0 * PANEL, j1, s->B + p0 * PANEL * s->bcs, s->brs);
     return;
   }
-  small_cols(&s, 0, N);
+  float *buf = mt_aligned_alloc((size_t)s->K * PANEL * sizeof(float));
+  if (!buf) {
+    __atomic_store_n(&s->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  for (int64_t j = p0 * PANEL; j < j1; j += PANEL) {
+    int64_t w = j1 - j < PANEL ? j1 - j : PANEL;
+    pack_panel(buf, s->B + j * s->bcs, s->brs, s->bcs, s->K, w);
+    small_block(s, i0, i1, j, j + w, buf, PANEL);
+  }
+  mt_aligned_free(buf);
+}
+static void small_panels(void *ctx, int64_t p0, int64_t p1) {
+  small_job *s = ctx;
+  small_part(s, 0, s->M, p0, p1);
+}
+/* row blocks of ROWS_PER (a whole number of either kernel's tile heights) */
+#define ROWS_PER 8
+static void small_rows(void *ctx, int64_t r0, int64_t r1) {
+  small_job *s = ctx;
+  small_part(s, r0 * ROWS_PER, r1 * ROWS_PER < s->M ? r1 * ROWS_PER : s->M, 0, (s->N + PANEL - 1) / PANEL);
+}
+/* C (M x N, row stride ldc, unit col stride) = alpha * A @ B + beta * C, A and B any strides (B's panels
+ * copied when B is not row-major). A product of at least PAR_SMALL_MACS multiply-adds is split over the
+ * pool by panels of columns, or by blocks of rows where the panels would not share out evenly (each
+ * thread then copies B's panels for itself). Every element of C is the same chain of FMAs however it
+ * is split. Returns 0 when a panel buffer could not be allocated. */
+static int sgemm_small_any(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t ars, int64_t acs,
+                           const float *B, int64_t brs, int64_t bcs, float beta, float *C, int64_t ldc) {
+  if (small_avx512 < 0) small_avx512 = small_kernel_avx512();
+  if (N == 1) bcs = 1; /* one column: its stride is never used */
+  if (K == 1) brs = 0; /* one row: likewise */
+  small_job s = {M, N, K, alpha, beta, A, B, ars, acs, brs, bcs, ldc, C, bcs != 1, 0};
+  int64_t panels = (N + PANEL - 1) / PANEL, rows = (M + ROWS_PER - 1) / ROWS_PER;
+  int nt = mt_get_num_threads();
+  if (M * N * K < PAR_SMALL_MACS || nt <= 1 || mt_in_parallel()) {
+    small_panels(&s, 0, panels);
+  } else {
+    /* the share of the slowest thread either way (ceil(n / nt) of n); rows when their split is the more
+     * even one and, when B's panels are copied, the copies each thread then makes are small beside its
+     * work (at least 64 rows each) */
+    int64_t by_panels = ((panels + nt - 1) / nt) * rows, by_rows = ((rows + nt - 1) / nt) * panels;
+    /* (on a tie, B as it is and more rows than columns: rows, each thread then writing whole rows of C) */
+    if ((by_rows < by_panels || (by_rows == by_panels && !s.pack && M > N)) && (!s.pack || M >= 64LL * nt)) {
+      int64_t per = (PAR_SMALL_MACS / 2) / (ROWS_PER * N * K) + 1;
+      mt_parallel_for(rows, per, small_rows, &s);
+    } else {
+      int64_t per = (PAR_SMALL_MACS / 2) / (M * K * PANEL) + 1;
+      mt_parallel_for(panels, per, small_panels, &s);
+    }
+  }
+  return !s.failed;
 }
 #else
 static int have_avx2_fma(void) { return 0; }
@@ -300,12 +405,17 @@ static int have_avx2_fma(void) { return 0; }
 
 /* Products whose B fits in half of L2 and of up to bl->small_macs multiply-adds (on one thread: up
  * to SMALL_MACS_1T) use the small kernel: below that, the BLAS's packing and thread wake-ups cost more
- * than the arithmetic. Measured on the 2-core EPYC (core/blas.c has the figures per provider). */
+ * than the arithmetic. Measured on the 2-core EPYC (core/blas.c has the figures per provider). Above
+ * that, up to bl->own_macs (0 when MT_BLAS names a provider) with K <= MT_OWN_GEMM_MAX_K: the same
+ * kernel on one thread matched OpenBLAS's on the MLP's nine products (105-110 GFLOP/s a core on the
+ * EPYC), and the whole training step was faster without the BLAS's threads (README). */
 #define SMALL_MACS_1T (192LL * 192 * 192)
 #define SMALL_B_BYTES (256 * 1024)
 static inline int use_small(const mt_blas *bl, int dt, int64_t M, int64_t N, int64_t K) {
   int64_t most = mt_get_num_threads() > 1 ? bl->small_macs : SMALL_MACS_1T;
-  return dt == MT_FLOAT32 && M * N * K <= most && K * N * 4 <= SMALL_B_BYTES && have_avx2_fma();
+  if (dt != MT_FLOAT32 || !have_avx2_fma()) return 0;
+  if (M * N * K <= most && K * N * 4 <= SMALL_B_BYTES) return 1;
+  return M * N * K <= bl->own_macs && K <= MT_OWN_GEMM_MAX_K;
 }
 
 /* ---------------------------------------------------------------- scratch */
@@ -396,18 +506,20 @@ static void gemm_blas_one(const mt_blas *bl, int dt, int64_t M, int64_t N, int64
   char *sa = NULL, *sb = NULL, *sc = NULL;
 #ifdef MT_HAVE_X86
   if (allow_small && use_small(bl, dt, M, N, K)) {
-    const float *b = (const float *)B;
-    int64_t ldb = K == 1 ? 0 : gb.rs; /* one row: its stride is never used */
-    if (!(gb.cs == 1 || N == 1)) {
-      SCRATCH();
-      pack_rowmajor(dt, B, &gb, sb);
-      b = (const float *)sb;
-      ldb = N;
-    }
     if (gc.cs == 1 || N == 1) {
-      sgemm_small_any(M, N, K, (float)alpha, (const float *)A, ga.rs, ga.cs, b, ldb, (float)beta, (float *)C,
-                      M == 1 ? 0 : gc.rs);
+      /* B as it is: its panels are copied inside when it is not row-major */
+      if (!sgemm_small_any(M, N, K, (float)alpha, (const float *)A, ga.rs, ga.cs, (const float *)B, gb.rs, gb.cs,
+                           (float)beta, (float *)C, M == 1 ? 0 : gc.rs))
+        scr->failed = 1;
     } else { /* C written through a row-major scratch */
+      const float *b = (const float *)B;
+      int64_t ldb = K == 1 ? 0 : gb.rs; /* one row: its stride is never used */
+      if (!(gb.cs == 1 || N == 1)) {
+        SCRATCH();
+        pack_rowmajor(dt, B, &gb, sb);
+        b = (const float *)sb;
+        ldb = N;
+      }
       geo gs = {M, N, N, 1};
       if (!scratch) SCRATCH();
       if (beta != 0) pack_rowmajor(dt, C, &gc, sc);
