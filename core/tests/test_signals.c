@@ -1,8 +1,9 @@
 /* Products keep working while a profiling timer's signal keeps arriving: what LuaJIT's profiler
  * (`luajit -jp`) does to every thread of the process. oneDNN 2.6's sgemm corrupted the heap when a
  * handler ran during a product (core/blas.c holds asynchronous signals for its calls), so this walks
- * the shapes of a LeNet and an MLP training step through mt_matmul, forward and transposed, for a
- * second of SIGPROF every 100 microseconds, and checks the results against a plain loop. Run with
+ * the shapes of a LeNet and an MLP training step, and larger ones that go to the BLAS, through
+ * mt_matmul, forward and transposed, for a
+ * run of SIGPROF every 100 microseconds, and checks the results against a plain loop. Run with
  * each provider that loads (MT_BLAS=openblas / onednn as the environment says). */
 #include <moontorch.h>
 #include <signal.h>
@@ -66,10 +67,12 @@ int main(void) {
   sigaction(SIGPROF, &sa, NULL);
   struct itimerval every = {{0, 100}, {0, 100}};
   setitimer(ITIMER_PROF, &every, NULL);
-  static const int64_t shapes[][3] = {{64, 120, 256}, {256, 120, 64}, {64, 256, 120}, {64, 84, 120},
-                                      {128, 512, 784}, {784, 512, 128}, {128, 784, 512}, {150, 16, 64}};
+  /* the MLP's and LeNet's products (moontorch's own kernel takes those) and larger ones, which go to the
+   * BLAS: oneDNN where it was found */
+  static const int64_t shapes[][3] = {{64, 120, 256}, {512, 512, 512}, {64, 256, 120}, {1024, 256, 512},
+                                      {128, 512, 784}, {784, 512, 1024}, {128, 784, 512}, {150, 16, 64}};
   int rounds = 0;
-  for (; rounds < 400 && failures == 0; rounds++) {
+  for (; rounds < 200 && failures == 0; rounds++) {
     const int64_t *s = shapes[rounds % 8];
     check(s[0], s[1], s[2], rounds % 3 == 1, rounds % 3 == 2);
     void *p = malloc(1000 + rounds * 37 % 5000); /* the heap in use around the products */
