@@ -2,9 +2,8 @@
  * (`luajit -jp`) does to every thread of the process. oneDNN 2.6's sgemm corrupted the heap when a
  * handler ran during a product (core/blas.c holds asynchronous signals for its calls), so this walks
  * the shapes of a LeNet and an MLP training step, and larger ones that go to the BLAS, through
- * mt_matmul, forward and transposed, for a
- * run of SIGPROF every 100 microseconds, and checks the results against a plain loop. Run with
- * each provider that loads (MT_BLAS=openblas / onednn as the environment says). */
+ * mt_matmul, forward and transposed, under a SIGPROF every 100 microseconds, and checks the results
+ * against a plain loop. It runs with the provider the environment gives (MT_BLAS). */
 #include <moontorch.h>
 #include <signal.h>
 #include <stdio.h>
