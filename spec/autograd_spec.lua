@@ -369,3 +369,36 @@ describe('gradcheck', function()
     assert.is_false(y.requires_grad)
   end)
 end)
+
+describe('ops given a dtype', function()
+  -- PyTorch 1.13: x = torch.randn(3, requires_grad=True); for f in x.cumsum(0, dtype=torch.float64),
+  -- x.sum(dtype=...), x.log_softmax(0, dtype=...), x.prod(dtype=...), x.mean(dtype=...):
+  -- f.grad_fn, f.grad_fn.next_functions, torch.autograd.grad(f.sum(), x)[0].dtype — the gradient is
+  -- float32 every time; softmax and log_softmax convert first (ToCopyBackward0), the reductions do not
+  it('hand the gradient back in the input\'s dtype, with PyTorch\'s graph', function()
+    local x = torch.tensor({ 0.5, -1.25, 2.0 }, { requires_grad = true })
+    local xd = x:detach():double():requires_grad_()
+    local cases = {
+      { function(t) return t:cumsum(1, { dtype = torch.float64 }) end, function(t) return t:cumsum(1) end, 'CumsumBackward0', 'AccumulateGrad' },
+      { function(t) return t:sum({ dtype = torch.float64 }) end, function(t) return t:sum() end, 'SumBackward0', 'AccumulateGrad' },
+      { function(t) return t:sum(1, { dtype = torch.float64 }) end, function(t) return t:sum(1) end, 'SumBackward1', 'AccumulateGrad' },
+      { function(t) return t:mean({ dtype = torch.float64 }) end, function(t) return t:mean() end, 'MeanBackward0', 'AccumulateGrad' },
+      { function(t) return t:prod({ dtype = torch.float64 }) end, function(t) return t:prod() end, 'ProdBackward0', 'AccumulateGrad' },
+      { function(t) return t:softmax(1, { dtype = torch.float64 }) end, function(t) return t:softmax(1) end, 'SoftmaxBackward0', 'ToCopyBackward0' },
+      { function(t) return t:log_softmax(1, torch.float64) end, function(t) return t:log_softmax(1) end, 'LogSoftmaxBackward0', 'ToCopyBackward0' },
+      { function(t) return torch.nn.functional.softmax(t, 1, { dtype = torch.float64 }) end, function(t) return t:softmax(1) end, 'SoftmaxBackward0', 'ToCopyBackward0' },
+    }
+    for i, c in ipairs(cases) do
+      local y = c[1](x)
+      assert.are.equal(torch.float64, y.dtype, i)
+      assert.are.equal(c[3], y.grad_fn:name(), i)
+      assert.are.equal(c[4], y.grad_fn.next_functions[1][1]:name(), i)
+      local w = torch.tensor({ 0.3, -0.7, 1.1 }, { dtype = torch.float64 })
+      local g = torch.autograd.grad({ (y * w:narrow(1, 1, y:numel()):view(y:size())):sum() }, { x })[1]
+      assert.are.equal(torch.float32, g.dtype, i)
+      -- the same as the float64 computation, rounded to float32
+      local want = torch.autograd.grad({ (c[2](xd) * w:narrow(1, 1, y:numel()):view(y:size())):sum() }, { xd })[1]
+      assert.is_true(torch.allclose(g:double(), want, 1e-6, 1e-6), i)
+    end
+  end)
+end)

@@ -167,6 +167,8 @@ static mt_status reduce_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
     case MT_OP_LOGSUMEXP: r = MUL(ge, UNARY(MT_OP_EXP, SUB(x, unreduce(sc, y, rd)), 0, 0)); break;
     default: S.s = mt_error(MT_ENOTIMPL, "backward: %s is not differentiable", MT_OP_NAME(d->op));
   }
+  /* a reduction given a dtype (x:sum({dtype=torch.float64})) hands back the input's dtype */
+  if (LIVE(sc) && r && r->_dtype != rd->in.dtype) r = TO_DTYPE(r, rd->in.dtype);
   if (LIVE(sc) && r) give(gin, 0, r);
   return scope_close(sc);
 }
@@ -295,6 +297,15 @@ static const mt_node_kind softmax_kind = {
     .name_of = softmax_name_of, .names = softmax_names, .backward = softmax_backward, .nsaved = 1};
 
 static mt_status grad_softmax(mt_tensor *a, int dim, int log, int dtype, mt_tensor **result) {
+  if (dtype >= 0 && dtype != a->_dtype) {
+    /* as PyTorch: the input converted first (ToCopyBackward0, which hands the gradient back in the
+     * input's dtype), then the softmax of the converted tensor */
+    mt_tensor *c = NULL;
+    MT_TRY(mt_to(a, dtype, NULL, 0, &c));
+    mt_status s = grad_softmax(c, dim, log, -1, result);
+    mt_tensor_release(c);
+    return s;
+  }
   mt_tensor *r = NULL;
   MT_TRY(MT_NOGRAD(mt_softmax(a, dim, log, dtype, &r)));
   mt_status s = MT_OK;
