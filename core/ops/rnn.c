@@ -216,7 +216,12 @@ mt_status mt_lstm_layer_forward(mt_tensor *igates, mt_tensor *h0, mt_tensor *c0,
   if (s == MT_OK) s = mt_new(dev, sz, 3, igates->_dtype, op, &out[0]);
   if (s == MT_OK) s = mt_new(dev, sz, 3, igates->_dtype, op, &out[1]);
   if (s == MT_OK) s = mt_new(dev, wsz, 3, igates->_dtype, op, &out[2]);
-  if (s == MT_OK) s = mt_transpose(w_hh, 0, 1, &wt);
+  if (s == MT_OK) { /* w_hh^T made contiguous once: every step's product then has both operands as they lie */
+    mt_tensor *v = NULL;
+    s = mt_transpose(w_hh, 0, 1, &v);
+    if (s == MT_OK) s = mt_contiguous(v, &wt);
+    mt_tensor_release(v);
+  }
   if (s == MT_OK) s = mt_new(dev, wsz + 1, 2, igates->_dtype, op, &hg);
   mt_tensor *h = in[1], *c = in[2];
   for (int64_t k = 0; k < T && s == MT_OK; k++) {
