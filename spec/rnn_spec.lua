@@ -412,8 +412,12 @@ describe('torch.lstm_layer and the LSTM built on it', function()
   end
 
   it('computes what the per-step graph computes, forward and backward, either way in time', function()
-    for _, reverse in ipairs({ false, true }) do
+    for _, case in ipairs({ { false, false }, { true, false }, { false, true }, { true, true } }) do
+      local reverse, batch_major = case[1], case[2]
       local ig, h0, c0, w = inputs(1)
+      if batch_major then -- laid out as a batch_first projection's transpose
+        ig = ig:detach():transpose(1, 2):contiguous():transpose(1, 2):requires_grad_()
+      end
       local hs, cs = torch.lstm_layer(ig, h0, c0, w, reverse)
       local rh, rc = steps(ig, h0, c0, w, reverse)
       H.near(hs, rh, 1e-14, 1e-14)
