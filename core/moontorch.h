@@ -483,7 +483,9 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(LAYER_NORM, layer_norm, OP, 3, DIFF, layer_norm, CUSTOM, "", "")                                                 \
   X(NLL_LOSS, nll_loss, OP, 3, DIFF, nll_loss, CUSTOM, "", "")                                                     \
   X(CTC_LOSS, ctc_loss, OP, 4, DIFF, ctc_loss, CUSTOM, "", "")                                                     \
-  X(EMBEDDING_BAG, embedding_bag, OP, 4, DIFF, embedding_bag, CUSTOM, "", "")
+  X(EMBEDDING_BAG, embedding_bag, OP, 4, DIFF, embedding_bag, CUSTOM, "", "")                                     \
+  /* issue 12, the LSTM's speed: its hidden recurrence over a whole sequence as one op (core/ops/rnn.c) */           \
+  X(LSTM_LAYER, lstm_layer, OP, 4, DIFF, none, CUSTOM, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -1082,6 +1084,14 @@ MT_API mt_status mt_gru_cell_pointwise(mt_tensor *igates, mt_tensor *hgates, mt_
 /* The t.size(dim) views t.select(dim, i) into out[0 ..] (new references; out has room for them); one
  * node (UnbindBackward0) takes all their gradients when recorded. */
 MT_API mt_status mt_unbind(mt_tensor *t, int dim, mt_tensor **out);
+/* The LSTM's hidden recurrence over a sequence (issue 12, the LSTM's speed): igates [T, B, 4 * hidden] (the
+ * input projection of every step, biases included; rows with unit stride, as a transposed batch_first
+ * projection has), h0, c0 [B, hidden], w_hh [4 * hidden, hidden]. Step t (from the last when reverse) is
+ * hgates = h @ w_hh^T, then lstm_cell_pointwise(igates[t], hgates, c). hs, cs [T, B, hidden]: the hidden and
+ * cell states after each step, in time order. One node (LstmLayerBackward0), whose backward runs the steps
+ * back with the fused cell backward and gives w_hh's gradient as one product over every step. */
+MT_API mt_status mt_lstm_layer(mt_tensor *igates, mt_tensor *h0, mt_tensor *c0, mt_tensor *w_hh, int reverse,
+                               mt_tensor **hs, mt_tensor **cs);
 /* ---------------------------------------------------------------- issue 12, the modules part */
 /* PyTorch's native_layer_norm: x normalised over its last nnorm dims by each row's mean and biased
  * variance (rstd = 1 / sqrt(var + eps)), times weight, plus bias (each NULL or of the normalised

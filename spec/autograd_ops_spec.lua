@@ -477,6 +477,20 @@ add('NativeLayerNormBackward0', function(x) return torch.layer_norm(x, { 2, 3 })
 add('NativeLayerNormBackward0', function(x, w) return torch.layer_norm(x, { 4 }, w, nil, 0.1) end,
   function() return { rt(3, 4), r(4) } end, { gg = true })
 
+------------------------------------------------------------------------------ issue 12, the LSTM's speed
+-- the whole recurrence (3 steps, batch 2, hidden 2): both outputs; in reverse with igates laid out
+-- as a batch_first projection's transpose and a transposed c0 (rows with stride 2); the cell
+-- states alone (no gradient for the hidden ones). Second derivatives too: the recorded backward.
+add('LstmLayerBackward0', function(ig, h0, c0, w) return torch.lstm_layer(ig, h0, c0, w) end,
+  function() return { r(3, 2, 8), r(2, 2), r(2, 2), r(8, 2) } end, { gg = true })
+add('LstmLayerBackward0', function(ig, h0, c0, w) return torch.lstm_layer(ig, h0, c0, w, true) end,
+  function() return { torch.randn(2, 3, 8):to(f64):transpose(1, 2):requires_grad_(), r(2, 2), rt(2, 2), r(8, 2) } end,
+  { gg = true })
+add('LstmLayerBackward0', function(ig, h0, c0, w)
+  local _, cs = torch.lstm_layer(ig, h0, c0, w)
+  return cs
+end, function() return { r(3, 2, 8), r(2, 2), r(2, 2), r(8, 2) } end, { gg = true })
+
 ------------------------------------------------------------------------------ the walk
 local EXEMPT = { AccumulateGrad = true, LuaFunctionBackward = true }
 

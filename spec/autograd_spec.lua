@@ -402,3 +402,45 @@ describe('ops given a dtype', function()
     end
   end)
 end)
+
+-- A leaf's first gradient becomes its .grad without a copy when nothing else holds it (as
+-- PyTorch's AccumulateGrad takes it); these hold that what a user can see is never shared.
+describe('a leaf\'s .grad', function()
+  it('is its own tensor: not the gradient a hook, retain_grad or the caller holds', function()
+    local x = torch.randn(3, 4):requires_grad_()
+    local y = x + 0 -- AddBackward0 hands its gradient on as it is
+    y:retain_grad()
+    local hooked
+    local z = x * 2
+    z:register_hook(function(g) hooked = g end)
+    local g = torch.ones(3, 4)
+    ;(y + z):backward(g)
+    H.near(x.grad, torch.full({ 3, 4 }, 3), 0, 0)
+    x.grad:add_(100)
+    H.near(y.grad, torch.ones(3, 4), 0, 0)
+    H.near(hooked, torch.ones(3, 4), 0, 0)
+    H.near(g, torch.ones(3, 4), 0, 0)
+    -- the gradient given to backward of a leaf itself
+    local w = torch.randn(2, 2):requires_grad_()
+    local gw = torch.full({ 2, 2 }, 2)
+    w:backward(gw)
+    w.grad:mul_(10)
+    H.near(gw, torch.full({ 2, 2 }, 2), 0, 0)
+  end)
+
+  it('accumulates over backwards, keeps its layout, and does not move under create_graph', function()
+    local x = torch.randn(4, 3):requires_grad_()
+    local xt = torch.randn(3, 4):t():requires_grad_() -- a transposed leaf: its gradient is a copy
+    local loss = (x:mm(torch.ones(3, 2))):sum() + (xt * 3):sum()
+    loss:backward({ retain_graph = true })
+    local first = x.grad
+    loss:backward()
+    assert.is_true(rawequal(first, x.grad) or first:data_ptr() == x.grad:data_ptr())
+    H.near(x.grad, torch.full({ 4, 3 }, 4), 0, 0)
+    H.near(xt.grad, torch.full({ 4, 3 }, 6), 0, 0)
+    local v = torch.randn(3):requires_grad_()
+    local g = torch.autograd.grad({ (v * v):sum() }, { v }, { create_graph = true })[1]
+    g:sum():backward()
+    H.near(v.grad, torch.full({ 3 }, 2), 0, 0)
+  end)
+end)

@@ -386,3 +386,99 @@ describe('nn.utils.rnn', function()
     assert.are.equal(before, C.mt_get_stats().live_tensors)
   end)
 end)
+
+-- nn.LSTM (no proj_size, not packed) runs each layer and direction's recurrence as one op,
+-- torch.lstm_layer (core/ops/rnn.c), whose one node gives w_hh's gradient as one product over all
+-- steps. Its results are held against PyTorch above (the lstm* cases); here against the same
+-- steps made of lstm_cell_pointwise and mm (the per-step graph), and through autograd's paths.
+describe('torch.lstm_layer and the LSTM built on it', function()
+  local ag = torch.autograd
+  -- the per-step graph of the same recurrence: hs, cs [T, B, H]
+  local function steps(ig, h0, c0, w, reverse)
+    local T_ = ig:size(1)
+    local h, c, hs, cs = h0, c0, {}, {}
+    for k = 1, T_ do
+      local t = reverse and T_ + 1 - k or k
+      h, c = torch.lstm_cell_pointwise(ig[t], h:mm(w:t()), c)
+      hs[t], cs[t] = h, c
+    end
+    return torch.stack(hs), torch.stack(cs)
+  end
+  local function inputs(seed)
+    torch.manual_seed(seed)
+    return torch.randn(4, 2, 3, 12):to(f64):select(3, 2):requires_grad_(), -- igates [4, 2, 12], rows apart
+      torch.randn(2, 3):to(f64):requires_grad_(), torch.randn(3, 2):to(f64):t():requires_grad_(),
+      torch.randn(12, 3):to(f64):mul(0.5):requires_grad_()
+  end
+
+  it('computes what the per-step graph computes, forward and backward, either way in time', function()
+    for _, case in ipairs({ { false, false }, { true, false }, { false, true }, { true, true } }) do
+      local reverse, batch_major = case[1], case[2]
+      local ig, h0, c0, w = inputs(1)
+      if batch_major then -- laid out as a batch_first projection's transpose
+        ig = ig:detach():transpose(1, 2):contiguous():transpose(1, 2):requires_grad_()
+      end
+      local hs, cs = torch.lstm_layer(ig, h0, c0, w, reverse)
+      local rh, rc = steps(ig, h0, c0, w, reverse)
+      H.near(hs, rh, 1e-14, 1e-14)
+      H.near(cs, rc, 1e-14, 1e-14)
+      assert.are.equal('LstmLayerBackward0', hs.grad_fn:name())
+      local gh, gc = torch.randn(4, 2, 3):to(f64), torch.randn(4, 2, 3):to(f64)
+      local a = ag.grad({ (hs * gh):sum() + (cs * gc):sum() }, { ig, h0, c0, w })
+      local b = ag.grad({ (rh * gh):sum() + (rc * gc):sum() }, { ig, h0, c0, w })
+      for i = 1, 4 do H.near(a[i], b[i], 1e-13, 1e-13) end
+      -- a gradient for some steps only (the later ones get none): the same as the steps' graph
+      hs = torch.lstm_layer(ig, h0, c0, w, reverse)
+      rh = steps(ig, h0, c0, w, reverse)
+      a = ag.grad({ hs[2]:sum() }, { ig, w, c0 })
+      b = ag.grad({ rh[2]:sum() }, { ig, w, c0 })
+      for i = 1, 3 do H.near(a[i], b[i], 1e-13, 1e-13) end
+    end
+  end)
+
+  it('accumulates over retained backwards, shows hooks the whole gradient, and differentiates twice', function()
+    local ig, h0, c0, w = inputs(2)
+    local seen
+    w:register_hook(function(g) seen = g:clone() end)
+    local hs, cs = torch.lstm_layer(ig, h0, c0, w)
+    local loss = (hs * hs):sum() + cs:sum()
+    loss:backward({ retain_graph = true })
+    local once = w.grad:clone()
+    H.near(seen, once, 0, 0)
+    loss:backward()
+    H.near(w.grad, once * 2, 1e-14, 1e-14)
+    H.errors_with(function() loss:backward() end, 'backward through the graph a second time')
+    -- create_graph: the recorded backward, whose second derivatives match the steps' graph
+    local function second(f)
+      local x, y = f(ig, h0, c0, w)
+      local g = ag.grad({ (x * x):sum() + y:sum() }, { w, h0 }, { create_graph = true })
+      return ag.grad({ (g[1] * g[1]):sum() + g[2]:sum() }, { ig, w, c0 })
+    end
+    local a, b = second(torch.lstm_layer), second(steps)
+    for i = 1, 3 do H.near(a[i], b[i], 1e-12, 1e-12) end
+    assert.is_true(ag.gradgradcheck(function(x, y, z) return torch.lstm_layer(x, y, z, w, true) end, { ig, h0, c0 }))
+  end)
+
+  it('nn.LSTM: a 2-layer batch_first LSTM differentiates twice; its output is contiguous', function()
+    torch.manual_seed(3)
+    local m = nn.LSTM(3, 4, { num_layers = 2, batch_first = true }):double()
+    local x = torch.randn(2, 5, 3):to(f64):requires_grad_()
+    local o = m(x)
+    assert.is_true(o:is_contiguous())
+    assert.are.same({ 2, 5, 4 }, H.shape(o:view(2, 5, 4)))
+    assert.is_true(ag.gradgradcheck(function(v) return (m(v)) end, { x }))
+  end)
+
+  it('checks its arguments', function()
+    local ig, h0, c0, w = torch.randn(3, 2, 8), torch.randn(2, 2), torch.randn(2, 2), torch.randn(8, 2)
+    H.errors_with(function() torch.lstm_layer(ig, h0, c0) end, 'moontorch.lstm_layer: expected a tensor for w_hh, got nil')
+    H.errors_with(function() torch.lstm_layer(torch.randn(3, 8), h0, c0, w) end,
+      'lstm_layer: expected igates of size [seq_len, batch, 4 * hidden_size], but got [3, 8]')
+    H.errors_with(function() torch.lstm_layer(ig, h0, c0, torch.randn(8, 3)) end,
+      'lstm_layer: expected w_hh of size [8, 2], but got [8, 3]')
+    H.errors_with(function() torch.lstm_layer(ig, torch.randn(3, 2), c0, w) end,
+      'lstm_layer: expected h0 of size [2, 2], but got [3, 2]')
+    H.errors_with(function() torch.lstm_layer(ig, h0, c0:double(), w) end, 'lstm_layer: expected c0 to have dtype')
+    H.errors_with(function() torch.lstm_layer(ig:long(), h0, c0, w) end, 'expected igates of dtype float32 or float64')
+  end)
+end)

@@ -370,6 +370,22 @@ mt_status mt_engine_set_input_grads(mt_engine *e, mt_tensor **grads, int n) {
   return MT_OK;
 }
 
+/* Can a leaf's first gradient g become its .grad without a copy, as PyTorch's AccumulateGrad takes
+ * it? Only when nothing else can see it: the gradient slot holds the only reference to g and to its
+ * storage (no view of it, no saved copy, no Lua handle, no other slot), it is plain (no autograd of
+ * its own), dense and laid out as the leaf is (both contiguous), in memory moontorch allocated. A
+ * clone otherwise. */
+static bool stealable(const mt_tensor *g, const mt_tensor *v) {
+  if (__atomic_load_n(&g->_refcount, __ATOMIC_ACQUIRE) != 1) return false;
+  const mt_storage *s = g->_storage;
+  if (__atomic_load_n(&s->_refcount, __ATOMIC_ACQUIRE) != 1) return false;
+  if (s->_flags & (MT_STORAGE_EXTERNAL | MT_STORAGE_MMAP)) return false;
+  if (g->_autograd || (g->_flags & (MT_TENSOR_REQUIRES_GRAD | MT_TENSOR_WRAPPED_NUMBER))) return false;
+  if (!(g->_flags & MT_TENSOR_CONTIGUOUS) || !(v->_flags & MT_TENSOR_CONTIGUOUS)) return false;
+  if (g->_ndim != v->_ndim || g->_device_type != v->_device_type || g->_device_index != v->_device_index) return false;
+  return memcmp(g->_sizes, v->_sizes, sizeof(int64_t) * (size_t)g->_ndim) == 0;
+}
+
 /* A leaf's gradient arrives: accumulate it into .grad (PyTorch's AccumulateGrad). */
 static mt_status accumulate_grad(mt_engine *e, mt_node *n, mt_tensor *g) {
   mt_tensor *v = n->variable;
@@ -385,7 +401,8 @@ static mt_status accumulate_grad(mt_engine *e, mt_node *n, mt_tensor *g) {
     return s;
   }
   if (!m->grad) {
-    if (e->create_graph) {
+    if (e->create_graph || stealable(g, v)) {
+      /* under create_graph the graph's own tensor; else one that nobody but this slot holds */
       m->grad = mt_tensor_retain(g);
     } else {
       /* a gradient of its own: detached, and not shared with anyone else */

@@ -40,7 +40,9 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
   X(convolution) X(im2col) X(col2im)                                                                                   \
   /* recurrent layers (issue 12, rnn part) */ X(lstm_cell_pointwise) X(gru_cell_pointwise) X(unbind)                   \
   /* issue 12, the modules part */                                                                              \
-  X(layer_norm) X(nll_loss) X(ctc_loss) X(embedding_bag)
+  X(layer_norm) X(nll_loss) X(ctc_loss) X(embedding_bag)                                                        \
+  /* issue 12, the LSTM's speed */                                                                               \
+  X(lstm_layer)
 
 #define MT_AUTOGRAD_FIELD_(name) __typeof__(mt_##name) *name;
 typedef struct mt_autograd_ops {

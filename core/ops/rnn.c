@@ -179,3 +179,82 @@ mt_status mt_unbind(mt_tensor *t, int dim, mt_tensor **out) {
   if (mt_records(t) && mt_autograd.unbind) return mt_autograd.unbind(t, dim, out);
   return unbind_impl(t, dim, out);
 }
+
+/* ---------------------------------------------------------------- the LSTM's recurrence over a sequence */
+/* igates [T, B, 4H] (rows with unit stride), h0 and c0 [B, H], w_hh [4H, H], all of one float dtype
+ * and device; *H the hidden size */
+static mt_status check_layer(const char *op, mt_tensor *ig, mt_tensor *h0, mt_tensor *c0, mt_tensor *w, int64_t *H) {
+  MT_TRY(mt_check_tensor(ig, op, "igates"));
+  if (ig->_dtype != MT_FLOAT32 && ig->_dtype != MT_FLOAT64)
+    return mt_error(MT_EDTYPE, "%s: expected igates of dtype float32 or float64, but got %s", op,
+                    mt_type_title(ig->_dtype));
+  if (ig->_ndim != 3 || ig->_sizes[2] % 4 != 0)
+    return mt_error(MT_ESHAPE, "%s: expected igates of size [seq_len, batch, 4 * hidden_size], but got %s", op,
+                    MT_SHAPE(ig));
+  int64_t B = ig->_sizes[1];
+  *H = ig->_sizes[2] / 4;
+  MT_TRY(check_operand(op, "h0", h0, ig, 2, B, *H));
+  MT_TRY(check_operand(op, "c0", c0, ig, 2, B, *H));
+  MT_TRY(check_operand(op, "w_hh", w, ig, 2, 4 * *H, *H));
+  return MT_OK;
+}
+
+mt_status mt_lstm_layer_forward(mt_tensor *igates, mt_tensor *h0, mt_tensor *c0, mt_tensor *w_hh, int reverse,
+                                mt_tensor **hs, mt_tensor **cs, mt_tensor **ws) {
+  const char *op = "lstm_layer";
+  int64_t H = 0;
+  MT_TRY(check_layer(op, igates, h0, c0, w_hh, &H));
+  MT_TRY(mt_check_kernel(MT_OP_LSTM_CELL_POINTWISE, igates));
+  int64_t T = igates->_sizes[0], B = igates->_sizes[1];
+  mt_device dev = mt_device_of(igates);
+  int64_t sz[3] = {T, B, H}, wsz[3] = {T, B, 4 * H};
+  /* out: hs, cs, ws; per step: the views of step t and the hidden projection */
+  mt_tensor *out[3] = {0}, *in[3] = {0}, *wt = NULL, *hg = NULL;
+  mt_status s = rowwise(igates, &in[0]);
+  if (s == MT_OK) s = rowwise(h0, &in[1]);
+  if (s == MT_OK) s = rowwise(c0, &in[2]);
+  if (s == MT_OK) s = mt_new(dev, sz, 3, igates->_dtype, op, &out[0]);
+  if (s == MT_OK) s = mt_new(dev, sz, 3, igates->_dtype, op, &out[1]);
+  if (s == MT_OK) s = mt_new(dev, wsz, 3, igates->_dtype, op, &out[2]);
+  if (s == MT_OK) { /* w_hh^T made contiguous once: every step's product then has both operands as they lie */
+    mt_tensor *v = NULL;
+    s = mt_transpose(w_hh, 0, 1, &v);
+    if (s == MT_OK) s = mt_contiguous(v, &wt);
+    mt_tensor_release(v);
+  }
+  if (s == MT_OK) s = mt_new(dev, wsz + 1, 2, igates->_dtype, op, &hg);
+  mt_tensor *h = in[1], *c = in[2];
+  for (int64_t k = 0; k < T && s == MT_OK; k++) {
+    int64_t t = reverse ? T - 1 - k : k;
+    mt_tensor *ig = NULL, *hy = NULL, *cy = NULL, *w = NULL;
+    s = mt_mm(h, wt, hg, NULL); /* hg = h @ w_hh^T, into the buffer every step reuses */
+    if (s == MT_OK) s = mt_select(in[0], 0, t, &ig);
+    if (s == MT_OK) s = mt_select(out[0], 0, t, &hy);
+    if (s == MT_OK) s = mt_select(out[1], 0, t, &cy);
+    if (s == MT_OK) s = mt_select(out[2], 0, t, &w);
+    if (s == MT_OK) s = mt_kernels_of(igates)->lstm_cell(hy, cy, w, ig, hg, c, NULL, NULL);
+    mt_tensor_release(ig);
+    mt_tensor_release(w);
+    if (h != in[1]) mt_tensor_release(h);
+    if (c != in[2]) mt_tensor_release(c);
+    h = hy, c = cy;
+  }
+  if (h != in[1]) mt_tensor_release(h);
+  if (c != in[2]) mt_tensor_release(c);
+  mt_tensor_release(wt);
+  mt_tensor_release(hg);
+  release_all(in, 3);
+  if (s) { release_all(out, 3); return s; }
+  mt_give(out[0], hs);
+  mt_give(out[1], cs);
+  if (ws) return mt_give(out[2], ws);
+  mt_tensor_release(out[2]);
+  return MT_OK;
+}
+
+mt_status mt_lstm_layer(mt_tensor *igates, mt_tensor *h0, mt_tensor *c0, mt_tensor *w_hh, int reverse, mt_tensor **hs,
+                        mt_tensor **cs) {
+  if ((mt_records2(igates, h0) || mt_records2(c0, w_hh)) && mt_autograd.lstm_layer)
+    return mt_autograd.lstm_layer(igates, h0, c0, w_hh, reverse, hs, cs);
+  return mt_lstm_layer_forward(igates, h0, c0, w_hh, reverse, hs, cs, NULL);
+}

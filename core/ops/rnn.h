@@ -20,4 +20,9 @@ mt_status mt_lstm_cell_backward(mt_tensor *dhy, mt_tensor *dcy, mt_tensor *cx, m
 mt_status mt_gru_cell_backward(mt_tensor *dhy, mt_tensor *hx, mt_tensor *ws, mt_tensor **dig, mt_tensor **dhg,
                                mt_tensor **dhx);
 
+/* mt_lstm_layer, also giving ws ([T, B, 4 * hidden]: every step's gates as the cell kernel keeps
+ * them) when `ws` is not NULL */
+mt_status mt_lstm_layer_forward(mt_tensor *igates, mt_tensor *h0, mt_tensor *c0, mt_tensor *w_hh, int reverse,
+                                mt_tensor **hs, mt_tensor **cs, mt_tensor **ws);
+
 #endif

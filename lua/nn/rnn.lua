@@ -9,7 +9,10 @@
 -- per layer and direction (its biases folded in), each step's slice of it comes from one unbind
 -- (one graph node for all steps), and each step is one product for the hidden projection and one
 -- fused kernel for the gates (torch.lstm_cell_pointwise / torch.gru_cell_pointwise, core/ops/rnn.c;
--- the plain RNN's step is addmm then tanh or relu).
+-- the plain RNN's step is addmm then tanh or relu). The LSTM without proj_size on a padded (not
+-- packed) input runs the same steps inside one op, torch.lstm_layer, whose single graph node
+-- takes the gradient of w_hh as one product over all steps (T products and T - 1 sums of a
+-- [4H, H] gradient otherwise).
 --
 -- Calls follow PyTorch's: `local out, hc = lstm(x, {h0, c0})` (hc = {h_n, c_n}), `local out, h_n =
 -- gru(x, h0)`; the cells: `local h, c = lstm_cell(x, {h, c})`, `h = gru_cell(x, h)`.
@@ -264,17 +267,28 @@ function RNNBase:_run(x, hx, cx, bs, pack)
     for d = 0, dirs - 1 do
       local w_ih, w_hh, b_ih, b_hh, w_hr = self:_weights(l, d)
       local proj = project(mode, x, w_ih, b_ih, b_hh)
-      local igs
-      if bs then
-        igs = pack.steps(proj)
-      else
-        igs = proj:unbind(tdim)
-      end
       local k = l * dirs + d + 1
-      local outs, h, c = run_direction(mode, igs, bs, hs[k], cs and cs[k], w_hh, mode == 'GRU' and b_hh or nil, w_hr,
-        d == 1)
-      hn[k], cn[k] = h, c
-      outs_dir[d + 1] = bs and torch.cat(outs, 1) or torch.stack(outs, tdim)
+      local T = not bs and proj:size(tdim) or 0
+      if mode == 'LSTM' and not w_hr and T > 0 then
+        -- the whole recurrence as one op (torch.lstm_layer): its backward gives w_hh's gradient as
+        -- one product over every step instead of one per step
+        local ig = tdim == 2 and proj:transpose(1, 2) or proj
+        local hs_, cs_ = torch.lstm_layer(ig, hs[k], cs[k], w_hh, d == 1)
+        local last = d == 1 and 1 or T
+        hn[k], cn[k] = hs_:select(1, last), cs_:select(1, last)
+        outs_dir[d + 1] = tdim == 2 and hs_:transpose(1, 2):contiguous() or hs_
+      else
+        local igs
+        if bs then
+          igs = pack.steps(proj)
+        else
+          igs = proj:unbind(tdim)
+        end
+        local outs, h, c = run_direction(mode, igs, bs, hs[k], cs and cs[k], w_hh, mode == 'GRU' and b_hh or nil, w_hr,
+          d == 1)
+        hn[k], cn[k] = h, c
+        outs_dir[d + 1] = bs and torch.cat(outs, 1) or torch.stack(outs, tdim)
+      end
     end
     x = dirs == 2 and torch.cat(outs_dir, -1) or outs_dir[1]
     if self.dropout > 0 and training and l < self.num_layers - 1 then

@@ -72,7 +72,25 @@ local function unbind(t, dim)
   return r
 end
 
+-- hs, cs = torch.lstm_layer(igates, h0, c0, w_hh[, reverse]): the LSTM's hidden recurrence over a
+-- whole sequence (issue 12, the LSTM's speed): igates [T, B, 4H] (every step's input projection with
+-- its biases), h0, c0 [B, H], w_hh [4H, H]; each step hgates = h @ w_hh^T and lstm_cell_pointwise,
+-- from the last step when reverse. hs, cs [T, B, H]: every step's states, in time order.
+local mt_layer = C.mt_lstm_layer
+function M.lstm_layer(igates, h0, c0, w_hh, reverse)
+  if not is_tensor(igates) or not is_tensor(h0) or not is_tensor(c0) or not is_tensor(w_hh) then
+    check_tensor(igates, 'lstm_layer', 'igates')
+    check_tensor(h0, 'lstm_layer', 'h0')
+    check_tensor(c0, 'lstm_layer', 'c0')
+    check_tensor(w_hh, 'lstm_layer', 'w_hh')
+  end
+  if mt_layer(igates, h0, c0, w_hh, reverse and 1 or 0, outp, outp2) ~= 0 then raise_last() end
+  local c = outp2[0]
+  return take(), wrap(c)
+end
+
 function M.install(torch)
+  torch.lstm_layer = M.lstm_layer
   torch.lstm_cell_pointwise = M.lstm_cell_pointwise
   torch.gru_cell_pointwise = M.gru_cell_pointwise
   methods.unbind = unbind

@@ -468,6 +468,29 @@ case('embedding_bag', { lua = function(I)
   end,
   py = "torch.nn.functional.embedding_bag(L, S, torch.tensor([0, 1]), mode='max')", grad = { 'S' } })
 
+------------------------------------------------------------------------------ issue 12, the LSTM's speed
+-- the whole recurrence: 2 steps, batch 2, hidden 3; PyTorch's side is its two LSTM cells in turn
+-- (the same formula as lstm_cell_pointwise's above, with hgates = h @ w_hh^T)
+local function lstm_layer_in(I)
+  return torch.stack({ torch.cat({ I.A, I.B, I.D, I.P }, 2), torch.cat({ I.B, I.D, I.P, I.A }, 2) }), I.U, I.D * 0.5,
+    torch.cat({ I.A, I.B, I.D, I.P, I.U, I.B }) * 0.5
+end
+local LSTM_CELL_PY = '(lambda G, C: (lambda i, f, g, o: (lambda c: (torch.sigmoid(o) * torch.tanh(c), c))'
+  .. '(torch.sigmoid(f) * C + torch.sigmoid(i) * torch.tanh(g)))(*G.chunk(4, 1)))'
+local function lstm_layer_py(first, second)
+  return ('(lambda cell, IG, h0, c0, W: (lambda s1: (lambda s2: (torch.stack([%s]), torch.stack([%s])))'
+    .. '(cell(IG[%d] + s1[0] @ W.t(), s1[1])))(cell(IG[%d] + h0 @ W.t(), c0)))'):format(
+      first == 0 and 's1[0], s2[0]' or 's2[0], s1[0]', first == 0 and 's1[1], s2[1]' or 's2[1], s1[1]', second, first)
+    .. '(' .. LSTM_CELL_PY .. ', torch.stack([torch.cat([A, B, D, P], 1), torch.cat([B, D, P, A], 1)]), U, D * 0.5,'
+    .. ' torch.cat([A, B, D, P, U, B]) * 0.5)'
+end
+case('lstm_layer', { lua = function(I) return torch.lstm_layer(lstm_layer_in(I)) end, py = lstm_layer_py(0, 1),
+  grad = { 'A', 'U', 'D' } })
+case('lstm_layer', { lua = function(I)
+    local ig, h0, c0, w = lstm_layer_in(I)
+    return torch.lstm_layer(ig, h0, c0, w, true)
+  end, py = lstm_layer_py(1, 0), grad = { 'A', 'U', 'D' } })
+
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
 -- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each

@@ -94,6 +94,11 @@ case('lstm_proj_batch_first', 'LSTM', [3, 5], {'proj_size': 2, 'batch_first': Tr
      states=[(2, 2, 2), (2, 2, 5)], seed=2)
 case('lstm_unbatched', 'LSTM', [3, 4], {'bidirectional': True}, (5, 3), states=[(2, 4), (2, 4)], seed=3)
 case('lstm_no_bias', 'LSTM', [3, 4], {'bias': False, 'batch_first': True}, (2, 3, 3), seed=4)
+# the layouts of the LSTM's one-op recurrence (torch.lstm_layer): batch_first over 2 layers, alone and
+# bidirectional with given states
+case('lstm_2layer_batch_first', 'LSTM', [3, 4], {'num_layers': 2, 'batch_first': True}, (3, 5, 3), seed=20)
+case('lstm_2layer_bidirectional_batch_first', 'LSTM', [3, 4], {'num_layers': 2, 'bidirectional': True, 'batch_first': True},
+     (2, 4, 3), states=[(4, 2, 4), (4, 2, 4)], seed=21)
 case('gru', 'GRU', [3, 4], {}, (5, 2, 3), seed=5)
 case('gru_2layer_bidirectional_batch_first', 'GRU', [3, 4], {'num_layers': 2, 'bidirectional': True, 'batch_first': True},
      (3, 4, 3), states=[(4, 3, 4)], seed=6)
