@@ -18,12 +18,12 @@
 static mt_stats stats;
 mt_stats *mt_get_stats(void) { return &stats; }
 
-/* Statistics are plain adds from the calling thread (an atomic add per field would cost more than a
- * small op), and atomic adds inside a parallel job, where the pool's threads and the caller may all
- * allocate at once (a kernel that makes tensors per chunk). Outside a job only the caller allocates,
- * so the counts are exact; threads of a C program's own that allocate at once make them approximate. */
+/* Statistics are plain adds (an atomic add per field would cost more than a small op), and atomic
+ * adds while a parallel job runs, where the pool's threads and the caller may all allocate at once
+ * (a kernel that makes tensors per chunk). Outside a job only the caller allocates, so the counts
+ * are exact; threads of a C program's own that allocate at once make them approximate. */
 static inline void stat_add(int64_t *p, int64_t v) {
-  if (mt_in_parallel()) __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  if (mt_pool_busy()) __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
   else *p += v;
 }
 
@@ -206,8 +206,18 @@ void mt_tensor_refresh(mt_tensor *t) {
 
 int mt_tensor_is_contiguous(const mt_tensor *t) { return (t->_flags & MT_TENSOR_CONTIGUOUS) != 0; }
 
+/* Drop one reference; true when it was the last. A count of 1 is the caller's own reference and
+ * nobody else's: no other thread can add one (adding takes a reference to add from), so the last
+ * one goes without an atomic read-modify-write, whose full barrier would wait for every store
+ * before it (a release writes the cold blocks of dead tensors). The acquire load orders what
+ * other threads did before they dropped theirs. */
+static inline bool last_reference(int64_t *refcount) {
+  if (__atomic_load_n(refcount, __ATOMIC_ACQUIRE) == 1) return true;
+  return __atomic_sub_fetch(refcount, 1, __ATOMIC_ACQ_REL) == 0;
+}
+
 static void storage_release(mt_storage *s) {
-  if (__atomic_sub_fetch(&s->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (!last_reference(&s->_refcount)) return;
   stat_add(&stats.live_storages, -1);
   if (!(s->_flags & MT_STORAGE_NO_DATA)) stat_add(&stats.live_bytes, -(int64_t)s->_nbytes);
   if (s->_flags & MT_STORAGE_EMBEDDED) {
@@ -290,10 +300,17 @@ static mt_status new_block(const int64_t *sizes, int ndim, int64_t numel, int dt
     t->_strides[i] = st;
     st *= sizes[i] > 1 ? sizes[i] : 1;
   }
-  stat_add(&stats.live_tensors, 1);
-  stat_add(&stats.live_storages, 1);
-  stat_add(&stats.live_bytes, (int64_t)nbytes);
-  stat_add(&stats.bytes_since_gc, (int64_t)(nbytes + head));
+  if (mt_pool_busy()) {
+    stat_add(&stats.live_tensors, 1);
+    stat_add(&stats.live_storages, 1);
+    stat_add(&stats.live_bytes, (int64_t)nbytes);
+    stat_add(&stats.bytes_since_gc, (int64_t)(nbytes + head));
+  } else { /* the usual case, tested once for the four */
+    stats.live_tensors++;
+    stats.live_storages++;
+    stats.live_bytes += (int64_t)nbytes;
+    stats.bytes_since_gc += (int64_t)(nbytes + head);
+  }
   *out = t;
   return MT_OK;
 }
@@ -430,7 +447,7 @@ static inline mt_storage *home_storage(mt_tensor *t) { return (mt_storage *)((ch
 
 void mt_tensor_release(mt_tensor *t) {
   if (!t) return;
-  if (__atomic_sub_fetch(&t->_refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  if (!last_reference(&t->_refcount)) return;
   if (t->_autograd) mt_autograd_release(t);
   stat_add(&stats.live_tensors, -1);
   mt_storage *s = t->_storage;

@@ -937,6 +937,10 @@ MT_API mt_tensor **mt_handles_resize(int64_t cap);
 MT_API void mt_handles_release_all(void);
 /* mt_tensor_release of ts[0..n), fetching ahead (the registry's references die in batches, cold). */
 MT_API void mt_tensor_release_many(mt_tensor **ts, int64_t n);
+/* (the small ops' speed, issue 11) After a GC cycle: releases the reference of every slot i that
+ * holds one with live[i] == 0 (the Lua layer marked the slots of the handles the GC kept), writes
+ * those slots' numbers to freed[0..n) (room for every slot), clears live, and returns n. */
+MT_API int64_t mt_handles_reclaim(uint8_t *live, int32_t *freed);
 
 /* ---------------------------------------------------------------- threads */
 /* One count for moontorch's own pool and the BLAS's threads together (the two never run at once).

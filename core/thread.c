@@ -49,6 +49,7 @@ void mt_pool_rest(void) {
 }
 
 _Thread_local int mt_in_parallel_flag;
+int mt_pool_job_running; /* atomic; set from before a job is posted until its last chunk is done */
 #define in_parallel mt_in_parallel_flag
 
 static inline void cpu_relax(void) {
@@ -189,6 +190,7 @@ void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx) {
   chunks = (n + job.chunk - 1) / job.chunk;
   __atomic_store_n(&job.done, 0, __ATOMIC_RELAXED);
   if (__atomic_load_n(&pool_rest, __ATOMIC_RELAXED)) __atomic_store_n(&pool_rest, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&mt_pool_job_running, 1, __ATOMIC_RELAXED); /* published with `state` below */
   uint32_t gen = ST_GEN(__atomic_load_n(&state, __ATOMIC_RELAXED)) + 1;
   __atomic_store_n(&state, ((uint64_t)gen << 32) | ((uint64_t)chunks << 16), __ATOMIC_RELEASE);
   pthread_cond_broadcast(&cv_work); /* for the workers asleep; spinning ones see `state` */
@@ -201,5 +203,6 @@ void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx) {
     cpu_relax();
     if ((i & 1023) == 1023) sched_yield();
   }
+  __atomic_store_n(&mt_pool_job_running, 0, __ATOMIC_RELAXED); /* the chunks' allocations happened before */
   pthread_mutex_unlock(&submit_mu);
 }

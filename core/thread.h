@@ -13,6 +13,10 @@ void mt_parallel_for(int64_t n, int64_t grain, mt_range_fn fn, void *ctx);
 /* whether this thread is running a chunk of a parallel job (a pool worker, or the caller taking its share) */
 extern _Thread_local int mt_in_parallel_flag;
 static inline int mt_in_parallel(void) { return mt_in_parallel_flag; }
+/* whether a parallel job is running now, in any thread (a plain global: a thread-local's address in
+ * a shared library is a call to __tls_get_addr, too dear for every allocation's statistics) */
+extern int mt_pool_job_running;
+static inline int mt_pool_busy(void) { return __atomic_load_n(&mt_pool_job_running, __ATOMIC_RELAXED); }
 /* Workers polling for the next job go to sleep now (called before a BLAS call, whose threads want the
  * cores); the next job wakes them. */
 void mt_pool_rest(void);

@@ -29,7 +29,9 @@ M.outp, M.outp2, M.szbuf, M.szbuf2 = outp, outp2, szbuf, szbuf2
 -- Handle registry. A Lua tensor handle is a plain cdata without a finalizer (LuaJIT's
 -- finalizers cost ~1 us each, more than a whole small op). Handle i sits in the weak-valued
 -- table `slots` and the reference it owns in the C array `ptrs`; when the GC has collected a
--- handle, a scan finds ptrs[i] set with slots[i+1] empty and releases the reference. Scans run at
+-- handle, a scan finds ptrs[i] set with slots[i+1] empty and releases the reference: Lua marks
+-- the slots the GC kept (a walk over the live handles alone) and C releases the others
+-- (mt_handles_reclaim; a Lua loop over every slot took a side exit per dead one). Scans run at
 -- the end of every GC cycle (a sentinel's __gc), when the free list is empty (after finishing
 -- the GC cycle under way), and when the bytes held by tensors grew by much since the last one.
 local ptrs = C.mt_handles_resize(4096)
@@ -37,7 +39,14 @@ local cap = 4096
 local free = ffi.new('int32_t[?]', cap)
 local nfree = 0
 for i = cap - 1, 0, -1 do free[nfree] = i; nfree = nfree + 1 end
-local slots = setmetatable({}, { __mode = 'v' })
+-- slots[1..cap] lie in the table's array part, made whole at once (table.new): every store is then an
+-- array store, on the compiled fast path (a slot in the hash part, where a weak table's rehash puts
+-- keys when fewer than half the slots hold live handles, took wrap's trace off it), and no store
+-- allocates. grow() makes a new table of the new size.
+local new_table = require 'table.new'
+local weak_values = { __mode = 'v' }
+local slots = setmetatable(new_table(cap, 0), weak_values)
+local live = ffi.new('uint8_t[?]', cap) -- a scan's marks, cleared by mt_handles_reclaim
 -- Growth of the bytes held by tensors since the last reclaim that triggers the next one (big
 -- tensors held by dead handles must not wait for the Lua GC, which sees only small handles;
 -- temporaries the C core freed at once do not count). Large enough to amortise a full
@@ -51,23 +60,14 @@ local GC_HEAP_FACTOR = 16
 local SLOTS_PER_KB = 4
 local gc_limit = GC_MIN_BYTES -- stats.live_bytes above which the next wrap reclaims
 
--- the references a scan found dead, released together by C (which fetches ahead: they are cold)
-local dead = ffi.new('mt_tensor *[?]', cap)
-local release_many = C.mt_tensor_release_many
+-- the references of the handles collected since the last scan, released together by C (which
+-- fetches ahead: they are cold); their slots go on the free list
+local reclaim_slots = C.mt_handles_reclaim
 
 local function scan()
-  local freed = 0
-  for i = 0, cap - 1 do
-    local p = ptrs[i]
-    if p ~= nil and slots[i + 1] == nil then
-      ptrs[i] = nil
-      free[nfree] = i
-      nfree = nfree + 1
-      dead[freed] = p
-      freed = freed + 1
-    end
-  end
-  if freed > 0 then release_many(dead, freed) end
+  for i in pairs(slots) do live[i - 1] = 1 end
+  local freed = tonumber(reclaim_slots(live, free + nfree))
+  nfree = nfree + freed
   return freed
 end
 
@@ -91,8 +91,10 @@ local function grow(ncap)
   local nf = ffi.new('int32_t[?]', ncap)
   ffi.copy(nf, free, 4 * nfree)
   for i = ncap - 1, cap, -1 do nf[nfree] = i; nfree = nfree + 1 end
-  free, ptrs, cap = nf, np, ncap
-  dead = ffi.new('mt_tensor *[?]', ncap)
+  local ns = setmetatable(new_table(ncap, 0), weak_values)
+  for i = 1, cap do ns[i] = slots[i] end
+  free, ptrs, cap, slots = nf, np, ncap, ns
+  live = ffi.new('uint8_t[?]', ncap)
 end
 
 -- Run the GC until the cycle under way ends: every handle dead before its atomic phase is then

@@ -31,7 +31,8 @@ local function child(body, env, opts)
   local pre = {}
   if opts.clean then
     pre[#pre + 1] = 'env -i PATH=/usr/local/bin:/usr/bin:/bin'
-    for _, v in ipairs { 'LD_PRELOAD', 'ASAN_OPTIONS', 'LSAN_OPTIONS' } do
+    -- kept: what the process needs to start and find its libraries (not a setting of the BLAS's)
+    for _, v in ipairs { 'LD_PRELOAD', 'LD_LIBRARY_PATH', 'ASAN_OPTIONS', 'LSAN_OPTIONS' } do
       local val = os.getenv(v)
       if val then pre[#pre + 1] = ('%s=%q'):format(v, val) end
     end
@@ -39,7 +40,7 @@ local function child(body, env, opts)
     pre[#pre + 1] = 'env -u MT_BLAS -u MT_BLAS_CORETYPE -u OPENBLAS_CORETYPE -u MT_NUM_THREADS -u OMP_NUM_THREADS'
   end
   for _, e in ipairs(env or {}) do pre[#pre + 1] = e end
-  local cmd = table.concat(pre, ' ') .. ' ' .. (opts.prefix or '') .. 'luajit ' .. file .. ' 2>&1'
+  local cmd = table.concat(pre, ' ') .. ' ' .. (opts.prefix or '') .. H.sh_quote(H.luajit) .. ' ' .. file .. ' 2>&1'
   local p = io.popen(cmd)
   local out = p:read('*a')
   local ok, _, code = p:close()
@@ -176,6 +177,26 @@ describe('blas: the kernel-set decision (mt_blas_plan_core)', function()
   end)
 end)
 
+describe('blas: the child processes of this spec', function()
+  it('start the luajit running it, by its absolute path, with no PATH to find it by', function()
+    assert.truthy(H.luajit:sub(1, 1) == '/', H.luajit)
+    local out, ok = child([[
+      ffi.cdef 'long readlink(const char *path, char *buf, size_t size);'
+      local buf = ffi.new('char[4096]')
+      local n = ffi.C.readlink('/proc/self/exe', buf, 4096)
+      print('exe=' .. ffi.string(buf, n))
+    ]], { 'PATH=/nonexistent' }, { clean = true })
+    assert.is_true(ok, out)
+    assert.are.equal(H.luajit, out:match('exe=(%S+)'), out)
+  end)
+
+  it('quote their words for sh', function()
+    local p = io.popen('printf %s ' .. H.sh_quote([[it's a "path" $HOME \x]]))
+    assert.are.equal([[it's a "path" $HOME \x]], p:read('*a'))
+    p:close()
+  end)
+end)
+
 describe('blas: the BLAS loaded here', function()
   local feats, vendor = C.mt_cpu_features(), ffi.string(C.mt_cpu_vendor())
   local level = C.mt_cpu_level(feats)
@@ -255,8 +276,8 @@ describe('blas: providers (MT_BLAS)', function()
       ]], { 'MT_BLAS=' .. prov })
       assert.is_true(ok, out)
       assert.are.equal(prov, out:match('provider=(%S+)'), out)
-      local p = io.popen(('env MT_BLAS=%s MOONTORCH_BUILD_DIR=%s luajit /usr/bin/busted -o TAP spec/linalg_spec.lua 2>&1')
-        :format(prov, build))
+      local p = io.popen(('env MT_BLAS=%s MOONTORCH_BUILD_DIR=%s %s %s -o TAP spec/linalg_spec.lua 2>&1')
+        :format(prov, build, H.sh_quote(H.luajit), H.sh_quote(H.busted)))
       local tap = p:read('*a')
       p:close()
       local passed, failed = count(tap, '\nok '), count(tap, '\nnot ok ')

@@ -26,7 +26,8 @@ static mt_status old_value(mt_tensor *a, bool needed, mt_tensor **x) {
 }
 
 /* in place (out == a): a leaf is refused; out=: refused */
-static mt_status check_out(mt_tensor *a, mt_tensor *out, const char *op) {
+static inline mt_status check_out(mt_tensor *a, mt_tensor *out, const char *op) {
+  if (!out) return MT_OK; /* a new result: the usual case */
   if (out == a) return mt_grad_check_inplace(a, op);
   return mt_grad_check_out(out, true, op);
 }
@@ -270,7 +271,7 @@ typedef struct binary_node {
   mt_saved a, b; /* the inputs (a's old value for an in-place op), when the rule reads them (IN) */
   mt_saved y;    /* the result, when the rule reads it (OUT) */
   int32_t op;
-  mt_input_shape shape_a, shape_b;
+  mt_input_shapes shapes; /* a's and b's */
 } binary_node;
 MT_NODE_DATA_FITS(binary_node);
 
@@ -320,10 +321,9 @@ static const char *binary_names(int i) {
 
 /* The end of a two-input backward: each gradient summed down to its input's shape (undoing
  * broadcasting), handed out, and the scope closed. */
-static mt_status finish_two(scope *sc, mt_tensor **gin, mt_tensor *ga, const mt_input_shape *sa, mt_tensor *gb,
-                            const mt_input_shape *sb) {
-  if (ga) ga = TO_INPUT(sa, ga);
-  if (gb) gb = TO_INPUT(sb, gb);
+static mt_status finish_two(scope *sc, mt_tensor **gin, mt_tensor *ga, mt_tensor *gb, const mt_input_shapes *k) {
+  if (ga) ga = TO_INPUT_OF(k, 0, ga);
+  if (gb) gb = TO_INPUT_OF(k, 1, gb);
   if (LIVE(sc)) {
     if (ga) give(gin, 0, ga);
     if (gb) give(gin, 1, gb);
@@ -394,7 +394,7 @@ static mt_status binary_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
     default:
       S.s = mt_error(MT_ENOTIMPL, "backward: the derivative of %s is not implemented", MT_OP_NAME(d->op));
   }
-  return finish_two(sc, gin, wa ? ga : NULL, &d->shape_a, wb ? gb : NULL, &d->shape_b);
+  return finish_two(sc, gin, wa ? ga : NULL, wb ? gb : NULL, &d->shapes);
 }
 
 static const mt_node_kind binary_kind = {
@@ -409,8 +409,7 @@ static mt_status record_binary(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *
   MT_TRY(mt_node_make(&binary_kind, in, 2, 1, &n));
   binary_node *d = NODE_DATA(n, binary_node);
   d->op = op;
-  mt_input_shape_keep(&d->shape_a, a, out);
-  mt_input_shape_keep(&d->shape_b, b, out);
+  mt_input_shapes_keep(&d->shapes, a, b, out);
   if (binary_rules[op].reads & IN) {
     mt_node_save(n, &d->a, xa);
     mt_node_save(n, &d->b, b);
@@ -522,7 +521,7 @@ static mt_status grad_binary_scalar(mt_op op, mt_tensor *a, double sv, int scala
 /* ---------------------------------------------------------------- a + alpha * b */
 typedef struct add_scaled_node {
   double alpha;
-  mt_input_shape shape_a, shape_b;
+  mt_input_shapes shapes; /* a's and b's */
 } add_scaled_node;
 MT_NODE_DATA_FITS(add_scaled_node);
 
@@ -536,8 +535,8 @@ static mt_status add_scaled_backward(mt_node *n, mt_tensor **gout, mt_tensor **g
   add_scaled_node *d = NODE_DATA(n, add_scaled_node);
   mt_tensor *g = gout[0];
   if (!g) return MT_OK;
-  if (mt_node_wants(n, 0)) give(gin, 0, TO_INPUT(&d->shape_a, g));
-  if (mt_node_wants(n, 1)) give(gin, 1, TO_INPUT(&d->shape_b, MULS(g, d->alpha)));
+  if (mt_node_wants(n, 0)) give(gin, 0, TO_INPUT_OF(&d->shapes, 0, g));
+  if (mt_node_wants(n, 1)) give(gin, 1, TO_INPUT_OF(&d->shapes, 1, MULS(g, d->alpha)));
   return scope_close(sc);
 }
 
@@ -557,8 +556,7 @@ static mt_status grad_add_scaled(mt_tensor *a, mt_tensor *b, double alpha, mt_te
     if (rec == MT_OK) {
       add_scaled_node *d = NODE_DATA(n, add_scaled_node);
       d->alpha = alpha;
-      mt_input_shape_keep(&d->shape_a, a, r);
-      mt_input_shape_keep(&d->shape_b, b, r);
+      mt_input_shapes_keep(&d->shapes, a, b, r);
       rec = mt_node_attach_new(n, r);
     }
   }

@@ -157,6 +157,10 @@ static inline mt_tensor *f_sum_to(scope *sc, mt_tensor *g, const mt_shape *s) {
 static inline mt_tensor *f_to_input(scope *sc, const mt_input_shape *k, mt_tensor *g) {
   return k->same ? g : f_sum_to(sc, g, &k->shape);
 }
+/* ... to input i of a binary op (mt_input_shapes) */
+static inline mt_tensor *f_to_input_of(scope *sc, const mt_input_shapes *k, int i, mt_tensor *g) {
+  return k->same[i] ? g : f_sum_to(sc, g, &k->shape[i]);
+}
 
 /* ---------------------------------------------------------------- positions */
 /* int64 0, 1, 2, ... in t's shape (recorded nowhere): an op that moves elements, run on it,
@@ -198,6 +202,7 @@ static inline mt_tensor *f_add_at_positions(scope *sc, mt_tensor *g, mt_tensor *
 #define MATMUL(a, b) f_matmul(sc, a, b)
 #define SUM_TO(g, shape) f_sum_to(sc, g, shape)
 #define TO_INPUT(k, g) f_to_input(sc, k, g)
+#define TO_INPUT_OF(k, i, g) f_to_input_of(sc, k, i, g)
 #define ADD_AT_POSITIONS(g, pos, input) f_add_at_positions(sc, g, pos, input)
 
 #endif

@@ -196,12 +196,8 @@ static mt_node *node_alloc(const mt_node_kind *kind, int nin, int nout) {
   n->anomaly_id = anomaly_mode ? anomaly_trace : 0;
   n->variable = NULL;
   n->name = NULL;
-  for (int i = 0; i < nin; i++) {
-    n->next[i].node = NULL;
-    n->next[i].input_nr = 0;
-  }
   live_nodes++;
-  return n;
+  return n; /* its edges are the caller's to set (mt_node_make, grad_accumulator: none) */
 }
 
 mt_node *mt_node_retain(mt_node *n) { return node_ref(n); }
@@ -310,8 +306,12 @@ mt_status mt_node_make(const mt_node_kind *kind, mt_tensor **inputs, int nin, in
   mt_node *n = node_alloc(kind, nin, nout);
   if (!n) return mt_error(MT_ENOMEM, "autograd: out of memory recording an op");
   for (int i = 0; i < nin; i++) {
-    mt_status s = mt_tensor_edge(inputs[i], &n->next[i]);
-    if (s) { mt_node_release(n); return s; }
+    mt_status s = mt_tensor_edge(inputs[i], &n->next[i]); /* sets the edge, also when it fails */
+    if (s) {
+      for (int j = i + 1; j < nin; j++) n->next[j] = (mt_edge){NULL, 0, 0};
+      mt_node_release(n);
+      return s;
+    }
   }
   *out = n;
   return MT_OK;

@@ -39,6 +39,13 @@ typedef struct mt_input_shape {
   mt_shape shape;
 } mt_input_shape;
 
+/* The two inputs' shapes of a binary op, their flags first: recording the usual case (neither input
+ * broadcast) writes one line of the node, which is cold (see struct mt_node). */
+typedef struct mt_input_shapes {
+  int32_t same[2];
+  mt_shape shape[2];
+} mt_input_shapes;
+
 /* A node's backward: from its outputs' gradients gout[nout] (NULL: none arrived) it makes gin[nin],
  * new references (NULL where an input needs no gradient). */
 typedef mt_status (*mt_backward_fn)(mt_node *n, mt_tensor **gout, mt_tensor **gin);
@@ -150,6 +157,19 @@ static inline void mt_input_shape_keep(mt_input_shape *k, const mt_tensor *t, co
   for (int i = 0; same && i < t->_ndim; i++) same = t->_sizes[i] == out->_sizes[i];
   k->same = same;
   if (!same) mt_shape_of(&k->shape, t);
+}
+
+/* The same for both inputs of a binary op. */
+static inline void mt_input_shapes_keep(mt_input_shapes *k, const mt_tensor *a, const mt_tensor *b,
+                                        const mt_tensor *out) {
+  const mt_tensor *in[2] = {a, b};
+  for (int j = 0; j < 2; j++) {
+    const mt_tensor *t = in[j];
+    bool same = t->_ndim == out->_ndim;
+    for (int i = 0; same && i < t->_ndim; i++) same = t->_sizes[i] == out->_sizes[i];
+    k->same[j] = same;
+    if (!same) mt_shape_of(&k->shape[j], t);
+  }
 }
 
 /* The edge a tensor contributes as an input: its grad_fn, or its AccumulateGrad for a leaf. */

@@ -10,6 +10,23 @@ package.cpath = build .. '/lib/?.so;' .. package.cpath
 local torch = require 'moontorch'
 local H = { torch = torch }
 
+-- The luajit running these specs, as an absolute path (read from /proc: the shell that io.popen
+-- starts is its child), so that a child process finds it without PATH: `env -i` clears PATH, and
+-- some machines keep luajit outside /usr/bin. Busted's launcher: $MT_BUSTED, else Debian's.
+local function running_luajit()
+  local p = io.popen('readlink -f "/proc/$PPID/exe" 2>/dev/null')
+  local exe = p and p:read('*l')
+  if p then p:close() end
+  if exe and exe ~= '' then return exe end
+  local i = -1 -- else what this process was started as (arg[-1] for `luajit script`)
+  while arg and arg[i - 1] do i = i - 1 end
+  return arg and arg[i] or 'luajit'
+end
+H.luajit = running_luajit()
+H.busted = os.getenv('MT_BUSTED') or '/usr/bin/busted'
+-- a word for sh, single-quoted
+function H.sh_quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
+
 local function flat(x, out)
   out = out or {}
   if type(x) == 'table' then
@@ -140,7 +157,7 @@ function H.run_lua(code)
     build .. '/lua/?.lua;' .. build .. '/lua/?/init.lua;', build .. '/lib/?.so;'))
   f:write(code)
   f:close()
-  local p = io.popen('timeout 120 luajit ' .. dir .. ' 2>&1')
+  local p = io.popen('timeout 120 ' .. H.sh_quote(H.luajit) .. ' ' .. dir .. ' 2>&1')
   local out = p:read('*a')
   local ok = p:close()
   os.remove(dir)
