@@ -444,3 +444,36 @@ describe('a leaf\'s .grad', function()
     H.near(v.grad, torch.full({ 3 }, 2), 0, 0)
   end)
 end)
+
+describe('create_graph through views of an op\'s result', function()
+  -- PyTorch 1.13: x = torch.randn(4, requires_grad=True); v = torch.randn(2, requires_grad=True);
+  -- g = torch.autograd.grad(x.sin().narrow(0, 0, 2), x, grad_outputs=v, create_graph=True)[0];
+  -- torch.autograd.grad(g.sum(), v) is (cos(x[0]), cos(x[1])): the gradient stays a function of v
+  it('keeps the gradient a function of grad_outputs (narrow, select, unbind, strided slices)', function()
+    local x = torch.tensor({ 0.3, -1.1, 0.7, 2.0 }, { dtype = torch.float64, requires_grad = true })
+    local c = x:detach():cos()
+    local cases = {
+      { function(t) return t:sin():narrow(1, 2, 2) end, 2, torch.tensor({ 2, 3 }, { dtype = torch.int64 }) },
+      { function(t) return t:sin():select(1, 3) end, 0, torch.tensor({ 3 }, { dtype = torch.int64 }) },
+      { function(t) return t:sin():unbind(1)[4] end, 0, torch.tensor({ 4 }, { dtype = torch.int64 }) },
+      { function(t) return t:sin()[{ { 1, 4, 2 } }] end, 2, torch.tensor({ 1, 3 }, { dtype = torch.int64 }) },
+    }
+    for i, case in ipairs(cases) do
+      local v = case[2] == 0 and torch.tensor(1.5, { dtype = torch.float64, requires_grad = true })
+        or torch.tensor({ 1.5, -0.5 }, { dtype = torch.float64, requires_grad = true })
+      local g = torch.autograd.grad({ case[1](x) }, { x }, { grad_outputs = { v }, create_graph = true })[1]
+      -- g is v at the view's positions times cos(x) there, zeros elsewhere
+      local want = torch.zeros(4, { dtype = torch.float64 })
+      want:index_copy_(1, case[3], (v:detach():reshape(-1) * c:index_select(1, case[3])))
+      assert.is_true(torch.allclose(g:detach(), want), i)
+      local dv = torch.autograd.grad({ g:sum() }, { v })[1]
+      assert.is_true(torch.allclose(dv:reshape(-1), c:index_select(1, case[3])), i)
+      -- and x's second derivative through it: -sin(x) * v at those positions
+      local g2 = torch.autograd.grad({ case[1](x) }, { x }, { grad_outputs = { v:detach() }, create_graph = true })[1]
+      local dx = torch.autograd.grad({ g2:sum() }, { x })[1]
+      local want2 = torch.zeros(4, { dtype = torch.float64 })
+      want2:index_copy_(1, case[3], -x:detach():sin():index_select(1, case[3]) * v:detach():reshape(-1))
+      assert.is_true(torch.allclose(dx, want2), i)
+    end
+  end)
+end)

@@ -170,6 +170,21 @@ static mt_status into_zeros(mt_tensor *g, const mt_shape *in, const select_node 
   mt_tensor *z, *v;
   mt_device dev = mt_device_of(g);
   MT_TRY(mt_tensor_full(in->sizes, in->ndim, g->_dtype, 0, &dev, &z));
+  if (mt_grad_mode) {
+    /* under create_graph the result must stay a function of g (a gradient taken of it reaches
+     * grad_outputs): g is added into the zeros by a recorded index_add at the positions the view
+     * took, not copied in unrecorded */
+    int dim = sel ? sel->dim : sl->dim;
+    mt_tensor *idx = NULL, *src = NULL;
+    mt_status s = sel ? mt_arange((double)sel->index, (double)sel->index + 1, 1, MT_INT64, &dev, &idx)
+                      : mt_arange((double)sl->start, (double)sl->stop, (double)sl->step, MT_INT64, &dev, &idx);
+    if (s == MT_OK) s = sel ? mt_unsqueeze(g, dim, &src) : (src = mt_tensor_retain(g), MT_OK);
+    if (s == MT_OK) s = mt_index_add(z, dim, idx, src, 1.0, 0, NULL, gin);
+    if (idx) mt_tensor_release(idx);
+    if (src) mt_tensor_release(src);
+    mt_tensor_release(z);
+    return s;
+  }
   mt_status s = sel ? mt_select(z, sel->dim, sel->index, &v) : mt_slice(z, sl->dim, sl->start, sl->stop, sl->step, &v);
   if (s == MT_OK) {
     s = MT_NOGRAD(mt_copy_(v, g));
