@@ -81,7 +81,7 @@ describe('small ops: references', function()
     T.sweep()
     local base = live_tensors()
     local t = torch.tensor({ 1, 2, 3 })
-    C.mt_tensor_retain(t) -- a reference of C's own
+    local own = C.mt_tensor_retain(t) -- a reference of C's own
     local v = t:narrow(1, 2, 2) -- a view: a second reference to the storage
     t = nil
     T.sweep() -- the handle's reference goes: C's own keeps the head, the view the storage
@@ -90,6 +90,8 @@ describe('small ops: references', function()
     v = nil
     T.sweep()
     assert.are.equal(base + 1, live_tensors())
+    C.mt_tensor_release(own) -- the last reference: the tensor goes
+    assert.are.equal(base, live_tensors())
   end)
 
   it('the statistics stay exact over parallel jobs and small ops between them', function()

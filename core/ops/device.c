@@ -2,7 +2,6 @@
  * build has), new tensors on a device, the device checks of the front doors, the factories of
  * empty and full tensors, and the public device functions. */
 #include "dispatch.h"
-#include "layout.h"
 
 #include <stdio.h>
 
@@ -158,10 +157,7 @@ mt_status mt_tensor_empty(const int64_t *sizes, int ndim, int dtype, const mt_de
   return mt_new(dev, sizes, ndim, dtype, "empty", out);
 }
 
-mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype, mt_tensor **out) {
-  MT_TRY(mt_check_tensor(t, "empty_like", "input"));
-  return mt_new_preserving(t, dtype < 0 ? t->_dtype : dtype, "empty_like", out); /* parity: t's layout */
-}
+/* empty_like keeps its input's layout: it lives in layout.c */
 
 mt_status mt_tensor_full(const int64_t *sizes, int ndim, int dtype, double value, const mt_device *device,
                          mt_tensor **out) {

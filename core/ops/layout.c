@@ -137,3 +137,9 @@ mt_status mt_new_preserving(const mt_tensor *t, int dtype, const char *op, mt_te
   const mt_tensor *ops[1] = {t};
   return mt_new_laid_out(mt_device_of(t), t->_sizes, t->_ndim, dtype, op, ops, 1, out);
 }
+
+/* empty_like: PyTorch's preserve_format (t's strides when t is dense) */
+mt_status mt_tensor_empty_like(const mt_tensor *t, int dtype, mt_tensor **out) {
+  MT_TRY(mt_check_tensor(t, "empty_like", "input"));
+  return mt_new_preserving(t, dtype < 0 ? t->_dtype : dtype, "empty_like", out);
+}
