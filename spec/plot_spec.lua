@@ -32,6 +32,11 @@ describe('moontorch.utils.plot', function()
     -- never a "-0" tick
     for _, v in ipairs(plot.ticks(-1, 1, 4)) do assert.falsy(tostring(v) == '-0') end
     assert.has_error(function() plot.ticks(0, 0 / 0) end, 'moontorch.utils.plot: ticks need finite bounds')
+    -- the whole range of doubles (a diverged loss), without overflowing to inf
+    t = plot.ticks(-1.7e308, 1.7e308, 4)
+    assert.truthy(#t >= 3 and #t <= 6 and t[1] <= -1.7e308 + 1e300 and t[#t] >= 1.7e308 - 1e300, #t)
+    for _, v in ipairs(t) do assert.truthy(v == v and v > -math.huge and v < math.huge) end
+    assert.truthy(plot.svg({ series = { { y = { 1.7e308, -1.7e308, 3 } } } }):find('<polyline', 1, true))
   end)
 
   it('svg: a document with a panel per entry, a polyline per series and its legend', function()

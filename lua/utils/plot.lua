@@ -34,20 +34,21 @@ function M.ticks(lo, hi, want)
   if hi < lo then lo, hi = hi, lo end
   if hi == lo then
     local pad = lo == 0 and 1 or math.abs(lo) * 0.1
-    lo, hi = lo - pad, hi + pad
+    lo, hi = math.max(lo - pad, -1.7976931348623157e308), math.min(hi + pad, 1.7976931348623157e308)
   end
-  local raw = (hi - lo) / math.max(1, want)
+  want = math.max(1, want)
+  local raw = hi / want - lo / want -- (hi - lo could overflow to inf near the largest doubles)
   local mag = 10 ^ math.floor(math.log10(raw))
   local step = mag
   for _, m in ipairs({ 1, 2, 5, 10 }) do
     if m * mag >= raw then step = m * mag break end
   end
-  local first = math.floor(lo / step + 1e-9) * step
-  local last = math.ceil(hi / step - 1e-9) * step
+  local k0 = math.floor(lo / step + 1e-9)
+  local k1 = math.ceil(hi / step - 1e-9)
   local out = {}
-  local n = math.floor((last - first) / step + 0.5)
-  for i = 0, n do
-    local v = first + i * step
+  for k = k0, math.min(k1, k0 + 100) do
+    local v = k * step
+    if v ~= v or v == math.huge or v == -math.huge then v = k < 0 and lo or hi end -- beyond the doubles
     if math.abs(v) < step * 1e-9 then v = 0 end
     out[#out + 1] = v
   end
