@@ -287,7 +287,7 @@ if not ok then
     else
       io.stderr:write('fashion_mnist: interrupted before the first epoch ended; nothing was saved\n')
     end
-    os.exit(130)
+    os.exit(130, true) -- (closing the Lua state: finalizers free what C holds)
   end
   error(err, 0)
 end
