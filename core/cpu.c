@@ -3,13 +3,13 @@
  * Features come from CPUID, counted only where the OS saves the registers they need (XGETBV):
  * AVX and its successors need the YMM state, AVX-512 the opmask and ZMM states, AMX the tile
  * states. Everything that picks a kernel by the CPU (vmath.c, linalg.c's small sgemm, checkpoint.c's
- * checksum loop, the BLAS kernel choice in blas.c) asks mt_cpu_has() (cpu_features.h) of what is detected here, so they agree.
+ * checksum loop, the BLAS kernel choice in blas.c) asks mt_cpu_has() (cpu.h) of what is detected here, so they agree.
  *
  * The CPUs this process may use are its affinity mask (taskset, cpusets) narrowed by a cgroup CPU
  * quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us, rounded up): a container
  * given 2 CPUs of a 64-CPU host gets 2 threads, not 64. */
 #define _GNU_SOURCE
-#include "cpu_features.h"
+#include "cpu.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -34,7 +34,7 @@ typedef void (*mt_vmath_fn)(float *out, const float *in, int64_t n);
  * and the op one, unless MOONTORCH_VMATH=avx2. */
 mt_vmath_fn mt_vmath_f32(mt_op op);
 /* speed: the AVX-512 loops (exp, log, tanh, sigmoid); NULL for other ops. Call only where
- * mt_cpu_kernel_level() (cpu_features.h) is MT_CPU_LEVEL_AVX512. */
+ * mt_cpu_kernel_level() (cpu.h) is MT_CPU_LEVEL_AVX512. */
 mt_vmath_fn mt_vmath512_f32(mt_op op);
 
 #endif

@@ -70,7 +70,7 @@ MAX_POOL_RANGE(double)
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#include "../cpu_features.h"
+#include "../cpu.h"
 #define POOL_X86 1
 /* one row of 2 x 2 windows, eight outputs at a time: the two input rows' even and odd columns,
  * taken in PyTorch's order (a later value replaces the maximum when larger, or when it is NaN) */

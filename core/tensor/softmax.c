@@ -13,7 +13,7 @@
 
 #include <math.h>
 
-#include "../cpu_features.h"
+#include "../cpu.h"
 #include "../thread.h"
 #include "cpu.h"
 

@@ -1,8 +1,11 @@
-/* cpu_features.h -- what this CPU can do (cpu.c). Internal to the core. */
-#ifndef MT_CPU_FEATURES_H
-#define MT_CPU_FEATURES_H
+/* cpu.h -- what this CPU can do (cpu.c). Internal to the core. */
+#ifndef MT_CORE_CPU_H
+#define MT_CORE_CPU_H
 
-#include "error.h"
+#include "moontorch.h" /* mt_cpu_features, the MT_CPU_* bits and levels */
+
+#include <stdbool.h>
+#include <stdint.h>
 
 /* Does this CPU (and OS) have all of `features` (MT_CPU_* bits)? Callers on hot paths keep the answer. */
 static inline bool mt_cpu_has(uint32_t features) { return (mt_cpu_features() & features) == features; }
