@@ -98,6 +98,15 @@ function M.isinstance(obj, cls)
   return false
 end
 
+-- export(from, to, public): every class held in the table `from` (a table with a __typename: what
+-- M.class made) put into `to` under the same key, leaving out keys that begin with '_' when
+-- `public` (the nn family files hand their modules to nn so)
+function M.export(from, to, public)
+  for k, v in pairs(from) do
+    if type(v) == 'table' and rawget(v, '__typename') and not (public and k:sub(1, 1) == '_') then to[k] = v end
+  end
+end
+
 function M.typename(obj)
   local mt = getmetatable(obj)
   return mt and rawget(mt, '__typename') or nil

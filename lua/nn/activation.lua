@@ -225,9 +225,7 @@ function GLU:extra_repr() return 'dim=' .. tostring(self.dim) end
 
 function M.install(nn_)
   nn, F = nn_, nn_.functional
-  for k, v in pairs(M) do
-    if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
-  end
+  class.export(M, nn)
 end
 
 return M

@@ -410,9 +410,7 @@ end
 function M.install(nn_)
   nn = nn_
   M.functional(nn_.functional)
-  for k, v in pairs(M) do
-    if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
-  end
+  class.export(M, nn)
 end
 
 return M

@@ -86,9 +86,7 @@ pad_class('ZeroPad2d', 2, 'constant', true)
 
 function M.install(nn)
   F = nn.functional
-  for k, v in pairs(M) do
-    if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
-  end
+  class.export(M, nn)
 end
 
 return M

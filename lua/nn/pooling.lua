@@ -781,9 +781,7 @@ function M.install(nn)
     'pixel_unshuffle', 'channel_shuffle' }) do
     F[k] = M[k]
   end
-  for k, v in pairs(M) do
-    if type(v) == 'table' and rawget(v, '__typename') then nn[k] = v end
-  end
+  class.export(M, nn)
   torch.pixel_shuffle, torch.pixel_unshuffle, torch.channel_shuffle = M.pixel_shuffle, M.pixel_unshuffle,
     M.channel_shuffle
 end

@@ -399,9 +399,7 @@ end
 
 function M.install(nn_)
   nn = nn_
-  for k, v in pairs(M) do
-    if type(v) == 'table' and rawget(v, '__typename') and k:sub(1, 1) ~= '_' then nn[k] = v end
-  end
+  class.export(M, nn, true)
 end
 
 return M
