@@ -18,11 +18,7 @@ assert(os.execute('mkdir -p ' .. dir) == 0)
 
 local function bytes(t) return string.char(unpack(t)) end
 local function u32(n) return bytes({ math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256 }) end
-local function idx(code, sizes, body)
-  local h = bytes({ 0, 0, code, #sizes })
-  for _, s in ipairs(sizes) do h = h .. u32(s) end
-  return h .. body
-end
+local idx = H.idx
 local function write(name, s)
   local p = dir .. '/' .. name
   H.write_file(p, s)

@@ -3,9 +3,9 @@
 -- spec needs neither the Debian package nor minutes): its options and their errors, training
 -- and testing, the progress lines, checkpoints every epoch, --resume giving the same numbers as
 -- an uninterrupted run, and the SVG curves.
+local H = require 'spec.support.helper'
 local root = io.popen('pwd'):read('*l')
-
-local function sh_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+local sh_quote = H.sh_quote
 
 local function tmpdir()
   local p = os.tmpname()
@@ -16,16 +16,12 @@ end
 
 -- run the demo with `args`; returns its output (stdout and stderr) and exit status
 local function demo(args)
-  local p = io.popen(('cd %s && luajit bin/moontorch examples/fashion_mnist.lua %s </dev/null 2>&1; echo "EXIT $?"')
-    :format(sh_quote(root), args))
+  local p = io.popen(('cd %s && %s bin/moontorch examples/fashion_mnist.lua %s </dev/null 2>&1; echo "EXIT $?"')
+    :format(sh_quote(root), sh_quote(H.luajit), args))
   local out = p:read('*a')
   p:close()
   local code = tonumber(out:match('EXIT (%d+)%s*$'))
   return out:gsub('EXIT %d+%s*$', ''), code
-end
-
-local function be32(n)
-  return string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
 end
 
 -- an IDX pair in `dir` for `split` ('train' or 't10k'): n 28x28 images whose class (0..9) is
@@ -36,7 +32,7 @@ local function write_split(dir, split, n, seed)
     x = (x * 1103515245 + 12345) % 2147483648
     return x / 2147483648
   end
-  local imgs, labels = { '\0\0\8\3' .. be32(n) .. be32(28) .. be32(28) }, { '\0\0\8\1' .. be32(n) }
+  local imgs, labels = {}, {}
   for i = 1, n do
     local c = (i * 7 + seed) % 10
     local r0, c0 = 2 + math.floor(c / 5) * 12, 2 + (c % 5) * 5
@@ -51,20 +47,14 @@ local function write_split(dir, split, n, seed)
     imgs[#imgs + 1] = table.concat(px)
     labels[#labels + 1] = string.char(c)
   end
-  local f = assert(io.open(dir .. '/' .. split .. '-images-idx3-ubyte', 'wb'))
-  f:write(table.concat(imgs))
-  f:close()
-  f = assert(io.open(dir .. '/' .. split .. '-labels-idx1-ubyte', 'wb'))
-  f:write(table.concat(labels))
-  f:close()
+  H.write_file(dir .. '/' .. split .. '-images-idx3-ubyte', H.idx(8, { n, 28, 28 }, table.concat(imgs)))
+  H.write_file(dir .. '/' .. split .. '-labels-idx1-ubyte', H.idx(8, { n }, table.concat(labels)))
 end
 
+-- a file's bytes, nil when it is not there
 local function read(path)
-  local f = io.open(path, 'rb')
-  if not f then return nil end
-  local s = f:read('*a')
-  f:close()
-  return s
+  local ok, s = pcall(H.read_file, path)
+  return ok and s or nil
 end
 
 -- the epoch lines without their timings
@@ -138,7 +128,6 @@ describe('examples/fashion_mnist.lua', function()
       assert.truthy(read(out_a .. '/' .. f), f)
     end
     -- the checkpoint holds what a resume needs
-    local H = require 'spec.support.helper'
     local torch = H.torch
     local c = torch.load(out_a .. '/epoch1.mt')
     assert.equal(1, c.epoch)
@@ -182,8 +171,9 @@ describe('examples/fashion_mnist.lua', function()
     local out_dir = tmpdir()
     -- one SIGINT to the demo's process alone, as a terminal's Ctrl-C sends one (timeout(1) signals
     -- its process group as well, and a second SIGINT ends any LuaJIT at once)
-    local p = io.popen(('cd %s && { luajit bin/moontorch examples/fashion_mnist.lua %s --epochs 500 --out %s </dev/null 2>&1 & '
-      .. 'pid=$!; sleep 3; kill -INT $pid; wait $pid; echo "EXIT $?"; }'):format(sh_quote(root), common, sh_quote(out_dir)))
+    local p = io.popen(('cd %s && { %s bin/moontorch examples/fashion_mnist.lua %s --epochs 500 --out %s </dev/null 2>&1 & '
+      .. 'pid=$!; sleep 3; kill -INT $pid; wait $pid; echo "EXIT $?"; }'):format(sh_quote(root), sh_quote(H.luajit), common,
+      sh_quote(out_dir)))
     local out = p:read('*a')
     p:close()
     assert.truthy(out:find('EXIT 130%s*$'), out)
@@ -191,7 +181,7 @@ describe('examples/fashion_mnist.lua', function()
     local n = out:match('fashion_mnist: interrupted; [^\n]*/checkpoint%.mt holds epoch (%d+): %-%-resume continues from it')
     if n then
       -- what it says is on disk is there
-      assert.equal(tonumber(n), require('spec.support.helper').torch.load(out_dir .. '/checkpoint.mt').epoch)
+      assert.equal(tonumber(n), H.torch.load(out_dir .. '/checkpoint.mt').epoch)
     else
       assert.truthy(out:find('fashion_mnist: interrupted before the first epoch ended; nothing was saved', 1, true), out)
     end
@@ -212,7 +202,7 @@ describe('examples/fashion_mnist.lua', function()
     local out, code = demo(('%s --out %s --resume'):format(common, sh_quote(out_dir)))
     assert.equal(1, code)
     assert.truthy(out:find('fashion_mnist: cannot resume from ' .. out_dir .. '/checkpoint.mt: ', 1, true), out)
-    require('spec.support.helper').torch.save({ 1, 2, 3 }, out_dir .. '/other.mt')
+    H.torch.save({ 1, 2, 3 }, out_dir .. '/other.mt')
     out, code = demo(('%s --out %s --resume %s'):format(common, sh_quote(out_dir), sh_quote(out_dir .. '/other.mt')))
     assert.equal(1, code)
     assert.truthy(out:find('is not a checkpoint of this demo', 1, true), out)
@@ -224,7 +214,7 @@ end)
 
 describe('examples/demo.lua', function()
   it('the tour runs to its end', function()
-    local p = io.popen('luajit bin/moontorch examples/demo.lua 2>&1; echo "EXIT $?"')
+    local p = io.popen(sh_quote(H.luajit) .. ' bin/moontorch examples/demo.lua 2>&1; echo "EXIT $?"')
     local out = p:read('*a')
     p:close()
     assert.truthy(out:find('EXIT 0%s*$'), out)

@@ -98,6 +98,16 @@ function H.write_file(path, s)
   f:close()
 end
 
+-- idx(code, sizes, body): the bytes of an IDX file (moontorch.datasets): two zero bytes, the data
+-- type's code (0x08 for uint8), the count of dims, each size as a big-endian uint32, then the data
+function H.idx(code, sizes, body)
+  local h = { string.char(0, 0, code, #sizes) }
+  for _, n in ipairs(sizes) do
+    h[#h + 1] = string.char(math.floor(n / 16777216) % 256, math.floor(n / 65536) % 256, math.floor(n / 256) % 256, n % 256)
+  end
+  return table.concat(h) .. body
+end
+
 -- ckpt_rechecksum(bytes): a torch.save file's bytes with the checksum recomputed (core/checkpoint.c
 -- describes it), so that a spec can change values inside a file and still get them past the check
 function H.ckpt_rechecksum(s)
