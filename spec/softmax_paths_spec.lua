@@ -229,14 +229,7 @@ local function close(got, want, tol)
   return got == got and abs(got - want) <= tol
 end
 
-local f = C.mt_cpu_features()
-local has = function(m) return bit.band(f, m) == m end
-local HAVE = {
-  avx512 = has(C.MT_CPU_AVX2) and has(C.MT_CPU_FMA) and has(C.MT_CPU_AVX512F) and has(C.MT_CPU_AVX512DQ) and
-    has(C.MT_CPU_AVX512BW) and has(C.MT_CPU_AVX512VL),
-  avx2 = has(C.MT_CPU_AVX2) and has(C.MT_CPU_FMA),
-  scalar = true,
-}
+local HAVE = H.cpu_levels()
 
 describe('softmax paths', function()
   for _, level in ipairs({ 'avx512', 'avx2', 'scalar' }) do

@@ -160,14 +160,7 @@ local function run_path(level, u)
   return res
 end
 
-local f = C.mt_cpu_features()
-local has = function(m) return bit.band(f, m) == m end
-local HAVE = {
-  avx512 = has(C.MT_CPU_AVX2) and has(C.MT_CPU_FMA) and has(C.MT_CPU_AVX512F) and has(C.MT_CPU_AVX512DQ) and
-    has(C.MT_CPU_AVX512BW) and has(C.MT_CPU_AVX512VL),
-  avx2 = has(C.MT_CPU_AVX2) and has(C.MT_CPU_FMA),
-  scalar = true,
-}
+local HAVE = H.cpu_levels()
 
 describe('vmath paths', function()
   local U = inputs()

@@ -98,6 +98,20 @@ function H.write_file(path, s)
   f:close()
 end
 
+-- cpu_levels(): which levels of moontorch's own kernels this CPU runs (what MOONTORCH_VMATH names:
+-- avx512 needs AVX2, FMA and AVX-512 F/DQ/BW/VL; avx2 needs AVX2 and FMA; scalar always)
+function H.cpu_levels()
+  local C = torch._C
+  local f = C.mt_cpu_features()
+  local function has(m) return bit.band(f, m) == m end
+  return {
+    avx512 = has(C.MT_CPU_AVX2) and has(C.MT_CPU_FMA) and has(C.MT_CPU_AVX512F) and has(C.MT_CPU_AVX512DQ) and
+      has(C.MT_CPU_AVX512BW) and has(C.MT_CPU_AVX512VL),
+    avx2 = has(C.MT_CPU_AVX2) and has(C.MT_CPU_FMA),
+    scalar = true,
+  }
+end
+
 -- idx(code, sizes, body): the bytes of an IDX file (moontorch.datasets): two zero bytes, the data
 -- type's code (0x08 for uint8), the count of dims, each size as a big-endian uint32, then the data
 function H.idx(code, sizes, body)
