@@ -10,12 +10,15 @@
  *   else the best core for the CPU: Cooperlake (AVX-512 with BF16), SkylakeX (AVX-512), Zen
  *   (AMD, AVX2) or Haswell (AVX2, and AMD's Zen 4, whose AVX-512 is two AVX2 halves), Sandybridge
  *   (AVX), Nehalem (SSE4.2), Prescott.
- * A core the CPU cannot run (it would die on an illegal instruction) is replaced by the best one,
- * with a warning. After loading, the core OpenBLAS reports is checked against the CPU's best: one
- * warning when it is below (a user forced it, or OpenBLAS was loaded earlier by someone else, or built for
- * one CPU only), naming the setting that fixes it. The decision is mt_blas_plan_core(), a pure
- * function of its arguments, table-tested in spec/blas_spec.lua. The environment is restored after
- * loading, so child processes decide for themselves.
+ * A choice is honoured silently (a platform may set OPENBLAS_CORETYPE for all its programs; a library
+ * must not talk on every start because of it): torch.config() and `moontorch --version` say which
+ * kernels run, who chose them and what the CPU could run. A core the CPU cannot run (it would die on an
+ * illegal instruction) is replaced by the best one, also silently, and said there too. After loading,
+ * the core OpenBLAS reports is checked against the CPU's best; only where nobody chose and it is still
+ * below (OpenBLAS was loaded earlier by someone else, or built for one CPU only) is one warning
+ * printed, naming the setting that fixes it. The decision is mt_blas_plan_core(), a pure function of
+ * its arguments, table-tested in spec/blas_spec.lua. The environment is restored after loading, so
+ * child processes decide for themselves.
  *
  * Providers: OpenBLAS always (float64, matrix-vector, dot), and for float32 matrix products either
  * OpenBLAS or oneDNN's dnnl_sgemm (when CMake found oneDNN, or libdnnl.so.2/3 loads), chosen by
@@ -115,6 +118,7 @@ void mt_blas_plan_core(uint32_t features, const char *vendor, int family, const 
   const char *asked = NULL, *by = NULL;
   if (is_set(setting)) asked = setting, by = "MT_BLAS_CORETYPE";
   else if (is_set(user_env)) asked = user_env, by = "OPENBLAS_CORETYPE";
+  int honoured = 0; /* the core asked for is the one a user or platform chose */
   if (asked) {
     int need = mt_blas_core_level(asked);
     if (*best && need > level) {
@@ -122,13 +126,14 @@ void mt_blas_plan_core(uint32_t features, const char *vendor, int family, const 
       snprintf(out->core, sizeof out->core, "%s", best);
       snprintf(out->how, sizeof out->how, "moontorch, for this CPU (%s=%s needs %s, which this CPU lacks)", by, asked,
                level_title(need));
-      snprintf(out->warning, sizeof out->warning,
-               "moontorch: warning: %s=%s asks for OpenBLAS kernels that need %s, which this CPU lacks; using %s "
-               "instead (set %s=%s, or unset it)",
+      snprintf(out->note, sizeof out->note,
+               "%s=%s asks for OpenBLAS kernels that need %s, which this CPU lacks: moontorch runs %s instead "
+               "(set %s=%s, or unset it)",
                by, asked, level_title(need), best, by, best);
     } else {
       snprintf(out->core, sizeof out->core, "%s", asked);
       snprintf(out->how, sizeof out->how, "%s=%s", by, asked);
+      honoured = 1;
     }
   } else if (*best) {
     snprintf(out->core, sizeof out->core, "%s", best);
@@ -136,26 +141,22 @@ void mt_blas_plan_core(uint32_t features, const char *vendor, int family, const 
   } else {
     snprintf(out->how, sizeof out->how, "OpenBLAS itself (no CPU features known here)");
   }
-  if (!reported || out->warning[0]) return;
+  if (!reported) return;
   int have = mt_blas_core_level(reported);
   if (!*best || have == MT_CPU_LEVEL_NONE || have >= best_level) return;
-  /* below the CPU: say why, and the setting that fixes it */
-  const char *fix;
-  char fixbuf[200];
-  if (asked && strcasecmp(asked, reported) == 0) {
-    snprintf(fixbuf, sizeof fixbuf, "%s=%s asked for them; set %s=%s, or unset %s", by, asked, "MT_BLAS_CORETYPE", best,
-             by);
-    fix = fixbuf;
-  } else {
-    snprintf(fixbuf, sizeof fixbuf,
-             "OpenBLAS did not take the kernel set asked for (it was loaded before moontorch, or built for one CPU "
-             "only); set MT_BLAS=onednn, or load Debian's libopenblas0-pthread (DYNAMIC_ARCH) through moontorch");
-    fix = fixbuf;
+  /* below the CPU: a choice honoured is said in torch.config(); kernels nobody chose are warned about */
+  if (honoured) {
+    snprintf(out->note, sizeof out->note,
+             "OpenBLAS's %s kernels (%s) run, below the %s kernels (%s) this CPU runs best: %s=%s asked for them; "
+             "set MT_BLAS_CORETYPE=%s, or unset %s",
+             reported, level_title(have), best, level_title(best_level), by, asked, best, by);
+    return;
   }
   snprintf(out->warning, sizeof out->warning,
            "moontorch: warning: the BLAS runs OpenBLAS's %s kernels (%s), below the %s kernels (%s) this CPU runs "
-           "best: %s",
-           reported, level_title(have), best, level_title(best_level), fix);
+           "best: OpenBLAS did not take the kernel set asked for (it was loaded before moontorch, or built for one CPU "
+           "only); set MT_BLAS=onednn, or load Debian's libopenblas0-pthread (DYNAMIC_ARCH) through moontorch",
+           reported, level_title(have), best, level_title(best_level));
 }
 
 /* ---------------------------------------------------------------- loading */
@@ -501,6 +502,7 @@ int mt_blas_describe(char *buf, size_t n) {
   int k = snprintf(buf, n, "  - BLAS: %s (%s)\n", config, ob.path[0] ? ob.path : "libopenblas.so.0");
   if (reported_core[0])
     k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "  - BLAS kernels: %s, chosen by %s\n", reported_core, plan.how);
+  if (plan.note[0]) k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "    note: %s\n", plan.note);
   /* the warnings without their "moontorch: " (they were printed once with it) */
   if (plan.warning[0]) k += snprintf(buf + k, n > (size_t)k ? n - k : 0, "    %s\n", plan.warning + 11);
   if (strcmp(b->name, "onednn") == 0)

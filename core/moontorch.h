@@ -986,12 +986,15 @@ MT_API const char *mt_kernels_simd(void);
 /* ---------------------------------------------------------------- the BLAS (core/blas.c) */
 /* The BLAS is loaded at first use (a product, mt_blas_load, mt_config_string) with dlopen, after
  * moontorch chose OpenBLAS's kernel set from the CPU's features; MT_BLAS_CORETYPE, else the user's
- * OPENBLAS_CORETYPE, wins over the choice. MT_BLAS=openblas|onednn picks who does float32 products;
+ * OPENBLAS_CORETYPE, wins over the choice, silently (mt_config_string says it). MT_BLAS=openblas|onednn picks who does float32 products;
  * MT_OPENBLAS_LIB / MT_ONEDNN_LIB name the library files to load instead of the usual ones. */
 typedef struct mt_blas_plan {
   char core[32];     /* the kernel set to ask OpenBLAS for ("": leave OpenBLAS to choose) */
   char how[160];     /* who chose it and why, for mt_config_string */
-  char warning[480]; /* "" or the one warning to print (a core the CPU cannot run, or one below it) */
+  char note[480];    /* "" or what mt_config_string adds, never printed on its own: a choice (MT_BLAS_CORETYPE,
+                        OPENBLAS_CORETYPE) below the CPU's best, or one the CPU cannot run and what runs instead */
+  char warning[480]; /* "" or the one warning for stderr: nobody chose, and OpenBLAS still runs kernels below the
+                        CPU's best */
 } mt_blas_plan;
 /* The decision, a pure function: the CPU's features, vendor and family, MT_BLAS_CORETYPE and
  * OPENBLAS_CORETYPE (NULL or "" when unset), and the kernel set OpenBLAS reports once loaded (NULL

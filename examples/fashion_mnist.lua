@@ -226,6 +226,7 @@ for _, k in ipairs({ 'window_x', 'window_loss', 'window_acc' }) do history[k] = 
 
 local saved = first_epoch - 1 -- the last epoch whose checkpoint is on disk, and its file
 local saved_path = checkpoint and (opts.resume == true and ckpt_path or opts.resume)
+local saving -- the epoch whose checkpoint is being written
 local function train()
   for epoch = first_epoch, opts.epochs do
     net:train()
@@ -269,10 +270,11 @@ local function train()
       epoch = epoch, rng_state = torch.get_rng_state(), history = history, plan = plan }
     -- the epoch's own checkpoint, and the latest one that a bare --resume takes (each written
     -- atomically: an interrupted save leaves the previous file whole)
+    saving = epoch
     torch.save(state, ('%s/epoch%d.mt'):format(opts.out, epoch))
     torch.save(state, ckpt_path)
-    save_plot()
     saved, saved_path = epoch, ckpt_path
+    save_plot()
   end
 end
 
@@ -282,6 +284,12 @@ if not ok then
   if tostring(err):find('interrupted!', 1, true) then
     io.stdout:write('\n')
     io.stdout:flush()
+    -- an interrupt may land after the latest checkpoint's rename and before `saved` heard of it (the
+    -- plot is drawn in between): what is on disk decides
+    if saving then
+      local ok_disk, on_disk = pcall(torch.load, ckpt_path)
+      if ok_disk and type(on_disk) == 'table' and on_disk.epoch == saving then saved, saved_path = saving, ckpt_path end
+    end
     if saved > 0 then
       io.stderr:write(('fashion_mnist: interrupted; %s holds epoch %d: --resume continues from it\n'):format(saved_path, saved))
     else

@@ -101,14 +101,14 @@ describe('moontorch.utils.data', function()
     local path = os.tmpname()
     local ds = data.TensorDataset(torch.arange(6), torch.arange(6) * 2)
     torch.save({ ds = data.Subset(ds, { 5, 2 }), loader = data.DataLoader(ds, { batch_size = 4 }) }, path, { sync = false })
-    local out, ok = H.run_lua(([[
+    local out, ok, err = H.run_lua(([[
       local torch = require 'moontorch'
       local obj = torch.load(%q)
       print(torch.typename(obj.ds), obj.ds:__len(), obj.ds[1][2]:item(), obj.loader:__len())
       for x, y in obj.loader() do io.write(table.concat(y:tolist(), ','), ';') end
     ]]):format(path))
     os.remove(path)
-    assert.is_true(ok, out)
+    assert.is_true(ok, out .. err)
     assert.are.equal('data.Subset\t2\t8\t2\n0,2,4,6;8,10;', out)
   end)
 

@@ -6,8 +6,9 @@ local torch = H.torch
 local nn, optim = require 'moontorch.nn', require 'moontorch.optim'
 
 local function fresh(code)
-  local out, ok = H.run_lua(code)
-  assert(ok, 'the fresh process failed:\n' .. out)
+  local out, ok, err = H.run_lua(code)
+  assert(ok, 'the fresh process failed:\n' .. out .. err)
+  assert(err == '', 'the fresh process wrote on stderr:\n' .. err)
   return out
 end
 

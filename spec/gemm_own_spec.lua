@@ -135,8 +135,8 @@ end)
 if os.getenv('MT_GEMM_OWN_SPEC_CHILD') == nil then
   describe('who does the products', function()
     it('torch.config() names the own kernel and its limits, unless MT_BLAS names a provider', function()
-      local out, ok = H.run_lua([[io.write(require('moontorch').config())]])
-      assert.is_true(ok, out)
+      local out, ok, err = H.run_lua([[io.write(require('moontorch').config())]])
+      assert.is_true(ok, out .. err)
       local simd = out:match("own kernels: (%w+)")
       if simd ~= 'scalar' then
         assert.truthy(out:find("except those of up to 67108864 multiply-adds (K up to 1024): moontorch's own kernel", 1, true), out)

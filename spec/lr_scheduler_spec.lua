@@ -179,7 +179,7 @@ describe('lr_scheduler state_dicts', function()
     local s = L.OneCycleLR(o, { max_lr = 0.5, total_steps = 30 })
     for e = 0, 9 do advance(s, o, e) end
     torch.save({ s = s, o = o }, path)
-    local out, ok = H.run_lua(([==[
+    local out, ok, err = H.run_lua(([==[
 local torch = require 'moontorch'
 local c = torch.load(%q)
 assert(torch.typename(c.s) == 'optim.lr_scheduler.OneCycleLR', torch.typename(c.s))
@@ -188,7 +188,7 @@ for e = 10, 19 do c.o:step(); c.s:step() end
 io.write(('%%.17g %%.17g %%.17g'):format(c.s:get_last_lr()[1], c.s:get_last_lr()[2], c.o.param_groups[1].momentum))
 ]==]):format(path))
     os.remove(path)
-    assert(ok, out)
+    assert(ok, out .. err)
     local want
     for _, c in ipairs(wants) do if c[1] == 'OneCycleLR' then want = c end end
     assert.equal(('%.17g %.17g %.17g'):format(want.lrs[21][1], want.lrs[21][2], want.momenta[21][1]), out)

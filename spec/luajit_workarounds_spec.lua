@@ -15,8 +15,8 @@ for i = 1, 20000 do for _, t in ipairs(ts) do sum = sum + total(t:tolist()) end 
 print(sum)
 ]]
     for run = 1, 25 do
-      local out, ok = H.run_lua(code)
-      assert(ok, ('run %d died: %s'):format(run, out))
+      local out, ok, err = H.run_lua(code)
+      assert(ok, ('run %d died: %s'):format(run, out .. err))
       assert.are.equal('240000\n', out)
     end
   end)

@@ -144,7 +144,7 @@ describe('optimizer state_dicts', function()
     local whole_ps, whole = run(wants[1], torch.float64, 1, 5, make(torch.float64), nil)
     whole = optim.Adam(whole_ps, { lr = 0.05, amsgrad = true })
     run(wants[1], torch.float64, 1, 10, whole_ps, whole)
-    local out, ok = H.run_lua(([==[
+    local out, ok, err = H.run_lua(([==[
 local torch = require 'moontorch'
 local c = torch.load(%q)
 assert(torch.typename(c.opt) == 'optim.Adam', torch.typename(c.opt))
@@ -164,7 +164,7 @@ end
 print(c.opt.state[ps[1]].step:item())
 ]==]):format(path))
     os.remove(path)
-    assert(ok, out)
+    assert(ok, out .. err)
     local expect = {}
     for _, p in ipairs(whole_ps) do
       for _, x in ipairs(flat(p)) do expect[#expect + 1] = ('%.17g'):format(x) end

@@ -174,7 +174,7 @@ end)
 
 describe('MOONTORCH_VMATH=0 (the scalar paths of every kernel it names)', function()
   it('small float32 products and the 2x2 max pool run without the AVX2 kernels, with the same results', function()
-    local out, ok = H.run_lua([[
+    local out, ok, err = H.run_lua([[
       local ffi = require 'ffi'
       ffi.cdef 'int setenv(const char *name, const char *value, int overwrite);'
       ffi.C.setenv('MOONTORCH_VMATH', '0', 1)
@@ -193,7 +193,7 @@ describe('MOONTORCH_VMATH=0 (the scalar paths of every kernel it names)', functi
       assert(torch.equal(F.max_pool2d(x, 2), want), 'max_pool2d')
       print('ok')
     ]])
-    assert.is_true(ok, out)
+    assert.is_true(ok, out .. err)
     assert.are.equal('ok\n', out)
   end)
 end)

@@ -157,7 +157,7 @@ end)
 
 describe('progress beside other clock_gettime declarations', function()
   it('works after a script (or the REPL) declared clock_gettime with a struct of its own', function()
-    local out, ok = H.run_lua([[
+    local out, ok, err = H.run_lua([[
       local ffi = require 'ffi'
       ffi.cdef 'struct my_ts { long s, ns; }; int clock_gettime(int, struct my_ts *);'
       local progress = require 'moontorch.utils.progress'
@@ -165,7 +165,7 @@ describe('progress beside other clock_gettime declarations', function()
       require 'moontorch.repl' -- its own clock too
       print('done')
     ]])
-    assert.is_true(ok, out)
+    assert.is_true(ok, out .. err)
     assert.truthy(out:find('x 100%% 2/2 ', 1), out)
     assert.truthy(out:find('done\n', 1, true), out)
   end)

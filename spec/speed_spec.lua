@@ -90,7 +90,7 @@ describe('the thread pool', function()
   end)
 
   it('survives fork(): a child process runs parallel kernels (its pool starts afresh)', function()
-    local out, ok = H.run_lua([[
+    local out, ok, err = H.run_lua([[
       local ffi = require 'ffi'
       ffi.cdef('int fork(void); int waitpid(int, int *, int); void _exit(int);')
       local torch = require 'moontorch'
@@ -105,7 +105,7 @@ describe('the thread pool', function()
       local st = ffi.new('int[1]')
       ffi.C.waitpid(pid, st, 0)
       print('child status', st[0])]])
-    assert.truthy(ok, out)
+    assert.truthy(ok, out .. err)
     assert.truthy(out:find('child status\t0', 1, true), out)
   end)
 end)
@@ -247,14 +247,8 @@ describe('the small float32 product kernels (AVX-512, AVX2; one thread or split 
   end)()
   local function run(env, threads)
     local code = CODE:format(threads, 'loadstring(' .. ('%q'):format(shapes) .. ')()')
-    local path = os.tmpname()
-    H.write_file(path, ('package.path = %q .. package.path\npackage.cpath = %q .. package.cpath\n'):format(
-      (os.getenv('MOONTORCH_BUILD_DIR') or 'build') .. '/lua/?.lua;' .. (os.getenv('MOONTORCH_BUILD_DIR') or 'build') ..
-      '/lua/?/init.lua;', (os.getenv('MOONTORCH_BUILD_DIR') or 'build') .. '/lib/?.so;') .. code)
-    local p = io.popen(env .. ' luajit ' .. path .. ' 2>&1')
-    local s = p:read('*a')
-    p:close()
-    os.remove(path)
+    local s, ok, err = H.run_lua(code, env ~= '' and { env } or nil)
+    assert(ok and err == '', s .. err)
     return s
   end
 

@@ -171,21 +171,24 @@ function H.watch_jit(fn, nyi_in, traces_in)
   return nyi, traces, r
 end
 
--- run_lua(code): runs `code` in a fresh luajit process that finds moontorch where this one does
--- (the build tree, or the installed rock); returns its output (stdout and stderr) and whether it
--- exited with 0
-function H.run_lua(code)
-  local dir = os.tmpname()
-  local f = assert(io.open(dir, 'wb'))
-  f:write(('package.path = %q .. package.path\npackage.cpath = %q .. package.cpath\n'):format(
-    build .. '/lua/?.lua;' .. build .. '/lua/?/init.lua;', build .. '/lib/?.so;'))
-  f:write(code)
-  f:close()
-  local p = io.popen('timeout 120 ' .. H.sh_quote(H.luajit) .. ' ' .. dir .. ' 2>&1')
+-- run_lua(code[, env]): runs `code` in a fresh luajit process that finds moontorch where this one does
+-- (the build tree, or the installed rock), with the variables of `env` ({'NAME=value', ...}) set for
+-- it; returns its stdout, whether it exited with 0, and its stderr (apart: a library prints nothing
+-- there unless something is wrong, and a platform's settings must not change what stdout says)
+function H.run_lua(code, env)
+  local path = os.tmpname()
+  H.write_file(path, ('package.path = %q .. package.path\npackage.cpath = %q .. package.cpath\n'):format(
+    build .. '/lua/?.lua;' .. build .. '/lua/?/init.lua;', build .. '/lib/?.so;') .. code)
+  local vars = {}
+  for i, e in ipairs(env or {}) do vars[i] = H.sh_quote(e) end
+  local p = io.popen(('env %s timeout 120 %s %s 2>%s'):format(table.concat(vars, ' '), H.sh_quote(H.luajit), path,
+    H.sh_quote(path .. '.err')))
   local out = p:read('*a')
   local ok = p:close()
-  os.remove(dir)
-  return out, ok == true or ok == 0
+  local err = H.read_file(path .. '.err')
+  os.remove(path)
+  os.remove(path .. '.err')
+  return out, ok == true or ok == 0, err
 end
 
 return H
