@@ -534,14 +534,25 @@ M.default_convert = default_convert
 function M.get_worker_info() return worker_info end
 M._set_worker_info = function(w) worker_info = w end
 
+-- read-only, as PyTorch's: the fields live in a table of their own, so that every assignment
+-- reaches __newindex
 local WorkerInfo = class.class('data.WorkerInfo', nil, M)
+local info_keys = { 'id', 'num_workers', 'seed', 'dataset' }
 function WorkerInfo:__init(fields)
-  for _, k in ipairs({ 'id', 'num_workers', 'seed', 'dataset' }) do rawset(self, k, fields[k]) end
+  local f = {}
+  for _, k in ipairs(info_keys) do f[k] = fields[k] end
+  rawset(self, '_fields', f)
+end
+function WorkerInfo.__index(self, k)
+  local v = rawget(self, '_fields')[k]
+  if v ~= nil then return v end
+  return WorkerInfo[k]
 end
 function WorkerInfo:__newindex() fail('utils.data.WorkerInfo', 'Cannot assign attributes to WorkerInfo objects') end
 function WorkerInfo:__tostring()
-  return ('WorkerInfo(id=%d, num_workers=%d, seed=%s, dataset=%s)'):format(rawget(self, 'id'),
-    rawget(self, 'num_workers'), tostring(rawget(self, 'seed')):gsub('LL$', ''), tostring(rawget(self, 'dataset')))
+  local f = rawget(self, '_fields')
+  return ('WorkerInfo(id=%d, num_workers=%d, seed=%s, dataset=%s)'):format(f.id, f.num_workers,
+    (tostring(f.seed):gsub('LL$', '')), tostring(f.dataset))
 end
 
 ------------------------------------------------------------------------------ DataLoader
@@ -640,7 +651,7 @@ function DataLoader:__init(dataset, opts)
   self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
   self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, opts.generator
   self.num_workers, self.timeout, self.worker_init_fn = num_workers, timeout, opts.worker_init_fn
-  self.prefetch_factor = num_workers > 0 and (prefetch_factor or 2) or prefetch_factor
+  self.prefetch_factor = prefetch_factor or 2
   self.persistent_workers, self.pin_memory = persistent, pin_memory
   self.pin_memory_device = opts.pin_memory_device or ''
   self.multiprocessing_context = ctx
