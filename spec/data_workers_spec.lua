@@ -51,11 +51,17 @@ local function children()
   return pids
 end
 
+-- the descriptors open in this process (probed one by one: a listing through io.popen would race
+-- with popen's own pipe)
 local function open_fds()
-  local p = io.popen('ls /proc/' .. my_pid() .. '/fd')
   local n = 0
-  for _ in p:read('*a'):gmatch('%d+') do n = n + 1 end
-  p:close()
+  for fd = 0, 1100 do
+    local f = io.open('/proc/self/fdinfo/' .. fd)
+    if f then
+      n = n + 1
+      f:close()
+    end
+  end
   return n
 end
 
@@ -450,8 +456,8 @@ describe('DataLoader workers', function()
         return i
       end
       local err = H.errors_with(function() lists(data.DataLoader(K('kill'), { batch_size = 2, num_workers = 2 })) end,
-        'moontorch.utils.data.DataLoader: DataLoader worker 0 (pid ')
-      assert.truthy(err:find('^[^\n]*data_workers_spec.lua:%d+: moontorch.utils.data.DataLoader: DataLoader worker 0 %(pid %d+%) is killed by signal: Killed%.$'), err)
+        'moontorch.utils.data.DataLoader: DataLoader worker (pid ')
+      assert.truthy(err:find('^[^\n]*data_workers_spec.lua:%d+: moontorch.utils.data.DataLoader: DataLoader worker %(pid %d+%) is killed by signal: Killed%. %(worker id 0%)$'), err)
       assert.are.same({}, children())
       H.errors_with(function() lists(data.DataLoader(K('exit'), { batch_size = 2, num_workers = 2 })) end,
         'exited unexpectedly with exit code 3')
@@ -480,7 +486,7 @@ describe('DataLoader workers', function()
         for b in data.DataLoader(Sleepy(), { batch_size = 2, num_workers = 1, timeout = 0.3 })() do got[#got + 1] = b:tolist() end
       end, 'moontorch.utils.data.DataLoader: DataLoader timed out after 0.3 seconds')
       assert.are.same({ { 1, 2 } }, got)
-      assert.is_true(C.mt_proc_clock() - t0 < 2)
+      assert.is_true(C.mt_proc_clock() - t0 < 2.5)
       assert.are.same({}, children())
     end)
 

@@ -381,12 +381,12 @@ end
 local function death_message(w, pid)
   local how = C.mt_proc_wait(pid, 1, int_out)
   if how == 2 then
-    return ('DataLoader worker %d (pid %d) is killed by signal: %s.'):format(w, pid,
-      ffi.string(C.mt_proc_signal_name(int_out[0])))
+    return ('DataLoader worker (pid %d) is killed by signal: %s. (worker id %d)'):format(pid,
+      ffi.string(C.mt_proc_signal_name(int_out[0])), w)
   elseif how == 1 then
-    return ('DataLoader worker %d (pid %d) exited unexpectedly with exit code %d.'):format(w, pid, int_out[0])
+    return ('DataLoader worker (pid %d) exited unexpectedly with exit code %d. (worker id %d)'):format(pid, int_out[0], w)
   end
-  return ('DataLoader worker %d (pid %d) exited unexpectedly'):format(w, pid)
+  return ('DataLoader worker (pid %d) exited unexpectedly. (worker id %d)'):format(pid, w)
 end
 
 -- the next message from any worker (PyTorch's _get_data): waits at most `timeout` seconds when that
