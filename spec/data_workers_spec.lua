@@ -622,6 +622,7 @@ describe('DataLoader workers', function()
         nested = { a = { b = { c = 'deep' .. i } }, list = { 1, 2.5, 'three' } },
         box = Box(torch.tensor({ i * 10 }, { dtype = torch.int32 })),
         leaf = leaf,
+        kind = { torch.float64, torch.device('cpu') },
       }
     end
 
@@ -642,6 +643,8 @@ describe('DataLoader workers', function()
       assert.are.equal(torch.int32, s.box.v.dtype)
       assert.is_true(s.leaf.requires_grad)
       assert.is_true(s.leaf.is_leaf)
+      assert.are.equal(torch.float64, s.kind[1])
+      assert.are.equal(torch.device('cpu'), s.kind[2])
     end
 
     it('any structure of tables, numbers, strings, booleans, int64 and class instances with tensors', function()

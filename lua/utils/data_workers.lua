@@ -70,6 +70,8 @@ end
 -- `body`: the value, encoded with those metatables, where a table with the metatable TREF stands
 -- for tensor number TREF[1].
 local TREF = setmetatable({}, { __tostring = function() return 'TREF' end })
+-- dtypes and devices (moontorch's own values) stand as {name} with these metatables
+local DTYPE, DEVICE = {}, {}
 local plain = buffer.new()
 
 local function unsendable(what)
@@ -91,6 +93,8 @@ local function wire(v, st)
     unsendable(('a cdata value (%s)'):format(tostring(ffi.typeof(v))))
   end
   if tv ~= 'table' then unsendable('a ' .. tv) end
+  if dtype.is_dtype(v) then return setmetatable({ v.id }, DTYPE) end
+  if dtype.is_device(v) then return setmetatable({ tostring(v) }, DEVICE) end
   if st.open[v] then unsendable('a table that holds itself') end
   local out = {}
   local mt = getmetatable(v)
@@ -135,7 +139,7 @@ end
 -- encode(hdr, value): the message's bytes, the descriptors to send and the tensors whose blocks'
 -- descriptors are closed once it went (those of the blocks made for it, and of the collate's)
 local function encode(hdr, value)
-  local st = { tensors = {}, open = {}, classes = {}, mts = { TREF }, class_ix = {} }
+  local st = { tensors = {}, open = {}, classes = {}, mts = { TREF, DTYPE, DEVICE }, class_ix = {} }
   local body = wire(value, st)
   local maps, fds, descs, held, by_fd, packed = {}, {}, {}, {}, {}, {}
   for k, t in ipairs(st.tensors) do
@@ -200,10 +204,17 @@ end
 
 -- the value in a received message's header: its blocks mapped (their descriptors taken from msg and
 -- closed), its tensors made over them
+local function restore(x, ts)
+  local mt = getmetatable(x)
+  if mt == TREF then return ts[x[1]] end
+  if mt == DTYPE then return dtype.by_id[x[1]] end
+  if mt == DEVICE then return dtype.device(x[1]) end
+end
 local function put_tensors(v, ts)
   for k, x in next, v do
     if type(x) == 'table' then
-      if getmetatable(x) == TREF then rawset(v, k, ts[x[1]]) else put_tensors(x, ts) end
+      local r = restore(x, ts)
+      if r ~= nil then rawset(v, k, r) else put_tensors(x, ts) end
     end
   end
 end
@@ -230,14 +241,16 @@ local function materialise(hdr, msg)
   end)
   for _, m in ipairs(maps) do C.mt_shm_map_release(m) end
   if not ok then error(err, 0) end
-  local mts = { TREF }
-  for i, name in ipairs(hdr.classes) do
-    mts[i + 1] = class.find(name)
-    if not mts[i + 1] then fail(OP, ("a worker sent an instance of class '%s', unknown here"):format(name)) end
+  local mts = { TREF, DTYPE, DEVICE }
+  for _, name in ipairs(hdr.classes) do
+    local c = class.find(name)
+    if not c then fail(OP, ("a worker sent an instance of class '%s', unknown here"):format(name)) end
+    mts[#mts + 1] = c
   end
   local v = buffer.new({ metatable = mts }):set(hdr.body):decode()
   if type(v) == 'table' then
-    if getmetatable(v) == TREF then return ts[v[1]] end
+    local r = restore(v, ts)
+    if r ~= nil then return r end
     put_tensors(v, ts)
   end
   return v
@@ -305,10 +318,10 @@ local function worker_main(cfg, wid, fd)
         make_fetcher()
         send(fd, { kind = 'resumed', worker = wid })
       elseif not ended then
-        local reply
         if init_err then
-          reply, init_err = { kind = 'error', idx = task.idx, worker = wid, err = init_err }, nil
-          send(fd, reply)
+          local e = init_err
+          init_err = nil
+          send(fd, { kind = 'error', idx = task.idx, worker = wid, err = e })
         else
           local arg = task.value
           if iterable and arg == false then arg = nil end
@@ -323,7 +336,6 @@ local function worker_main(cfg, wid, fd)
             send(fd, { kind = 'error', idx = task.idx, worker = wid, err = batch })
           end
         end
-        batch = nil
       end
     end
   end, traceback)
