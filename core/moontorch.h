@@ -1154,8 +1154,9 @@ MT_API mt_status mt_shm_pack(mt_tensor *const *ts, int n, int64_t *offsets, mt_t
 /* The descriptor of the block holding t's storage when this process made it and still holds the
  * descriptor, with the block's length and t's first element's byte offset in it; else -1. */
 MT_API int mt_shm_fd_of(const mt_tensor *t, size_t *nbytes, int64_t *byte_offset);
-/* Close the descriptor of t's block (handed on to another process); the block stays mapped. */
-MT_API void mt_shm_close_fd(const mt_tensor *t);
+/* Close the descriptors of every block this process made (once a message handed them on); the
+ * blocks stay mapped, and mt_shm_fd_of gives -1 for them from then on. */
+MT_API void mt_shm_close_fds(void);
 /* Map a block received as fd (closed here, mapped or not), nbytes long: the caller holds the map. */
 MT_API mt_status mt_shm_map_fd(int fd, size_t nbytes, mt_shm_map **out);
 /* A tensor over the map at byte_offset with the given geometry (checked to lie inside the block). */

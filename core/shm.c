@@ -11,8 +11,10 @@
  *
  * A tensor over a block is an ordinary CPU tensor whose storage is external memory (mt_tensor_from_blob
  * with a deleter that drops its reference to the block), so every op reads and writes it as any other.
- * Blocks this process made keep their descriptor until it is handed on (mt_shm_close_fd), and are
- * found by their address (mt_shm_fd_of) in a list of those. */
+ * Blocks this process made keep their descriptor until the message that hands them on went
+ * (mt_shm_close_fds closes them all: a worker's collate may make blocks it then drops, whose
+ * descriptors must not pile up until the GC frees the tensors), and are found by their address
+ * (mt_shm_fd_of) in a list of those. */
 #define _GNU_SOURCE /* memfd_create, mkostemp */
 #include "mt_internal.h"
 
@@ -207,17 +209,15 @@ int mt_shm_fd_of(const mt_tensor *t, size_t *nbytes, int64_t *byte_offset) {
   return fd;
 }
 
-void mt_shm_close_fd(const mt_tensor *t) {
+void mt_shm_close_fds(void) {
   pthread_mutex_lock(&made_mu);
-  mt_shm_map *m = block_of(t);
-  int fd = -1;
-  if (m) {
-    fd = m->fd;
-    m->fd = -1;
+  while (made) {
+    mt_shm_map *m = made;
     unlist(m);
+    close(m->fd);
+    m->fd = -1;
   }
   pthread_mutex_unlock(&made_mu);
-  if (fd >= 0) close(fd);
 }
 
 #define PACK_ALIGN 64

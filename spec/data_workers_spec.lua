@@ -683,6 +683,23 @@ describe('DataLoader workers', function()
       assert.are.equal(before, tonumber(C.mt_shm_live()))
     end)
 
+    it('a worker\'s descriptors do not pile up when its collate drops the blocks it made', function()
+      local N = torch.class('spec.workers.Numbers', data.Dataset)
+      function N:__len() return 400 end
+      function N:__getitem(i) return i end
+      local counts = {}
+      local function collate(b)
+        local x = data.default_collate(b) -- a block in shared memory, dropped below
+        if b[1] % 100 == 0 then return open_fds() end
+        return x:clone()
+      end
+      for v in data.DataLoader(N(), { batch_size = 1, num_workers = 1, collate_fn = collate })() do
+        if type(v) == 'number' then counts[#counts + 1] = v end
+      end
+      assert.are.equal(4, #counts)
+      assert.is_true(counts[4] <= counts[1] + 2, table.concat(counts, ' '))
+    end)
+
     it('blocks also work as unlinked /dev/shm files (a kernel without memfd)', function()
       assert.are.equal(1, C.mt_shm_use_memfd(-1))
       C.mt_shm_use_memfd(0)

@@ -136,8 +136,8 @@ local function contiguous_strides(sizes)
   return s
 end
 
--- encode(hdr, value): the message's bytes, the descriptors to send and the tensors whose blocks'
--- descriptors are closed once it went (those of the blocks made for it, and of the collate's)
+-- encode(hdr, value): the message's bytes, the descriptors to send and the tensors that hold their
+-- blocks (alive until the message went; then every block's descriptor is closed)
 local function encode(hdr, value)
   local st = { tensors = {}, open = {}, classes = {}, mts = { TREF, DTYPE, DEVICE }, class_ix = {} }
   local body = wire(value, st)
@@ -198,7 +198,8 @@ local function send(fd, hdr, value)
   local bytes, fds, held = encode(hdr, value)
   for i, d in ipairs(fds) do fd_arr[i - 1] = d end
   local rc = C.mt_proc_send(fd, bytes, #bytes, fd_arr, #fds)
-  for _, t in ipairs(held) do C.mt_shm_close_fd(t) end
+  C.mt_shm_close_fds()
+  held = nil
   if rc ~= 0 then raise_last() end
 end
 
