@@ -292,7 +292,7 @@ describe('DataLoader workers', function()
         local k = 0
         for _ in dl() do
           k = k + 1
-          sleep_ms(40) -- the worker runs ahead as far as it may
+          sleep_ms(60) -- the worker runs ahead as far as it may
           local n = 0
           for _ in io.lines(log) do n = n + 1 end
           if n - k > ahead then ahead = n - k end
