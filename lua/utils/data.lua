@@ -4,13 +4,15 @@
 --   local train, val = unpack(data.random_split(ds, {0.8, 0.2}, {generator = g}))
 --   local loader = data.DataLoader(train, {batch_size = 64, shuffle = true, generator = g})
 --   for x, y in loader:iter() do ... end                    -- or `for x, y in loader() do`
---   loader:__len()                                           -- the number of batches (LuaJIT's # ignores __len)
+--   loader:__len(), data.len(loader)                         -- the number of batches (LuaJIT's # ignores __len)
+--   data.DataLoader(ds, {num_workers = 2, ...})              -- 2 worker processes (data_workers.lua)
 -- Indices are 1-based everywhere (samplers yield 1..n). A sample that is a Lua array (TensorDataset's
 -- {x, y}) is PyTorch's tuple: the loader yields a batch's members as several values.
 -- Shuffled orders equal PyTorch 1.13's for the same seed: RandomSampler draws randperm / randint(·, 32)
 -- from the generator as PyTorch does, and each pass of a DataLoader first draws its base seed (one
 -- int64) from the loader's generator (or the global one), as PyTorch's iterator does.
--- Batching a TensorDataset with the default collate is one index_select per tensor (in C).
+-- Batching a TensorDataset with the default collate is one index_select per tensor (in C). In a
+-- worker process, default_collate and that index_select write into shared memory (data_workers.lua).
 local ffi = require 'ffi'
 local torch = require 'moontorch'
 local class = require 'moontorch.class'
