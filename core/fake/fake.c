@@ -2,8 +2,8 @@
  * device whose memory the host cannot read, put in the CUDA slot of the registry by a spec
  * (mt_fake_cuda_install) or by MOONTORCH_FAKE_CUDA=N[:bytes] at load. It shows that everything
  * outside a backend reaches a second device through the seam alone:
- *   - its memory is host pages of its own (mmap), which are PROT_NONE except while one of its kernels
- *     or transfers runs: a direct read of a device tensor's data anywhere else (C or Lua) faults, and
+ *   - its memory is host pages of its own (one mapping per device), which are PROT_NONE except while
+ *     one of its kernels or transfers runs: a direct read of a device tensor's data anywhere else (C or Lua) faults, and
  *     the fault handler names the fake device and the address before the process dies;
  *   - it has N devices of a fixed size (an allocation past it fails, as cudaMalloc does), a current
  *     device, streams and events (done at once), pinned host memory, and counts what it does
@@ -33,16 +33,18 @@ static mt_fake_counts counts;
 mt_fake_counts *mt_fake_cuda_counts(void) { return &counts; }
 #define COUNT(field) __atomic_add_fetch(&counts.field, 1, __ATOMIC_RELAXED)
 
-/* the mapped regions of device memory */
-typedef struct region {
-  char *p;
-  size_t len;
-  int device;
-} region;
-static region *regions;
-static size_t nregions, cap_regions;
+/* Each device's memory is one mapping of `capacity` bytes (an arena), PROT_NONE but while a kernel
+ * or a transfer runs (one mprotect per device either way), handed out in whole pages, first fit,
+ * from a list of free extents kept in address order. */
+typedef struct extent {
+  size_t off, len;
+} extent;
+static char *arena[MT_MAX_DEVICES];
+static extent *free_list[MT_MAX_DEVICES];
+static size_t nfree[MT_MAX_DEVICES], cap_free[MT_MAX_DEVICES];
+static size_t arena_len; /* of each arena: capacity, rounded to pages */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int open_depth; /* > 0: a kernel or transfer runs, the regions are readable */
+static int open_depth; /* > 0: a kernel or transfer runs, the arenas are readable */
 
 static size_t page_round(size_t n) {
   size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -50,7 +52,8 @@ static size_t page_round(size_t n) {
 }
 
 static void protect_all(int prot) {
-  for (size_t i = 0; i < nregions; i++) mprotect(regions[i].p, regions[i].len, prot);
+  for (int d = 0; d < ndev; d++)
+    if (arena[d]) mprotect(arena[d], arena_len, prot);
 }
 static void enter(void) {
   pthread_mutex_lock(&mu);
@@ -63,19 +66,45 @@ static void leave(void) {
   pthread_mutex_unlock(&mu);
 }
 
+/* the arenas of `n` devices of `bytes` each (any old ones unmapped: nothing lives there) */
+static mt_status map_arenas(int n, size_t bytes) {
+  for (int d = 0; d < MT_MAX_DEVICES; d++) {
+    if (arena[d]) munmap(arena[d], arena_len);
+    arena[d] = NULL;
+    free(free_list[d]);
+    free_list[d] = NULL;
+    nfree[d] = cap_free[d] = 0;
+    used[d] = peak_used[d] = 0;
+  }
+  arena_len = page_round(bytes);
+  for (int d = 0; d < n; d++) {
+    void *p = mmap(NULL, arena_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    free_list[d] = malloc(64 * sizeof(extent));
+    if (p == MAP_FAILED || !free_list[d]) {
+      if (p != MAP_FAILED) munmap(p, arena_len);
+      return mt_error(MT_ENOMEM, "fake_cuda_install: cannot map %zu bytes for device %d", arena_len, d);
+    }
+    arena[d] = p;
+    free_list[d][0] = (extent){0, arena_len};
+    nfree[d] = 1;
+    cap_free[d] = 64;
+  }
+  return MT_OK;
+}
+
 /* ---------------------------------------------------------------- the fault handler */
 static struct sigaction previous;
 static bool handler_installed;
 
 static void on_fault(int sig, siginfo_t *info, void *uc) {
   char *a = info->si_addr;
-  for (size_t i = 0; i < nregions; i++) {
-    if (a >= regions[i].p && a < regions[i].p + regions[i].len) {
+  for (int d = 0; d < ndev; d++) {
+    if (arena[d] && a >= arena[d] && a < arena[d] + arena_len) {
       char msg[320];
       int n = snprintf(msg, sizeof msg,
                        "moontorch: the host touched memory of the fake device cuda:%d outside its backend (address "
                        "%p): a device tensor's values are read through mt_readback / mt_tensor_to_host\n",
-                       regions[i].device, (void *)a);
+                       d, (void *)a);
       if (n > 0) {
         ssize_t w = write(2, msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
         (void)w;
@@ -107,47 +136,67 @@ static void install_handler(void) {
 }
 
 /* ---------------------------------------------------------------- memory */
-static bool room_for_a_region(void) {
-  if (nregions < cap_regions) return true;
-  size_t nc = cap_regions ? 2 * cap_regions : 64;
-  region *r = realloc(regions, nc * sizeof *r);
-  if (!r) return false;
-  regions = r;
-  cap_regions = nc;
-  return true;
-}
-
 static void *fake_alloc(void *ctx, int device, size_t nbytes) {
   (void)ctx;
-  if (device < 0 || device >= ndev) return NULL;
+  if (device < 0 || device >= ndev || !arena[device]) return NULL;
   size_t len = page_round(nbytes);
+  void *p = NULL;
   pthread_mutex_lock(&mu);
-  void *p = MAP_FAILED;
-  if (used[device] + (int64_t)len <= capacity && room_for_a_region())
-    p = mmap(NULL, len, open_depth > 0 ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p != MAP_FAILED) {
-    regions[nregions++] = (region){p, len, device};
+  extent *f = free_list[device];
+  for (size_t i = 0; i < nfree[device]; i++) {
+    if (f[i].len < len) continue;
+    p = arena[device] + f[i].off;
+    f[i].off += len;
+    f[i].len -= len;
+    if (f[i].len == 0) {
+      memmove(f + i, f + i + 1, (nfree[device] - i - 1) * sizeof *f);
+      nfree[device]--;
+    }
     used[device] += (int64_t)len;
     if (used[device] > peak_used[device]) peak_used[device] = used[device];
     COUNT(allocs);
+    break;
   }
   pthread_mutex_unlock(&mu);
-  return p == MAP_FAILED ? NULL : p;
+  return p;
 }
 
+/* the pages back to the free list (merged with their neighbours) and to the kernel (they read as
+ * zeros when handed out again) */
 static void fake_free(void *ctx, int device, void *ptr, size_t nbytes) {
   (void)ctx;
-  (void)nbytes;
+  size_t len = page_round(nbytes), off = (size_t)((char *)ptr - arena[device]);
   pthread_mutex_lock(&mu);
-  for (size_t i = 0; i < nregions; i++) {
-    if (regions[i].p == ptr) {
-      munmap(ptr, regions[i].len);
-      used[device] -= (int64_t)regions[i].len;
-      regions[i] = regions[--nregions];
-      COUNT(frees);
-      break;
+  madvise(ptr, len, MADV_DONTNEED);
+  extent *f = free_list[device];
+  size_t n = nfree[device], i = 0;
+  while (i < n && f[i].off < off) i++;
+  bool left = i > 0 && f[i - 1].off + f[i - 1].len == off, right = i < n && off + len == f[i].off;
+  if (left && right) {
+    f[i - 1].len += len + f[i].len;
+    memmove(f + i, f + i + 1, (n - i - 1) * sizeof *f);
+    nfree[device]--;
+  } else if (left) {
+    f[i - 1].len += len;
+  } else if (right) {
+    f[i].off = off;
+    f[i].len += len;
+  } else {
+    if (n == cap_free[device]) {
+      extent *g = realloc(f, 2 * n * sizeof *f);
+      if (!g) { /* the pages stay lost to this fake device: it only serves specs */
+        pthread_mutex_unlock(&mu);
+        return;
+      }
+      free_list[device] = f = g;
+      cap_free[device] = 2 * n;
     }
+    memmove(f + i + 1, f + i, (n - i) * sizeof *f);
+    f[i] = (extent){off, len};
+    nfree[device]++;
   }
+  used[device] -= (int64_t)len;
+  COUNT(frees);
   pthread_mutex_unlock(&mu);
 }
 
@@ -435,8 +484,13 @@ static int fake_describe(char *buf, size_t n) {
 
 mt_status mt_fake_setup(int ndevices, int64_t bytes) {
   if (bytes < 0) return mt_error(MT_EINVAL, "fake_cuda_install: bytes must be >= 0, got %lld", (long long)bytes);
-  ndev = ndevices;
-  capacity = bytes ? bytes : (int64_t)256 << 20;
+  int64_t want = bytes ? bytes : (int64_t)256 << 20;
+  if (ndevices != ndev || want != capacity) {
+    ndev = 0;
+    MT_TRY(map_arenas(ndevices, (size_t)want));
+    ndev = ndevices;
+    capacity = want;
+  }
   if (current >= ndev) current = 0;
   install_handler();
   return MT_OK;
