@@ -6,6 +6,7 @@
 #include "alloc.h"
 #include "thread.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #define MT_STORAGE_SMALL 0x100u
@@ -378,6 +379,19 @@ mt_status mt_new_view(mt_tensor *base, const int64_t *sizes, const int64_t *stri
   return MT_OK;
 }
 
+/* an allocator that returns NULL may have said why (a device's allocator: "CUDA out of memory. Tried
+ * to allocate ..."): its message, after the op's name; else ours */
+static mt_status out_of_memory(const char *op, size_t nbytes, const int64_t *sizes, int ndim) {
+  const char *why = mt_last_error();
+  if (why && *why) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", why);
+    return mt_error(MT_ENOMEM, "%s: %s", op, msg);
+  }
+  return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
+                  mt_shape_str(sizes, ndim));
+}
+
 mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_index, const int64_t *sizes, int ndim,
                       int dtype, const char *op, mt_tensor **out) {
   int64_t numel;
@@ -387,11 +401,11 @@ mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_in
   if (!s) return mt_error(MT_ENOMEM, "%s: out of memory for a storage", op);
   memset(s, 0, sizeof *s);
   if (memory->alloc && nbytes) {
+    mt_clear_error();
     s->_block = memory->alloc(memory->ctx, device_index, nbytes);
     if (!s->_block) {
       free(s);
-      return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
-                      mt_shape_str(sizes, ndim));
+      return out_of_memory(op, nbytes, sizes, ndim);
     }
   }
   s->_refcount = 1;
@@ -578,10 +592,12 @@ mt_status mt_resize_out(mt_tensor *t, const int64_t *sizes, int ndim, const char
     const mt_allocator *memory = o->_device_type == MT_CPU ? NULL : o->_allocator;
     bool data = !memory || memory->alloc;
     mt_storage *s = malloc(sizeof(mt_storage));
+    mt_clear_error();
     char *d = !data ? NULL : memory ? memory->alloc(memory->ctx, o->_device_index, need) : mt_aligned_alloc(need);
     if (!s || (data && !d)) {
       free(s);
       if (d) memory ? memory->free(memory->ctx, o->_device_index, d, need) : free(d);
+      if (*mt_last_error()) return out_of_memory(op, need, sizes, ndim);
       return mt_error(MT_ENOMEM, "%s: out of memory resizing out to %s", op, mt_shape_str(sizes, ndim));
     }
     memset(s, 0, sizeof *s);

@@ -50,6 +50,8 @@ typedef struct mt_backend {
   int (*device_count)(void);
   int (*current_device)(void);
   mt_status (*set_device)(int index);
+  /* why there is no device when device_count() is 0 ("no NVIDIA driver"), for the error; NULL: nothing */
+  const char *(*unavailable)(void);
 
   /* ---- bytes. dst <- src, both contiguous, of one shape and dtype, each on the CPU or on a device of
    * this backend's type (host to device, device to host, within a device, between two of its devices).
@@ -72,6 +74,9 @@ typedef struct mt_backend {
   /* wait for the work queued on the stream (NULL: on every stream of the device) */
   mt_status (*synchronize)(int index, void *stream);
   int (*stream_query)(int index, void *stream); /* 1: its work is done */
+  /* the memory at `data` (a storage's block) is used by work on `stream`: a caching allocator waits
+   * for that work before it hands the block out again (PyTorch's Tensor.record_stream) */
+  void (*record_stream)(int index, void *data, void *stream);
   mt_status (*event_new)(int index, int flags, void **out); /* flags: MT_EVENT_TIMING */
   void (*event_free)(int index, void *event);
   mt_status (*event_record)(int index, void *event, void *stream);
@@ -96,8 +101,12 @@ typedef struct mt_backend {
 extern const mt_backend mt_cpu_backend, mt_meta_backend, mt_fake_backend;
 /* the fake's devices and memory, set before the registry installs it (mt_fake_cuda_install) */
 mt_status mt_fake_setup(int ndevices, int64_t bytes);
-#ifdef MT_HAVE_CUDA
-extern const mt_backend mt_cuda_backend; /* core/gpu/ */
+#ifdef MT_HAVE_GPU
+/* core/gpu/ (compiled where its gpu.cmake is, which defines MT_HAVE_GPU): the CUDA backend the
+ * registry installs at load, or NULL for none. It decides: the real one where nvcc built it (a
+ * machine without a driver or a GPU then has 0 devices), its CPU emulator when asked for, or none
+ * ("moontorch was built without CUDA"). Called once, from the registry's constructor. */
+const mt_backend *mt_cuda_backend_select(void);
 #endif
 
 #endif

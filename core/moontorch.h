@@ -568,6 +568,9 @@ MT_API void mt_stream_free(mt_stream *s);
 MT_API mt_status mt_stream_set_current(const mt_stream *s);
 MT_API mt_status mt_stream_synchronize(const mt_stream *s);
 MT_API int mt_stream_query(const mt_stream *s); /* 1: all work queued on it is done */
+/* t's memory is used by work queued on s (a stream other than the one that made it): it is not reused
+ * before that work is done (PyTorch's Tensor.record_stream) */
+MT_API mt_status mt_tensor_record_stream(const mt_tensor *t, const mt_stream *s);
 /* Events: a point in a stream's work, to wait for or to time. */
 typedef struct mt_event {
   int32_t _device_type, _device_index;

@@ -9,18 +9,12 @@
 #include <stdlib.h>
 
 /* ---------------------------------------------------------------- the registry */
+/* the CPU's and meta's; CUDA's is core/gpu's choice (mt_cuda_backend_select), installed at load */
 const mt_backend *mt_backends[MT_DEVICE_TYPES] = {
     [MT_CPU] = &mt_cpu_backend,
-#ifdef MT_HAVE_CUDA
-    [MT_CUDA] = &mt_cuda_backend,
-#endif
     [MT_META] = &mt_meta_backend,
 };
-#ifdef MT_HAVE_CUDA
-static const mt_backend *const built_cuda = &mt_cuda_backend;
-#else
-static const mt_backend *const built_cuda = NULL;
-#endif
+static const mt_backend *built_cuda; /* what the CUDA slot holds when the fake device is not in it */
 
 /* A tensor can only be made on a device with a backend, but its device fields are writable from
  * Lua: a device without one answers as a backend that holds no data and has no kernels. */
@@ -64,6 +58,9 @@ static void fake_from_environment(void) {
 }
 
 __attribute__((constructor)) static void complete_tables(void) {
+#ifdef MT_HAVE_GPU
+  mt_backends[MT_CUDA] = built_cuda = mt_cuda_backend_select();
+#endif
   for (int d = 0; d < MT_DEVICE_TYPES; d++) complete_table(d);
   fake_from_environment();
 }
@@ -139,14 +136,16 @@ mt_status mt_device_arg(const mt_device *device, const char *op, mt_device *out)
   }
   int n = count_of(b);
   const char *title = type_titles[device->type];
+  const char *why = n == 0 && b->unavailable ? b->unavailable() : NULL;
   if (device->index < 0) {
-    if (n == 0) return mt_error(MT_EDEVICE, "%s: no %s device is available (0 devices)", op, title);
+    if (n == 0) return mt_error(MT_EDEVICE, "%s: no %s device is available (0 devices%s%s)", op, title,
+                                why ? ": " : "", why ? why : "");
     *out = (mt_device){device->type, b->current_device ? b->current_device() : 0};
     return MT_OK;
   }
   if (device->index >= n)
-    return mt_error(MT_EDEVICE, "%s: %s device %d is not available (%d device%s)", op, title, device->index, n,
-                    n == 1 ? "" : "s");
+    return mt_error(MT_EDEVICE, "%s: %s device %d is not available (%d device%s%s%s)", op, title, device->index, n,
+                    n == 1 ? "" : "s", why ? ": " : "", why ? why : "");
   *out = *device;
   return MT_OK;
 }

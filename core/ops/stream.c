@@ -83,6 +83,18 @@ int mt_stream_query(const mt_stream *s) {
   return b->stream_query ? b->stream_query(s->_device_index, s->_handle) : 1;
 }
 
+mt_status mt_tensor_record_stream(const mt_tensor *t, const mt_stream *s) {
+  MT_TRY(mt_check_tensor(t, "record_stream", "input"));
+  if (!s) return mt_error(MT_EINVAL, "record_stream: stream is NULL");
+  if (t->_device_type != s->_device_type || t->_device_index != s->_device_index)
+    return mt_error(MT_EDEVICE, "record_stream: the tensor is on device %s, the stream on %s",
+                    mt_device_str(mt_device_of(t)), mt_device_str((mt_device){s->_device_type, s->_device_index}));
+  const mt_backend *b;
+  MT_TRY(backend_of(s->_device_type, s->_device_index, "record_stream", &b));
+  if (b->record_stream && t->_storage->_block) b->record_stream(s->_device_index, t->_storage->_block, s->_handle);
+  return MT_OK;
+}
+
 /* ---------------------------------------------------------------- events */
 mt_status mt_event_new(const mt_device *device, int flags, mt_event **out) {
   if (!out) return mt_error(MT_EINVAL, "Event: out is NULL");
