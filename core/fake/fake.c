@@ -278,6 +278,9 @@ static const mt_allocator fake_pinned = {.alloc = pinned_alloc, .free = pinned_f
 #define FAKE_A_ctc_loss_backward (gin, g, log_probs, targets, input_lengths, target_lengths, blank, base)
 #define FAKE_A_embedding_bag (out, max_arg, weight, indices, starts, psw, mode, pad, base)
 #define FAKE_A_embedding_bag_backward (gw, gpsw, g, weight, indices, starts, psw, max_arg, mode, pad, base, scale_grad_by_freq)
+/* (numconv's slots, s7-numconv: harmless until core/kernels.h has them) */
+#define FAKE_A_convolution (out, x, w, bias, a)
+#define FAKE_A_conv_weight_grad (gw, gout, x, a)
 #define FAKE_A_softmax_backward (gin, g, y, dim, log)
 
 /* FAKE_KNOWN(slot): 1 when FAKE_A_<slot> is listed (a parenthesised list), else 0 */
