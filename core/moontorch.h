@@ -212,8 +212,8 @@ typedef struct mt_stats {
 } mt_stats;
 MT_API mt_stats *mt_get_stats(void);
 /* After a collection: the next limit of each device's bytes (their growth allowed before the next
- * collection: half the live bytes, at least 16 MB, at most a quarter of the device's free memory where
- * its backend tells it), and device_pressure cleared. mt_gc_pressure: is some device still above the
+ * collection: half the live bytes, at least 16 MB, but at most a quarter of the device's free memory
+ * where its backend tells it, and at least 1 MB), and device_pressure cleared. mt_gc_pressure: is some device still above the
  * middle of its growth (the collection freed less than half of what grew: collect once more)? */
 MT_API void mt_gc_done(void);
 MT_API int mt_gc_pressure(void);
@@ -615,6 +615,8 @@ typedef struct mt_fake_counts {
 } mt_fake_counts;
 MT_API mt_status mt_fake_cuda_install(int ndevices, int64_t bytes);
 MT_API mt_fake_counts *mt_fake_cuda_counts(void);
+/* how many times the fake device ran a kernel slot of core/kernels.h ("softmax_backward"; -1: no such slot) */
+MT_API int64_t mt_fake_cuda_calls(const char *slot);
 
 /* ---------------------------------------------------------------- copy and conversion */
 /* dst <- src, broadcasting src to dst's shape, converting dtype; any strides on both sides;

@@ -147,6 +147,7 @@ M.sweep = function()
   collectgarbage(); collectgarbage()
   cycle_ended = false
   scan()
+  C.mt_gc_done()
 end
 -- Collect every dead tensor now (torch.cuda.empty_cache does, before the backend gives memory back).
 M.collect = function()

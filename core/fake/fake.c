@@ -32,6 +32,19 @@ static int64_t used[MT_MAX_DEVICES], peak_used[MT_MAX_DEVICES];
 static mt_fake_counts counts;
 mt_fake_counts *mt_fake_cuda_counts(void) { return &counts; }
 #define COUNT(field) __atomic_add_fetch(&counts.field, 1, __ATOMIC_RELAXED)
+/* calls of each kernel slot */
+static int64_t slot_calls[MT_SLOT_COUNT];
+#define COUNT_SLOT(slot) __atomic_add_fetch(&slot_calls[MT_SLOT_##slot], 1, __ATOMIC_RELAXED)
+static const char *const slot_names[MT_SLOT_COUNT] = {
+#define MT_SLOT_NAME_(slot, params) #slot,
+    MT_KERNEL_LIST(MT_SLOT_NAME_)
+#undef MT_SLOT_NAME_
+};
+int64_t mt_fake_cuda_calls(const char *slot) {
+  for (int i = 0; slot && i < MT_SLOT_COUNT; i++)
+    if (!strcmp(slot_names[i], slot)) return __atomic_load_n(&slot_calls[i], __ATOMIC_RELAXED);
+  return -1;
+}
 
 /* Each device's memory is one mapping of `capacity` bytes (an arena), PROT_NONE but while a kernel
  * or a transfer runs (one mprotect per device either way), handed out in whole pages, first fit,
@@ -296,6 +309,7 @@ static const mt_allocator fake_pinned = {.alloc = pinned_alloc, .free = pinned_f
 #define FAKE_DEF_1(slot, params)                                  \
   static mt_status fake_##slot params {                           \
     COUNT(kernels);                                               \
+    COUNT_SLOT(slot);                                             \
     enter();                                                      \
     mt_status st_ = mt_cpu_backend.kernels->slot FAKE_A_##slot;   \
     leave();                                                      \
@@ -340,23 +354,28 @@ static mt_status to_device(mt_tensor **r, const mt_tensor *like) {
 
 static mt_status fake_masked_select(const mt_tensor *a, const mt_tensor *mask, mt_tensor **result) {
   const mt_tensor *like = a;
+  COUNT_SLOT(masked_select);
   FAKE_MADE(mt_cpu_backend.kernels->masked_select(a, mask, result), result);
 }
 static mt_status fake_nonzero(const mt_tensor *a, int64_t base, mt_tensor **result) {
   const mt_tensor *like = a;
+  COUNT_SLOT(nonzero);
   FAKE_MADE(mt_cpu_backend.kernels->nonzero(a, base, result), result);
 }
 static mt_status fake_unique(const mt_tensor *a, int64_t base, mt_tensor **values, mt_tensor **inverse,
                              mt_tensor **counts_) {
   const mt_tensor *like = a;
+  COUNT_SLOT(unique);
   FAKE_MADE(mt_cpu_backend.kernels->unique(a, base, values, inverse, counts_), values, inverse, counts_);
 }
 static mt_status fake_bincount(const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result) {
   const mt_tensor *like = a;
+  COUNT_SLOT(bincount);
   FAKE_MADE(mt_cpu_backend.kernels->bincount(a, weights, minlength, result), result);
 }
 static mt_status fake_one_hot(const mt_tensor *index, int64_t num_classes, int64_t base, mt_tensor **result) {
   const mt_tensor *like = index;
+  COUNT_SLOT(one_hot);
   FAKE_MADE(mt_cpu_backend.kernels->one_hot(index, num_classes, base, result), result);
 }
 

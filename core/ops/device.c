@@ -349,7 +349,9 @@ mt_status mt_memory_reset_peak(const mt_device *device) {
 }
 
 /* each device's next limit: its live bytes plus half of them (at least MT_DEVICE_GC_MIN), but no
- * more than a quarter of what the device still has (its free memory and its backend's unused cache) */
+ * more than a quarter of what the device still has (its free memory and its backend's unused cache,
+ * where the backend says), and no less than 1 MB (a device nearly full collects often, not at every
+ * allocation) */
 void mt_gc_done(void) {
   for (int t = MT_CPU + 1; t < MT_DEVICE_TYPES; t++) {
     const mt_backend *b = mt_backends[t];
@@ -358,6 +360,7 @@ void mt_gc_done(void) {
       mt_device_bytes *c = mt_device_bytes_of(t, i);
       if (c->allocs == 0) continue;
       int64_t live = __atomic_load_n(&c->live, __ATOMIC_RELAXED), growth = live / 2;
+      if (growth < MT_DEVICE_GC_MIN) growth = MT_DEVICE_GC_MIN;
       mt_device_memory m = {-1, -1, -1, -1};
       if (b->memory_info && b->memory_info(i, &m) == MT_OK && m.free_bytes >= 0) {
         int64_t avail = m.free_bytes + (m.reserved > live ? m.reserved - live : 0);
@@ -365,7 +368,7 @@ void mt_gc_done(void) {
       } else {
         mt_clear_error();
       }
-      if (growth < MT_DEVICE_GC_MIN) growth = MT_DEVICE_GC_MIN;
+      if (growth < ((int64_t)1 << 20)) growth = (int64_t)1 << 20;
       c->base = live;
       __atomic_store_n(&c->limit, live + growth, __ATOMIC_RELAXED);
     }

@@ -412,6 +412,11 @@ function methods.pin_memory(t)
   return take()
 end
 function methods.is_pinned(t) return C.mt_tensor_is_pinned(t) ~= 0 end
+-- t:record_stream(s): t's memory is used by work on the torch.cuda.Stream s (not reused before it is done)
+function methods.record_stream(t, s)
+  if type(s) ~= 'table' or s._s == nil then fail('record_stream', 'expected a torch.cuda.Stream') end
+  if C.mt_tensor_record_stream(t, s._s) ~= 0 then raise_last() end
+end
 function methods.type_as(t, o) return t:to(o.dtype) end
 -- new_*: t's dtype and device unless the options say otherwise (PyTorch's Tensor.new_*)
 -- t:new_*(..., opts): the options given, with t's dtype and device where they are not
