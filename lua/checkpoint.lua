@@ -10,7 +10,9 @@
 -- classes their raw fields (loaded into a fresh table given the class as metatable). Functions,
 -- coroutines, userdata and other cdata are errors naming where they were found. Loading runs no
 -- code from the file: it only builds values, and looks classes up by name (an unknown name is an
--- error that names it).
+-- error that names it). Tensors on a device are written as their values (read back through the C
+-- core, each storage once) and load on the CPU; map_location puts every loaded tensor on a device
+-- (the C core says whether it is there), views of one storage still sharing one.
 local ffi = require 'ffi'
 local bit = require 'bit'
 local core = require 'moontorch.ffi'
