@@ -58,20 +58,8 @@ local C = ffi.load(libpath)
 C.mt_set_message_base(1) -- messages count dims and positions from 1, as Lua users do
 M.C = C
 
--- the C library calls the file code uses (torch.save/load, safetensors): declared once here
-ffi.cdef [[
-typedef struct moontorch_FILE moontorch_FILE;
-moontorch_FILE *fopen(const char *path, const char *mode);
-size_t fwrite(const void *p, size_t size, size_t n, moontorch_FILE *f);
-size_t fread(void *p, size_t size, size_t n, moontorch_FILE *f);
-int fclose(moontorch_FILE *f);
-int fseek(moontorch_FILE *f, long off, int whence);
-long ftell(moontorch_FILE *f);
-int rename(const char *a, const char *b);
-int remove(const char *p);
-int getpid(void);
-]]
-M.libc = ffi.C
+-- the C library calls the file code uses (torch.save/load, safetensors), under private names
+M.libc = require 'moontorch.libc'
 M.libpath = libpath
 M.cdef_path = cdef_path
 M.decls = decls

@@ -121,6 +121,7 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
+  Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
 }
 torch._lazy = lazy
 setmetatable(torch, {
