@@ -78,6 +78,18 @@ local function user_level()
 end
 M.user_level = user_level
 
+-- A message never shows an address (`table: 0x55d0...`, from a tostring() of a value the check
+-- did not expect): the value is named by its type instead.
+local function scrub(msg)
+  if not msg:find(': 0x', 1, true) then return msg end
+  return (msg:gsub('cdata<[^>]*>: 0x%x+', 'a cdata'):gsub('(%l+): 0x%x+', function(kind)
+    if kind == 'table' or kind == 'function' or kind == 'userdata' or kind == 'thread' or kind == 'builtin' then
+      return 'a ' .. kind
+    end
+  end))
+end
+M.scrub = scrub
+
 -- Raise `moontorch.<message from C>` at the caller's line.
 function M.raise_last()
   local msg = ffi.string(C.mt_last_error())
@@ -86,7 +98,7 @@ end
 
 -- Raise a message of our own (Lua-side argument checks) at the caller's line.
 function M.fail(op, msg)
-  error('moontorch.' .. op .. ': ' .. msg, user_level())
+  error(scrub('moontorch.' .. op .. ': ' .. msg), user_level())
 end
 
 return M

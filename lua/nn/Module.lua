@@ -62,6 +62,9 @@ function M.check_int(op, name, v, min)
   if is_int(v) and (min == nil or v >= min) then return v end
   local want = min == 0 and 'a non-negative integer' or min == 1 and 'a positive integer'
     or min and ('an integer >= %d'):format(min) or 'an integer'
+  if type(v) == 'table' or type(v) == 'cdata' or type(v) == 'function' then
+    fail(op, ('%s must be %s (got %s)'):format(name, want, require('moontorch.argcheck').show(v)))
+  end
   fail(op, ('%s must be %s (got %s%s)'):format(name, want, type(v) == 'string' and ("'" .. v .. "'") or tostring(v),
     type(v) == 'number' and '' or ' of type ' .. type(v)))
 end
@@ -241,6 +244,106 @@ function Module.__newindex(self, k, v)
     end
   else
     rawget(self, '_attrs')[k] = v
+  end
+end
+
+------------------------------------------------------------------------------ construction
+-- PyTorch's required constructor arguments, by class: nn.Conv2d(3, 64, {kernel_size = 7,
+-- stride = 2}) and nn.Linear{in_features = 4, out_features = 2} hand them to the class's __init
+-- by position, as if written so; what is left of the options table follows them (wrap_required).
+local REQUIRED = {}
+do
+  local function req(names, ...)
+    for _, cls in ipairs({ ... }) do REQUIRED['nn.' .. cls] = names end
+  end
+  req({ 'output_size' }, 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d', 'AdaptiveAvgPool3d', 'AdaptiveMaxPool1d',
+    'AdaptiveMaxPool2d', 'AdaptiveMaxPool3d')
+  req({ 'kernel_size' }, 'AvgPool1d', 'AvgPool2d', 'AvgPool3d', 'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'MaxUnpool1d',
+    'MaxUnpool2d', 'MaxUnpool3d', 'Unfold')
+  req({ 'num_features' }, 'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d', 'InstanceNorm1d', 'InstanceNorm2d',
+    'InstanceNorm3d')
+  req({ 'in1_features', 'in2_features', 'out_features' }, 'Bilinear')
+  req({ 'groups' }, 'ChannelShuffle')
+  req({ 'padding', 'value' }, 'ConstantPad1d', 'ConstantPad2d', 'ConstantPad3d')
+  req({ 'padding' }, 'ReflectionPad1d', 'ReflectionPad2d', 'ReflectionPad3d', 'ReplicationPad1d', 'ReplicationPad2d',
+    'ReplicationPad3d', 'ZeroPad2d')
+  req({ 'in_channels', 'out_channels', 'kernel_size' }, 'Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d',
+    'ConvTranspose2d', 'ConvTranspose3d')
+  req({ 'num_embeddings', 'embedding_dim' }, 'Embedding', 'EmbeddingBag')
+  req({ 'output_size', 'kernel_size' }, 'Fold')
+  req({ 'input_size', 'hidden_size' }, 'RNN', 'LSTM', 'GRU', 'RNNCell', 'LSTMCell', 'GRUCell')
+  req({ 'num_groups', 'num_channels' }, 'GroupNorm')
+  req({ 'norm_type', 'kernel_size' }, 'LPPool1d', 'LPPool2d')
+  req({ 'normalized_shape' }, 'LayerNorm')
+  req({ 'in_features', 'out_features' }, 'Linear', 'NonDynamicallyQuantizableLinear')
+  req({ 'size' }, 'LocalResponseNorm')
+  req({ 'embed_dim', 'num_heads' }, 'MultiheadAttention')
+  req({ 'upscale_factor' }, 'PixelShuffle')
+  req({ 'downscale_factor' }, 'PixelUnshuffle')
+  req({ 'threshold', 'value' }, 'Threshold')
+  req({ 'decoder_layer', 'num_layers' }, 'TransformerDecoder')
+  req({ 'encoder_layer', 'num_layers' }, 'TransformerEncoder')
+  req({ 'd_model', 'nhead' }, 'TransformerEncoderLayer', 'TransformerDecoderLayer')
+  req({ 'dim', 'unflattened_size' }, 'Unflatten')
+end
+M.REQUIRED = REQUIRED
+
+-- an options table: a plain table (no class, no tensor) without array items
+local function is_opts(v)
+  return type(v) == 'table' and getmetatable(v) == nil and rawget(v, 1) == nil
+end
+
+-- the arguments of a built-in class's constructor with the required ones from a trailing options
+-- table moved to their positions
+local function required_by_position(name, req, n, ...)
+  local v = { ... }
+  while n > 0 and v[n] == nil do n = n - 1 end
+  local opts = v[n]
+  if n == 0 or not is_opts(opts) then return unpack(v, 1, n) end
+  local found = false
+  for i = 1, #req do
+    if opts[req[i]] ~= nil then found = true break end
+  end
+  if not found then return unpack(v, 1, n) end
+  v[n] = nil
+  local npos, rest = n - 1, {}
+  for k, x in pairs(opts) do rest[k] = x end
+  local last = npos
+  for i = 1, #req do
+    local k = req[i]
+    local x = opts[k]
+    if x ~= nil then
+      if i <= npos and v[i] ~= nil then fail(name, ("__init__() got multiple values for argument '%s'"):format(k)) end
+      v[i], rest[k] = x, nil
+      if i > last then last = i end
+    end
+  end
+  for i = 1, last do
+    if v[i] == nil and i <= #req then
+      fail(name, ("__init__() missing required argument '%s' (by position, or by name in the options table)")
+        :format(req[i]))
+    end
+  end
+  if next(rest) ~= nil then
+    v[last + 1] = rest
+    return unpack(v, 1, last + 1)
+  end
+  return unpack(v, 1, last)
+end
+
+-- wrap_required(nn): each built-in class of REQUIRED (in nn) gets an __init that moves the
+-- required arguments given by name to their positions, then runs the class's own (or inherited)
+-- __init; subclasses inherit it, and so does a subclass's explicit `nn.Conv2d.__init(self, ...)`.
+function M.wrap_required(nn)
+  for typename, req in pairs(REQUIRED) do
+    local cls = nn[typename:sub(4)]
+    if cls and rawget(cls, '__typename') == typename and not rawget(cls, '__required') then
+      local init = cls.__init
+      rawset(cls, '__required', req)
+      rawset(cls, '__init', function(self, ...)
+        return init(self, required_by_position(typename, req, select('#', ...), ...))
+      end)
+    end
   end
 end
 
