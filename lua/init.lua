@@ -106,6 +106,8 @@ do
 end
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
+-- dims (and the arguments around them) by name too: x:split(1, {dim = 2}), x:transpose{dim0 = 1, dim1 = 2}
+require('moontorch.ops.byname').install(T.methods, torch)
 
 T.finalize()
 
