@@ -21,3 +21,55 @@ describe('flatten_parameters', function()
     end
   end)
 end)
+
+describe('a position 0 from PyTorch habits', function()
+  local F = nn.functional
+  local function L(t) return torch.tensor(t, { dtype = torch.int64 }) end
+  it('says positions count from 1, at the user\'s line, wherever a user\'s index can be 0', function()
+    local x = torch.ones(2, 3)
+    local calls = {
+      Embedding = function() return nn.Embedding(5, 2)(L({ 0, 1 })) end,
+      ['F.embedding'] = function() return F.embedding(L({ 1, 0 }), torch.ones(5, 2)) end,
+      EmbeddingBag = function() return nn.EmbeddingBag(5, 2)(L({ { 0, 1 } })) end,
+      nll_loss = function() return F.nll_loss(torch.ones(2, 3), L({ 0, 1 })) end,
+      cross_entropy = function() return F.cross_entropy(torch.ones(2, 3), L({ 1, 0 })) end,
+      CrossEntropyLoss = function() return nn.CrossEntropyLoss()(torch.ones(2, 3), L({ 1, 0 })) end,
+      NLLLoss = function() return nn.NLLLoss()(torch.ones(2, 3), L({ 0, 0 })) end,
+      gather = function() return x:gather(2, L({ { 0, 1 }, { 1, 1 } })) end,
+      index_select = function() return x:index_select(2, L({ 0 })) end,
+      scatter = function() return x:scatter(2, L({ { 0 } }), 1) end,
+      scatter_add = function() return x:scatter_add(2, L({ { 0 } }), torch.ones(1, 1)) end,
+      index_add = function() return x:index_add(2, L({ 0 }), torch.ones(2, 1)) end,
+      index_fill = function() return x:index_fill(2, L({ 0 }), 1) end,
+      index_copy = function() return x:index_copy(2, L({ 0 }), torch.ones(2, 1)) end,
+      take = function() return x:take(L({ 0 })) end,
+      take_along_dim = function() return x:take_along_dim(L({ { 0 } }), 2) end,
+      ['t[0]'] = function() return x[0] end,
+      ['t[{0}]'] = function() return x[{ 0 }] end,
+      ['t[{{0, 1}}]'] = function() return x[{ { 0, 1 } }] end,
+      ['t[index tensor]'] = function() return x[L({ 0 })] end,
+      ['t[0] ='] = function() x[0] = 1 end,
+      ['t[index tensor] ='] = function() x[L({ 0 })] = 2 end,
+      select = function() return x:select(1, 0) end,
+      narrow = function() return x:narrow(1, 0, 1) end,
+      one_hot = function() return F.one_hot(L({ 0, 2 }), 3) end,
+      multi_margin_loss = function() return F.multi_margin_loss(torch.ones(2, 3), L({ 0, 1 })) end,
+      ctc_loss = function() return F.ctc_loss(torch.randn(5, 1, 3):log_softmax(3), L({ { 0, 2 } }), L({ 5 }), L({ 2 })) end,
+      max_unpool1d = function() return F.max_unpool1d(torch.ones(1, 1, 2), L({ { { 0, 1 } } }), 2) end,
+      kthvalue = function() return x:kthvalue(0, 2) end,
+      index_put = function() return x:index_put({ L({ 0 }) }, torch.tensor(1.0)) end,
+    }
+    for name, f in pairs(calls) do
+      local ok, err = pcall(f)
+      assert.is_false(ok, name)
+      err = tostring(err)
+      assert.truthy(err:find('frictions_spec.lua:', 1, true), name .. ': ' .. err)
+      assert.truthy(err:find('from 1', 1, true) or err:find('1-based', 1, true), name .. ': ' .. err)
+    end
+  end)
+  it('keeps the message of a position past the end as it was', function()
+    H.errors_with(function() F.cross_entropy(torch.ones(2, 3), L({ 1, 4 })) end, 'Target 4 is out of bounds.')
+    local ok, err = pcall(F.cross_entropy, torch.ones(2, 3), L({ 1, 4 }))
+    assert.is_nil(tostring(err):find('count from 1', 1, true))
+  end)
+end)
