@@ -308,6 +308,7 @@ function M.help(x, name)
   end
   name = name or tostring(x)
   if type(x) == 'function' then
+    x = require('moontorch.ffi').unwrap(x) -- a method read through an instance is its front (lua/dotcall.lua)
     local doc, info = function_doc(x, name)
     local where = ''
     if info and info.what ~= 'C' then

@@ -442,10 +442,20 @@ end
 local number_index, table_index, tensor_index -- defined in ops/index.lua via M.set_indexers
 local newindex_handler
 
+-- a method read through a tensor is its front (lua/dotcall.lua): x.size(1) says "call it with ':'"
+local method_front = require('moontorch.dotcall').cache('c1(c2, s)', ffi.istype, tensor_ct, 'tensor', 'x',
+  function(name) return name end)
+local front_fns, fronts = {}, {} -- by name: the method a front was made for, the front
+
 local tensor_mt = {}
 tensor_mt.__index = function(t, k)
   local m = methods[k]
-  if m ~= nil then return m end
+  if m ~= nil then
+    if front_fns[k] == m then return fronts[k] end
+    local w = method_front(m, k)
+    front_fns[k], fronts[k] = m, w
+    return w
+  end
   local p = props[k]
   if p ~= nil then return p(t) end
   local tk = type(k)

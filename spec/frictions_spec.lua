@@ -73,3 +73,66 @@ describe('a position 0 from PyTorch habits', function()
     assert.is_nil(tostring(err):find('count from 1', 1, true))
   end)
 end)
+
+describe("a method called with '.'", function()
+  local T = require 'moontorch.tensor'
+  it("says call it with ':' at the user's line, for every tensor method", function()
+    local x = torch.ones(2, 3)
+    local n = 0
+    for name in pairs(T.methods) do
+      for _, first in ipairs({ 0, 'a', { dim = 1 } }) do
+        local ok, err = pcall(function() return x[name](first) end)
+        assert.is_false(ok, name)
+        err = tostring(err)
+        local want = ("frictions_spec.lua:%d: moontorch.%s: call it with ':' (x:%s(...)), not '.'"):format(84, name, name)
+        assert.truthy(err:find(want, 1, true), err .. ' / ' .. want)
+      end
+      local ok, err = pcall(function() return x[name]() end)
+      assert.is_false(ok, name)
+      assert.truthy(tostring(err):find('the first argument is nothing, not the tensor', 1, true), err)
+      n = n + 1
+    end
+    assert.is_true(n > 300, n)
+    -- the issue's cases
+    H.errors_with(function() return x.size(0) end, "moontorch.size: call it with ':' (x:size(...)), not '.': the first argument is 0, not the tensor")
+    H.errors_with(function() return torch.ones(1):sum().item() end, "moontorch.item: call it with ':'")
+  end)
+
+  it("says so for every method of every module class", function()
+    local mods = { nn.Linear(2, 3), nn.Sequential(nn.ReLU()), nn.LSTM(2, 3), nn.Conv2d(1, 1, 1), nn.ModuleList({ nn.ReLU() }),
+      nn.ModuleDict({ a = nn.ReLU() }), nn.TransformerEncoderLayer(4, 2), nn.BatchNorm1d(2) }
+    for _, m in ipairs(mods) do
+      local names = {}
+      local cls = getmetatable(m)
+      while type(cls) == 'table' do
+        for k, v in pairs(cls) do if type(v) == 'function' and k:sub(1, 2) ~= '__' then names[k] = true end end
+        cls = rawget(cls, '__parent')
+      end
+      local n = 0
+      for name in pairs(names) do
+        local ok, err = pcall(function() return m[name](torch.ones(2)) end)
+        assert.is_false(ok, name)
+        local want = ("frictions_spec.lua:%d: moontorch.nn.Module.%s: call it with ':' (model:%s(...)), not '.'")
+          :format(113, name, name)
+        assert.truthy(tostring(err):find(want, 1, true), tostring(err) .. ' / ' .. want)
+        n = n + 1
+      end
+      assert.is_true(n > 40, n)
+    end
+    H.errors_with(function() return nn.Linear(2, 2).parameters() end,
+      "moontorch.nn.Module.parameters: call it with ':' (model:parameters(...)), not '.': the first argument is nothing, not the module")
+  end)
+
+  it("leaves calls with ':' and explicit self alone", function()
+    local x = torch.ones(2, 3)
+    assert.are.equal(3, x.size(x, 2))
+    local m = nn.Linear(2, 3)
+    assert.are.equal(2, #m.parameters(m))
+    local v, i = x:max(2)
+    assert.are.same({ 2 }, i:size())
+    assert.are.equal(2, select('#', x:max(2)))
+    assert.are.equal(1, select('#', x:sum()))
+    local w = torch.ones(2, { requires_grad = true })
+    assert.are.equal(0, select('#', w:sum():backward()))
+  end)
+end)

@@ -21,6 +21,7 @@ local T = require 'moontorch.tensor'
 
 local C = core.C
 local fail = core.fail
+local unwrap -- core.unwrap, once lua/dotcall.lua has loaded (below)
 local is_tensor = T.is_tensor
 local rawget, rawset, type, select, pairs, ipairs, tostring = rawget, rawset, type, select, pairs, ipairs, tostring
 local getmetatable, setmetatable, unpack, pcall, error = getmetatable, setmetatable, unpack, pcall, error
@@ -155,6 +156,24 @@ local function short_name(self)
 end
 
 -- registered values and attributes, then the class
+-- A method read through a module is its front (lua/dotcall.lua): model.parameters() says "call it
+-- with ':'" at the user's line instead of failing inside the method.
+-- (is a module: its metatable is a class below nn.Module; by metatable, cached)
+local module_classes = setmetatable({}, { __mode = 'k', __index = function(c, mt)
+  if mt == nil then return false end
+  local cls, is = mt, false
+  while type(cls) == 'table' do
+    if cls == Module then is = true break end
+    cls = rawget(cls, '__parent')
+  end
+  rawset(c, mt, is)
+  return is
+end })
+local method_front = require('moontorch.dotcall').cache("type(s) == 'table' and c1[c2(s)]", module_classes,
+  getmetatable, 'module', 'model', function(name) return 'nn.Module.' .. name end)
+
+unwrap = core.unwrap
+
 function Module.__index(self, k)
   local params = rawget(self, '_parameters')
   if params then
@@ -167,7 +186,9 @@ function Module.__index(self, k)
     v = rawget(self, '_attrs')[k]
     if v ~= nil then return v end
   end
-  return getmetatable(self)[k]
+  local v = getmetatable(self)[k]
+  if type(v) == 'function' and k ~= '__init' then return method_front(v, k) end
+  return v
 end
 
 local function remove_name(order, name)
@@ -852,7 +873,7 @@ function Module:_save_to_state_dict(destination, prefix, keep_vars)
     local b = bufs[name]
     if b and not np[name] then destination[prefix .. name] = keep_vars and b or b:detach() end
   end
-  if self.get_extra_state ~= Module.get_extra_state then
+  if unwrap(self.get_extra_state) ~= Module.get_extra_state then
     destination[prefix .. '_extra_state'] = self:get_extra_state()
   end
 end
@@ -977,7 +998,7 @@ function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict
     end
   end
   local extra_key = prefix .. '_extra_state'
-  if self.set_extra_state ~= Module.set_extra_state then
+  if unwrap(self.set_extra_state) ~= Module.set_extra_state then
     local v = get(extra_key)
     if v ~= nil then self:set_extra_state(v)
     elseif strict then missing_keys[#missing_keys + 1] = extra_key end
@@ -1251,7 +1272,7 @@ local function call_hooked(self, ...)
       end
     end
   end
-  local forward = self.forward
+  local forward = unwrap(self.forward)
   local sig = signatures[forward]
   if sig ~= nil then
     local all = args
@@ -1321,7 +1342,7 @@ end
 -- (for a one-argument forward: one comparison and a count, nothing for forwards not declared)
 function Module.__call(self, ...)
   if rawget(self, '_hooked') or nglobal > 0 then return call_hooked(self, ...) end
-  local forward = self.forward
+  local forward = unwrap(self.forward)
   local sig = signatures[forward]
   if sig ~= nil and (sig ~= 1 or (...) == nil or select('#', ...) ~= 1) then bad_call(self, forward, ...) end
   return forward(self, ...)

@@ -102,9 +102,10 @@ end
 -- f with the front; op: its name in messages. The front of a function of a fixed number of
 -- arguments takes as many (a vararg function that returns through a trace aborts it: "NYI: return
 -- to lower frame"), made once per arity; a vararg one (flip(t, ...)) gets a vararg front.
-local fixed_fronts = {}
+-- (compiled for each function, never shared, calling without a tail call: see lua/dotcall.lua)
+local SRC = debug.getinfo(1, 'S').source
+local dotcall = require 'moontorch.dotcall'
 local function fixed_front(k)
-  if fixed_fronts[k] then return fixed_fronts[k] end
   local args, last = {}, {}
   for i = 1, k do
     args[i] = 'a' .. i
@@ -112,18 +113,16 @@ local function fixed_front(k)
   end
   local a = table.concat(args, ', ')
   local src = ([[
-local f, slow, names, names_one, type, getmetatable, rawget = ...
+local f, slow, names, names_one, type, getmetatable, rawget, count, too_many = ...
 return function(t, ARGS)
   local o = nil
 LAST
   if type(o) == 'table' and getmetatable(o) == nil and rawget(o, 1) == nil and names_one(o, names) then
     return slow(t, ARGS)
   end
-  return f(t, ARGS)
-end]]):gsub('ARGS', a):gsub('LAST', table.concat(last, '\n'))
-  local make = assert(loadstring(src, '=moontorch.ops.byname (front)'))
-  fixed_fronts[k] = make
-  return make
+RETURN
+end]]):gsub('RETURN', (dotcall.RETURN('f(t, ARGS)'):gsub('%%', '%%%%'))):gsub('ARGS', a):gsub('LAST', table.concat(last, '\n'))
+  return assert(loadstring(src, SRC))
 end
 
 local function arity(f)
@@ -141,7 +140,7 @@ local function front(f, op, names, k)
   end
   if k then
     if k < #names + 1 then k = #names + 1 end
-    return fixed_front(k)(f, slow, names, names_one, type, getmetatable, rawget)
+    return fixed_front(k)(f, slow, names, names_one, type, getmetatable, rawget, dotcall.count, dotcall.too_many)
   end
   return function(t, ...)
     local n = select('#', ...)
