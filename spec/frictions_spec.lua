@@ -136,3 +136,76 @@ describe("a method called with '.'", function()
     assert.are.equal(0, select('#', w:sum():backward()))
   end)
 end)
+
+describe('#tensor and comparisons', function()
+  it('#t is the size of dim 1, as Torch7\'s #t and Python\'s len(t)', function()
+    assert.are.equal(3, #torch.ones(3, 2))
+    assert.are.equal(0, #torch.ones(0, 4))
+    assert.are.equal(5, #torch.arange(5))
+    assert.are.equal(2, #torch.ones(4, 2):t())
+    H.errors_with(function() return #torch.tensor(1.5) end, 'moontorch.len: len() of a 0-d tensor')
+  end)
+
+  it('Lua\'s <, >, <=, >= on a tensor say which method compares', function()
+    local outputs = torch.tensor({ 0.2, 0.7 })
+    H.errors_with(function() return outputs > 0.5 end, 'use t:gt(0.5) for t > 0.5')
+    H.errors_with(function() return outputs < 0.5 end, 'use t:lt(0.5) for t < 0.5')
+    H.errors_with(function() return outputs >= 0.5 end, 'use t:ge(0.5) for t >= 0.5')
+    H.errors_with(function() return 0.5 >= outputs end, 'use t:le(0.5) for t <= 0.5')
+    H.errors_with(function() return outputs < outputs end, 'a:lt(b) for a < b, a:gt(b) for a > b')
+    local ok, err = pcall(function() return outputs > 0.5 end)
+    assert.truthy(tostring(err):find('frictions_spec.lua:%d+: moontorch.lt:'), err)
+    assert.is_true(torch.equal(outputs:gt(0.5), torch.tensor({ false, true })))
+  end)
+end)
+
+describe('model:parameters() and the other lists', function()
+  it('iterate the Python way, and stay arrays (#, ipairs, [i])', function()
+    local m = nn.Sequential(nn.Linear(2, 3), nn.ReLU(), nn.Linear(3, 1))
+    local n, seen = 0, {}
+    for p in m:parameters() do n = n + p:numel(); seen[#seen + 1] = p end
+    assert.are.equal(13, n)
+    local ps = m:parameters()
+    assert.are.equal(4, #ps)
+    for i, p in ipairs(ps) do assert.is_true(rawequal(p, seen[i])) end
+    assert.is_true(rawequal(ps[1], m[1].weight))
+    local kinds = {}
+    for c in m:children() do kinds[#kinds + 1] = torch.typename(c) end
+    assert.are.same({ 'nn.Linear', 'nn.ReLU', 'nn.Linear' }, kinds)
+    local count = 0
+    for _ in m:modules() do count = count + 1 end
+    assert.are.equal(4, count)
+    local bn = nn.BatchNorm1d(3)
+    local nb = 0
+    for b in bn:buffers() do nb = nb + 1 end
+    assert.are.equal(3, nb)
+    -- loops over one list nest, and a loop broken early does not disturb the next
+    local pairs_n = 0
+    for _ in ps do for _ in ps do pairs_n = pairs_n + 1 end end
+    assert.are.equal(16, pairs_n)
+    for _ in ps do break end
+    local again = 0
+    for _ in ps do again = again + 1 end
+    assert.are.equal(4, again)
+    -- an empty list ends at once
+    for _ in nn.ReLU():parameters() do error('not reached') end
+  end)
+
+  it('go to optimizers, clip_grad_norm_ and torch.save as before', function()
+    local m = nn.Linear(2, 2)
+    local opt = torch.optim.SGD(m:parameters(), { lr = 0.1 })
+    assert.are.equal(2, #opt.param_groups[1].params)
+    m(torch.ones(2)):sum():backward()
+    nn.utils.clip_grad_norm_(m:parameters(), 1.0)
+    opt:step()
+    local path = os.tmpname()
+    torch.save(m:parameters(), path)
+    local back = torch.load(path)
+    os.remove(path)
+    assert.are.equal(2, #back)
+    assert.is_true(torch.equal(back[1], m.weight))
+    local k = 0
+    for _ in back do k = k + 1 end
+    assert.are.equal(2, k)
+  end)
+end)

@@ -511,11 +511,15 @@ function Module:named_modules(memo, prefix, remove_duplicate)
   return iter(collect_modules(self, memo or {}, prefix or '', remove_duplicate, {}))
 end
 
+-- parameters(), buffers(), children() and modules() return a torch.List: an array that also
+-- iterates as `for p in m:parameters() do` (lua/iterlist.lua)
+local as_list = require('moontorch.iterlist').of
+
 function Module:modules()
   local list = collect_modules(self, {}, '', true, {})
   local out = {}
   for i = 1, #list do out[i] = list[i][2] end
-  return out
+  return as_list(out)
 end
 
 local function named_children_list(self)
@@ -535,7 +539,7 @@ function Module:named_children() return iter(named_children_list(self)) end
 function Module:children()
   local list, out = named_children_list(self), {}
   for i = 1, #list do out[i] = list[i][2] end
-  return out
+  return as_list(out)
 end
 
 -- [(name, value)] of parameters ('_parameters', 'p') or buffers ('_buffers', 'b'), each object once
@@ -590,17 +594,17 @@ function Module:parameters(recurse)
   if recurse == false then
     local named, out = named_members(self, '_parameters', 'p', '', false, true), {}
     for i = 1, #named do out[i] = named[i][2] end
-    return out
+    return as_list(out)
   end
   local list, out = param_list(self), {}
   for i = 1, #list do out[i] = list[i] end
-  return out
+  return as_list(out)
 end
 function Module:buffers(recurse)
   if type(recurse) == 'table' then recurse = recurse.recurse end
   local named, out = named_members(self, '_buffers', 'b', '', recurse ~= false, true), {}
   for i = 1, #named do out[i] = named[i][2] end
-  return out
+  return as_list(out)
 end
 
 -- PyTorch's get_submodule / get_parameter / get_buffer: "X has no attribute" when nothing has
