@@ -230,7 +230,7 @@ function BatchNorm:reset_running_stats()
       self.running_mean:zero_()
       self.running_var:fill_(1)
       self.num_batches_tracked:zero_()
-    end)()
+    end)
   end
 end
 
@@ -261,7 +261,7 @@ function BatchNorm:forward(input)
   if self.training and self.track_running_stats then
     local nbt = self.num_batches_tracked
     if nbt ~= nil then
-      torch.no_grad(function() nbt:add_(1) end)()
+      torch.no_grad(function() nbt:add_(1) end)
       if self.momentum == false then eaf = 1.0 / nbt:item() else eaf = self.momentum end
     end
   elseif self.momentum ~= false then
@@ -323,7 +323,7 @@ function M.batch_norm(input, running_mean, running_var, weight, bias, training, 
         if running_var ~= nil then
           running_var:mul_(1 - momentum):add_(var:detach():reshape(c):to(running_var.dtype) * (momentum * n / (n - 1)))
         end
-      end)()
+      end)
     end
   else
     if running_mean == nil or running_var == nil then

@@ -57,7 +57,7 @@ local function renorm_(weight, flat, max_norm, norm_type)
     local norms = w:norm(norm_type, 2, true)
     local scale = torch.where(norms:gt(max_norm), max_norm / (norms + 1e-7), torch.ones_like(norms))
     weight:index_copy_(1, rows, w * scale)
-  end)()
+  end)
 end
 
 -- the gradient of rows (one per index of flat) divided by how often its index occurs in flat
@@ -259,7 +259,7 @@ function Embedding:reset_parameters()
 end
 function Embedding:_fill_padding_idx_with_zero()
   if self.padding_idx ~= nil then
-    torch.no_grad(function() self.weight[self.padding_idx]:fill_(0) end)()
+    torch.no_grad(function() self.weight[self.padding_idx]:fill_(0) end)
   end
 end
 function Embedding:forward(input)
