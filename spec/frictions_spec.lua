@@ -329,3 +329,52 @@ describe('torch.no_grad, enable_grad, inference_mode', function()
     H.errors_with(function() torch.enable_grad() end, 'torch.enable_grad(function() ... end)')
   end)
 end)
+
+-- issue 27, part 6: most of it was fixed before this session (spec/conversions_spec.lua,
+-- spec/elementwise_spec.lua's polygamma, spec/speed_spec.lua's item_int64); checked here again
+-- against PyTorch 1.13 (/usr/bin/python3: a.digamma().sum().backward(); a.grad.tolist() for
+-- a = [0.5, 1.5, 3] float64, and the same for torch.polygamma(1, a); int(torch.tensor(nan));
+-- print(torch.empty(0, 3).expand(2**51, 0, 3)))
+describe('part 6 of issue 27', function()
+  local f64 = torch.float64
+  it('new_tensor keeps options other than dtype; type() takes legacy names', function()
+    local x = torch.ones(2, { dtype = f64 })
+    local y = x:new_tensor({ 1, 2 }, { requires_grad = true })
+    assert.are.equal(f64, y.dtype)
+    assert.is_true(y.requires_grad)
+    assert.are.equal(torch.float64, torch.ones(2):type('torch.DoubleTensor').dtype)
+    assert.are.equal('torch.LongTensor', torch.ones(2):type('torch.LongTensor'):type())
+  end)
+  it('p.data = an int64 tensor is refused on a parameter that requires grad', function()
+    local p = nn.Parameter(torch.ones(2))
+    H.errors_with(function() p.data = torch.ones(2, { dtype = torch.int64 }) end,
+      'data set to a tensor that requires gradients must be floating point or complex dtype')
+  end)
+  it('digamma and polygamma differentiate (PyTorch\'s values)', function()
+    local a = torch.tensor({ 0.5, 1.5, 3 }, { dtype = f64, requires_grad = true })
+    a:digamma():sum():backward()
+    -- (PyTorch's trigamma series is off by up to 3e-10 here: pi^2/2 = 4.934802200544679 is psi'(0.5))
+    H.near(a.grad, { 4.934802202073678, 0.9348022009716718, 0.39493406693194577 }, 1e-9, 1e-9)
+    H.near(a.grad:narrow(1, 1, 1), { math.pi ^ 2 / 2 }, 1e-15, 1e-15)
+    a.grad = nil
+    torch.polygamma(1, a):sum():backward()
+    H.near(a.grad, { -16.828796644234316, -0.8287966442343201, -0.15411380631918856 }, 1e-12, 1e-12)
+  end)
+  it('an integer item of NaN or inf is an error (Python\'s int() says the same), never C\'s undefined cast', function()
+    local ffi = require 'ffi'
+    local C = torch._C
+    local buf = ffi.new('int64_t[1]')
+    assert.are_not.equal(0, C.mt_tensor_item_int64(torch.tensor(0 / 0), buf))
+    assert.are.equal('item: cannot convert float NaN to integer', ffi.string(C.mt_last_error()))
+    assert.are_not.equal(0, C.mt_tensor_item_int64(torch.tensor(math.huge), buf))
+    assert.are.equal('item: cannot convert float infinity to integer', ffi.string(C.mt_last_error()))
+    assert.are_not.equal(0, C.mt_tensor_item_int64(torch.tensor(2 ^ 63, { dtype = f64 }), buf))
+    assert.are.equal(0, C.mt_tensor_item_int64(torch.tensor(-2 ^ 63, { dtype = f64 }), buf))
+    assert.are.equal(-9223372036854775807LL - 1, buf[0])
+  end)
+  it('tolist of a 2^51 x 0 x 3 tensor is a moontorch error; it prints its sizes exactly', function()
+    local t = torch.empty(0, 3):expand(2 ^ 51, 0, 3)
+    H.errors_with(function() t:tolist() end, 'moontorch.tolist: a tensor of sizes [2251799813685248, 0, 3]')
+    assert.are.equal('tensor([], size=(2251799813685248, 0, 3))', tostring(t))
+  end)
+end)
