@@ -110,6 +110,13 @@ case('select_scatter', { torch.zeros(3, 5, { dtype = torch.float64 }), 2, 1 },
   { torch.zeros(3, 5, { dtype = torch.float64 }), { dim = 2, index = 1 } })
 case('cosine_similarity', { torch.ones(3, 4, 5, { dtype = torch.float64 }), 3 },
   { torch.ones(3, 4, 5, { dtype = torch.float64 }), { dim = 3 } }, nil, 'F')
+case('cumsum_', { 2 }, { { dim = 2 } })
+case('cumprod_', { 3 }, { { dim = 3 } })
+case('diag_embed', { 0, 1, 3 }, { { offset = 0, dim1 = 1, dim2 = 3 } })
+case('diagonal_scatter', { torch.ones(3, { dtype = torch.float64 }), 0, 1, 2 },
+  { torch.ones(3, { dtype = torch.float64 }), { offset = 0, dim1 = 1, dim2 = 2 } }, function() return torch.zeros(3, 3, { dtype = torch.float64 }) end)
+case('slice_scatter', { torch.zeros(3, 2, 5, { dtype = torch.float64 }), 2, 1, 3 },
+  { torch.zeros(3, 2, 5, { dtype = torch.float64 }), { dim = 2, start = 1, ['end'] = 3 } })
 -- joins (a list first)
 case('cat', { 2 }, { { dim = 2 } }, function() return { X(), X() } end, 'torch')
 case('concat', { 2 }, { { dim = 2 } }, function() return { X(), X() } end, 'torch')
@@ -159,6 +166,40 @@ describe('dims by position or by name', function()
       end)
     end
   end
+
+  it('diag_embed puts the diagonal at dims other than the last two (values from PyTorch 1.13)', function()
+    -- /usr/bin/python3: x = torch.arange(60., dtype=torch.float64).reshape(3, 4, 5).sin(); y = x.diag_embed(*a);
+    -- w = torch.arange(y.numel(), dtype=torch.float64).reshape(y.shape).cos(); (y * w).sum()
+    local x = X()
+    for _, c in ipairs({ { { 0, 1, 3 }, { 5, 3, 5, 4 }, -4.643684328329994 }, { { 1, 3, 1 }, { 6, 3, 6, 4 }, 3.4785289752228614 },
+      { { -1, 2, 1 }, { 6, 6, 3, 4 }, -3.0144313653756853 } }) do
+      local y = x:diag_embed(unpack(c[1]))
+      assert.are.same(c[2], y:size())
+      local w = torch.arange(y:numel(), { dtype = torch.float64 }):reshape(y:size()):cos()
+      H.near((y * w):sum(), { c[3] }, 1e-12, 1e-12)
+    end
+  end)
+
+  it('covers every method whose parameters name a dim', function()
+    local T = require 'moontorch.tensor'
+    local byname = require 'moontorch.ops.byname'
+    local covered = {}
+    for _, c in ipairs(CASES) do covered[c.name] = true end
+    local missing = {}
+    for name, f in pairs(T.methods) do
+      f = require('moontorch.ffi').unwrap(f)
+      local info = debug.getinfo(f, 'u')
+      local names = {}
+      for i = 1, info.nparams do names[#names + 1] = debug.getlocal(f, i) end
+      local joined = table.concat(names, ',')
+      if (joined:find('dim') or joined:find('dims')) and not covered[name] and not covered[name:gsub('_$', '')]
+        and not byname.NAMES[name] then
+        missing[#missing + 1] = name
+      end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
 
   it('refuses a dim given both ways, and an unknown name', function()
     local x = X()

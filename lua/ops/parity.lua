@@ -395,7 +395,15 @@ local function diag_embed(x, offset, dim1, dim2)
   local nd = r:dim()
   local a, b = pdim('diag_embed', dim1 or -2, nd), pdim('diag_embed', dim2 or -1, nd)
   if a == b then fail('diag_embed', ('diagonal dimensions cannot be identical %d, %d'):format(dim1, dim2)) end
-  if a ~= nd - 1 or b ~= nd then r = r:movedim({ nd - 1, nd }, { a, b }) end
+  if a ~= nd - 1 or b ~= nd then -- the diagonal's two dims (r's last two) go to a and b, the others keep their order
+    local perm, k = {}, 1
+    for i = 1, nd do
+      if i == a then perm[i] = nd - 1
+      elseif i == b then perm[i] = nd
+      else perm[i] = k; k = k + 1 end
+    end
+    r = r:permute(perm)
+  end
   return r
 end
 local function diagflat(x, offset)
