@@ -72,16 +72,24 @@ function M.front(f, name, is_self, c1, c2, op, what, example)
   return w
 end
 
--- a cache of fronts by method name, for one kind of instance: cache(f, name) -> front (a name's
--- front is made again when the name holds another function; an alias gets its own, named as called)
+-- a cache of fronts, by method function and then by name (an alias gets its own front, named as
+-- called; one name read from instances of different classes, as forward is, finds each class's):
+-- cache(f, name) -> front; the table f -> {name -> front} comes second, for a lookup inline
 function M.cache(is_self, c1, c2, what, example, op_of)
-  local fns, fronts = {}, {}
+  local fronts = setmetatable({}, { __mode = 'k' }) -- f -> {name -> front}
   return function(f, name)
-    if fns[name] == f then return fronts[name] end
+    local by_name = fronts[f]
+    if by_name == nil then
+      by_name = {}
+      fronts[f] = by_name
+    else
+      local w = by_name[name]
+      if w ~= nil then return w end
+    end
     local w = M.front(f, name, is_self, c1, c2, op_of(name), what, example)
-    fns[name], fronts[name] = f, w
+    by_name[name] = w
     return w
-  end
+  end, fronts
 end
 
 return M

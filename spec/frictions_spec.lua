@@ -123,6 +123,21 @@ describe("a method called with '.'", function()
       "moontorch.nn.Module.parameters: call it with ':' (model:parameters(...)), not '.': the first argument is nothing, not the module")
   end)
 
+  it('makes each front once (one name read from modules of different classes keeps its fronts)', function()
+    local a, b = nn.Linear(2, 2), nn.ReLU()
+    local fa, fb = a.forward, b.forward
+    for _ = 1, 3 do
+      assert.is_true(rawequal(fa, a.forward))
+      assert.is_true(rawequal(fb, b.forward))
+    end
+    assert.is_false(rawequal(fa, fb))
+    local unwrap = require('moontorch.ffi').unwrap
+    assert.is_true(rawequal(unwrap(fa), nn.Linear.forward))
+    local x = torch.ones(2)
+    assert.is_true(rawequal(x.sum, torch.ones(3).sum))
+    assert.is_true(rawequal(unwrap(x.sum), require('moontorch.tensor').methods.sum))
+  end)
+
   it("leaves calls with ':' and explicit self alone", function()
     local x = torch.ones(2, 3)
     assert.are.equal(3, x.size(x, 2))

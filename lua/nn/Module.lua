@@ -169,8 +169,8 @@ local module_classes = setmetatable({}, { __mode = 'k', __index = function(c, mt
   rawset(c, mt, is)
   return is
 end })
-local method_front = require('moontorch.dotcall').cache("type(s) == 'table' and c1[c2(s)]", module_classes,
-  getmetatable, 'module', 'model', function(name) return 'nn.Module.' .. name end)
+local method_front, method_fronts = require('moontorch.dotcall').cache("type(s) == 'table' and c1[c2(s)]",
+  module_classes, getmetatable, 'module', 'model', function(name) return 'nn.Module.' .. name end)
 
 unwrap = core.unwrap
 
@@ -187,7 +187,12 @@ function Module.__index(self, k)
     if v ~= nil then return v end
   end
   local v = getmetatable(self)[k]
-  if type(v) == 'function' and k ~= '__init' then return method_front(v, k) end
+  if type(v) == 'function' and k ~= '__init' then
+    local by_name = method_fronts[v]
+    local w = by_name and by_name[k]
+    if w ~= nil then return w end
+    return method_front(v, k)
+  end
   return v
 end
 
