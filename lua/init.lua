@@ -124,6 +124,7 @@ local lazy = {
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
   Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
+  List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
 }
 torch._lazy = lazy
 setmetatable(torch, {
