@@ -538,7 +538,9 @@ M._set_worker_info = function(w) worker_info = w end
 
 -- read-only, as PyTorch's: the fields live in a table of their own, so that every assignment
 -- reaches __newindex
-local WorkerInfo = class.class('data.WorkerInfo', nil, M)
+-- (not a public name, as in PyTorch: torch.utils.data._utils.worker.WorkerInfo)
+local WorkerInfo = class.class('data.WorkerInfo')
+M._WorkerInfo = WorkerInfo
 local info_keys = { 'id', 'num_workers', 'seed', 'dataset' }
 function WorkerInfo:__init(fields)
   local f = {}

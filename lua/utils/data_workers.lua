@@ -297,7 +297,7 @@ local function worker_main(cfg, wid, fd)
     local seed = cfg.base_seed + wid
     torch.manual_seed(seed)
     math.randomseed(tonumber(ffi.cast(u64, seed) % 4503599627370496ULL))
-    local info = data.WorkerInfo({ id = wid, num_workers = cfg.num_workers, seed = seed, dataset = cfg.loader.dataset })
+    local info = data._WorkerInfo({ id = wid, num_workers = cfg.num_workers, seed = seed, dataset = cfg.loader.dataset })
     data._set_worker_info(info)
     local loader, iterable = cfg.loader, cfg.loader._iterable
     local fetch, init_err
