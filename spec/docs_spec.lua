@@ -1,0 +1,221 @@
+-- The docs (issue 27 part 4): every public name of torch, nn, F, optim, lr_scheduler, utils.data,
+-- autograd, the tensor methods and the classes' methods has an entry in lua/doc/ (and no entry names
+-- something that does not exist); every example runs and prints what its `-->` comments say; the
+-- signatures take no more arguments than the functions do; each PyTorch name exists in PyTorch 1.13;
+-- every op of MT_OP_LIST with a public binding has its doc.op line; docs/reference/ is what
+-- `./run docs` writes now; torch.help gives what `?` prints.
+local H = require 'spec.support.helper'
+local torch = H.torch
+local nn = require 'moontorch.nn'
+local D = require 'moontorch.doc'
+
+local function show(list, max)
+  max = max or 60
+  local out = {}
+  for i = 1, math.min(#list, max) do out[i] = '  ' .. list[i] end
+  if #list > max then out[#out + 1] = ('  ... and %d more'):format(#list - max) end
+  return table.concat(out, '\n')
+end
+
+describe('the docs (lua/doc/)', function()
+  D.reset()
+  local reg = D.load()
+
+  it('document every public name, and only names that exist (in the file the name belongs to)', function()
+    local problems = D.check()
+    assert(#problems == 0, ('%d problem(s) with the docs (docs/reference/README.md, "Writing a doc", says how to write one; then ./run docs):\n%s')
+      :format(#problems, show(problems)))
+  end)
+
+  it('cover the names the issue names: torch.matmul, nn.Linear, F.relu, optim.SGD, a scheduler, DataLoader, autograd.grad, methods', function()
+    for _, k in ipairs { 'torch.matmul', 'torch.zeros', 'torch.zeros_like', 'Tensor:matmul', 'Tensor:add_', 'nn.Linear',
+      'nn.LSTM', 'nn.Module:parameters', 'F.relu', 'F.cross_entropy', 'optim.SGD', 'optim.Optimizer:step',
+      'optim.lr_scheduler.StepLR', 'torch.utils.data.DataLoader', 'torch.autograd.grad', 'nn.init.kaiming_normal_' } do
+      local e = reg.by_key[k]
+      assert(e, 'no doc for ' .. k)
+      local text = D.text(e, k)
+      assert(text:find('PyTorch: ', 1, true) and text:find('Example:', 1, true), text)
+    end
+  end)
+
+  it('are what torch.help returns, for a value or a name, and the REPL\'s ?name prints the same', function()
+    local repl = require 'moontorch.repl'
+    local h = torch.help(torch.matmul)
+    assert.truthy(h:find('torch.matmul(input, other', 1, true), h)
+    assert.falsy(h:find('no documentation found', 1, true))
+    assert.equal(h, torch.help('torch.matmul'))
+    assert.equal(h, repl.help('torch.matmul'))
+    -- other spellings of one name
+    assert.equal(torch.help(nn.functional.relu), torch.help('torch.nn.functional.relu'))
+    assert.equal(torch.help('F.relu'), torch.help('torch.nn.functional.relu'))
+    assert.truthy(torch.help('torch.Tensor.add'):find('Tensor:add(other', 1, true))
+    -- a method through a tensor, a module's method through an instance, a class, an instance
+    local x = torch.ones(2)
+    assert.equal(torch.help('Tensor:sum'), torch.help(x.sum))
+    local m = nn.Linear(2, 3)
+    assert.equal(torch.help('nn.Module:parameters'), torch.help(m.parameters))
+    assert.truthy(torch.help(nn.Linear):find('nn.Linear(in_features, out_features', 1, true))
+    assert.truthy(torch.help(m):find('an instance of nn.Linear', 1, true))
+    -- an alias shows its target's doc
+    assert.truthy(torch.help(torch.multiply):find('another name of torch.mul', 1, true))
+    -- a user's function: its parameters and the comment above it; a built-in; nothing
+    assert.truthy(torch.help(print):find('built-in', 1, true))
+    assert.equal('help: torch.nothing_here is nil', torch.help('torch.nothing_here'))
+  end)
+
+  it('have examples that run and print what their --> comments say', function()
+    local failures = {}
+    local threads = torch.get_num_threads()
+    local env_base = { torch = torch, nn = nn, F = nn.functional, optim = require 'moontorch.optim',
+      data = torch.utils.data }
+    local function norm(s) return (s:gsub('%s+', ' '):gsub('^ ', ''):gsub(' $', '')) end
+    for _, e in ipairs(reg.entries) do
+      if e.kind == 'doc' then
+        local printed = {} -- by line of the example
+        local env = setmetatable({}, { __index = function(_, k)
+          if env_base[k] ~= nil then return env_base[k] end
+          return _G[k]
+        end })
+        env.print = function(...)
+          local info = debug.getinfo(2, 'Sl')
+          local line = info.source == '=example' and info.currentline or 0
+          local parts = {}
+          for i = 1, select('#', ...) do parts[i] = tostring((select(i, ...))) end
+          printed[line] = (printed[line] and printed[line] .. ' ' or '') .. table.concat(parts, ' ')
+        end
+        local chunk, err = load(e.ex, '=example')
+        local ok = chunk ~= nil
+        if chunk then
+          setfenv(chunk, env)
+          ok, err = pcall(chunk)
+        end
+        torch.set_default_dtype(torch.float32)
+        torch.set_grad_enabled(true)
+        torch.set_num_threads(threads)
+        if not ok then
+          failures[#failures + 1] = ('%s (%s): the example fails: %s'):format(e.keys[1], e.at, tostring(err))
+        else
+          local n = 0
+          for line in (e.ex .. '\n'):gmatch('([^\n]*)\n') do
+            n = n + 1
+            local want = line:match('%-%->%s*(.-)%s*$')
+            if want and line:match('^%s*%-%-') == nil then
+              local got = printed[n]
+              if got == nil or norm(got) ~= norm(want) then
+                failures[#failures + 1] = ('%s (%s): line %d of the example printed %s, its comment says %s')
+                  :format(e.keys[1], e.at, n, got and ('%q'):format(norm(got)) or 'nothing', ('%q'):format(norm(want)))
+              end
+            end
+          end
+        end
+      end
+    end
+    collectgarbage()
+    assert(#failures == 0, ('%d example(s) wrong:\n%s'):format(#failures, show(failures)))
+  end)
+
+  -- the positional arguments a signature line shows (an options table counts as one; `...` as many)
+  local function arity(sig)
+    local args = sig:match('^[%w_%.:]+(%b())')
+    if not args then return nil end
+    args = args:sub(2, -2):gsub('%b{}', 'OPTS'):gsub('%[', ''):gsub('%]', '')
+    if args:find('...', 1, true) then return nil end
+    local n = 0
+    for a in args:gmatch('[^,]+') do if a:match('%S') then n = n + 1 end end
+    if sig:match('^[%w_%.]+:') then n = n + 1 end -- self
+    return n
+  end
+
+  it('show no more arguments than a function with fixed parameters takes', function()
+    local wrong = {}
+    for _, e in ipairs(reg.entries) do
+      if e.kind == 'doc' then
+        for i, sig in ipairs(e.sigs) do
+          local k = e.keys[i]
+          local f = D.lookup(k)
+          if D.is_class(f) then f = rawget(f, '__init') end
+          local n = arity(sig)
+          if type(f) == 'function' and n then
+            local info = debug.getinfo(f, 'u')
+            local takes = info.nparams - (D.is_class(D.lookup(k)) and 1 or 0)
+            if not info.isvararg and n > takes then
+              wrong[#wrong + 1] = ('%s (%s): the signature shows %d arguments, the function takes %d'):format(k, e.at, n, takes)
+            end
+          end
+        end
+      end
+    end
+    assert(#wrong == 0, show(wrong))
+  end)
+
+  it('document every op of MT_OP_LIST that has a binding with doc.op in ops.lua', function()
+    local missing = {}
+    local documented = {}
+    for _, e in ipairs(reg.entries) do if e.op then documented[e.op.name] = true end end
+    for _, op in ipairs(require('moontorch.ops.list').ops()) do
+      if op.binding ~= 'INTERNAL' and not documented[op.name] then
+        missing[#missing + 1] = ("%s: write doc.op{'%s', does = ..., ex = ...} in lua/doc/ops.lua"):format(op.name, op.name)
+      end
+    end
+    assert(#missing == 0, show(missing))
+  end)
+
+  it('give PyTorch names that exist in PyTorch 1.13 (checked with /usr/bin/python3\'s torch)', function()
+    local names, seen = {}, {}
+    for _, e in ipairs(reg.entries) do
+      if e.kind == 'doc' and e.pt ~= false then
+        for name in D.pytorch_names(e):gmatch('[^,%s][^,]*') do
+          name = name:gsub('%s.*$', '')
+          if name:match('^torch[%w_%.]*$') or name:match('^Tensor[%w_%.]*$') then
+            if not seen[name] then seen[name] = true; names[#names + 1] = name end
+          end
+        end
+      end
+    end
+    local f = os.tmpname()
+    H.write_file(f, table.concat(names, '\n'))
+    local p = io.popen(([[/usr/bin/python3 -c '
+import sys, importlib
+import torch, torch.nn, torch.nn.functional, torch.optim, torch.utils.data, torch.autograd
+for name in open(sys.argv[1]).read().split():
+    path = name.replace("Tensor.", "torch.Tensor.", 1) if name.startswith("Tensor.") else name
+    obj, parts = None, path.split(".")
+    try:
+        obj = importlib.import_module(parts[0])
+        for i, part in enumerate(parts[1:]):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                obj = importlib.import_module(".".join(parts[:i + 2]))
+    except Exception:
+        print(name)
+' %s 2>&1]]):format(f))
+    local out = p:read('*a')
+    p:close()
+    os.remove(f)
+    if out:find('No module named', 1, true) then
+      pending('PyTorch is not installed for /usr/bin/python3')
+      return
+    end
+    local bad = {}
+    for l in out:gmatch('[^\n]+') do bad[#bad + 1] = l .. ' (write pt = "..." in its entry, or pt = false)' end
+    assert(#bad == 0, 'names PyTorch 1.13 does not have:\n' .. show(bad))
+  end)
+
+  it('are in docs/reference/ as ./run docs writes them now', function()
+    local stale = require('moontorch.doc.reference').stale('docs/reference')
+    assert(#stale == 0, 'docs/reference/ is stale (run ./run docs and commit it): ' .. table.concat(stale, ', '))
+  end)
+
+  it('raise an error naming the file and line of a broken entry', function()
+    local ok, err = pcall(function()
+      local r = { entries = {}, by_key = {} }
+      local chunk = assert(load("local doc = ...\ndoc { 'torch.zeros(size...)', ex = 'x' }", '@lua/doc/broken.lua'))
+      -- the definer is internal: reach it through a fresh load of a temporary place
+      chunk(D._definer(r, 'broken'))
+    end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('lua/doc/broken.lua:2', 1, true), err)
+    assert.truthy(tostring(err):find('does', 1, true), err)
+  end)
+end)
