@@ -12,6 +12,8 @@
 --     ex = 'print(torch.zeros(2, 3):size())  --> torch.Size([2, 3])',   -- runs in the spec; `-->` checked
 --     pt = 'torch.zeros, Tensor.new_zeros',    -- optional: PyTorch's names (derived from the keys
 --   }                                          -- when absent; false: moontorch's own)
+--   (unchecked_args = true: the spec does not compare the signatures' arguments with the function's
+--   parameters: a base method that subclasses override with more, a function that ignores them)
 --   doc.alias('torch.concat', 'torch.cat')     -- another name of the same value (the spec checks it)
 --   doc.op { 'exp', does = 'e to the power of each element.', ex = '...' }   -- lua/doc/ops.lua only:
 --     an op of MT_OP_LIST; its signatures, dtype rule, autograd and aliases come from the op list
@@ -79,12 +81,18 @@ M.key_of = key_of
 local function where()
   local info = debug.getinfo(3, 'Sl')
   local src = info and info.source:match('^@(.*)$') or '?'
-  return (src:match('(lua/doc/[%w_]+%.lua)$') or src:match('(doc/[%w_]+%.lua)$') or src) .. ':' .. (info and info.currentline or 0)
+  local file = src:match('/doc/([%w_]+%.lua)$')
+  return (file and 'lua/doc/' .. file or src) .. ':' .. (info and info.currentline or 0)
 end
 
 local function definer(reg, file)
   local function add(e, at)
     e.file, e.at = file, at
+    local keys, seen = {}, {}
+    for _, k in ipairs(e.keys) do
+      if not seen[k] then seen[k] = true; keys[#keys + 1] = k end
+    end
+    e.keys = keys
     for _, k in ipairs(e.keys) do
       local old = reg.by_key[k]
       if old then error(('moontorch.doc: %s is documented twice (%s and %s)'):format(k, old.at, at), 0) end
@@ -117,7 +125,8 @@ local function definer(reg, file)
         keys[#keys + 1] = k
       end
       for _, k in ipairs(e.keys or {}) do keys[#keys + 1] = k end
-      return add({ kind = 'doc', sigs = sigs, keys = keys, does = e.does, ex = e.ex, pt = e.pt, note = e.note }, at)
+      return add({ kind = 'doc', sigs = sigs, keys = keys, does = e.does, ex = e.ex, pt = e.pt, note = e.note,
+        unchecked_args = e.unchecked_args }, at)
     end,
   })
   -- doc.alias(name, target): name is the same value as target, under another name
@@ -182,6 +191,7 @@ function M.op_signatures(op)
   local sigs = { ('torch.%s(input%s, {%s}) -> Tensor'):format(n, ps, table.concat(opts, ', ')),
     ('Tensor:%s(%s) -> Tensor'):format(n, ps:sub(3)) }
   if op.kind ~= 'UNARY_TEST' then sigs[3] = ('Tensor:%s_(%s) -> self'):format(n, ps:sub(3)) end
+  if rawget(require('moontorch'), n .. '_') then sigs[#sigs + 1] = ('torch.%s_(input%s) -> input'):format(n, ps) end
   return sigs
 end
 
@@ -333,14 +343,19 @@ function M.names()
   table.sort(classes, function(a, b) return a[2] < b[2] end)
   for _, c in ipairs(classes) do
     local cls, key = c[1], c[2]
-    local ms = {}
+    local ms, mv = {}, {}
     for _, x in ipairs(chain(cls)) do
-      for k, v in pairs(x) do
-        if type(k) == 'string' and type(v) == 'function' and k:sub(1, 1) ~= '_' and ms[k] == nil then ms[k] = x end
+      -- (a class whose instances find their methods in a table of its own: OrderedDict.methods)
+      for _, t in ipairs { x, type(rawget(x, 'methods')) == 'table' and rawget(x, 'methods') or {} } do
+        for k, v in pairs(t) do
+          if type(k) == 'string' and type(v) == 'function' and k:sub(1, 1) ~= '_' and ms[k] == nil then
+            ms[k], mv[k] = x, v
+          end
+        end
       end
     end
     for _, k in ipairs(sorted_keys(ms)) do
-      out[#out + 1] = { key = key .. ':' .. k, value = cls[k], class = cls, method = k, owner_class = ms[k] }
+      out[#out + 1] = { key = key .. ':' .. k, value = mv[k], class = cls, method = k, owner_class = ms[k] }
     end
   end
   -- torch.Generator's methods (a metatable, not a registered class)
@@ -359,9 +374,9 @@ local function entry_of(reg, n, class_key)
   local e = reg.by_key[n.key]
   if e or not n.class then return e, n.key end
   for _, x in ipairs(chain(n.class)) do
-    for _, base in ipairs { class_key[x], rawget(x, '__typename') } do
-      local k = base .. ':' .. n.method
-      if reg.by_key[k] then return reg.by_key[k], k end
+    for _, base in pairs { class_key[x] or false, rawget(x, '__typename') or false } do
+      local k = base and base .. ':' .. n.method
+      if k and reg.by_key[k] then return reg.by_key[k], k end
     end
   end
   return nil
@@ -438,7 +453,13 @@ function M.lookup(key)
   local path, m = key:match('^(.-):([%w_]+)$')
   path = path or key
   local roots = { torch = torch, nn = torch.nn, F = torch.nn.functional, optim = torch.optim }
-  local v
+  -- a class by its registered name (nn._BatchNorm, the parent of the public BatchNorm1d ...)
+  local v = require('moontorch.class').registry[path]
+  if v and m then
+    local ok, r = pcall(function() return v[m] end)
+    return ok and r or nil
+  end
+  v = nil
   for part in path:gmatch('[^%.]+') do
     if v == nil then
       v = roots[part]
@@ -451,6 +472,7 @@ function M.lookup(key)
   if m then
     if path == 'torch.Generator' then return getmetatable(torch.Generator())[m] end
     local ok, r = pcall(function() return v[m] end)
+    if ok and r == nil and type(v) == 'table' and type(rawget(v, 'methods')) == 'table' then r = v.methods[m] end
     return ok and r or nil
   end
   return v
