@@ -225,3 +225,142 @@ for name in open(sys.argv[1]).read().split():
     assert.truthy(tostring(err):find('does', 1, true), err)
   end)
 end)
+
+describe('docs/API.md', function()
+  local text = H.read_file('docs/API.md')
+  -- What API.md may still mark *(coming)*: each with the check that it is indeed missing. Making one
+  -- real means dropping its mark there and its line here.
+  local COMING = {
+    { 'CUDA', function() return torch.config():find('CUDA: not built', 1, true) ~= nil end },
+  }
+
+  it('marks nothing *(coming)* that exists', function()
+    local bad = {}
+    local n = 0
+    -- each mark with the text before it in its sentence (a sentence may span lines)
+    local marks = text:gsub('%*%(coming%)%* marks a convention', '') -- (the legend)
+    for before in marks:gmatch('([^.]*)%*%(coming%)%*') do
+      local line = before:gsub('%s+', ' ') .. '*(coming)*'
+      do
+        n = n + 1
+        local known
+        for _, c in ipairs(COMING) do
+          if line:find(c[1], 1, true) then
+            known = true
+            if not c[2]() then bad[#bad + 1] = ('%s is marked coming but exists: %s'):format(c[1], line) end
+          end
+        end
+        if not known then
+          bad[#bad + 1] = 'marked coming, with no check in spec/docs_spec.lua\'s COMING that it is missing: ' .. line
+        end
+      end
+    end
+    assert(#bad == 0, table.concat(bad, '\n'))
+    assert.is_true(n <= #COMING)
+  end)
+
+  -- the code API.md shows: ```lua blocks and `inline` spans
+  local function code_of(s)
+    local blocks, spans = {}, {}
+    local rest = s:gsub('```lua\n(.-)```', function(b) blocks[#blocks + 1] = b return '' end)
+    for span in rest:gmatch('`([^`\n]+)`') do spans[#spans + 1] = span end
+    return blocks, spans
+  end
+  local blocks, spans = code_of(text)
+
+  it('shows only names that exist (torch.x, nn.X, F.x, optim.X, data.X, :method)', function()
+    local D = require 'moontorch.doc'
+    local roots = { torch = torch, nn = nn, F = nn.functional, optim = require 'moontorch.optim',
+      data = torch.utils.data, datasets = torch.datasets }
+    local function resolve(path)
+      local v
+      for part in path:gmatch('[^%.]+') do
+        if v == nil then v = roots[part] else
+          local ok, r = pcall(function() return v[part] end)
+          v = ok and r or nil
+        end
+        if v == nil then return nil end
+      end
+      return v
+    end
+    -- every method name something public answers to
+    local methods = {}
+    for k in pairs(require('moontorch.tensor').methods) do methods[k] = true end
+    for _, n in ipairs(D.names()) do
+      local m = n.key:match(':([%w_]+)$')
+      if m then methods[m] = true end
+    end
+    for _, m in ipairs { 'name', 'register_hook', 'register_prehook', 'remove' } do methods[m] = true end -- grad_fn, handles
+    for k in pairs(string) do methods[k] = true end
+    -- the methods a class of the user's defines (MyLinear:__init, MyData:__getitem, __len)
+    for _, m in ipairs { '__init', '__getitem', '__len', '__iter', 'forward' } do methods[m] = true end
+    local missing, seen = {}, {}
+    local all = {}
+    for _, b in ipairs(blocks) do all[#all + 1] = b end
+    for _, sp in ipairs(spans) do all[#all + 1] = sp end
+    for _, code in ipairs(all) do
+      -- (strings' contents too: torch.class('MyLinear', 'nn.Module') names nn.Module)
+      for path in code:gmatch('%f[%w_.]([%a_][%w_]*%.[%a_][%w_%.]*)') do
+        path = path:gsub('%.$', '')
+        local root = path:match('^([%w_]+)')
+        if roots[root] and not seen[path] then
+          seen[path] = true
+          if resolve(path) == nil then missing[#missing + 1] = path end
+        end
+      end
+      for m in code:gmatch(':([%a_][%w_]*)%s*[%({]') do
+        if not methods[m] and not seen[':' .. m] then
+          seen[':' .. m] = true
+          missing[#missing + 1] = ':' .. m
+        end
+      end
+    end
+    assert(#missing == 0, 'docs/API.md shows names that do not exist: ' .. table.concat(missing, ', '))
+  end)
+
+  it('has examples that run and print what their --> comments say', function()
+    local failures = {}
+    for bi, b in ipairs(blocks) do
+      local printed = {}
+      local env = setmetatable({ torch = torch, nn = nn, F = nn.functional, optim = require 'moontorch.optim' },
+        { __index = _G })
+      env.print = function(...)
+        local info = debug.getinfo(2, 'Sl')
+        local line = info.source == '=script.lua' and info.currentline or 0
+        local parts = {}
+        for i = 1, select('#', ...) do parts[i] = tostring((select(i, ...))) end
+        printed[line] = (printed[line] and printed[line] .. ' ' or '') .. table.concat(parts, ' ')
+      end
+      local chunk, err = load(b, '=script.lua')
+      if not chunk then
+        -- a sketch with `...` standing for the user's code is shown, not run
+        if not b:find('%.%.%. end') and not b:find('do %.%.%.') then
+          failures[#failures + 1] = ('block %d does not compile: %s'):format(bi, err)
+        end
+      else
+        setfenv(chunk, env)
+        local ok, e = pcall(chunk)
+        torch.set_default_dtype(torch.float32)
+        if not ok then
+          failures[#failures + 1] = ('block %d fails: %s'):format(bi, tostring(e))
+        else
+          local n = 0
+          for line in (b .. '\n'):gmatch('([^\n]*)\n') do
+            n = n + 1
+            local want = line:match('%-%->%s*(.-)%s*$')
+            if want and not line:match('^%s*%-%-') then
+              local function norm(s)
+                return (s:gsub('%s+', ' '):gsub('^ ', ''):gsub(' $', ''):gsub('([%[%(]) ', '%1'):gsub(' ([%]%)])', '%1'))
+              end
+              if printed[n] == nil or norm(printed[n]) ~= norm(want) then
+                failures[#failures + 1] = ('block %d, line %d printed %q; API.md says %q'):format(bi, n,
+                  printed[n] and norm(printed[n]) or 'nothing', norm(want))
+              end
+            end
+          end
+        end
+      end
+    end
+    assert(#failures == 0, table.concat(failures, '\n'))
+  end)
+end)

@@ -29,6 +29,8 @@ M.PLACES = {
   { 'nn.utils.parametrize', 'parametrize' },
   { 'nn.utils.parametrizations', 'parametrize' },
   { 'nn.utils.prune', 'prune' },
+  { 'nn.parallel', 'distributed' },
+  { 'torch.utils.data.distributed', 'distributed' },
   { 'nn.init.', 'nn_utils' },
   { 'nn.utils.', 'nn_utils' },
   { 'nn.', 'nn' },
