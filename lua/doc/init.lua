@@ -315,8 +315,9 @@ function M.names()
   while i <= #nss do
     local prefix, t, lazy = nss[i][1], nss[i][2], nss[i].lazy
     for _, k in ipairs(sorted_keys(t, lazy)) do
-      if k:sub(1, 1) ~= '_' then
-        local v = t[k]
+      -- (a field that fails to load is skipped here: its entries then name nothing that exists)
+      local ok, v = pcall(function() return t[k] end)
+      if k:sub(1, 1) ~= '_' and ok then
         local key = prefix .. k
         if type(v) == 'table' and not is_class(v) and getmetatable(v) == nil and not seen_ns[v]
           and not NOT_NAMESPACES[key] then
