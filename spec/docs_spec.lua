@@ -208,6 +208,20 @@ for name in open(sys.argv[1]).read().split():
     assert(#bad == 0, 'names PyTorch 1.13 does not have:\n' .. show(bad))
   end)
 
+  it('are read from every file in lua/doc/ (each one listed in moontorch.doc.FILES)', function()
+    local listed = {}
+    for _, f in ipairs(D.FILES) do listed[f] = true end
+    local p = io.popen('ls lua/doc')
+    local unlisted = {}
+    for f in p:lines() do
+      local name = f:match('^([%w_]+)%.lua$')
+      if name and name ~= 'init' and name ~= 'reference' and not listed[name] then unlisted[#unlisted + 1] = f end
+    end
+    p:close()
+    assert(#unlisted == 0, 'lua/doc/ files that are never read (add them to FILES and PLACES in lua/doc/init.lua): '
+      .. table.concat(unlisted, ', '))
+  end)
+
   it('are in docs/reference/ as ./run docs writes them now', function()
     local stale = require('moontorch.doc.reference').stale('docs/reference')
     assert(#stale == 0, 'docs/reference/ is stale (run ./run docs and commit it): ' .. table.concat(stale, ', '))

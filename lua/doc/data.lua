@@ -2,7 +2,7 @@
 -- (moontorch.doc: lua/doc/init.lua says how an entry is written). Indices are 1-based.
 local doc = ...
 
------------------------------------------------------------------------------------- datasets
+doc.section 'Datasets'
 doc { 'torch.utils.data.Dataset() -> Dataset',
   does = 'The base class of map-style datasets: a subclass (torch.class(\'MyData\', data.Dataset)) defines __getitem(i) (i from 1) and __len(); ds[i] calls __getitem. A sample that is a Python tuple is a Lua array.',
   ex = 'local Squares = torch.class(\'DocSquares\', \'data.Dataset\')\nfunction Squares:__getitem(i) return {torch.tensor({i}), torch.tensor({i * i})} end\nfunction Squares:__len() return 4 end\nlocal ds = Squares()\nprint(ds[3][2], ds:__len())  --> tensor([9.]) 4' }
@@ -29,7 +29,7 @@ doc { 'torch.utils.data.len(x) -> number',
   pt = false,
   ex = 'print(data.len(data.TensorDataset(torch.zeros(7))), data.len({1, 2}))  --> 7 2' }
 
------------------------------------------------------------------------------------- samplers
+doc.section 'Samplers'
 doc { 'torch.utils.data.Sampler([data_source]) -> Sampler', 'torch.utils.data.Sampler:iter() -> iterator', pt = 'torch.utils.data.Sampler (iter(sampler) for iter)',
   does = 'The base class of samplers: iter() (or calling the sampler) yields indices, counted from 1.',
   ex = 'local n = 0\nfor i in data.SequentialSampler({1, 2, 3})() do n = n + i end\nprint(n)  --> 6' }
@@ -50,7 +50,7 @@ doc { 'torch.utils.data.BatchSampler(sampler, batch_size, drop_last) -> Sampler'
   does = 'Yields arrays of batch_size indices from another sampler (the last one shorter unless drop_last).',
   ex = 'local b = {}\nfor batch in data.BatchSampler(data.SequentialSampler({1, 2, 3}), 2, false):iter() do b[#b + 1] = #batch end\nprint(table.concat(b, \' \'))  --> 2 1' }
 
------------------------------------------------------------------------------------- the loader
+doc.section 'The loader'
 doc { 'torch.utils.data.DataLoader(dataset, {batch_size=1, shuffle=false, sampler=, batch_sampler=, num_workers=0, collate_fn=, pin_memory=false, drop_last=false, timeout=0, worker_init_fn=, generator=, prefetch_factor=, persistent_workers=false}) -> DataLoader',
   does = 'Batches of samples: for x, y in loader:iter() do (or loader()) yields each batch\'s members as several values; loader:__len() counts the batches. shuffle draws PyTorch\'s order for the same generator; batch_size = false turns batching off (PyTorch\'s None).',
   ex = 'local loader = data.DataLoader(data.TensorDataset(torch.arange(5), torch.arange(5) * 2), {batch_size = 2})\nfor x, y in loader:iter() do print(x, y) end\nprint(loader:__len())  --> 3' }
@@ -68,7 +68,7 @@ doc { 'torch.utils.data.get_worker_info() -> info or nil',
   does = 'Inside a loader\'s worker, its id, the number of workers, its seed and its dataset copy; nil in the process that iterates (always, with num_workers = 0).',
   ex = 'print(data.get_worker_info())  --> nil' }
 
------------------------------------------------------------------------------------- datasets on disk
+doc.section 'Datasets on disk'
 doc { 'torch.datasets.MNIST(root, {train=true, transform=, target_transform=}) -> Dataset',
   'torch.datasets.FashionMNIST(root, {train=true, transform=, target_transform=}) -> Dataset',
   'torch.datasets.KMNIST(root, {train=true, transform=, target_transform=}) -> Dataset',

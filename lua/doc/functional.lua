@@ -5,7 +5,7 @@ local doc = ...
 
 local RED = ' reduction = \'mean\' (default), \'sum\' or \'none\'.'
 
------------------------------------------------------------------------------------- linear and convolution
+doc.section 'Linear and convolution'
 doc { 'F.linear(input, weight, bias) -> Tensor',
   does = 'input @ weight^T + bias (bias may be nil).',
   ex = 'print(F.linear(torch.ones(1, 2), torch.ones(3, 2), nil))  --> tensor([[2., 2., 2.]])' }
@@ -37,7 +37,7 @@ doc { 'F.fold(input, output_size, kernel_size, {dilation=1, padding=0, stride=1}
   does = 'Sums columns of blocks back into an image (col2im).',
   ex = 'print(F.fold(torch.ones(1, 4, 4), {3, 3}, 2))  --> tensor([[[[1., 2., 1.], [2., 4., 2.], [1., 2., 1.]]]])' }
 
------------------------------------------------------------------------------------- pooling and resampling
+doc.section 'Pooling and resampling'
 doc { 'F.max_pool1d(input, kernel_size, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false, return_indices=false}) -> Tensor',
   'F.max_pool2d(input, kernel_size, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false, return_indices=false}) -> Tensor',
   'F.max_pool3d(input, kernel_size, {stride=kernel_size, padding=0, dilation=1, ceil_mode=false, return_indices=false}) -> Tensor',
@@ -100,7 +100,7 @@ doc { 'F.grid_sample(input, grid, mode, padding_mode, align_corners) -> Tensor',
   does = 'Samples input at the grid\'s coordinates in [-1, 1] (mode \'bilinear\' or \'nearest\'; padding_mode \'zeros\', \'border\', \'reflection\').',
   ex = 'local grid = F.affine_grid(torch.tensor({{{1, 0, 0}, {0, 1, 0}}}), {1, 1, 2, 2}, false)\nprint(F.grid_sample(torch.ones(1, 1, 2, 2), grid, \'bilinear\', \'zeros\', false))  --> tensor([[[[1., 1.], [1., 1.]]]])' }
 
------------------------------------------------------------------------------------- activations
+doc.section 'Activations'
 doc { 'F.relu(input, {inplace=false}) -> Tensor', 'F.relu_(input) -> Tensor', does = 'max(0, x).',
   ex = 'print(F.relu(torch.tensor({-1, 2})))  --> tensor([0., 2.])' }
 doc { 'F.relu6(input, {inplace=false}) -> Tensor', does = 'min(max(0, x), 6).', ex = 'print(F.relu6(torch.tensor({9})))  --> tensor([6.])' }
@@ -155,7 +155,7 @@ doc { 'F.gumbel_softmax(logits, tau, hard, eps, dim) -> Tensor',
 doc { 'F.glu(input, dim) -> Tensor', does = 'a * sigmoid(b), a and b the halves of input along dim (-1).',
   ex = 'print(F.glu(torch.tensor({2, 0})))  --> tensor([1.])' }
 
------------------------------------------------------------------------------------- normalization
+doc.section 'Normalization'
 doc { 'F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) -> Tensor',
   'F.batch_norm(input, running_mean, running_var, weight, bias, {training=false, momentum=0.1, eps=1e-5}) -> Tensor',
   'torch.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled) -> Tensor',
@@ -179,7 +179,7 @@ doc { 'F.normalize(input, {p=2, dim=2, eps=1e-12}) -> Tensor',
   does = 'input divided by its p-norm along dim (2: PyTorch\'s 1), at least eps.',
   ex = 'print(F.normalize(torch.tensor({{3, 4}})))  --> tensor([[0.6000, 0.8000]])' }
 
------------------------------------------------------------------------------------- dropout
+doc.section 'Dropout'
 doc { 'F.dropout(input, {p=0.5, training=true, inplace=false}) -> Tensor', 'torch.dropout(input, p, train) -> Tensor',
   does = 'Zeros elements with probability p and scales the rest by 1 / (1 - p) when training (PyTorch\'s mask for the same seed). training is true by default, as PyTorch\'s: pass the module\'s self.training.',
   ex = 'print(F.dropout(torch.ones(2), {training = false}))  --> tensor([1., 1.])' }
@@ -192,7 +192,7 @@ doc { 'F.alpha_dropout(input, {p=0.5, training=false, inplace=false}) -> Tensor'
   does = 'Dropout that keeps SELU\'s mean and variance (feature_: whole channels).',
   ex = 'print(F.alpha_dropout(torch.ones(2)))  --> tensor([1., 1.])' }
 
------------------------------------------------------------------------------------- embeddings and one-hot
+doc.section 'Embeddings and one-hot'
 doc { 'F.embedding(input, weight, {padding_idx=, max_norm=, norm_type=2, scale_grad_by_freq=false, sparse=false}) -> Tensor',
   'torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse) -> Tensor',
   does = 'The rows of weight at the 1-based ids in input (int64).',
@@ -204,7 +204,7 @@ doc { 'F.one_hot(tensor, num_classes) -> Tensor',
   does = 'One-hot rows for class ids counted from 1 (num_classes -1: the largest id).',
   ex = 'print(F.one_hot(torch.tensor({2}, {dtype = torch.int64}), 3))  --> tensor([[0, 1, 0]])' }
 
------------------------------------------------------------------------------------- attention
+doc.section 'Attention'
 doc { 'F.scaled_dot_product_attention(query, key, value, {attn_mask=, dropout_p=0, is_causal=false}) -> Tensor',
   does = 'softmax(q k^T / sqrt(d) + mask) v over the last two dims (PyTorch 2\'s semantics; a bool mask keeps where true).',
   pt = 'torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0)',
@@ -213,7 +213,7 @@ doc { 'F.multi_head_attention_forward(query, key, value, embed_dim_to_check, num
   does = 'The computation of nn.MultiheadAttention with its weights passed in.',
   ex = 'local m = nn.MultiheadAttention(4, 1)\nlocal q = torch.ones(2, 1, 4)\nlocal out = F.multi_head_attention_forward(q, q, q, 4, 1, m.in_proj_weight, m.in_proj_bias, nil, nil, false, 0, m.out_proj.weight, m.out_proj.bias)\nprint(out:size())  --> torch.Size([2, 1, 4])' }
 
------------------------------------------------------------------------------------- distances
+doc.section 'Distances'
 doc { 'F.cosine_similarity(x1, x2, {dim=2, eps=1e-8}) -> Tensor', 'torch.cosine_similarity(x1, x2, dim, eps) -> Tensor',
   does = 'The cosine of the angle between x1 and x2 along dim (2: PyTorch\'s 1).',
   ex = 'print(F.cosine_similarity(torch.tensor({{1, 0}}), torch.tensor({{0, 1}})))  --> tensor([0.])' }
@@ -224,7 +224,7 @@ doc { 'F.pdist(input, p) -> Tensor', 'torch.pdist(input, p) -> Tensor',
   does = 'The p-norm (2) distances between each pair of rows (the upper triangle, as a 1-D tensor).',
   ex = 'print(F.pdist(torch.tensor({{0, 0}, {3, 4}})))  --> tensor([5.])' }
 
------------------------------------------------------------------------------------- losses
+doc.section 'Losses'
 doc { 'F.cross_entropy(input, target, {weight=, ignore_index=-100, reduction=\'mean\', label_smoothing=0}) -> Tensor',
   does = 'log_softmax then nll_loss: class targets counted from 1 (int64), or class probabilities.' .. RED,
   ex = 'print(F.cross_entropy(torch.tensor({{0, 0}}), torch.tensor({2}, {dtype = torch.int64})))  --> tensor(0.6931)' }

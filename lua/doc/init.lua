@@ -15,6 +15,7 @@
 --   (unchecked_args = true: the spec does not compare the signatures' arguments with the function's
 --   parameters: a base method that subclasses override with more, a function that ignores them)
 --   doc.alias('torch.concat', 'torch.cat')     -- another name of the same value (the spec checks it)
+--   doc.section 'Reductions'                   -- a heading for the entries after it in the reference
 --   doc.op { 'exp', does = 'e to the power of each element.', ex = '...' }   -- lua/doc/ops.lua only:
 --     an op of MT_OP_LIST; its signatures, dtype rule, autograd and aliases come from the op list
 -- Keys: torch.f, Tensor:method, Tensor.property, nn.Class, nn.Class:method, F.f (torch.nn.functional),
@@ -131,6 +132,10 @@ local function definer(reg, file)
         unchecked_args = e.unchecked_args }, at)
     end,
   })
+  -- doc.section(title): a heading in the reference page before the entries that follow
+  function doc.section(title)
+    reg.entries[#reg.entries + 1] = { kind = 'section', title = title, file = file, keys = {}, at = where() }
+  end
   -- doc.alias(name, target): name is the same value as target, under another name
   function doc.alias(name, target, sig)
     local at = where()
@@ -636,11 +641,12 @@ function M.describe(x, name)
     x = M.resolve_name(name)
     if x == nil then return ('help: %s is nil'):format(name) end
   end
-  local label = name or tostring(x)
+  local mt = type(x) == 'table' and getmetatable(x)
+  local instance = mt and not is_class(x) and is_class(mt)
+  local label = name or (instance and 'this value') or tostring(x)
   local text = M.help(x, name)
   if text then
-    local mt = type(x) == 'table' and getmetatable(x)
-    if mt and not is_class(x) and is_class(mt) then
+    if instance then
       -- an instance (a module, an optimizer): its class's doc
       return ('%s: an instance of %s\n%s'):format(label, rawget(mt, '__typename'), text)
     end

@@ -3,7 +3,7 @@
 -- defaults; they may also be given by position, in PyTorch's order.
 local doc = ...
 
------------------------------------------------------------------------------------- nn.Module
+doc.section 'Nn.Module'
 doc { 'nn.Module() -> Module',
   does = 'The base class of every module. Subclass it with torch.class(\'MyNet\', \'nn.Module\'), call the parent\'s __init, assign parameters (nn.Parameter), submodules and buffers as fields (assigning registers them), and define forward; m(x) calls forward (with the hooks).',
   ex = 'local Net, Parent = torch.class(\'DocNet\', \'nn.Module\')\nfunction Net:__init()\n  Parent.__init(self)\n  self.fc = nn.Linear(4, 2)\nend\nfunction Net:forward(x) return self.fc(x):relu() end\nlocal net = Net()\nprint(net(torch.ones(3, 4)):size(), #net:parameters())  --> torch.Size([3, 2]) 2' }
@@ -107,7 +107,7 @@ doc { 'nn.Parameter(data[, requires_grad]) -> Parameter',
   does = 'A tensor that is a module parameter: assigned to a module field it registers, and requires grad (unless requires_grad = false).',
   ex = 'local p = nn.Parameter(torch.zeros(2))\nprint(p.requires_grad, torch.is_tensor(p))  --> true true' }
 
------------------------------------------------------------------------------------- containers
+doc.section 'Containers'
 doc { 'nn.Sequential(modules...) -> Sequential', 'nn.Sequential(ordered_dict) -> Sequential',
   does = 'Calls its modules in order, each on the previous one\'s output. The modules sit at seq[1], seq[2], ... (named \'0\', \'1\', ... as PyTorch\'s); #seq counts them; an OrderedDict gives names.',
   ex = 'local seq = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 1))\nprint(seq(torch.ones(2, 4)):size(), #seq, torch.typename(seq[2]))  --> torch.Size([2, 1]) 3 nn.ReLU' }
@@ -158,7 +158,7 @@ doc { 'nn.ParameterDict:keys() -> {string, ...}', 'nn.ParameterDict:values() -> 
   pt = 'torch.nn.ParameterDict.keys, torch.nn.ParameterDict.values, torch.nn.ParameterDict.items, torch.nn.ParameterDict.get, torch.nn.ParameterDict.pop, torch.nn.ParameterDict.popitem, torch.nn.ParameterDict.setdefault, torch.nn.ParameterDict.update, torch.nn.ParameterDict.clear (len() and in for len, contains)',
   ex = 'local d = nn.ParameterDict()\nd:update({{\'a\', torch.ones(1)}})\nprint(d:len(), d:get(\'z\', 5))  --> 1 5' }
 
------------------------------------------------------------------------------------- linear
+doc.section 'Linear'
 doc { 'nn.Linear(in_features, out_features, {bias=true, device=, dtype=}) -> Module',
   does = 'y = x @ weight^T + bias over the last dim; weight (out_features x in_features) and bias drawn as PyTorch draws them after the same seed.',
   ex = 'local m = nn.Linear(4, 2)\nprint(m(torch.ones(3, 4)):size(), m.weight:size())  --> torch.Size([3, 2]) torch.Size([2, 4])' }
@@ -186,7 +186,7 @@ doc { 'nn.Unflatten(dim, unflattened_size) -> Module',
   does = 'Splits dim into the given sizes (an array).',
   ex = 'print(nn.Unflatten(2, {2, 3})(torch.ones(4, 6)):size())  --> torch.Size([4, 2, 3])' }
 
------------------------------------------------------------------------------------- convolution
+doc.section 'Convolution'
 local CONV_OPTS = '{stride=1, padding=0, dilation=1, groups=1, bias=true, padding_mode=\'zeros\', device=, dtype=}'
 doc { 'nn.Conv1d(in_channels, out_channels, kernel_size, ' .. CONV_OPTS .. ') -> Module',
   'nn.Conv2d(in_channels, out_channels, kernel_size, ' .. CONV_OPTS .. ') -> Module',
@@ -205,7 +205,7 @@ doc { 'nn.Fold(output_size, kernel_size, {dilation=1, padding=0, stride=1}) -> M
   does = 'The reverse of Unfold: sums columns of blocks back into a (N, C, H, W) image.',
   ex = 'print(nn.Fold({4, 4}, 2)(torch.ones(1, 12, 9)):size())  --> torch.Size([1, 3, 4, 4])' }
 
------------------------------------------------------------------------------------- pooling and resampling
+doc.section 'Pooling and resampling'
 doc { 'nn.MaxPool1d(kernel_size, {stride=kernel_size, padding=0, dilation=1, return_indices=false, ceil_mode=false}) -> Module',
   'nn.MaxPool2d(kernel_size, {stride=kernel_size, padding=0, dilation=1, return_indices=false, ceil_mode=false}) -> Module',
   'nn.MaxPool3d(kernel_size, {stride=kernel_size, padding=0, dilation=1, return_indices=false, ceil_mode=false}) -> Module',
@@ -251,7 +251,7 @@ doc { 'nn.ZeroPad2d(padding) -> Module', 'nn.ConstantPad1d(padding, value) -> Mo
   does = 'Padding of the last 1, 2 or 3 dims: with zeros, a constant, the mirror image, or the edge value. padding a number or an array (left, right, top, bottom, ...).',
   ex = 'print(nn.ReflectionPad1d(1)(torch.tensor({{{1, 2, 3}}})))  --> tensor([[[2., 1., 2., 3., 2.]]])' }
 
------------------------------------------------------------------------------------- normalization
+doc.section 'Normalization'
 doc { 'nn.BatchNorm1d(num_features, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true, device=, dtype=}) -> Module',
   'nn.BatchNorm2d(num_features, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true, device=, dtype=}) -> Module',
   'nn.BatchNorm3d(num_features, {eps=1e-5, momentum=0.1, affine=true, track_running_stats=true, device=, dtype=}) -> Module',
@@ -276,7 +276,7 @@ doc { 'nn.LocalResponseNorm(size, {alpha=1e-4, beta=0.75, k=1}) -> Module',
   does = 'Normalizes each channel by its neighbours\' squares (AlexNet).',
   ex = 'print(nn.LocalResponseNorm(2)(torch.ones(1, 3, 2, 2)):size())  --> torch.Size([1, 3, 2, 2])' }
 
------------------------------------------------------------------------------------- activations
+doc.section 'Activations'
 doc { 'nn.ReLU({inplace=false}) -> Module', does = 'max(0, x).', ex = 'print(nn.ReLU()(torch.tensor({-1, 2})))  --> tensor([0., 2.])' }
 doc { 'nn.ReLU6({inplace=false}) -> Module', does = 'min(max(0, x), 6).', ex = 'print(nn.ReLU6()(torch.tensor({-1, 8})))  --> tensor([0., 6.])' }
 doc { 'nn.LeakyReLU(negative_slope, {negative_slope=0.01, inplace=false}) -> Module',
@@ -322,7 +322,7 @@ doc { 'nn.Softmax2d() -> Module', does = 'softmax over the channels (dim -3) of 
 doc { 'nn.GLU({dim=-1}) -> Module', does = 'The gated linear unit: a * sigmoid(b), a and b the two halves along dim.',
   ex = 'print(nn.GLU()(torch.tensor({2, 0})))  --> tensor([1.])' }
 
------------------------------------------------------------------------------------- dropout
+doc.section 'Dropout'
 doc { 'nn.Dropout({p=0.5, inplace=false}) -> Module',
   does = 'In training, zeros each element with probability p and scales the rest by 1 / (1 - p) (PyTorch\'s mask for the same seed); the identity in eval mode.',
   ex = 'local d = nn.Dropout(0.5)\nprint(d(torch.ones(1000)):mean():item() > 0.8, d:eval()(torch.ones(2)))  --> true tensor([1., 1.])' }
@@ -334,7 +334,7 @@ doc { 'nn.AlphaDropout({p=0.5, inplace=false}) -> Module', 'nn.FeatureAlphaDropo
   does = 'Dropout that keeps the mean and variance of SELU networks (FeatureAlphaDropout: whole channels).',
   ex = 'print(nn.AlphaDropout(0.2):eval()(torch.ones(2)))  --> tensor([1., 1.])' }
 
------------------------------------------------------------------------------------- embeddings
+doc.section 'Embeddings'
 doc { 'nn.Embedding(num_embeddings, embedding_dim, {padding_idx=, max_norm=, norm_type=2, scale_grad_by_freq=false, sparse=false, _weight=, device=, dtype=}) -> Module',
   does = 'A lookup table: an int64 tensor of ids counted from 1 gives their rows of weight (an id of 0 is an error: ids count from 1). padding_idx (1-based) gets a zero row and no gradient.',
   ex = 'local emb = nn.Embedding(10, 3)\nprint(emb(torch.tensor({{1, 2}, {10, 4}}, {dtype = torch.int64})):size())  --> torch.Size([2, 2, 3])' }
@@ -348,7 +348,7 @@ doc { 'nn.EmbeddingBag(num_embeddings, embedding_dim, {max_norm=, norm_type=2, s
   does = 'Sums, means or maxima of bags of embeddings: m(input, offsets[, per_sample_weights]) with 1-based ids and offsets (or a 2-D input, one bag per row).',
   ex = 'local bag = nn.EmbeddingBag.from_pretrained(torch.eye(3), {mode = \'sum\'})\nprint(bag(torch.tensor({1, 2, 3}, {dtype = torch.int64}), torch.tensor({1, 3}, {dtype = torch.int64})))  --> tensor([[1., 1., 0.], [0., 0., 1.]])' }
 
------------------------------------------------------------------------------------- recurrent
+doc.section 'Recurrent'
 doc { 'nn.RNN(input_size, hidden_size, {num_layers=1, nonlinearity=\'tanh\', bias=true, batch_first=false, dropout=0, bidirectional=false, device=, dtype=}) -> Module',
   does = 'An Elman RNN: local out, h_n = rnn(x[, h0]); x is (L, N, H_in) ((N, L, H_in) with batch_first, or unbatched (L, H_in), or a PackedSequence).',
   ex = 'local rnn = nn.RNN(4, 8)\nlocal out, h = rnn(torch.randn(5, 2, 4))\nprint(out:size(), h:size())  --> torch.Size([5, 2, 8]) torch.Size([1, 2, 8])' }
@@ -370,7 +370,7 @@ doc { 'nn.RNNCellBase(input_size, hidden_size, bias, num_chunks) -> Module',
   does = 'The base class of the cells.',
   ex = 'print(torch.isinstance(nn.GRUCell(1, 1), nn.RNNCellBase))  --> true' }
 
------------------------------------------------------------------------------------- attention and transformers
+doc.section 'Attention and transformers'
 doc { 'nn.MultiheadAttention(embed_dim, num_heads, {dropout=0, bias=true, add_bias_kv=false, add_zero_attn=false, kdim=, vdim=, batch_first=false, device=, dtype=}) -> Module',
   does = 'Multi-head attention: local out, weights = mha(query, key, value, {key_padding_mask=, need_weights=true, attn_mask=, average_attn_weights=true}).',
   ex = 'local mha = nn.MultiheadAttention(8, 2)\nlocal q = torch.randn(3, 1, 8)\nlocal out, w = mha(q, q, q)\nprint(out:size(), w:size())  --> torch.Size([3, 1, 8]) torch.Size([1, 3, 3])' }
@@ -392,7 +392,7 @@ doc { 'nn.Transformer.generate_square_subsequent_mask(sz) -> Tensor', 'nn.Transf
   pt = 'torch.nn.Transformer.generate_square_subsequent_mask',
   ex = 'print(nn.Transformer.generate_square_subsequent_mask(2))  --> tensor([[0., -inf], [0., 0.]])' }
 
------------------------------------------------------------------------------------- losses
+doc.section 'Losses'
 local RED = ' reduction = \'mean\' (default), \'sum\' or \'none\'.'
 doc { 'nn.CrossEntropyLoss({weight=, ignore_index=-100, reduction=\'mean\', label_smoothing=0}) -> Module',
   does = 'log_softmax then nll_loss: loss(logits, target) with class targets counted from 1 (an int64 tensor; a class of 0 is an error naming the 1-based count), or class probabilities of the logits\' shape.' .. RED,
@@ -443,7 +443,7 @@ doc { 'nn.TripletMarginLoss({margin=1, p=2, eps=1e-6, swap=false, reduction=\'me
   does = 'max(0, d(anchor, positive) - d(anchor, negative) + margin): loss(anchor, positive, negative).' .. RED,
   ex = 'local a = torch.tensor({{0, 0}})\nprint(nn.TripletMarginLoss()(a, a, torch.tensor({{3, 4}})))  --> tensor(0.)' }
 
------------------------------------------------------------------------------------- distances
+doc.section 'Distances'
 doc { 'nn.CosineSimilarity({dim=2, eps=1e-8}) -> Module', does = 'The cosine of the angle between x1 and x2 along dim (2: PyTorch\'s 1).',
   ex = 'print(nn.CosineSimilarity()(torch.tensor({{1, 0}}), torch.tensor({{1, 1}})))  --> tensor([0.7071])' }
 doc { 'nn.PairwiseDistance({p=2, eps=1e-6, keepdim=false}) -> Module', does = 'The p-norm of x1 - x2 + eps along the last dim.',

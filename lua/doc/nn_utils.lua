@@ -2,7 +2,7 @@
 -- entry is written). The initializers draw PyTorch's numbers for the same seed.
 local doc = ...
 
------------------------------------------------------------------------------------- nn.init
+doc.section 'Nn.init'
 doc { 'nn.init.calculate_gain(nonlinearity, param) -> number',
   does = 'The recommended gain for a nonlinearity (\'linear\', \'conv2d\', \'sigmoid\', \'tanh\', \'relu\', \'leaky_relu\' with its slope, \'selu\').',
   ex = 'print(nn.init.calculate_gain(\'tanh\'))  --> 1.6666666666667' }
@@ -38,7 +38,7 @@ doc { 'nn.init.uniform(...)', 'nn.init.normal(...)', 'nn.init.constant(...)', 'n
   does = 'The old names without the trailing underscore: deprecated (a warning says so), as in PyTorch; call the _ forms.',
   ex = 'print(type(nn.init.uniform))  --> function' }
 
------------------------------------------------------------------------------------- nn.utils
+doc.section 'Nn.utils'
 doc { 'nn.utils.clip_grad_norm_(parameters, max_norm, {norm_type=2, error_if_nonfinite=false, foreach=}) -> Tensor',
   does = 'Scales the gradients in place so that their joint norm is at most max_norm; returns the norm before clipping.',
   ex = 'local p = nn.Parameter(torch.zeros(2))\np.grad = torch.tensor({3, 4})\nprint(nn.utils.clip_grad_norm_({p}, 1), p.grad)  --> tensor(5.) tensor([0.6000, 0.8000])' }
@@ -58,7 +58,7 @@ doc { 'nn.utils.spectral_norm(module, name, n_power_iterations, eps, dim) -> mod
   does = 'Divides module[name] by its spectral norm, estimated by power iteration at each forward in training; and back.',
   ex = 'local m = nn.utils.spectral_norm(nn.Linear(3, 2))\nprint(m.weight_orig:size())  --> torch.Size([2, 3])' }
 
------------------------------------------------------------------------------------- nn.utils.rnn
+doc.section 'Nn.utils.rnn'
 doc { 'nn.utils.rnn.PackedSequence(data, batch_sizes, sorted_indices, unsorted_indices) -> PackedSequence',
   'nn.utils.rnn.PackedSequence:to(...) -> PackedSequence', 'nn.utils.rnn.PackedSequence:is_pinned() -> boolean',
   does = 'Sequences of different lengths packed for the recurrent layers (.data, .batch_sizes, .sorted_indices, .unsorted_indices); to() converts the data as Tensor:to.',

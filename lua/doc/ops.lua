@@ -4,7 +4,7 @@
 -- says how an entry is written.
 local doc = ...
 
------------------------------------------------------------------------------------- unary elementwise
+doc.section 'Unary elementwise'
 doc.op { 'neg', does = 'The negative of each element (also the unary minus: -x).',
   ex = 'print(torch.neg(torch.tensor({1, -2})))  --> tensor([-1., 2.])' }
 doc.op { 'abs', does = 'The absolute value of each element.',
@@ -110,7 +110,7 @@ doc.op { 'nan_to_num', 'torch.nan_to_num(input, nan, posinf, neginf) -> Tensor',
   does = 'NaN replaced by `nan` (0 by default), +inf and -inf by `posinf` / `neginf` (the dtype\'s largest and smallest by default).',
   ex = 'print(torch.nan_to_num(torch.tensor({0 / 0, math.huge}), 0, 9))  --> tensor([0., 9.])' }
 
------------------------------------------------------------------------------------- binary elementwise
+doc.section 'Binary elementwise'
 doc.op { 'add', 'torch.add(input, other, {alpha=, out=}) -> Tensor', 'Tensor:add(other, {alpha=}) -> Tensor',
   'Tensor:add_(other, {alpha=}) -> self',
   does = 'input + alpha * other (also a + b).',
@@ -202,7 +202,7 @@ doc.op { 'equal', 'torch.equal(input, other) -> boolean', 'Tensor:equal(other) -
   does = 'Whether the two tensors have the same size and the same elements: a Lua boolean.',
   ex = 'print(torch.equal(torch.ones(2), torch.ones(2)), torch.equal(torch.ones(2), torch.ones(3)))  --> true false' }
 
------------------------------------------------------------------------------------- reductions
+doc.section 'Reductions'
 local RED = ' Over every element, or along dim (a number or an array of dims, 1-based); keepdim keeps the reduced dims as size 1.'
 doc.op { 'sum', 'torch.sum(input, dim, keepdim, {dim=, keepdim=, dtype=, out=}) -> Tensor',
   'Tensor:sum(dim, keepdim, {dim=, keepdim=, dtype=}) -> Tensor',
@@ -294,7 +294,7 @@ doc.op { 'log_softmax', 'torch.log_softmax(input, dim, {dtype=}) -> Tensor', 'Te
   does = 'log(softmax(x)) along dim, computed stably.',
   ex = 'print(torch.log_softmax(torch.tensor({0, 0}), 1))  --> tensor([-0.6931, -0.6931])' }
 
------------------------------------------------------------------------------------- copies and fills
+doc.section 'Copies and fills'
 doc.op { 'copy_', 'Tensor:copy_(src) -> self',
   does = 'Copies src\'s elements into the tensor (broadcast, converted to its dtype); recorded by autograd.',
   ex = 'local t = torch.zeros(2, 2)\nt:copy_(torch.tensor({1, 2}))\nprint(t)  --> tensor([[1., 2.], [1., 2.]])' }
@@ -315,7 +315,7 @@ doc.op { 'zero_', 'Tensor:zero_() -> self',
   does = 'Sets every element to 0.',
   ex = 'print(torch.ones(2):zero_())  --> tensor([0., 0.])' }
 
------------------------------------------------------------------------------------- views
+doc.section 'Views'
 doc.op { 'view', 'torch.view(input, size...) -> Tensor', pt = 'Tensor.view', 'Tensor:view(size...) -> Tensor', 'Tensor:view(dtype) -> Tensor',
   does = 'The same elements under another shape, sharing the storage (one size may be -1: inferred). Fails when the strides do not allow it: see reshape. With a dtype: the same bytes read as that dtype.',
   ex = 'print(torch.arange(6):view(2, -1):size())  --> torch.Size([2, 3])' }
@@ -363,7 +363,7 @@ doc.op { 'unbind', 'torch.unbind(input, dim) -> {Tensor, ...}', 'Tensor:unbind(d
   does = 'The slices along dim (1 by default) as a Lua array of views.',
   ex = 'local rows = torch.tensor({{1, 2}, {3, 4}}):unbind()\nprint(#rows, rows[2])  --> 2 tensor([3., 4.])' }
 
------------------------------------------------------------------------------------- joining, indexing, rearranging
+doc.section 'Joining, indexing, rearranging'
 doc.op { 'cat', 'torch.cat(tensors, dim, {dim=, out=}) -> Tensor',
   does = 'The tensors of a Lua array joined along dim (1 by default: PyTorch\'s 0).',
   ex = 'print(torch.cat({torch.ones(1, 2), torch.zeros(1, 2)}, 1):size(), torch.cat({torch.ones(1, 2), torch.zeros(1, 2)}, {dim = 2}):size())  --> torch.Size([2, 2]) torch.Size([1, 4])' }
@@ -464,7 +464,7 @@ doc.op { 'bincount', 'torch.bincount(input, weights, minlength) -> Tensor', 'tor
   does = 'How often each value 0, 1, 2, ... occurs in a 1-D int64 tensor (summed weights if given).',
   ex = 'print(torch.bincount(torch.tensor({0, 2, 2}, {dtype = torch.int64})))  --> tensor([1, 0, 2])' }
 
------------------------------------------------------------------------------------- factories
+doc.section 'Factories'
 doc.op { 'empty', 'torch.empty(size..., {dtype=, device=, requires_grad=, memory_format=}) -> Tensor',
   does = 'A tensor of the given size whose elements are not set (whatever the memory held).',
   ex = 'print(torch.empty(2, 3):size())  --> torch.Size([2, 3])' }
@@ -485,7 +485,7 @@ doc.op { 'eye', 'torch.eye(n, m, {dtype=, device=, requires_grad=}) -> Tensor',
   does = 'An n x m (n x n) matrix with ones on the diagonal.',
   ex = 'print(torch.eye(2))  --> tensor([[1., 0.], [0., 1.]])' }
 
------------------------------------------------------------------------------------- matrix products
+doc.section 'Matrix products'
 doc.op { 'mm', 'torch.mm(input, mat2, {out=}) -> Tensor', 'Tensor:mm(mat2) -> Tensor',
   does = 'The matrix product of two 2-D tensors (no broadcasting: see matmul).',
   ex = 'print(torch.mm(torch.ones(2, 3), torch.ones(3, 4)):size())  --> torch.Size([2, 4])' }
@@ -513,7 +513,7 @@ doc.op { 'baddbmm', 'torch.baddbmm(input, batch1, batch2, {beta=, alpha=, out=})
   does = 'beta * input + alpha * bmm(batch1, batch2).',
   ex = 'print(torch.baddbmm(torch.zeros(1, 2, 2), torch.ones(1, 2, 3), torch.ones(1, 3, 2)):sum())  --> tensor(12.)' }
 
------------------------------------------------------------------------------------- random numbers
+doc.section 'Random numbers'
 local GEN = ' The stream is PyTorch\'s CPU generator\'s after the same seed; {generator=} draws from another generator.'
 doc.op { 'uniform_', 'Tensor:uniform_(from, to, {generator=}) -> self',
   does = 'Fills the tensor with numbers drawn uniformly from [from, to) (0 and 1 by default).' .. GEN,
@@ -541,7 +541,7 @@ doc.op { 'multinomial', 'torch.multinomial(input, num_samples, replacement, {rep
   does = 'num_samples 1-based category indices per row, drawn with the row\'s (unnormalized) weights, without replacement unless asked.' .. GEN,
   ex = 'print(torch.multinomial(torch.tensor({0, 0, 1}), 2, true))  --> tensor([3, 3])' }
 
------------------------------------------------------------------------------------- fused nn ops
+doc.section 'Fused nn ops'
 doc.op { 'convolution', 'torch.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) -> Tensor',
   does = 'The convolution behind F.conv1d/2d/3d and the transposed ones: every argument by position, sizes as arrays.',
   ex = 'print(torch.convolution(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 2, 2), nil, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1))  --> tensor([[[[4., 4.], [4., 4.]]]])' }

@@ -2,7 +2,7 @@
 -- written). Options show PyTorch 1.13's defaults; lr may also come by position after the parameters.
 local doc = ...
 
------------------------------------------------------------------------------------- optimizers
+doc.section 'Optimizers'
 doc { 'optim.Optimizer(params, defaults) -> Optimizer',
   does = 'The base class of the optimizers. params: an array of tensors, or of parameter groups ({params = {...}, lr = ...}: each group\'s options override the defaults); opt.param_groups[i].lr reads or changes a group\'s rate, opt.state the per-parameter state.',
   ex = 'local w = nn.Parameter(torch.ones(2))\nlocal opt = optim.SGD({{params = {w}, lr = 0.5}}, {lr = 0.1})\nprint(opt.param_groups[1].lr, torch.isinstance(opt, optim.Optimizer))  --> 0.5 true' }
@@ -50,7 +50,7 @@ doc { 'optim.required',
   pt = 'torch.optim.optimizer.required',
   ex = 'print(optim.required ~= nil)  --> true' }
 
------------------------------------------------------------------------------------- learning-rate schedulers
+doc.section 'Learning-rate schedulers'
 local S = ' Its rates equal PyTorch 1.13\'s to the last bit; arguments by position or in the options table.'
 doc { 'optim.lr_scheduler.LRScheduler(optimizer, {last_epoch=-1, verbose=false}) -> LRScheduler', pt = 'torch.optim.lr_scheduler._LRScheduler',
   does = 'The base class of the schedulers: call step() once per epoch (after optimizer:step()); get_last_lr() gives the rates it set.',

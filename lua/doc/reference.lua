@@ -25,7 +25,8 @@ local function code(s)
   return '```lua\n' .. s:gsub('^\n+', ''):gsub('%s+$', '') .. '\n```'
 end
 
--- the page of one place: its entries in file order
+-- the page of one place: its entries in file order, under their sections; a contents list first
+-- (one line per entry, so that entries added in different places merge without conflicts)
 local function page(place, entries)
   local reg = D.load()
   local slug = slugger()
@@ -33,11 +34,15 @@ local function page(place, entries)
   local toc, body = {}, {}
   local anchor = {}
   for _, e in ipairs(entries) do
-    if e.kind == 'doc' then anchor[e] = slug(e.keys[1]) end
+    if e.kind == 'doc' then anchor[e] = slug(e.keys[1])
+    elseif e.kind == 'section' then anchor[e] = slug(e.title) end
   end
   for _, e in ipairs(entries) do
-    if e.kind == 'doc' then
-      toc[#toc + 1] = ('[`%s`](#%s)'):format(e.keys[1], anchor[e])
+    if e.kind == 'section' then
+      toc[#toc + 1] = ('- [%s](#%s)'):format(e.title, anchor[e])
+      body[#body + 1] = '## ' .. e.title
+    elseif e.kind == 'doc' then
+      toc[#toc + 1] = ('  - [`%s`](#%s)'):format(e.keys[1], anchor[e])
       local parts = { '### ' .. e.keys[1], code(table.concat(e.sigs, '\n')), (e.does:gsub('%s+$', '')) }
       if e.note then parts[#parts + 1] = e.note end
       parts[#parts + 1] = 'PyTorch: ' .. D.pytorch_names(e)
@@ -52,7 +57,7 @@ local function page(place, entries)
   end
   return table.concat({ '# ' .. (D.TITLES[place] or place),
     '<!-- written by `./run docs` from lua/doc/' .. place .. '.lua: edit that file, not this page -->',
-    table.concat(toc, ' · '), table.concat(body, '\n\n') }, '\n\n') .. '\n'
+    table.concat(toc, '\n'), table.concat(body, '\n\n') }, '\n\n') .. '\n'
 end
 
 local README = [[
@@ -65,8 +70,6 @@ example. The same text is what `?name` prints in the REPL (`moontorch` with no s
 <!-- written by `./run docs` from lua/doc/*.lua: edit those files, not these pages -->
 
 %s
-
-%d names documented in %d entries.
 
 ## Reading a signature
 - `torch.f(input, other)`: arguments by position; `[, x]`: an optional one; `...`: any number.
@@ -91,6 +94,7 @@ doc { 'torch.zeros(size..., {dtype=, device=, requires_grad=}) -> Tensor',   -- 
   pt = 'torch.zeros, Tensor.new_zeros',  -- optional: PyTorch's names; false: no counterpart
 }
 doc.alias('torch.concat', 'torch.cat')   -- another name for the same function
+doc.section 'Reductions'                 -- a heading on the page for the entries after it
 ```
 
 Which file: `Tensor:`/`Tensor.` names in tensor.lua, `F.` in functional.lua, `nn.init.`/`nn.utils.`
@@ -107,26 +111,20 @@ autograd and other names come from the op list. A method of a class is `nn.Linea
 -- pages(): every page's text by file name
 function M.pages()
   local reg = D.load()
-  local by_place, order = {}, {}
+  local by_place = {}
   for _, e in ipairs(reg.entries) do
-    if not by_place[e.file] then by_place[e.file] = {}; order[#order + 1] = e.file end
+    if not by_place[e.file] then by_place[e.file] = {} end
     table.insert(by_place[e.file], e)
   end
-  local out, index, nkeys, ndocs = {}, {}, 0, 0
+  local out, index = {}, {}
   for _, place in ipairs(D.FILES) do
     local entries = by_place[place]
     if entries then
       out[place .. '.md'] = page(place, entries)
-      local n = 0
-      for _, e in ipairs(entries) do
-        nkeys = nkeys + #e.keys
-        if e.kind == 'doc' then n = n + 1 end
-      end
-      ndocs = ndocs + n
-      index[#index + 1] = ('- [%s](%s.md): %d entries'):format(D.TITLES[place] or place, place, n)
+      index[#index + 1] = ('- [%s](%s.md)'):format(D.TITLES[place] or place, place)
     end
   end
-  out['README.md'] = README:format(table.concat(index, '\n'), nkeys, ndocs)
+  out['README.md'] = README:format(table.concat(index, '\n'))
   return out
 end
 

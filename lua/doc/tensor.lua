@@ -2,7 +2,7 @@
 -- with their torch.* twin in torch.lua or ops.lua). lua/doc/init.lua says how an entry is written.
 local doc = ...
 
------------------------------------------------------------------------------------- properties
+doc.section 'Properties'
 doc { 'Tensor.shape -> Size',
   does = 'The size, as t:size() (a Lua array printed as torch.Size([...])).',
   ex = 'print(torch.zeros(2, 3).shape)  --> torch.Size([2, 3])' }
@@ -49,7 +49,7 @@ doc { 'Tensor.data -> Tensor',
   does = 'The tensor\'s elements without autograd history (a detached alias); t.data = other replaces a tensor\'s contents outside autograd.',
   ex = 'local w = torch.ones(2, {requires_grad = true})\nprint(w.data.requires_grad)  --> false' }
 
------------------------------------------------------------------------------------- size and memory
+doc.section 'Size and memory'
 doc { 'Tensor:size([dim]) -> Size or number',
   does = 'The sizes as a Lua array (printed as torch.Size([...])), or one dim\'s size (1-based, negative from the end).',
   ex = 'local t = torch.zeros(2, 3)\nprint(t:size(), t:size(1), t:size(-1))  --> torch.Size([2, 3]) 2 3' }
@@ -75,7 +75,7 @@ doc { 'Tensor:get_device() -> number',
   does = 'The CUDA device index, or -1 on the CPU.',
   ex = 'print(torch.ones(1):get_device())  --> -1' }
 
------------------------------------------------------------------------------------- values out
+doc.section 'Values out'
 doc { 'Tensor:item() -> number or boolean',
   does = 'The value of a one-element tensor as a plain Lua number (a boolean for bool).',
   ex = 'print(torch.tensor({2.5}):item(), torch.tensor({true}):item())  --> 2.5 true' }
@@ -83,7 +83,7 @@ doc { 'Tensor:tolist() -> table',
   does = 'The elements as nested Lua arrays of numbers (booleans for bool); a 0-dim tensor gives a number.',
   ex = 'print(torch.tensor({{1, 2}, {3, 4}}):tolist()[2][1])  --> 3' }
 
------------------------------------------------------------------------------------- dtype and device
+doc.section 'Dtype and device'
 doc { 'Tensor:type([type]) -> string or Tensor',
   does = 'Without an argument, the type name (\'torch.FloatTensor\', ...); with one (a dtype or a type name), the tensor converted to it.',
   ex = 'local t = torch.ones(1)\nprint(t:type(), t:type(\'torch.DoubleTensor\').dtype)  --> torch.FloatTensor torch.float64' }
@@ -99,7 +99,7 @@ doc { 'Tensor:cpu() -> Tensor', 'Tensor:cuda() -> Tensor',
   does = 'The tensor on the CPU (itself when it is there) / on a CUDA device (an error in a build without CUDA).',
   ex = 'local t = torch.ones(1)\nprint(rawequal(t:cpu(), t))  --> true' }
 
------------------------------------------------------------------------------------- new tensors like this one
+doc.section 'New tensors like this one'
 doc { 'Tensor:new_zeros(size..., {dtype=, device=, requires_grad=}) -> Tensor',
   'Tensor:new_ones(size..., {dtype=, device=, requires_grad=}) -> Tensor',
   'Tensor:new_empty(size..., {dtype=, device=, requires_grad=}) -> Tensor',
@@ -111,7 +111,7 @@ doc { 'Tensor:expand_as(other) -> Tensor', 'Tensor:view_as(other) -> Tensor', 'T
   does = 'expand, view or reshape to other\'s size.',
   ex = 'print(torch.ones(1):expand_as(torch.zeros(3)))  --> tensor([1., 1., 1.])' }
 
------------------------------------------------------------------------------------- autograd
+doc.section 'Autograd'
 doc { 'Tensor:backward([gradient], {retain_graph=, create_graph=, inputs=})',
   does = 'Computes the gradients of this tensor (a scalar, else give gradient) with respect to the leaves that require grad, accumulating into their .grad. Options go after the (nil) gradient: y:backward(nil, {retain_graph = true}).',
   ex = 'local w = torch.tensor({1, 2, 3}, {requires_grad = true})\nlocal y = (w * w):sum()\ny:backward(nil, {retain_graph = true})\nprint(w.grad)  --> tensor([2., 4., 6.])' }
@@ -128,7 +128,7 @@ doc { 'Tensor:register_hook(hook) -> handle',
   does = 'Calls hook(grad) when this tensor\'s gradient is computed; a tensor it returns replaces the gradient. handle:remove() takes the hook away.',
   ex = 'local w = torch.ones(2, {requires_grad = true})\nlocal h = w:register_hook(function(g) return g * 10 end)\nw:sum():backward()\nh:remove()\nprint(w.grad)  --> tensor([10., 10.])' }
 
------------------------------------------------------------------------------------- in place with Lua functions, more random fills
+doc.section 'In place with Lua functions, more random fills'
 doc { 'Tensor:apply_(fn) -> self',
   does = 'Replaces each element x (in order) with fn(x), a Lua function (slow: one call per element).',
   ex = 'print(torch.tensor({1, 2}):apply_(function(x) return x * 10 end))  --> tensor([10., 20.])' }

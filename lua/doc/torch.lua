@@ -3,7 +3,7 @@
 -- The ops of the op list (torch.add, torch.sum, ...) are in ops.lua.
 local doc = ...
 
------------------------------------------------------------------------------------- creating tensors
+doc.section 'Creating tensors'
 doc { 'torch.tensor(data, {dtype=, device=, requires_grad=}) -> Tensor',
   does = 'A tensor holding a copy of data: a Lua number, boolean, or nested arrays of them (all rows one length). Numbers give the default float dtype (Lua cannot tell 1 from 1.0), booleans torch.bool.',
   ex = 'print(torch.tensor({{1, 2}, {3, 4}}):size(), torch.tensor({1, 2}, {dtype = torch.int64}))  --> torch.Size([2, 2]) tensor([1, 2])' }
@@ -63,7 +63,7 @@ doc { 'torch.hann_window(window_length, periodic, {dtype=}) -> Tensor',
   does = 'Window functions for signal processing, periodic (as for a spectrogram) unless periodic = false; PyTorch\'s numbers.',
   ex = 'print(torch.hann_window(4))  --> tensor([0.0000, 0.5000, 1.0000, 0.5000])' }
 
------------------------------------------------------------------------------------- dtypes, devices, layouts
+doc.section 'Dtypes, devices, layouts'
 doc { 'torch.float32', 'torch.float', 'torch.float64', 'torch.double', 'torch.float16', 'torch.half',
   'torch.bfloat16', 'torch.int8', 'torch.char', 'torch.int16', 'torch.short', 'torch.int32', 'torch.int',
   'torch.int64', 'torch.long', 'torch.uint8', 'torch.byte', 'torch.bool',
@@ -119,7 +119,7 @@ doc { 'torch.numel(input) -> number', 'Tensor:numel() -> number', 'Tensor:neleme
   does = 'The number of elements.',
   ex = 'print(torch.numel(torch.ones(2, 3)), torch.ones(4):nelement())  --> 6 4' }
 
------------------------------------------------------------------------------------- classes and help
+doc.section 'Classes and help'
 doc { 'torch.class(name[, parent]) -> class, parent',
   does = 'Torch7\'s classes: registers a class under name (so torch.save/load rebuild its instances) with an optional parent (a class or its name). Define __init and methods on the class; call it to construct.',
   pt = false,
@@ -157,7 +157,7 @@ doc { 'torch.OrderedDict:keys() -> {key, ...}', 'torch.OrderedDict:values() -> {
   pt = 'collections.OrderedDict',
   ex = 'local d = torch.OrderedDict({{\'x\', 1}, {\'y\', 2}})\nfor k, v in d:items() do print(k, v) end\nprint(d:len(), d:pop(\'x\'), d:len())  --> 2 1 1' }
 
------------------------------------------------------------------------------------- randomness
+doc.section 'Randomness'
 doc { 'torch.manual_seed(seed) -> Generator', 'torch.random.manual_seed(seed) -> Generator',
   does = 'Seeds the default generator: afterwards rand, randn, randint, randperm, the in-place fills, dropout and every module\'s initialization draw PyTorch\'s CPU numbers for that seed.',
   ex = 'torch.manual_seed(0)\nprint(torch.randint(0, 10, {5}))  --> tensor([4, 9, 3, 0, 3])' }
@@ -208,7 +208,7 @@ doc { 'torch.normal(mean, std[, size], {generator=, dtype=, out=}) -> Tensor',
   does = 'Normal draws with the given means and standard deviations (tensors, or numbers with a size).',
   ex = 'print(torch.normal(0, 1, {2, 3}):size(), torch.normal(torch.zeros(2), 1):size())  --> torch.Size([2, 3]) torch.Size([2])' }
 
------------------------------------------------------------------------------------- autograd modes
+doc.section 'Autograd modes'
 doc { 'torch.no_grad(fn) -> function', 'torch.autograd.no_grad(fn) -> function',
   does = 'fn wrapped so that its calls record no autograd graph (PyTorch\'s @torch.no_grad()); call the result.',
   ex = 'local x = torch.ones(2, {requires_grad = true})\nlocal f = torch.no_grad(function() return x * 2 end)\nprint(f().requires_grad)  --> false' }
@@ -228,7 +228,7 @@ doc { 'torch.is_inference_mode_enabled() -> boolean',
   does = 'Whether inference mode is on (inside torch.inference_mode).',
   ex = 'print(torch.is_inference_mode_enabled())  --> false' }
 
------------------------------------------------------------------------------------- threads, printing, files
+doc.section 'Threads, printing, files'
 doc { 'torch.set_num_threads(n)',
   does = 'The number of threads the CPU kernels and the BLAS use.',
   ex = 'local n = torch.get_num_threads()\ntorch.set_num_threads(1)\nprint(torch.get_num_threads())  --> 1\ntorch.set_num_threads(n)' }
@@ -253,7 +253,7 @@ doc { 'torch.load_safetensors(path, {ordered=}) -> tensors, metadata',
   pt = 'safetensors.torch.load_file',
   ex = 'local path = os.tmpname()\ntorch.save_safetensors({b = torch.zeros(1)}, path)\nprint(torch.load_safetensors(path).b)  --> tensor([0.])\nos.remove(path)' }
 
------------------------------------------------------------------------------------- namespaces
+doc.section 'Namespaces'
 doc { 'torch.nn', does = 'The neural-network library (moontorch.nn): modules, nn.functional, nn.init, nn.utils.',
   pt = 'torch.nn', ex = 'print(torch.nn == require(\'moontorch.nn\'))  --> true' }
 doc { 'torch.optim', does = 'The optimizers and optim.lr_scheduler (moontorch.optim).',
@@ -261,7 +261,7 @@ doc { 'torch.optim', does = 'The optimizers and optim.lr_scheduler (moontorch.op
 doc { 'torch.cuda', does = 'CUDA\'s functions (torch.cuda.is_available() is false in a build without CUDA).',
   pt = 'torch.cuda', ex = 'print(type(torch.cuda.is_available()))  --> boolean' }
 
------------------------------------------------------------------------------------- math beyond the op list
+doc.section 'Math beyond the op list'
 doc { 'torch.acosh(input) -> Tensor', 'Tensor:acosh() -> Tensor', 'torch.arccosh(input) -> Tensor', 'Tensor:arccosh() -> Tensor',
   does = 'The inverse hyperbolic cosine of each element.',
   ex = 'print(torch.acosh(torch.tensor({1})))  --> tensor([0.])' }
@@ -327,7 +327,7 @@ doc { 'torch.softplus_unit(input) -> Tensor',
   pt = false,
   ex = 'print(torch.softplus_unit(torch.tensor({0})))  --> tensor([0.6931])' }
 
------------------------------------------------------------------------------------- shapes, joining, splitting
+doc.section 'Shapes, joining, splitting'
 doc { 'torch.t(input) -> Tensor', 'Tensor:t() -> Tensor', 'Tensor:t_() -> self',
   does = 'The transpose of a tensor of at most 2 dims (a view; t_ reshapes the tensor itself).',
   ex = 'print(torch.t(torch.ones(2, 3)):size())  --> torch.Size([3, 2])' }
@@ -432,7 +432,7 @@ doc { 'torch.sum_to_size(input, size...) -> Tensor', 'Tensor:sum_to_size(size...
   pt = 'Tensor.sum_to_size',
   ex = 'print(torch.ones(2, 3):sum_to_size(1, 3))  --> tensor([[2., 2., 2.]])' }
 
------------------------------------------------------------------------------------- reductions, scans, statistics
+doc.section 'Reductions, scans, statistics'
 doc { 'torch.aminmax(input, {dim=, keepdim=}) -> min, max', 'Tensor:aminmax({dim=, keepdim=}) -> min, max',
   does = 'amin and amax in one call (two values).',
   ex = 'local lo, hi = torch.aminmax(torch.tensor({3, 1, 2}))\nprint(lo, hi)  --> tensor(1.) tensor(3.)' }
@@ -494,7 +494,7 @@ doc { 'torch.trapezoid(y, x, {dx=, dim=}) -> Tensor', 'torch.trapz(y, x, {dx=, d
   does = 'The trapezoidal rule\'s integral of y along dim (the last), at points x or spacing dx (1).',
   ex = 'print(torch.trapezoid(torch.tensor({1, 2, 3})))  --> tensor(4.)' }
 
------------------------------------------------------------------------------------- products and distances
+doc.section 'Products and distances'
 doc { 'torch.addmv(input, mat, vec, {beta=, alpha=, out=}) -> Tensor', 'Tensor:addmv(mat, vec, {beta=, alpha=}) -> Tensor',
   'Tensor:addmv_(mat, vec, {beta=, alpha=}) -> self',
   does = 'beta * input + alpha * (mat @ vec).',
