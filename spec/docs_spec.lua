@@ -153,6 +153,42 @@ describe('the docs (lua/doc/)', function()
     assert(#wrong == 0, show(wrong))
   end)
 
+  -- (a heuristic: an option a signature names must at least be a word in the Lua files beside the
+  -- function's own, or in tensor.lua, which reads dtype/device/requires_grad for every factory)
+  it('name no option the code never reads', function()
+    local texts = {}
+    local function text_of(dir)
+      if texts[dir] == nil then
+        local p = io.popen(('cat %s/*.lua lua/tensor.lua 2>/dev/null'):format(H.sh_quote(dir)))
+        texts[dir] = p:read('*a')
+        p:close()
+      end
+      return texts[dir]
+    end
+    local wrong = {}
+    for _, e in ipairs(reg.entries) do
+      if e.kind == 'doc' then
+        for _, sig in ipairs(e.sigs) do
+          local k = D.key_of(sig)
+          local f = D.lookup(k)
+          if D.is_class(f) then f = rawget(f, '__init') end
+          local args = sig:match('^[%w_%.:]+(%b())')
+          local opts = args and args:match('%b{}')
+          local path = type(f) == 'function' and debug.getinfo(f, 'S').source:match('^@(.*)/[^/]*$')
+          if opts and path then
+            local text = text_of(path)
+            for name in opts:gmatch('([%a_][%w_]*)%s*=') do
+              if not text:find('%f[%w_]' .. name .. '%f[^%w_]') then
+                wrong[#wrong + 1] = ('%s (%s): option %s appears nowhere in %s/*.lua'):format(k, e.at, name, path)
+              end
+            end
+          end
+        end
+      end
+    end
+    assert(#wrong == 0, show(wrong))
+  end)
+
   it('document every op of MT_OP_LIST that has a binding with doc.op in ops.lua', function()
     local missing = {}
     local documented = {}

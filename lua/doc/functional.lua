@@ -29,9 +29,7 @@ doc { 'F.conv_transpose1d(input, weight, {bias=, stride=1, padding=0, output_pad
   does = 'Transposed convolution with (C_in, C_out / groups, k...) weights.',
   ex = 'print(F.conv_transpose2d(torch.ones(1, 1, 2, 2), torch.ones(1, 1, 2, 2), {stride = 2}):size())  --> torch.Size([1, 1, 4, 4])' }
 doc { 'F.unfold(input, kernel_size, {dilation=1, padding=0, stride=1}) -> Tensor',
-  'torch.unfold(input, kernel_size, {dilation=1, padding=0, stride=1}) -> Tensor',
-  does = 'The sliding blocks of a (N, C, H, W) input as columns (N, C * kh * kw, L) (im2col).',
-  pt = 'torch.nn.functional.unfold',
+  does = 'The sliding blocks of a (N, C, H, W) input as columns (N, C * kh * kw, L) (im2col). (torch.unfold is Tensor:unfold, the view.)',
   ex = 'print(F.unfold(torch.ones(1, 2, 3, 3), 2):size())  --> torch.Size([1, 8, 4])' }
 doc { 'F.fold(input, output_size, kernel_size, {dilation=1, padding=0, stride=1}) -> Tensor',
   does = 'Sums columns of blocks back into an image (col2im).',

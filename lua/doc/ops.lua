@@ -353,7 +353,8 @@ doc.op { 'squeeze', 'torch.squeeze(input[, dim]) -> Tensor', 'Tensor:squeeze([di
 doc.op { 'expand', 'Tensor:expand(size...) -> Tensor', 'torch.expand(input, size...) -> Tensor', pt = 'Tensor.expand',
   does = 'A view repeating dims of size 1 to the given sizes without copying (-1 keeps a size).',
   ex = 'print(torch.tensor({{1}, {2}}):expand(2, 3))  --> tensor([[1., 1., 1.], [2., 2., 2.]])' }
-doc.op { 'unfold', 'Tensor:unfold(dim, size, step) -> Tensor',
+doc.op { 'unfold', 'Tensor:unfold(dimension, size, step) -> Tensor', 'torch.unfold(input, dimension, size, step) -> Tensor',
+  pt = 'Tensor.unfold',
   does = 'A view of every window of `size` entries along dim, `step` apart, as a new last dim.',
   ex = 'print(torch.arange(1, 6):unfold(1, 2, 2))  --> tensor([[1, 2], [3, 4]])' }
 doc.op { 'diagonal', 'torch.diagonal(input, offset, dim1, dim2) -> Tensor', 'Tensor:diagonal(offset, dim1, dim2) -> Tensor',
