@@ -515,6 +515,10 @@ end
 -- find(x, name): the entry and key documenting value x (named `name` where the user typed a name)
 function M.find(x, name)
   local reg = M.load()
+  -- a method read through a tensor or a module may be a front that checks the ':' call: its doc
+  -- is the method's (core.unwrap gives the method back, where fronts exist)
+  local core = require 'moontorch.ffi'
+  if type(x) == 'function' and type(core.unwrap) == 'function' then x = core.unwrap(x) end
   if name then
     local k = canonical(name)
     if reg.by_key[k] and (x == nil or rawequal(M.lookup(k), x) or type(x) ~= 'function') then return reg.by_key[k], k end
