@@ -322,7 +322,9 @@ describe('docs/API.md', function()
     local D = require 'moontorch.doc'
     local roots = { torch = torch, nn = nn, F = nn.functional, optim = require 'moontorch.optim',
       data = torch.utils.data, datasets = torch.datasets }
+    local registry = require('moontorch.class').registry
     local function resolve(path)
+      if registry[path] then return registry[path] end -- a class by its name ('torch.List')
       local v
       for part in path:gmatch('[^%.]+') do
         if v == nil then v = roots[part] else
@@ -342,6 +344,14 @@ describe('docs/API.md', function()
     end
     for _, m in ipairs { 'name', 'register_hook', 'register_prehook', 'remove' } do methods[m] = true end -- grad_fn, handles
     for k in pairs(string) do methods[k] = true end
+    -- every method of a registered class, its '_' ones too (m:_get_name())
+    for _, cls in pairs(registry) do
+      local c = cls
+      while type(c) == 'table' do
+        for k, v in pairs(c) do if type(k) == 'string' and type(v) == 'function' then methods[k] = true end end
+        c = rawget(c, '__parent')
+      end
+    end
     -- the methods a class of the user's defines (MyLinear:__init, MyData:__getitem, __len)
     for _, m in ipairs { '__init', '__getitem', '__len', '__iter', 'forward' } do methods[m] = true end
     local missing, seen = {}, {}
