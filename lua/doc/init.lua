@@ -282,6 +282,17 @@ end
 -- tables that are values, not namespaces to walk
 local NOT_NAMESPACES = { ['torch.ffi'] = true }
 
+-- a namespace table: no class, no object that prints or is called (a dtype, a device); one that
+-- loads its fields on first use (a metatable with __index alone) is one too, and lists them in a
+-- _lazy table (torch._lazy) for this walk to see them
+local function is_namespace(v)
+  if type(v) ~= 'table' or rawget(v, '__typename') ~= nil then return false end
+  local mt = getmetatable(v)
+  if mt == nil then return true end
+  return type(mt) == 'table' and mt.__call == nil and mt.__tostring == nil and mt.__typename == nil
+    and type(mt.__index) == 'function'
+end
+
 local function is_class(v)
   if type(v) ~= 'table' then return false end
   local name = rawget(v, '__typename')
@@ -318,14 +329,13 @@ function M.names()
   end
   local i = 1
   while i <= #nss do
-    local prefix, t, lazy = nss[i][1], nss[i][2], nss[i].lazy
+    local prefix, t, lazy = nss[i][1], nss[i][2], nss[i].lazy or rawget(nss[i][2], '_lazy')
     for _, k in ipairs(sorted_keys(t, lazy)) do
       -- (a field that fails to load is skipped here: its entries then name nothing that exists)
       local ok, v = pcall(function() return t[k] end)
       if k:sub(1, 1) ~= '_' and ok then
         local key = prefix .. k
-        if type(v) == 'table' and not is_class(v) and getmetatable(v) == nil and not seen_ns[v]
-          and not NOT_NAMESPACES[key] then
+        if is_namespace(v) and not is_class(v) and not seen_ns[v] and not NOT_NAMESPACES[key] then
           -- a namespace added by another part (torch.fx, nn.utils.prune, ...): walked below
           seen_ns[v] = key .. '.'
           nss[#nss + 1] = { key .. '.', v }
