@@ -44,11 +44,12 @@ M.PLACES = {
   { 'torch.cuda.', 'cuda' },
   { 'torch.distributed', 'distributed' },
   { 'torch.fx', 'fx' },
+  { 'torch.sparse', 'sparse' },
   { 'torch.', 'torch' },
 }
 -- the order the files are read in (and the reference's pages)
 M.FILES = { 'torch', 'ops', 'tensor', 'nn', 'functional', 'nn_utils', 'optim', 'data', 'autograd', 'cuda',
-  'distributed', 'parametrize', 'prune', 'fx', 'profiler' }
+  'distributed', 'parametrize', 'prune', 'fx', 'profiler', 'sparse' }
 M.TITLES = {
   torch = 'torch: creating tensors, dtypes, randomness, files, modes',
   ops = 'torch and Tensor: the ops of the C core (MT_OP_LIST)',
@@ -65,6 +66,7 @@ M.TITLES = {
   prune = 'nn.utils.prune',
   fx = 'torch.fx',
   profiler = 'torch.profiler',
+  sparse = 'torch.sparse',
 }
 
 function M.place(key)

@@ -100,7 +100,8 @@ doc.section 'Reductions'                 -- a heading on the page for the entrie
 Which file: `Tensor:`/`Tensor.` names in tensor.lua, `F.` in functional.lua, `nn.init.`/`nn.utils.`
 in nn_utils.lua, other `nn.` names in nn.lua, `optim.` in optim.lua, `torch.utils.data.` and
 `torch.datasets.` in data.lua, `torch.autograd.` in autograd.lua, `torch.cuda.` in cuda.lua,
-`torch.distributed`, `nn.parallel` and `torch.utils.data.distributed` in distributed.lua, `torch.fx` in fx.lua, `torch.profiler` in profiler.lua,
+`torch.distributed`, `nn.parallel` and `torch.utils.data.distributed` in distributed.lua, `torch.fx` in fx.lua,
+`torch.sparse` in sparse.lua, `torch.profiler` in profiler.lua,
 `nn.utils.parametrize`/`parametrizations` in parametrize.lua, `nn.utils.prune` in prune.lua, every
 other `torch.` name in torch.lua (the table `PLACES` in lua/doc/init.lua). An op of MT_OP_LIST is
 documented in ops.lua with `doc.op { 'name', does = ..., ex = ... }`: its signatures, dtype rule,
