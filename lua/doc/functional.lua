@@ -154,11 +154,10 @@ doc { 'F.glu(input, dim) -> Tensor', does = 'a * sigmoid(b), a and b the halves 
   ex = 'print(F.glu(torch.tensor({2, 0})))  --> tensor([1.])' }
 
 doc.section 'Normalization'
-doc { 'F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps) -> Tensor',
-  'F.batch_norm(input, running_mean, running_var, weight, bias, {training=false, momentum=0.1, eps=1e-5}) -> Tensor',
+doc { 'F.batch_norm(input, running_mean, running_var, {weight=, bias=, training=false, momentum=0.1, eps=1e-5}) -> Tensor',
   'torch.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled) -> Tensor',
   does = 'Batch normalization (training: batch statistics, updating the running ones; else the running ones).',
-  ex = 'print(F.batch_norm(torch.tensor({{1}, {3}}), nil, nil, nil, nil, true))  --> tensor([[-1.0000], [ 1.0000]])' }
+  ex = 'print(F.batch_norm(torch.tensor({{1}, {3}}), nil, nil, {training = true}))  --> tensor([[-1.0000], [ 1.0000]])' }
 doc { 'F.layer_norm(input, normalized_shape, {weight=, bias=, eps=1e-5}) -> Tensor',
   does = 'Normalizes over the last dims (normalized_shape, an array) to mean 0 and variance 1, then scales and shifts.',
   ex = 'print(F.layer_norm(torch.tensor({{1, 3}}), {2}))  --> tensor([[-1.0000,  1.0000]])' }

@@ -90,6 +90,26 @@ local function where()
   return (file and 'lua/doc/' .. file or src) .. ':' .. (info and info.currentline or 0)
 end
 
+-- The functions whose positional arguments also go by name in a trailing options table through
+-- the by-name fronts (lua/ops/byname.lua's NAMES: x:split(1, {dim = 2})): the note that says so,
+-- for an entry with such a key, made from that table
+local function byname_note(keys)
+  local ok, byname = pcall(require, 'moontorch.ops.byname')
+  local names = ok and type(byname) == 'table' and byname.NAMES
+  if not names then return nil end
+  for _, k in ipairs(keys) do
+    local short = k:match('^torch%.([%w_]+)$') or k:match('^Tensor:([%w_]+)$')
+    local args = short and names[short]
+    if args then
+      local parts = {}
+      for _, a in ipairs(args) do parts[#parts + 1] = (type(a) == 'table' and a[1] or a) .. '=' end
+      return ('Its arguments after the tensor also go by name in the trailing options table: {%s}.')
+        :format(table.concat(parts, ', '))
+    end
+  end
+  return nil
+end
+
 local function definer(reg, file)
   local function add(e, at)
     e.file, e.at = file, at
@@ -98,6 +118,10 @@ local function definer(reg, file)
       if not seen[k] then seen[k] = true; keys[#keys + 1] = k end
     end
     e.keys = keys
+    if e.kind == 'doc' then
+      local note = byname_note(keys)
+      if note then e.note = e.note and (note .. ' ' .. e.note) or note end
+    end
     for _, k in ipairs(e.keys) do
       local old = reg.by_key[k]
       if old then error(('moontorch.doc: %s is documented twice (%s and %s)'):format(k, old.at, at), 0) end

@@ -1,6 +1,6 @@
 -- The docs of nn's modules and their methods (moontorch.doc: lua/doc/init.lua says how an entry is
 -- written). A constructor's optional arguments are shown in its options table with PyTorch's
--- defaults; they may also be given by position, in PyTorch's order.
+-- defaults; they may also be given by position, in PyTorch's order, and the required ones by name.
 local doc = ...
 
 doc.section 'Nn.Module'
@@ -358,6 +358,10 @@ doc { 'nn.LSTM(input_size, hidden_size, {num_layers=1, bias=true, batch_first=fa
 doc { 'nn.GRU(input_size, hidden_size, {num_layers=1, bias=true, batch_first=false, dropout=0, bidirectional=false, device=, dtype=}) -> Module',
   does = 'A gated recurrent unit layer (stack): local out, h_n = gru(x[, h0]).',
   ex = 'local out, h = nn.GRU(4, 8, {batch_first = true})(torch.randn(2, 5, 4))\nprint(out:size(), h:size())  --> torch.Size([2, 5, 8]) torch.Size([1, 2, 8])' }
+doc { 'nn.RNNBase:flatten_parameters()',
+  does = 'Nothing, as PyTorch\'s on the CPU (there it packs the weights into one cuDNN buffer); scripts call it after .to() or in forward.',
+  pt = 'torch.nn.RNNBase.flatten_parameters',
+  ex = 'local lstm = nn.LSTM(2, 3)\nlstm:flatten_parameters()\nprint(lstm(torch.zeros(1, 1, 2)):size())  --> torch.Size([1, 1, 3])' }
 doc { 'nn.RNNBase(mode, input_size, hidden_size, {...}) -> Module',
   does = 'The base class of RNN, LSTM and GRU (mode \'RNN_TANH\', \'RNN_RELU\', \'LSTM\' or \'GRU\').',
   ex = 'print(torch.isinstance(nn.LSTM(1, 1), nn.RNNBase))  --> true' }

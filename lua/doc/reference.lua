@@ -74,7 +74,8 @@ example. The same text is what `?name` prints in the REPL (`moontorch` with no s
 ## Reading a signature
 - `torch.f(input, other)`: arguments by position; `[, x]`: an optional one; `...`: any number.
 - `{a=, b=}`: the trailing options table (Python's keyword arguments): `torch.sum(x, 2, {keepdim = true})`.
-  An optional argument may also be given by position where PyTorch takes it so.
+  An optional argument may also be given by position where PyTorch takes it so; a module's required
+  constructor arguments may go by name too (`nn.Conv2d(3, 64, {kernel_size = 7, stride = 2})`).
 - `Tensor:f(...)`: a method (`x:f(...)`); `Tensor.p`: a property (`x.p`); `nn.Class(...)`: a
   constructor; `nn.Class:m(...)`: a method of its instances (`m:parameters()`).
 - Dimensions and positions count from 1, as everywhere in moontorch (docs/API.md).

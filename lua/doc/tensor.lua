@@ -95,6 +95,12 @@ doc { 'Tensor:float() -> Tensor', 'Tensor:double() -> Tensor', 'Tensor:half() ->
   'Tensor:byte() -> Tensor', 'Tensor:bool() -> Tensor',
   does = 'The tensor converted to float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8 or bool (itself when it already is).',
   ex = 'print(torch.tensor({1.7, -1.7}):long(), torch.tensor({0, 2}):bool())  --> tensor([ 1, -1]) tensor([False,  True])' }
+doc { 'Tensor:pin_memory() -> Tensor', 'Tensor:is_pinned() -> boolean',
+  does = 'A copy in page-locked host memory (what a non_blocking copy to a GPU needs; an error saying so in a build without CUDA), and whether a tensor is in such memory.',
+  ex = 'print(torch.ones(2):is_pinned())  --> false' }
+doc { 'Tensor:record_stream(stream)',
+  does = 'Marks the tensor\'s memory as used by the work queued on a torch.cuda.Stream, so that the allocator does not reuse it before that work is done.',
+  ex = 'if torch.cuda.is_available() then torch.ones(1, {device = \'cuda\'}):record_stream(torch.cuda.current_stream()) end' }
 doc { 'Tensor:cpu() -> Tensor', 'Tensor:cuda() -> Tensor',
   does = 'The tensor on the CPU (itself when it is there) / on a CUDA device (an error in a build without CUDA).',
   ex = 'local t = torch.ones(1)\nprint(rawequal(t:cpu(), t))  --> true' }

@@ -144,6 +144,11 @@ doc { 'torch.ffi',
   does = 'The LuaJIT FFI binding of libmoontorch (its C API, core/moontorch.h): .C the library, .libpath where it was loaded from. For extending moontorch in C; scripts need none of it.',
   pt = false,
   ex = 'print(type(torch.ffi.libpath))  --> string' }
+doc { 'torch.List', 'torch.List.of(array) -> List', 'torch.List.is(value) -> boolean',
+  keys = { 'torch.List:of', 'torch.List:is' },
+  does = 'What parameters(), buffers(), children() and modules() return: a Lua array (list[i], #list, ipairs) that also iterates the Python way, for p in model:parameters() do. List.of makes an array one; List.is tells one.',
+  pt = false,
+  ex = 'local n = 0\nfor p in nn.Linear(2, 2):parameters() do n = n + p:numel() end\nprint(n, torch.List.is(nn.Linear(1, 1):parameters()), torch.List.of({1, 2}))  --> 6 true [1, 2]' }
 doc { 'torch.OrderedDict() -> OrderedDict', 'torch.OrderedDict(pairs) -> OrderedDict',
   does = 'A dict that keeps insertion order (what state_dict returns): d[k] = v inserts or replaces in place, d[k] = nil deletes; keys(), values() and items() in order; from an array of {key, value} pairs.',
   pt = 'collections.OrderedDict',
@@ -209,15 +214,17 @@ doc { 'torch.normal(mean, std[, size], {generator=, dtype=, out=}) -> Tensor',
   ex = 'print(torch.normal(0, 1, {2, 3}):size(), torch.normal(torch.zeros(2), 1):size())  --> torch.Size([2, 3]) torch.Size([2])' }
 
 doc.section 'Autograd modes'
-doc { 'torch.no_grad(fn) -> function', 'torch.autograd.no_grad(fn) -> function',
-  does = 'fn wrapped so that its calls record no autograd graph (PyTorch\'s @torch.no_grad()); call the result.',
-  ex = 'local x = torch.ones(2, {requires_grad = true})\nlocal f = torch.no_grad(function() return x * 2 end)\nprint(f().requires_grad)  --> false' }
-doc { 'torch.enable_grad(fn) -> function', 'torch.autograd.enable_grad(fn) -> function',
-  does = 'fn wrapped so that its calls record autograd graphs even inside no_grad.',
-  ex = 'local x = torch.ones(1, {requires_grad = true})\nlocal y = torch.no_grad(torch.enable_grad(function() return x * 2 end))()\nprint(y.requires_grad)  --> true' }
-doc { 'torch.inference_mode(fn) -> function',
-  does = 'fn wrapped to run without autograd, as no_grad (PyTorch\'s inference mode).',
-  ex = 'print(torch.inference_mode(function() return torch.is_inference_mode_enabled() end)())  --> true' }
+doc { 'torch.no_grad(block) -> ...', 'torch.no_grad.wrap(fn) -> function', 'torch.autograd.no_grad(block) -> ...',
+  pt = 'torch.no_grad, torch.autograd.no_grad',
+  does = 'Runs block (a function of no arguments) with autograd recording nothing and returns what it returns: PyTorch\'s `with torch.no_grad():`. no_grad.wrap(fn) is the decorator @torch.no_grad(): a function that runs fn so; a function that takes arguments, given to no_grad itself, is wrapped too (m:apply(torch.no_grad(function(m) ... end))). The mode comes back after the block, also when it fails.',
+  ex = 'local x = torch.ones(2, {requires_grad = true})\nlocal y = torch.no_grad(function() return x * 2 end)\nlocal f = torch.no_grad.wrap(function(a) return a * 3 end)\nprint(y.requires_grad, f(x).requires_grad)  --> false false' }
+doc { 'torch.enable_grad(block) -> ...', 'torch.enable_grad.wrap(fn) -> function', 'torch.autograd.enable_grad(block) -> ...',
+  pt = 'torch.enable_grad, torch.autograd.enable_grad',
+  does = 'Runs block with autograd recording, inside a no_grad too; .wrap(fn) wraps a function so.',
+  ex = 'local x = torch.ones(1, {requires_grad = true})\nlocal y = torch.no_grad(function() return torch.enable_grad(function() return x * 2 end) end)\nprint(y.requires_grad)  --> true' }
+doc { 'torch.inference_mode(block) -> ...', 'torch.inference_mode.wrap(fn) -> function', pt = 'torch.inference_mode',
+  does = 'Runs block without autograd, as no_grad (PyTorch\'s inference mode); .wrap(fn) wraps a function so.',
+  ex = 'print(torch.inference_mode(function() return torch.is_inference_mode_enabled() end))  --> true' }
 doc { 'torch.set_grad_enabled(mode)',
   does = 'Turns the recording of autograd graphs on or off from here on.',
   ex = 'torch.set_grad_enabled(false)\nprint(torch.is_grad_enabled())  --> false\ntorch.set_grad_enabled(true)' }
@@ -229,6 +236,15 @@ doc { 'torch.is_inference_mode_enabled() -> boolean',
   ex = 'print(torch.is_inference_mode_enabled())  --> false' }
 
 doc.section 'Threads, printing, files'
+doc { 'torch.Timer() -> Timer',
+  does = 'Torch7\'s stopwatch: it counts from its creation; time() gives the seconds so far as {real = wall clock, user = CPU time in user mode, sys = CPU time in the system} (the CPU times of the whole process).',
+  pt = false,
+  ex = 'local timer = torch.Timer()\nlocal t = timer:time()\nprint(type(t.real), type(t.user), type(t.sys))  --> number number number' }
+doc { 'torch.Timer:time() -> {real=, user=, sys=}', 'torch.Timer:stop() -> self', 'torch.Timer:resume() -> self',
+  'torch.Timer:reset() -> self',
+  does = 'The seconds counted so far; stop() pauses the count, resume() goes on, reset() sets it to 0 (a stopped timer stays stopped).',
+  pt = false,
+  ex = 'local timer = torch.Timer():stop()\nlocal a = timer:time().real\nprint(timer:time().real == a, timer:reset():time().real)  --> true 0' }
 doc { 'torch.set_num_threads(n)',
   does = 'The number of threads the CPU kernels and the BLAS use.',
   ex = 'local n = torch.get_num_threads()\ntorch.set_num_threads(1)\nprint(torch.get_num_threads())  --> 1\ntorch.set_num_threads(n)' }
@@ -366,7 +382,7 @@ doc { 'torch.split(input, split_size_or_sections, dim) -> {Tensor, ...}',
   'Tensor:split(split_size_or_sections, dim) -> {Tensor, ...}',
   'torch.split_with_sizes(input, split_sizes, dim) -> {Tensor, ...}', 'Tensor:split_with_sizes(split_sizes, dim) -> {Tensor, ...}',
   does = 'Views of consecutive pieces along dim (1 by default): of split_size each (the last smaller), or of the sizes in an array. A Lua array.',
-  ex = 'local p = torch.arange(5):split(2)\nprint(#p, p[3])  --> 3 tensor([4])\nprint(#torch.ones(2, 4):split({1, 3}, 2))  --> 2' }
+  ex = 'local p = torch.arange(5):split(2)\nprint(#p, p[3])  --> 3 tensor([4])\nprint(#torch.ones(2, 4):split({1, 3}, {dim = 2}))  --> 2' }
 doc { 'torch.chunk(input, chunks, dim) -> {Tensor, ...}', 'Tensor:chunk(chunks, dim) -> {Tensor, ...}',
   does = 'input split into `chunks` pieces along dim (1 by default), as equal as possible (views; a Lua array).',
   ex = 'local p = torch.ones(5, 2):chunk(2)\nprint(#p, p[1]:size(1), p[2]:size(1))  --> 2 3 2' }
