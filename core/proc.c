@@ -110,6 +110,7 @@ double mt_proc_clock(void) {
   return mt_number_out((double)ts.tv_sec + ts.tv_nsec * 1e-9);
 }
 
+
 void mt_proc_exit(int code) {
   fflush(NULL);
   _exit(code);
@@ -138,11 +139,20 @@ int mt_proc_wait(int pid, int block, int *code) {
   return 0;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 void mt_proc_reap(const int *pids, int n, int grace_ms) {
   int left = 0;
   char *done = calloc((size_t)(n > 0 ? n : 1), 1);
   if (!done) grace_ms = 0;
-  for (int ms = 0;; ms++) {
+  double until = now_s() + grace_ms * 1e-3;
+  long pause_ns = 20000; /* an idle worker exits within microseconds of its channel closing: look often
+                          * at first, then every millisecond */
+  for (;;) {
     left = 0;
     for (int i = 0; i < n; i++) {
       if (done && done[i]) continue;
@@ -153,9 +163,10 @@ void mt_proc_reap(const int *pids, int n, int grace_ms) {
         if (done) done[i] = 1;
       } else left++;
     }
-    if (left == 0 || ms >= grace_ms) break;
-    struct timespec ts = {0, 1000000};
+    if (left == 0 || now_s() >= until) break;
+    struct timespec ts = {0, pause_ns};
     nanosleep(&ts, NULL);
+    if (pause_ns < 1000000) pause_ns *= 2;
   }
   for (int i = 0; i < n && left > 0; i++) {
     if (done && done[i]) continue;
