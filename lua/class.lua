@@ -16,13 +16,23 @@ local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autogr
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'
 M.homes, M.packages = homes, packages
+-- Classes made on demand: a resolver(name) returns the class of a name it knows how to build, or
+-- nil. nn.utils.parametrize builds `Parametrized<Class>` (the class of a parametrized module) so.
+local resolvers = {}
+M.resolvers = resolvers
 local function find(name)
   local c = registry[name]
   if c then return c end
   local home = homes[name] or packages[name:match('^(%w+)%.')]
   if home and not package.loaded[home] then
     require(home)
-    return registry[name]
+    c = registry[name]
+    if c then return c end
+  end
+  if name:find('Parametrized', 1, true) and not package.loaded['moontorch.nn'] then require('moontorch.nn') end
+  for i = 1, #resolvers do
+    c = resolvers[i](name)
+    if c then return c end
   end
   return nil
 end

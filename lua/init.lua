@@ -121,6 +121,8 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
+  -- issue 24: copy.deepcopy
+  deepcopy = function() return require('moontorch.nn.Module').deepcopy end,
 }
 torch._lazy = lazy
 setmetatable(torch, {

@@ -84,4 +84,9 @@ end
 -- parity session: F.rrelu / nn.RReLU, F.gumbel_softmax, F.pdist (lua/nn/parity.lua)
 require('moontorch.nn.parity').install(nn)
 
+-- issue 24: nn.utils.parametrize, nn.utils.parametrizations (orthogonal, spectral_norm, weight_norm)
+utils.parametrize = require 'moontorch.nn.parametrize'
+utils.parametrizations = require 'moontorch.nn.parametrizations'
+nn.ParametrizationList = utils.parametrize.ParametrizationList
+
 return nn

@@ -1,0 +1,170 @@
+# Records PyTorch 1.13's results for the specs of issue 24 ("See inside and reshape models"):
+# spec/parametrize_spec.lua, spec/prune_spec.lua, spec/fx_spec.lua, spec/profiler_spec.lua:
+#   /usr/bin/python3 spec/support/inspect_record.py > spec/support/inspect_wants.lua
+# Modules are made after torch.manual_seed(0) (moontorch draws the same initial numbers), their
+# inputs written out in full; dims and indices are PyTorch's (0-based) unless said.
+import math
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.nn.utils.parametrize as P
+from torch.nn.utils import parametrizations as PZ
+
+W = {}
+
+
+def lua(v, ind=''):
+    if isinstance(v, torch.Tensor):
+        v = v.detach().tolist()
+    if isinstance(v, torch.Size):
+        v = list(v)
+    if isinstance(v, dict):
+        items = []
+        for k in v:
+            items.append('%s  [%s] = %s' % (ind, lua(k), lua(v[k], ind + '  ')))
+        return '{\n' + ',\n'.join(items) + '\n' + ind + '}'
+    if isinstance(v, (list, tuple)):
+        return '{' + ', '.join(lua(x, ind) for x in v) + '}'
+    if isinstance(v, bool):
+        return 'true' if v else 'false'
+    if isinstance(v, str):
+        return '[==[' + v + ']==]' if '\n' in v or "'" in v else repr(v)
+    if v is None:
+        return 'nil'
+    if isinstance(v, float):
+        if math.isnan(v):
+            return '0/0'
+        if math.isinf(v):
+            return 'math.huge' if v > 0 else '-math.huge'
+        return repr(v)
+    return str(v)
+
+
+def snap(d):
+    # tensors copied now (they may change in place after)
+    return {k: (v.detach().clone() if isinstance(v, torch.Tensor) else v) for k, v in d.items()}
+
+
+# ------------------------------------------------------------------ parametrizations
+class Sym(nn.Module):
+    def forward(self, X):
+        return X.triu() + X.triu(1).transpose(-1, -2)
+
+
+class SymR(Sym):
+    def right_inverse(self, X):
+        return X
+
+
+class Double(nn.Module):
+    def forward(self, X):
+        return X * 2
+
+    def right_inverse(self, X):
+        return X / 2
+
+
+class SumOf(nn.Module):
+    def forward(self, A, B):
+        return A + B
+
+    def right_inverse(self, X):
+        return X, torch.zeros_like(X)
+
+
+torch.manual_seed(0)
+m = nn.Linear(3, 3)
+P.register_parametrization(m, 'weight', Sym())
+rec = {'weight': m.weight, 'repr': repr(m), 'keys': list(m.state_dict().keys())}
+m(torch.ones(2, 3)).sum().backward()
+rec['grad'] = m.parametrizations.weight.original.grad
+W['p_sym'] = rec
+
+torch.manual_seed(0)
+m = nn.Linear(3, 3)
+P.register_parametrization(m, 'weight', Double())
+P.register_parametrization(m, 'weight', SymR())
+rec = snap({'weight': m.weight, 'original': m.parametrizations.weight.original, 'repr': repr(m)})
+m.weight = torch.tensor([[1., 2, 3], [2, 5, 6], [3, 6, 9]])
+rec['set_weight'] = m.weight
+rec['set_original'] = m.parametrizations.weight.original
+W['p_chain'] = rec
+
+torch.manual_seed(0)
+m = nn.Linear(2, 2)
+P.register_parametrization(m, 'weight', SumOf())
+rec = snap({'keys': list(m.state_dict().keys()), 'original0': m.parametrizations.weight.original0,
+            'original1': m.parametrizations.weight.original1})
+m.weight = torch.tensor([[1., 2], [3, 4]])
+rec['set_original0'] = m.parametrizations.weight.original0
+rec['set_original1'] = m.parametrizations.weight.original1
+W['p_several'] = rec
+
+torch.manual_seed(0)
+m = nn.Linear(3, 3)
+P.register_parametrization(m, 'weight', Double())
+o = m.parametrizations.weight.original
+P.remove_parametrizations(m, 'weight')
+rec = {'leave': m.weight, 'same': m.weight is o, 'repr': repr(m)}
+torch.manual_seed(0)
+m = nn.Linear(3, 3)
+P.register_parametrization(m, 'weight', Double())
+P.remove_parametrizations(m, 'weight', leave_parametrized=False)
+rec['original'] = m.weight
+W['p_remove'] = rec
+
+# orthogonal: the weight after registration, then after one SGD step (lr 0.1) on (m(x)^2).sum(),
+# x = torch.randn(2, in) drawn after the registration
+orth = []
+for shape, mp, triv in [((3, 5), None, True), ((4, 4), None, True), ((4, 4), 'cayley', True),
+                        ((3, 5), 'matrix_exp', True), ((5, 3), 'householder', True), ((4, 4), 'householder', True),
+                        ((5, 3), None, False), ((3, 5), 'householder', False)]:
+    torch.manual_seed(0)
+    m = nn.Linear(*shape)
+    PZ.orthogonal(m, orthogonal_map=mp, use_trivialization=triv)
+    w0 = m.weight.detach().clone()
+    orig = m.parametrizations.weight.original.detach().clone()
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    x = torch.randn(2, shape[0])
+    m(x).pow(2).sum().backward()
+    opt.step()
+    orth.append({'shape': shape, 'map': mp or 'nil', 'triv': triv, 'chosen': m.parametrizations.weight[0].orthogonal_map.name,
+                 'w0': w0, 'original': orig, 'w1': m.weight, 'keys': list(m.state_dict().keys())})
+W['p_orth'] = orth
+torch.manual_seed(0)
+m = nn.Linear(3, 3)
+PZ.orthogonal(m)
+W['p_orth_repr'] = repr(m)
+
+torch.manual_seed(0)
+m = nn.Linear(3, 2)
+PZ.spectral_norm(m)
+rec = {'keys': list(m.state_dict().keys()), 'u': m.parametrizations.weight[0]._u.clone(),
+       'v': m.parametrizations.weight[0]._v.clone(), 'repr': repr(m)}
+x = torch.tensor([[1., 2, 3]])
+y = m(x)
+y.sum().backward()
+rec['y'] = y
+rec['grad'] = m.parametrizations.weight.original.grad
+rec['u1'] = m.parametrizations.weight[0]._u
+m.eval()
+rec['y_eval'] = m(x)
+torch.manual_seed(0)
+c = nn.ConvTranspose2d(2, 3, 2)
+PZ.spectral_norm(c)
+rec['convt_weight'] = c.weight
+W['p_spectral'] = rec
+
+# weight_norm (PyTorch 2.1's parametrization; 1.13 has its function torch._weight_norm)
+torch.manual_seed(0)
+m = nn.Linear(3, 2)
+w = m.weight.detach().clone()
+g = torch.norm_except_dim(w, 2, 0)
+v = w.clone().requires_grad_()
+gg = g.clone().requires_grad_()
+y = F.linear(torch.tensor([[1., 2, 3]]), torch._weight_norm(v, gg, 0), m.bias)
+y.sum().backward()
+W['p_weight_norm'] = {'g': g, 'y': y, 'g_grad': gg.grad, 'v_grad': v.grad, 'g_all': torch.norm_except_dim(w, 2, -1)}
+
+print('-- written by spec/support/inspect_record.py (PyTorch %s): do not edit' % torch.__version__)
+print('return ' + lua(W))
