@@ -414,6 +414,34 @@ def softmax(_):
             F.cross_entropy(lg, target).backward()
     report('ce1k_step_us', best(ce, 500) * 1e6)
 
+def sparse_linear(n):
+    # issue 24: PyTorch's pruned Linear computes densely (weight_orig * weight_mask, then linear);
+    # after prune.remove the weight is dense with zeros. Also its own sparse CSR product (beta in 1.13).
+    import warnings
+    import torch.nn.utils.prune as prune
+    warnings.simplefilter('ignore')
+    n = n or 4096
+    torch.manual_seed(0)
+    m = torch.nn.Linear(n, n)
+    prune.l1_unstructured(m, 'weight', 0.9)
+    prune.remove(m, 'weight')
+    x = torch.randn(64, n)
+    w_csr = m.weight.detach().to_sparse_csr()
+    def fd(k):
+        with torch.no_grad():
+            for _ in range(k):
+                m(x)
+    def fs(k):
+        with torch.no_grad():
+            for _ in range(k):
+                torch.nn.functional.linear(x, w_csr, m.bias)
+    td = ts = float('inf')
+    for _ in range(3):
+        td = min(td, best(fd, 5, 3))
+        ts = min(ts, best(fs, 5, 3))
+    report('dense_ms', td * 1e3)
+    report('sparse_ms', ts * 1e3)
+
 if __name__ == '__main__':
     w = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else None

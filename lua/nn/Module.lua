@@ -1227,11 +1227,31 @@ end
 ------------------------------------------------------------------------------ serialization
 -- torch.save keeps a module's registered values, attributes and training mode; hooks are code
 -- and are not saved (a loaded module has none).
+-- Forward (pre) hooks that are instances of registered classes (a pruning method, as PyTorch
+-- pickles its hooks) are data: they are saved, in order, and registered again at load.
 local saved_fields = { '_parameters', '_buffers', '_modules', '_attrs', '_order', '_non_persistent' }
+local function is_saved_hook(fn)
+  local tn = type(fn) == 'table' and class.typename(fn)
+  return tn and class.find(tn) == getmetatable(fn) or false
+end
 function Module:__serialize()
   sync(self)
   local s = {}
   for _, f in ipairs(saved_fields) do s[f] = rawget(self, f) end
+  local hooks = rawget(self, '_hooks')
+  for _, kind in ipairs({ 'forward_pre', 'forward' }) do
+    local list = hooks and hooks[kind]
+    if list then
+      for _, e in ipairs(list) do
+        if is_saved_hook(e.fn) then
+          s._saved_hooks = s._saved_hooks or {}
+          local l = s._saved_hooks[kind] or {}
+          s._saved_hooks[kind] = l
+          l[#l + 1] = e.fn
+        end
+      end
+    end
+  end
   return s
 end
 function Module.__deserialize(cls, s)
@@ -1241,7 +1261,30 @@ function Module.__deserialize(cls, s)
     if type(v) ~= 'table' then fail('load', ('a saved %s has no %s table'):format(tostring(cls), f)) end
     rawset(m, f, v)
   end
+  local saved = s._saved_hooks
+  if type(saved) == 'table' then
+    for _, kind in ipairs({ 'forward_pre', 'forward' }) do
+      for _, fn in ipairs(type(saved[kind]) == 'table' and saved[kind] or {}) do
+        if is_saved_hook(fn) then hooked(m, kind, fn, nil, 'load') end
+      end
+    end
+  end
   return m
+end
+
+-- the hook entries of one kind ({fn=, id=, ...}, in call order; nil: none), and dropping those
+-- whose fn pred(fn) accepts (nn.utils.prune finds and removes its methods so)
+function M.hooks_of(m, kind) return hooks_of(m, kind) end
+function M.drop_hooks(m, kind, pred)
+  local hooks = rawget(m, '_hooks')
+  local list = hooks and hooks[kind]
+  if not list then return 0 end
+  local new, n = {}, 0
+  for _, e in ipairs(list) do
+    if pred(e.fn) then n = n + 1 else new[#new + 1] = e end
+  end
+  hooks[kind] = new
+  return n
 end
 
 ------------------------------------------------------------------------------ deep copies

@@ -88,5 +88,7 @@ require('moontorch.nn.parity').install(nn)
 utils.parametrize = require 'moontorch.nn.parametrize'
 utils.parametrizations = require 'moontorch.nn.parametrizations'
 nn.ParametrizationList = utils.parametrize.ParametrizationList
+-- issue 24: nn.utils.prune
+utils.prune = require 'moontorch.nn.prune'
 
 return nn

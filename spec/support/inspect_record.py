@@ -166,5 +166,78 @@ y = F.linear(torch.tensor([[1., 2, 3]]), torch._weight_norm(v, gg, 0), m.bias)
 y.sum().backward()
 W['p_weight_norm'] = {'g': g, 'y': y, 'g_grad': gg.grad, 'v_grad': v.grad, 'g_all': torch.norm_except_dim(w, 2, -1)}
 
+# ------------------------------------------------------------------ pruning
+import torch.nn.utils.prune as prune
+
+
+def masks(m, names=('weight',)):
+    return {n: getattr(m, n + '_mask') for n in names}
+
+
+torch.manual_seed(0)
+m = nn.Linear(4, 3)
+prune.l1_unstructured(m, 'weight', 0.5)
+rec = snap({'mask': m.weight_mask, 'weight': m.weight, 'keys': list(m.state_dict().keys()),
+            'y': m(torch.ones(2, 4)), 'hooks': len(m._forward_pre_hooks)})
+prune.l1_unstructured(m, 'weight', 2)  # a count: 2 more of the 6 kept
+rec['mask2'] = m.weight_mask.clone()
+hook = list(m._forward_pre_hooks.values())[0]
+rec['container'] = type(hook).__name__
+rec['container_len'] = len(hook)
+prune.remove(m, 'weight')
+rec['removed'] = m.weight.detach().clone()
+rec['removed_keys'] = list(m.state_dict().keys())
+W['prune_l1'] = rec
+
+torch.manual_seed(0)
+m = nn.Linear(4, 3)
+torch.manual_seed(1)
+prune.random_unstructured(m, 'weight', 0.3)
+rec = snap({'mask': m.weight_mask})
+prune.random_unstructured(m, 'weight', 0.5)  # of the 8 kept: round(4.0)
+rec['mask2'] = m.weight_mask
+W['prune_random'] = rec
+
+torch.manual_seed(0)
+c = nn.Conv2d(2, 4, 3)
+prune.ln_structured(c, 'weight', 0.5, n=2, dim=0)
+rec = snap({'channels': c.weight_mask.sum(dim=(1, 2, 3))})
+prune.ln_structured(c, 'weight', 1, n=1, dim=1)
+rec['in_channels'] = c.weight_mask.sum(dim=(0, 2, 3))
+rec['channels2'] = c.weight_mask.sum(dim=(1, 2, 3))
+torch.manual_seed(0)
+lin = nn.Linear(5, 4)
+prune.ln_structured(lin, 'weight', 0.4, n=float('inf'), dim=-1)
+rec['inf_cols'] = lin.weight_mask.sum(dim=0)
+W['prune_ln'] = rec
+
+torch.manual_seed(0)
+m = nn.Linear(5, 4)
+torch.manual_seed(3)
+prune.random_structured(m, 'weight', 2, dim=1)
+rec = snap({'mask': m.weight_mask})
+torch.manual_seed(4)
+prune.random_structured(m, 'weight', 0.5, dim=0)
+rec['mask2'] = m.weight_mask
+W['prune_random_structured'] = rec
+
+torch.manual_seed(0)
+a, b = nn.Linear(4, 3), nn.Linear(3, 2)
+scores = torch.arange(12.).view(3, 4)
+prune.global_unstructured([(a, 'weight'), (b, 'weight'), (a, 'bias')], pruning_method=prune.L1Unstructured,
+                          amount=0.4, importance_scores={(a, 'weight'): scores})
+W['prune_global'] = snap({'a_weight': a.weight_mask, 'b_weight': b.weight_mask, 'a_bias': a.bias_mask})
+torch.manual_seed(0)
+a, b = nn.Linear(4, 3), nn.Linear(3, 2)
+torch.manual_seed(5)
+prune.global_unstructured([(a, 'weight'), (b, 'weight')], pruning_method=prune.RandomUnstructured, amount=7)
+W['prune_global_random'] = snap({'a_weight': a.weight_mask, 'b_weight': b.weight_mask})
+
+torch.manual_seed(0)
+m = nn.Linear(3, 2)
+prune.custom_from_mask(m, 'bias', torch.tensor([0., 1]))
+prune.l1_unstructured(m, 'bias', 1)
+W['prune_custom'] = snap({'mask': m.bias_mask, 'bias': m.bias, 'keys': list(m.state_dict().keys())})
+
 print('-- written by spec/support/inspect_record.py (PyTorch %s): do not edit' % torch.__version__)
 print('return ' + lua(W))
