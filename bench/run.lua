@@ -526,6 +526,24 @@ if want('sparse') then
     o.sparse_ms, t.dense_ms, 'ms', 'lower', nil, nil }
 end
 
+-- (fx) issue 24: inference of a ResNet block and of a LeNet-5 with batch norms, as written and after
+-- conv-batchnorm fusion (ours: fx.passes.fuse; PyTorch: torch.fx.experimental.optimization.fuse)
+if want('fx') then
+  local o, t = {}, {}
+  for _ = 1, 2 do
+    for k, v in pairs(ours('fx_fuse') or {}) do if not o[k] or v < o[k] then o[k] = v end end
+    for k, v in pairs(theirs('fx_fuse') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+  end
+  for _, r in ipairs({ { 'block', 'ResNet block 64ch, batch 8 of 56x56, eval' }, { 'lenet', 'LeNet-5 with batch norms, batch 64, eval' } }) do
+    local k = r[1]
+    line('(fx) ' .. r[2], o[k .. '_ms'], t[k .. '_ms'], 'ms', 'lower')
+    line('(fx) the same, conv-bn fused', o[k .. '_fused_ms'], t[k .. '_fused_ms'], 'ms', 'lower',
+      o[k .. '_ms'] and ('ours fused %.2fx faster than ours unfused; max difference %.1e'):format(
+        o[k .. '_ms'] / o[k .. '_fused_ms'], o[k .. '_maxdiff'] or -1) or nil)
+    rows[#rows + 1] = { r[2] .. ', conv-bn fused by fx', o[k .. '_fused_ms'], t[k .. '_fused_ms'], 'ms', 'lower', nil, nil }
+  end
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

@@ -15,6 +15,8 @@ local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autogr
 -- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'
+-- issue 24: 'fx.*' (GraphModule, Graph, Interpreter, ...)
+packages.fx = 'moontorch.fx'
 M.homes, M.packages = homes, packages
 -- Classes made on demand: a resolver(name) returns the class of a name it knows how to build, or
 -- nil. nn.utils.parametrize builds `Parametrized<Class>` (the class of a parametrized module) so.

@@ -123,8 +123,9 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
-  -- issue 24: copy.deepcopy
+  -- issue 24: copy.deepcopy, torch.fx
   deepcopy = function() return require('moontorch.nn.Module').deepcopy end,
+  fx = function() return require 'moontorch.fx' end,
 }
 torch._lazy = lazy
 setmetatable(torch, {

@@ -42,7 +42,7 @@ describe('nn.utils.parametrize.register_parametrization', function()
     assert.is_true(torch.isinstance(m, nn.Linear))
     assert.are.equal(nn.Linear, P.type_before_parametrizations(m))
     assert.is_true(torch.isinstance(m.parametrizations, nn.ModuleDict))
-    assert.is_true(torch.isinstance(m.parametrizations.weight, nn.ParametrizationList))
+    assert.is_true(torch.isinstance(m.parametrizations.weight, P.ParametrizationList))
     assert.is_nil(rawget(m, '_parameters').weight)
     -- the gradient reaches original
     m(torch.ones(2, 3)):sum():backward()

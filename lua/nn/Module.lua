@@ -1072,6 +1072,14 @@ function M.declare_forward(cls, names, opts)
   signatures[forward] = { names = names, nreq = nreq, kwargs = kw }
 end
 
+-- the declared positional parameter names of a forward and how many are required (nil when not declared)
+function M.forward_names(forward)
+  local sig = signatures[forward]
+  if sig == nil then return nil end
+  if sig == 1 then return { 'input' }, 1 end
+  return sig.names, sig.nreq
+end
+
 local function plural(n, word) return n == 1 and ('1 ' .. word) or (n .. ' ' .. word .. 's') end
 
 -- "'a'", "'a' and 'b'", "'a', 'b', and 'c'" (Python's wording)
@@ -1118,7 +1126,12 @@ local function check_args(self, sig, args)
 end
 M.check_args = check_args
 
+-- M.call_interceptor(m, ...): while set (by moontorch.fx's tracer), every module call goes to it
+-- instead (the tracer registers a global hook so that calls take this path)
+M.call_interceptor = nil
+
 local function call_hooked(self, ...)
+  if M.call_interceptor then return M.call_interceptor(self, ...) end
   local args, kw = split_kwargs(pack(...))
   local pre = call_hooks(self, 'forward_pre')
   if pre then

@@ -87,7 +87,6 @@ require('moontorch.nn.parity').install(nn)
 -- issue 24: nn.utils.parametrize, nn.utils.parametrizations (orthogonal, spectral_norm, weight_norm)
 utils.parametrize = require 'moontorch.nn.parametrize'
 utils.parametrizations = require 'moontorch.nn.parametrizations'
-nn.ParametrizationList = utils.parametrize.ParametrizationList
 -- issue 24: nn.utils.prune
 utils.prune = require 'moontorch.nn.prune'
 

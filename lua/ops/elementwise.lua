@@ -32,19 +32,39 @@ end
 local B = list.ids('BINARY') -- op ids by name
 M.binary_ops = B
 
+-- an operand that is neither a tensor nor a number but an object whose metatable answers the
+-- operator itself (moontorch.fx's traced values: `tensor + proxy`): its answer, else nil
+local function foreign(name, a, b)
+  for _, x in ipairs({ a, b }) do
+    local mt = type(x) == 'table' and getmetatable(x)
+    if mt and mt.__moontorch_binary then return mt.__moontorch_binary(name, a, b) end
+  end
+  return nil
+end
+
 -- a (op) b for tensors and numbers on either side; out may be nil
 local function binary(op, name, a, b, out)
   local st
   if type(b) == 'number' then
     if not istype(tensor_ct, a) then
       if type(a) == 'number' then return fail(name, 'expected at least one tensor, got two numbers') end
+      local r = foreign(name, a, b)
+      if r ~= nil then return r end
       a = scalar_tensor(a, name)
     end
     st = C.mt_binary_scalar(op, a, b, kind_of(b), 0, out, outp)
   elseif type(a) == 'number' then
-    if not istype(tensor_ct, b) then b = scalar_tensor(b, name) end
+    if not istype(tensor_ct, b) then
+      local r = foreign(name, a, b)
+      if r ~= nil then return r end
+      b = scalar_tensor(b, name)
+    end
     st = C.mt_binary_scalar(op, b, a, kind_of(a), 1, out, outp)
   else
+    if not istype(tensor_ct, a) or not istype(tensor_ct, b) then
+      local r = foreign(name, a, b)
+      if r ~= nil then return r end
+    end
     if not istype(tensor_ct, a) then a = scalar_tensor(a, name) end
     if not istype(tensor_ct, b) then b = scalar_tensor(b, name) end
     st = C.mt_binary(op, a, b, out, outp)

@@ -239,5 +239,70 @@ prune.custom_from_mask(m, 'bias', torch.tensor([0., 1]))
 prune.l1_unstructured(m, 'bias', 1)
 W['prune_custom'] = snap({'mask': m.bias_mask, 'bias': m.bias, 'keys': list(m.state_dict().keys())})
 
+# ------------------------------------------------------------------ fx
+import io
+import contextlib
+import torch.fx as fx
+from torch.fx.passes.shape_prop import ShapeProp
+
+
+def tabular(g):
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        g.print_tabular()
+    return buf.getvalue().rstrip('\n')
+
+
+class Block(nn.Module):  # a ResNet basic block (modules only)
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.conv2 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out = out + identity
+        return self.relu(out)
+
+
+torch.manual_seed(0)
+gm = fx.symbolic_trace(Block())
+W['fx_block'] = {'graph': str(gm.graph), 'tabular': tabular(gm.graph), 'repr_head': repr(gm).split('\n\n\n')[0]}
+torch.manual_seed(0)
+mlp = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+gm = fx.symbolic_trace(mlp)
+W['fx_mlp'] = {'graph': str(gm.graph), 'tabular': tabular(gm.graph), 'keys': list(gm.state_dict().keys())}
+torch.manual_seed(0)
+lenet = nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+gm = fx.symbolic_trace(lenet)
+ShapeProp(gm).propagate(torch.randn(3, 1, 28, 28))
+W['fx_lenet'] = {'graph': str(gm.graph),
+                 'shapes': [list(n.meta['tensor_meta'].shape) for n in gm.graph.nodes if n.op != 'output'],
+                 'strides': [list(n.meta['tensor_meta'].stride) for n in gm.graph.nodes if n.op != 'output']}
+
+
+class Names(nn.Module):  # node names as PyTorch makes them: builtins, repeats, attributes
+    def __init__(self):
+        super().__init__()
+        self.param = nn.Parameter(torch.rand(3, 4))
+        self.linear = nn.Linear(4, 5)
+
+    def forward(self, input):
+        x = self.linear(input + self.param).relu()
+        y = x.sum(-1).abs().max()
+        return torch.relu(x).sum() + y + self.linear.weight.sum()
+
+
+gm = fx.symbolic_trace(Names())
+W['fx_names'] = {'names': [n.name for n in gm.graph.nodes], 'ops': [n.op for n in gm.graph.nodes],
+                 'targets': [n.target if isinstance(n.target, str) else n.target.__name__ for n in gm.graph.nodes],
+                 'users': [len(n.users) for n in gm.graph.nodes]}
+
 print('-- written by spec/support/inspect_record.py (PyTorch %s): do not edit' % torch.__version__)
 print('return ' + lua(W))

@@ -186,5 +186,76 @@ return {
     ['mask'] = {0.0, 0.0},
     ['bias'] = {-0.0, 0.0},
     ['keys'] = {'weight', 'bias_orig', 'bias_mask'}
+  },
+  ['fx_block'] = {
+    ['graph'] = [==[graph():
+    %x : [#users=2] = placeholder[target=x]
+    %conv1 : [#users=1] = call_module[target=conv1](args = (%x,), kwargs = {})
+    %bn1 : [#users=1] = call_module[target=bn1](args = (%conv1,), kwargs = {})
+    %relu : [#users=1] = call_module[target=relu](args = (%bn1,), kwargs = {})
+    %conv2 : [#users=1] = call_module[target=conv2](args = (%relu,), kwargs = {})
+    %bn2 : [#users=1] = call_module[target=bn2](args = (%conv2,), kwargs = {})
+    %add : [#users=1] = call_function[target=operator.add](args = (%bn2, %x), kwargs = {})
+    %relu_1 : [#users=1] = call_module[target=relu](args = (%add,), kwargs = {})
+    return relu_1]==],
+    ['tabular'] = [==[opcode         name    target                   args       kwargs
+-------------  ------  -----------------------  ---------  --------
+placeholder    x       x                        ()         {}
+call_module    conv1   conv1                    (x,)       {}
+call_module    bn1     bn1                      (conv1,)   {}
+call_module    relu    relu                     (bn1,)     {}
+call_module    conv2   conv2                    (relu,)    {}
+call_module    bn2     bn2                      (conv2,)   {}
+call_function  add     <built-in function add>  (bn2, x)   {}
+call_module    relu_1  relu                     (add,)     {}
+output         output  output                   (relu_1,)  {}]==],
+    ['repr_head'] = [==[Block(
+  (conv1): Conv2d(4, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)
+  (bn1): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+  (relu): ReLU()
+  (conv2): Conv2d(4, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)
+  (bn2): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+)]==]
+  },
+  ['fx_mlp'] = {
+    ['graph'] = [==[graph():
+    %input_1 : [#users=1] = placeholder[target=input]
+    %_0 : [#users=1] = call_module[target=0](args = (%input_1,), kwargs = {})
+    %_1 : [#users=1] = call_module[target=1](args = (%_0,), kwargs = {})
+    %_2 : [#users=1] = call_module[target=2](args = (%_1,), kwargs = {})
+    return _2]==],
+    ['tabular'] = [==[opcode       name     target    args        kwargs
+-----------  -------  --------  ----------  --------
+placeholder  input_1  input     ()          {}
+call_module  _0       0         (input_1,)  {}
+call_module  _1       1         (_0,)       {}
+call_module  _2       2         (_1,)       {}
+output       output   output    (_2,)       {}]==],
+    ['keys'] = {'0.weight', '0.bias', '2.weight', '2.bias'}
+  },
+  ['fx_lenet'] = {
+    ['graph'] = [==[graph():
+    %input_1 : [#users=1] = placeholder[target=input]
+    %_0 : [#users=1] = call_module[target=0](args = (%input_1,), kwargs = {})
+    %_1 : [#users=1] = call_module[target=1](args = (%_0,), kwargs = {})
+    %_2 : [#users=1] = call_module[target=2](args = (%_1,), kwargs = {})
+    %_3 : [#users=1] = call_module[target=3](args = (%_2,), kwargs = {})
+    %_4 : [#users=1] = call_module[target=4](args = (%_3,), kwargs = {})
+    %_5 : [#users=1] = call_module[target=5](args = (%_4,), kwargs = {})
+    %_6 : [#users=1] = call_module[target=6](args = (%_5,), kwargs = {})
+    %_7 : [#users=1] = call_module[target=7](args = (%_6,), kwargs = {})
+    %_8 : [#users=1] = call_module[target=8](args = (%_7,), kwargs = {})
+    %_9 : [#users=1] = call_module[target=9](args = (%_8,), kwargs = {})
+    %_10 : [#users=1] = call_module[target=10](args = (%_9,), kwargs = {})
+    %_11 : [#users=1] = call_module[target=11](args = (%_10,), kwargs = {})
+    return _11]==],
+    ['shapes'] = {{3, 1, 28, 28}, {3, 6, 24, 24}, {3, 6, 24, 24}, {3, 6, 12, 12}, {3, 16, 8, 8}, {3, 16, 8, 8}, {3, 16, 4, 4}, {3, 256}, {3, 120}, {3, 120}, {3, 84}, {3, 84}, {3, 10}},
+    ['strides'] = {{784, 784, 28, 1}, {3456, 576, 24, 1}, {3456, 576, 24, 1}, {864, 144, 12, 1}, {1024, 64, 8, 1}, {1024, 64, 8, 1}, {256, 16, 4, 1}, {256, 1}, {120, 1}, {120, 1}, {84, 1}, {84, 1}, {10, 1}}
+  },
+  ['fx_names'] = {
+    ['names'] = {'input_1', 'param', 'add', 'linear', 'relu', 'sum_1', 'abs_1', 'max_1', 'relu_1', 'sum_2', 'add_1', 'linear_weight', 'sum_3', 'add_2', 'output'},
+    ['ops'] = {'placeholder', 'get_attr', 'call_function', 'call_module', 'call_method', 'call_method', 'call_method', 'call_method', 'call_function', 'call_method', 'call_function', 'get_attr', 'call_method', 'call_function', 'output'},
+    ['targets'] = {'input', 'param', 'add', 'linear', 'relu', 'sum', 'abs', 'max', 'relu', 'sum', 'add', 'linear.weight', 'sum', 'add', 'output'},
+    ['users'] = {1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}
   }
 }
