@@ -544,6 +544,34 @@ if want('fx') then
   end
 end
 
+-- (observe) issue 24: the observation point (lua/observe.lua) costs nothing while no profiler or
+-- tracer observes: the small-op rows of this build beside $BENCH_BASE_BUILD, a build of the tree
+-- before it (`git archive main | tar -x -C /tmp/base && cmake -S /tmp/base -B /tmp/base/build ...`),
+-- alternating in one run, each keeping its best of 5; also the same rows while a profile records
+if want('observe') then
+  local base = os.getenv('BENCH_BASE_BUILD')
+  if not base then
+    print('(observe) set BENCH_BASE_BUILD to a build directory of the tree before the observation point')
+  else
+    local cases = { { 'add_small', nil, 'a + b, 4 x float32' }, { 'add_small_grad', nil, 'a + b with grad' },
+      { 'matmul_small', 64, '64x64 matmul' }, { 'module_call', nil, 'MyLinear module call' },
+      { 'train_modules', 10000, "the note's training loop" } }
+    for _, c in ipairs(cases) do
+      local new, old
+      for _ = 1, 5 do
+        local o = figures(env .. luajit .. ' bench/workloads/' .. c[1] .. '.lua ' .. (c[2] or ''))
+        if o and (not new or o.us < new.us) then new = o end
+        local b = figures(env:gsub('MOONTORCH_BUILD_DIR=%S+', 'MOONTORCH_BUILD_DIR=' .. base) .. luajit ..
+          ' bench/workloads/' .. c[1] .. '.lua ' .. (c[2] or ''))
+        if b and (not old or b.us < old.us) then old = b end
+      end
+      if new and old then
+        print(('(observe) %-28s this tree %8.3f us   before %8.3f us   ratio %.3f'):format(c[3], new.us, old.us, new.us / old.us))
+      end
+    end
+  end
+end
+
 -- the table
 print()
 print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))

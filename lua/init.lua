@@ -126,6 +126,7 @@ local lazy = {
   -- issue 24: copy.deepcopy, torch.fx
   deepcopy = function() return require('moontorch.nn.Module').deepcopy end,
   fx = function() return require 'moontorch.fx' end,
+  profiler = function() return require 'moontorch.profiler' end,
 }
 torch._lazy = lazy
 setmetatable(torch, {

@@ -128,4 +128,18 @@ end
 -- how many observers are installed now
 function M.active() return #stack end
 
+-- a monotonic clock in microseconds, for observers (clock_gettime under a private FFI name, so
+-- that moontorch declares no libc name of its own in ffi.C)
+local ffi = require 'ffi'
+pcall(ffi.cdef, [[
+typedef struct { long tv_sec; long tv_nsec; } mt_observe_timespec;
+int mt_observe_clock_gettime(int clk, mt_observe_timespec *ts) __asm__("clock_gettime");
+]])
+local tsbuf = ffi.new('mt_observe_timespec')
+local clock_gettime = ffi.C.mt_observe_clock_gettime
+function M.now_us()
+  clock_gettime(1, tsbuf) -- CLOCK_MONOTONIC
+  return tonumber(tsbuf.tv_sec) * 1e6 + tonumber(tsbuf.tv_nsec) * 1e-3
+end
+
 return M

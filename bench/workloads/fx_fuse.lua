@@ -27,10 +27,10 @@ end
 local function bench(name, model, x, reps)
   -- running statistics of a few training batches, then eval
   model:train()
-  torch.no_grad(function() for _ = 1, 2 do model(x) end end)()
+  torch.no_grad(function(k) for _ = 1, k do model(x) end end)(2)
   model:eval()
   local fused = fx.passes.fuse(model)
-  local err = torch.no_grad(function() return (fused(x) - model(x)):abs():max():item() end)()
+  local err = torch.no_grad(function(a) return (fused(a) - model(a)):abs():max():item() end)(x)
   local f1 = torch.no_grad(function(r) for _ = 1, r do model(x) end end)
   local f2 = torch.no_grad(function(r) for _ = 1, r do fused(x) end end)
   local t1, t2 = math.huge, math.huge

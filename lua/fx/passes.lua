@@ -15,6 +15,16 @@ local is_tensor, is_module = T.is_tensor, Mod.is_module
 
 local M = {}
 
+-- fn(...) with grad mode off (torch.no_grad as a block)
+local function nograd(fn, ...)
+  local prev = torch.is_grad_enabled()
+  torch.set_grad_enabled(false)
+  local res = { pcall(fn, ...) }
+  torch.set_grad_enabled(prev)
+  if not res[1] then error(res[2], 0) end
+  return unpack(res, 2, table.maxn(res))
+end
+
 ------------------------------------------------------------------------------ ShapeProp
 -- ShapeProp(gm):propagate(...): runs the graph on these inputs and stores in each node's
 -- meta.tensor_meta {shape, dtype, requires_grad, stride, memory_format, is_quantized} (for a node
@@ -110,10 +120,10 @@ M.fuse_conv_bn_weights = fuse_conv_bn_weights
 function M.fuse_conv_bn_eval(conv, bn, transpose)
   if conv.training or bn.training then fail('fx.passes.fuse', 'Fusion only for eval!') end
   local fused = torch.deepcopy(conv)
-  local fw, fb = torch.no_grad(function()
+  local fw, fb = nograd(function()
     return fuse_conv_bn_weights(fused.weight, fused.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias,
       transpose)
-  end)()
+  end)
   fused.weight = torch.nn.Parameter(fw, conv.weight.requires_grad)
   fused.bias = torch.nn.Parameter(fb, conv.weight.requires_grad)
   return fused
@@ -123,13 +133,13 @@ end
 function M.fuse_linear_bn_eval(linear, bn)
   if linear.training or bn.training then fail('fx.passes.fuse', 'Fusion only for eval!') end
   local fused = torch.deepcopy(linear)
-  local fw, fb = torch.no_grad(function()
+  local fw, fb = nograd(function()
     local gamma = bn.weight or torch.ones_like(bn.running_mean)
     local beta = bn.bias or torch.zeros_like(bn.running_mean)
     local b = fused.bias or torch.zeros_like(bn.running_mean)
     local scale = gamma * (bn.running_var + bn.eps):rsqrt()
     return fused.weight * scale:unsqueeze(-1), (b - bn.running_mean) * scale + beta
-  end)()
+  end)
   fused.weight = torch.nn.Parameter(fw, linear.weight.requires_grad)
   fused.bias = torch.nn.Parameter(fb, linear.weight.requires_grad)
   return fused
@@ -203,13 +213,8 @@ end
 local ProfilingInterpreter = class.class('fx.passes.ProfilingInterpreter', I.Interpreter)
 M.ProfilingInterpreter = ProfilingInterpreter
 
-local ffi = require 'ffi'
-pcall(ffi.cdef, 'typedef struct { long tv_sec; long tv_nsec; } mt_fx_timespec; int clock_gettime(int, mt_fx_timespec *);')
-local tsbuf = ffi.new('mt_fx_timespec')
-local function now()
-  ffi.C.clock_gettime(1, tsbuf)
-  return tonumber(tsbuf.tv_sec) + tonumber(tsbuf.tv_nsec) * 1e-9
-end
+local now_us = require('moontorch.observe').now_us
+local function now() return now_us() * 1e-6 end
 M.now = now
 
 function ProfilingInterpreter:__init(module, opts)

@@ -25,6 +25,9 @@ local Mod = require 'moontorch.nn.Module'
 
 local fail = core.fail
 local is_tensor, is_module = T.is_tensor, Mod.is_module
+-- a method read through an instance may be a checking front of the function (lua/dotcall.lua):
+-- the function itself, for its parameters and its declared signature
+local unwrap = core.unwrap or function(f) return f end
 local operators, is_node, is_plain = G.operators, G.is_node, G.is_plain
 
 local M = {}
@@ -344,7 +347,7 @@ function Tracer:trace(root, concrete_args)
     for name, m in root:named_modules() do self.module_paths[m] = name end
     for name, p in root:named_parameters() do self.tensor_paths[p] = name end
     for name, b in root:named_buffers() do self.tensor_paths[b] = name end
-    fn, skip = root.forward, 1
+    fn, skip = unwrap(root.forward), 1
   elseif type(root) == 'function' then
     fn, skip = root, 0
   else
@@ -426,9 +429,9 @@ function Tracer:trace(root, concrete_args)
     if not self.module_paths[m] then
       -- a module made inside forward: run it (it must not see proxies)
       if has_proxy(select('#', ...), ...) then self:path_of_module(m) end
-      return m.forward(m, ...)
+      return unwrap(m.forward)(m, ...)
     end
-    return self:call_module(m, m.forward, ...)
+    return self:call_module(m, unwrap(m.forward), ...)
   end
   local global = Mod.register_global('forward_pre', function() end, nil, 'fx.symbolic_trace')
   local prev_active = active

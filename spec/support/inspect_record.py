@@ -304,5 +304,45 @@ W['fx_names'] = {'names': [n.name for n in gm.graph.nodes], 'ops': [n.op for n i
                  'targets': [n.target if isinstance(n.target, str) else n.target.__name__ for n in gm.graph.nodes],
                  'users': [len(n.users) for n in gm.graph.nodes]}
 
+# ------------------------------------------------------------------ profiler
+from torch.autograd.profiler_util import EventList, FunctionEvent, _format_time, _format_memory
+from torch.profiler import schedule, ProfilerAction
+import warnings
+warnings.simplefilter('ignore')
+
+sched = schedule(wait=1, warmup=2, active=3, repeat=2, skip_first=1)
+W['prof_schedule'] = [sched(i).name for i in range(16)]
+sched = schedule(wait=0, warmup=0, active=2)
+W['prof_schedule_forever'] = [sched(i).name for i in range(6)]
+
+# a table from events given by hand: (name, start_us, end_us, input_shapes, cpu_memory_usage, flops)
+SYNTH = [
+    ('model_inference', 0, 10000, [], 4096, 0),
+    ('aten::conv2d', 100, 6100, [[4, 1, 28, 28], [6, 1, 5, 5], [6]], 55296, 691200),
+    ('aten::relu', 6200, 6500, [[4, 6, 24, 24]], 55296, 0),
+    ('aten::relu', 6210, 6490, [[4, 6, 24, 24]], 55296, 0),  # the same op inside it: merged, as PyTorch
+    ('aten::max_pool2d', 6600, 7400, [[4, 6, 24, 24], [], []], 13824, 0),
+    ('aten::linear', 7500, 9500, [[4, 864], [10, 864], [10]], 160, 0),
+    ('aten::t', 7510, 7530, [[10, 864]], 0, 0),
+    ('aten::addmm', 7540, 9400, [[10], [4, 864], [864, 10]], 160, 69120),
+    ('aten::relu', 9600, 9700, [[4, 10]], 160, 0),
+    ('aten::relu', 9700, 9712, [[4, 3]], 48, 0),
+]
+evts = []
+for i, (name, a, b, shapes, mem, fl) in enumerate(SYNTH):
+    evts.append(FunctionEvent(id=i, name=name, thread=1, start_us=a, end_us=b, input_shapes=shapes, stack=[],
+                              cpu_memory_usage=mem, flops=fl))
+el = EventList(evts, profile_memory=True, with_flops=True)
+el._build_tree()
+plain = EventList([FunctionEvent(id=i, name=n, thread=1, start_us=a, end_us=b, stack=[]) for i, (n, a, b, *_) in enumerate(SYNTH)])
+plain._build_tree()
+W['prof_synth'] = {
+    'events': [[n, a, b, sh, m, f] for (n, a, b, sh, m, f) in SYNTH],
+    'table': el.key_averages().table(sort_by='self_cpu_time_total'),
+    'table_shapes': el.key_averages(group_by_input_shapes=True).table(sort_by='cpu_time_total', row_limit=5),
+    'table_plain': plain.key_averages().table(),
+    'times': [_format_time(t) for t in (0.5, 12.25, 999.9994, 1000, 123456.7, 2.5e6)],
+    'memory': [_format_memory(n) for n in (0, 512, -4, 1024, 55296, -152576, 3 * 1024 * 1024 + 5, 5 * 2 ** 30)],
+}
 print('-- written by spec/support/inspect_record.py (PyTorch %s): do not edit' % torch.__version__)
 print('return ' + lua(W))
