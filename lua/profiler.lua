@@ -308,7 +308,7 @@ local function time_str(us)
   if us >= 1e3 then return format('%.3fms', us / 1e3) end
   return format('%.3fus', us)
 end
-P.format_time = time_str
+P._format_time = time_str
 local function mem_str(n)
   local KB, MB, GB = 1024, 1024 * 1024, 1024 * 1024 * 1024
   if math.abs(n) >= GB then return format('%.2f Gb', n / GB) end
@@ -316,7 +316,7 @@ local function mem_str(n)
   if math.abs(n) >= KB then return format('%.2f Kb', n / KB) end
   return format('%d b', n)
 end
-P.format_memory = mem_str
+P._format_memory = mem_str
 
 local function shapes_str(s)
   if s == nil or s == '' then return '' end
@@ -396,9 +396,9 @@ local function build(raw, t0)
   return setmetatable(out, EventList)
 end
 
--- event_list(events, {profile_memory=, with_flops=}): an EventList of events given by hand:
+-- _event_list(events, {profile_memory=, with_flops=}): an EventList of events given by hand:
 -- {name, start_us, end_us, input_shapes, cpu_memory_usage, flops} each (PyTorch's FunctionEvent)
-function P.event_list(list, opts)
+function P._event_list(list, opts)
   local raw = {}
   for i, e in ipairs(list) do
     raw[i] = { name = e[1], ts = e[2], dur = e[3] - e[2], shapes = e[4], mem = e[5], flops = e[6], kind = 'op' }
@@ -763,7 +763,7 @@ local function json(v)
   end
   return 'null'
 end
-P.json = json
+P._json = json
 
 local function getpid()
   local f = io.open('/proc/self/stat', 'r')
@@ -831,6 +831,6 @@ end
 function Profile:self_cpu_time_total() return self:events():self_cpu_time_total() end
 
 -- is a profile recording now
-function P.is_recording() return rec ~= nil end
+function P._is_recording() return rec ~= nil end
 
 return P

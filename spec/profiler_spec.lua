@@ -150,15 +150,15 @@ describe('torch.profiler as PyTorch 1.13', function()
 
   it('key_averages():table prints PyTorch\'s table for the same events (times, shares, memory, shapes, FLOPs)', function()
     local w = W.prof_synth
-    local l = profiler.event_list(w.events, { profile_memory = true, with_flops = true })
+    local l = profiler._event_list(w.events, { profile_memory = true, with_flops = true })
     assert.are.equal(w.table, l:key_averages():table { sort_by = 'self_cpu_time_total' })
     assert.are.equal(w.table_shapes, l:key_averages { group_by_input_shape = true }:table { sort_by = 'cpu_time_total', row_limit = 5 })
-    assert.are.equal(w.table_plain, profiler.event_list(w.events):key_averages():table())
+    assert.are.equal(w.table_plain, profiler._event_list(w.events):key_averages():table())
     local times = {}
-    for i, t in ipairs({ 0.5, 12.25, 999.9994, 1000, 123456.7, 2.5e6 }) do times[i] = profiler.format_time(t) end
+    for i, t in ipairs({ 0.5, 12.25, 999.9994, 1000, 123456.7, 2.5e6 }) do times[i] = profiler._format_time(t) end
     assert.are.same(w.times, times)
     local mem = {}
-    for i, n in ipairs({ 0, 512, -4, 1024, 55296, -152576, 3 * 1024 * 1024 + 5, 5 * 2 ^ 30 }) do mem[i] = profiler.format_memory(n) end
+    for i, n in ipairs({ 0, 512, -4, 1024, 55296, -152576, 3 * 1024 * 1024 + 5, 5 * 2 ^ 30 }) do mem[i] = profiler._format_memory(n) end
     assert.are.same(w.memory, mem)
     -- totals
     local avg = l:key_averages()
@@ -292,7 +292,7 @@ describe('profiling a network', function()
       'moontorch was built without CUDA')
     assert.are.equal(7, profiler.record_function('free', function() return 7 end)) -- no profiler: just runs
     H.errors_with(function() profiler.profile({}, function() error('boom') end) end, 'boom')
-    assert.is_false(profiler.is_recording())
+    assert.is_false(profiler._is_recording())
     assert.are.equal(0, observe.active())
   end)
 

@@ -546,7 +546,7 @@ end
 -- registered <name>_crow_indices, <name>_col_indices (buffers) and <name>_values (the parameter),
 -- so that to(), state_dict and optimizers see plain tensors. Saved with the module.
 local SparseWeight = class.class('nn.utils.prune.SparseWeight')
-prune.SparseWeight = SparseWeight
+prune._SparseWeight = SparseWeight
 function SparseWeight:__init(name, rows, cols) self.name, self.rows, self.cols = name, rows, cols end
 function SparseWeight:weight(module)
   local n = self.name
