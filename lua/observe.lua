@@ -12,7 +12,7 @@
 --   local h = observe.install(function(name, fn, kind) return function(...) ... fn(...) end end)
 --   ... h:remove()
 --
--- kind is 'function' (torch.f, F.f, ...) or 'method' (t:f). Observers nest: the newest wraps the
+-- kind is 'function' (torch.f, F.f, ...), 'method' (t:f) or 'operator' (a + b: __add, ...). Observers nest: the newest wraps the
 -- functions as the older ones left them, and they are removed in the reverse order.
 local M = {}
 
@@ -51,6 +51,8 @@ function M.namespaces()
     { 'torch.special', torch.special, 'function', not_ops },
     { 'torch.sparse', torch.sparse, 'function', not_ops },
     { 'Tensor', T.methods, 'method', not_methods },
+    -- + - * / % ^ and unary minus (the metamethods call these)
+    { 'Tensor', require('moontorch.ops.elementwise').operators, 'operator', {} },
   }
   local nn = rawget(torch, 'nn') or package.loaded['moontorch.nn']
   if nn then list[#list + 1] = { 'torch.nn.functional', nn.functional, 'function', not_ops } end
@@ -93,6 +95,7 @@ function Handle:remove()
   end
   stack[#stack] = nil
   self.removed = true
+  if #stack == 0 then require('moontorch.ops.elementwise').observation.set(false) end
 end
 
 -- install(wrap) -> handle: every op function f of the tables becomes wrap(name, f, kind) (wrap may
@@ -105,7 +108,9 @@ function M.install(wrap)
       local prefix, tbl, kind, skip = ns[1], ns[2], ns[3], ns[4]
       local keys = {}
       for k, v in pairs(tbl) do
-        if type(k) == 'string' and type(v) == 'function' and not skip[k] and k:sub(1, 1) ~= '_' then keys[#keys + 1] = k end
+        if type(k) == 'string' and type(v) == 'function' and not skip[k] and (kind == 'operator' or k:sub(1, 1) ~= '_') then
+          keys[#keys + 1] = k
+        end
       end
       for _, k in ipairs(keys) do
         local f = rawget(tbl, k)
@@ -118,6 +123,8 @@ function M.install(wrap)
     end
   end)
   stack[#stack + 1] = h
+  -- the tensor operators' metamethods (fixed by ffi.metatype) then go through their table
+  require('moontorch.ops.elementwise').observation.set(true)
   if not ok then
     h:remove()
     error(err, 0)

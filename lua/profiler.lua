@@ -155,7 +155,12 @@ local function begin(name, kind, short, n, ...)
   return ev
 end
 
+-- the operators' ops as PyTorch names them
+local operator_ops = { __add = 'add', __sub = 'sub', __mul = 'mul', __div = 'div', __mod = 'remainder', __pow = 'pow',
+  __unm = 'neg' }
+
 local function op_wrapper(_, f, _, short)
+  short = operator_ops[short] or short
   local name = 'aten::' .. short
   return function(...)
     local r = rec
@@ -325,8 +330,7 @@ local function shapes_str(s)
   return '[' .. concat(parts, ', ') .. ']'
 end
 
-local EventList = {}
-EventList.__index = EventList
+local EventList = require('moontorch.class').class('torch.profiler.EventList')
 P.EventList = EventList
 
 -- The events (ops and ranges) as PyTorch builds them (EventList._build_tree): in order of their
@@ -623,8 +627,7 @@ end
 EventList.__tostring = function(l) return l:table() end
 
 ------------------------------------------------------------------------------ the profile
-local Profile = {}
-Profile.__index = Profile
+local Profile = require('moontorch.class').class('torch.profiler.profile')
 P.Profile = Profile
 
 -- profile(opts [, fn]): opts {activities=, schedule=, on_trace_ready=, record_shapes=,

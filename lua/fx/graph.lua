@@ -102,8 +102,7 @@ local function snake(s)
 end
 
 ------------------------------------------------------------------------------ Node
-local Node = {}
-Node.__index = Node
+local Node = class.class('fx.Node')
 M.Node = Node
 local function is_node(x) return getmetatable(x) == Node end
 M.is_node = is_node

@@ -391,6 +391,7 @@ function Tracer:trace(root, concrete_args)
   -- while tracing: op functions record calls with proxies, module calls go through call_module
   local tracer = self
   local handle = observe.install(function(_, f, kind, short)
+    if kind == 'operator' then return f end -- (a proxy operand answers operators itself)
     if kind == 'method' then
       return function(...)
         local n = select('#', ...)
