@@ -15,8 +15,11 @@ local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autogr
 -- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'
--- issue 24: 'fx.*' (GraphModule, Graph, Interpreter, ...)
+-- issue 24: 'fx.*' (GraphModule, Graph, Interpreter, ...), sparse CSR matrices, the profiler's classes
 packages.fx = 'moontorch.fx'
+homes['torch.SparseCsrTensor'] = 'moontorch.ops.sparse'
+homes['torch.profiler.EventList'] = 'moontorch.profiler'
+homes['torch.profiler.profile'] = 'moontorch.profiler'
 M.homes, M.packages = homes, packages
 -- Classes made on demand: a resolver(name) returns the class of a name it knows how to build, or
 -- nil. nn.utils.parametrize builds `Parametrized<Class>` (the class of a parametrized module) so.
