@@ -85,9 +85,15 @@ end
 require('moontorch.nn.parity').install(nn)
 
 -- issue 24: nn.utils.parametrize, nn.utils.parametrizations (orthogonal, spectral_norm, weight_norm)
-utils.parametrize = require 'moontorch.nn.parametrize'
-utils.parametrizations = require 'moontorch.nn.parametrizations'
--- issue 24: nn.utils.prune
-utils.prune = require 'moontorch.nn.prune'
+-- and nn.utils.prune, loaded on first use (a smaller heap for programs that use none)
+local utils_lazy = { parametrize = 'moontorch.nn.parametrize', parametrizations = 'moontorch.nn.parametrizations',
+  prune = 'moontorch.nn.prune' }
+setmetatable(utils, { __index = function(t, k)
+  local home = utils_lazy[k]
+  if not home then return nil end
+  local m = require(home)
+  rawset(t, k, m)
+  return m
+end })
 
 return nn
