@@ -88,6 +88,7 @@ require('moontorch.nn.parity').install(nn)
 -- and nn.utils.prune, loaded on first use (a smaller heap for programs that use none)
 local utils_lazy = { parametrize = 'moontorch.nn.parametrize', parametrizations = 'moontorch.nn.parametrizations',
   prune = 'moontorch.nn.prune' }
+utils._lazy = utils_lazy -- (the names, for walks over namespaces: moontorch.doc's)
 setmetatable(utils, { __index = function(t, k)
   local home = utils_lazy[k]
   if not home then return nil end
