@@ -51,6 +51,10 @@ function torch.config()
 end
 torch.__config__ = { show = torch.config }
 
+-- torch.help(x): the documentation of a function, class or other value, or of a name
+-- ('torch.zeros'): the text the REPL's `?` prints (lua/doc/ holds every public name's entry)
+function torch.help(x, name) return require('moontorch.doc').describe(x, name) end
+
 -- classes (Torch7's)
 torch.class = class.class
 torch.typename = function(x)
@@ -72,11 +76,8 @@ function torch.isinstance(obj, cls)
   return class.isinstance(obj, cls)
 end
 
--- CUDA: not built yet (core/gpu comes with its own issue)
-torch.cuda = {
-  is_available = function() return false end,
-  device_count = function() return 0 end,
-}
+-- torch.cuda: devices, streams, events, memory, answered by the C core's registry (lua/cuda.lua)
+torch.cuda = require 'moontorch.cuda'
 
 -- the op modules add methods to the Tensor type and functions to torch
 local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }
@@ -108,6 +109,8 @@ do
 end
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
+-- dims (and the arguments around them) by name too: x:split(1, {dim = 2}), x:transpose{dim0 = 1, dim1 = 2}
+require('moontorch.ops.byname').install(T.methods, torch)
 
 T.finalize()
 
@@ -127,6 +130,8 @@ local lazy = {
   deepcopy = function() return require('moontorch.nn.Module').deepcopy end,
   fx = function() return require 'moontorch.fx' end,
   profiler = function() return require 'moontorch.profiler' end,
+  Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
+  List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
 }
 torch._lazy = lazy
 setmetatable(torch, {

@@ -96,5 +96,7 @@ setmetatable(utils, { __index = function(t, k)
   rawset(t, k, m)
   return m
 end })
+-- PyTorch's required constructor arguments accepted by name too (nn.Conv2d(3, 64, {kernel_size = 3}))
+Mod.wrap_required(nn)
 
 return nn

@@ -1,29 +1,31 @@
 -- The REPL's line editor over GNU readline, through Debian's lua-readline (`require 'readline'`):
 -- readline's own editing, key bindings (~/.inputrc) and history file. It reads through readline's
 -- callback interface, so that the wait for a key can also watch SIGINT (held at the prompt and
--- read from a signalfd): Ctrl-C abandons the line and gives a fresh prompt.
+-- read from a signalfd): Ctrl-C abandons the line and gives a fresh prompt. Tab completes; a second
+-- Tab lists every candidate.
 -- new() returns nil when lua-readline is not installed.
 local ffi = require 'ffi'
 local sys = require 'moontorch.repl.sys'
+local libc = require 'moontorch.libc'
 
 local M = {}
 M.__index = M
 M.name = 'readline'
 
 -- readline's own variables, from the library lua-readline loaded (the same copy: dlopen by soname)
+-- (under private names: see lua/libc.lua)
 local function libreadline()
-  pcall(ffi.cdef, [[
-    typedef struct _IO_FILE FILE;
-    extern FILE *rl_instream;
-    int fileno(FILE *f);
-    void rl_free_line_state(void);
-    void rl_cleanup_after_signal(void);
-    void rl_callback_sigcleanup(void);
-    extern const char *rl_readline_name;
-  ]])
   for _, name in ipairs { 'libreadline.so.8', 'readline', 'libreadline.so.7' } do
     local ok, lib = pcall(ffi.load, name)
-    if ok then return lib end
+    if ok then
+      return libc.declare({
+        rl_instream = 'extern struct moontorch_FILE *%s',
+        rl_free_line_state = 'void %s(void)',
+        rl_cleanup_after_signal = 'void %s(void)',
+        rl_callback_sigcleanup = 'void %s(void)',
+        rl_variable_bind = 'int %s(const char *variable, const char *value)',
+      }, lib)
+    end
   end
 end
 
@@ -37,6 +39,11 @@ function M.new(opts)
   RL.set_options { histfile = opts.history or '', keeplines = 1000, minlength = 1, completion = true,
     auto_add = false }
   RL.set_readline_name('moontorch')
+  -- Tab on a word with several completions first inserts what they share (torch.ze -> torch.zeros);
+  -- the next Tab lists them all (torch.zeros torch.zeros_like). Readline's default needs a third Tab
+  -- after a Tab that inserted text; show-all-if-unmodified lists at once when there is nothing more
+  -- to insert. (Set before readline reads ~/.inputrc, so a user's own setting there wins.)
+  pcall(function() lib.rl_variable_bind('show-all-if-unmodified', 'on') end)
   RL.set_complete_function(function(text, from, to)
     RL.set_completion_append_character('')
     -- readline's word ends at blanks and brackets, not at '.' or ':'; complete its identifier tail
@@ -69,7 +76,7 @@ function M:read(prompt)
     got, line = true, l
     RL.handler_remove()
   end)
-  local fd = lib.rl_instream ~= nil and ffi.C.fileno(lib.rl_instream) or 0
+  local fd = lib.rl_instream ~= nil and libc.fileno(lib.rl_instream) or 0
   local sfd = sys.sigint_fd()
   local fds = { fd, sfd }
   while not got do
