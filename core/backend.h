@@ -11,12 +11,15 @@
  *   - the transfer of bytes between its memory and the CPU's;
  *   - synchronisation (a device that queues work waits for it);
  *   - supports(op, dtypes): whether it runs an op on operands of those dtypes, beyond having the
- *     op's kernel slot (NULL: the slot decides).
+ *     op's kernel slot (NULL: the slot decides);
+ *   - its random engine (core/generator.h): the state a generator of this device holds, how it is
+ *     seeded and read as bytes (NULL: the device draws no random numbers, as meta).
  * Not installed. */
 #ifndef MT_BACKEND_H
 #define MT_BACKEND_H
 
 #include "kernels.h"
+#include "generator.h"
 
 typedef struct mt_backend {
   const char *name;        /* the device's name: "cpu", "meta" */
@@ -31,6 +34,7 @@ typedef struct mt_backend {
   mt_status (*transfer)(mt_tensor *dst, const mt_tensor *src);
   mt_status (*synchronize)(int index);
   bool (*supports)(mt_op op, const int *dtypes, int n);
+  const struct mt_rng_engine *rng;
 } mt_backend;
 
 /* the backends this build has: the CPU's (core/tensor/cpu.c), the meta device's (core/meta/meta.c) */

@@ -24,4 +24,5 @@ const mt_backend mt_cpu_backend = {
     .transfer = NULL,
     .synchronize = cpu_synchronize,
     .supports = NULL,
+    .rng = &mt_cpu_rng,
 };

@@ -37,23 +37,23 @@
  *    f32 cached float normal, u8 its validity, 3 bytes padding. The 5048-byte legacy layout is
  *    accepted too.
  *
- * Every draw holds the generator's lock. Fills run on one thread, in the order PyTorch's
- * TensorIterator visits the elements (the output's dimensions by increasing stride). The
- * dispatch layer (core/ops/random.c) checks the arguments; these kernels draw. */
+ * This file is the CPU's engine (mt_cpu_rng: the state, seeding, the state as bytes) and its fills; the
+ * generators that hold an engine's state, the default one of each device and the public API are
+ * device-neutral (core/generator.h, core/ops/generator.c). Every draw holds the generator's lock.
+ * Fills run on one thread, in the order PyTorch's TensorIterator visits the elements (the output's
+ * dimensions by increasing stride). The dispatch layer (core/ops/random.c) checks the arguments and
+ * hands each kernel a CPU generator (the default one when the caller gave none); these kernels draw. */
 #include "cpu.h"
+#include "../generator.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 
 #define MT_N 624
 #define MT_M 397
-#define DEFAULT_SEED 67280421310721ULL
 
-struct mt_generator {
-  pthread_mutex_t lock;
+/* the engine's state, in a generator (core/generator.h) */
+typedef struct cpu_engine {
   uint64_t seed;
   int32_t left;
   int32_t seeded;
@@ -63,10 +63,10 @@ struct mt_generator {
   double double_normal;
   int has_float_normal;
   float float_normal;
-};
+} cpu_engine;
 
 /* ---------------------------------------------------------------- the engine */
-static void engine_seed(mt_generator *g, uint64_t seed) {
+static void engine_seed(cpu_engine *g, uint64_t seed) {
   g->seed = seed;
   g->seeded = 1;
   g->state[0] = (uint32_t)(seed & 0xffffffffu);
@@ -82,7 +82,7 @@ static inline uint32_t twist(uint32_t u, uint32_t v) {
   return (y >> 1) ^ ((v & 1u) ? 0x9908b0dfu : 0u);
 }
 
-static void engine_twist(mt_generator *g) {
+static void engine_twist(cpu_engine *g) {
   uint32_t *s = g->state;
   int i = 0;
   for (; i < MT_N - MT_M; i++) s[i] = s[i + MT_M] ^ twist(s[i], s[i + 1]);
@@ -93,7 +93,7 @@ static void engine_twist(mt_generator *g) {
 }
 
 /* One 32-bit output (the caller holds the lock). */
-static inline uint32_t draw32(mt_generator *g) {
+static inline uint32_t draw32(cpu_engine *g) {
   if (--g->left == 0) engine_twist(g);
   uint32_t y = g->state[g->next++];
   y ^= y >> 11;
@@ -103,19 +103,19 @@ static inline uint32_t draw32(mt_generator *g) {
   return y;
 }
 
-static inline uint64_t draw64(mt_generator *g) {
+static inline uint64_t draw64(cpu_engine *g) {
   uint64_t hi = draw32(g);
   uint64_t lo = draw32(g);
   return (hi << 32) | lo;
 }
 
-static inline float uniform_f(mt_generator *g) { return (float)(draw32(g) & 0xffffffu) * (1.0f / 16777216.0f); }
-static inline double uniform_d(mt_generator *g) {
+static inline float uniform_f(cpu_engine *g) { return (float)(draw32(g) & 0xffffffu) * (1.0f / 16777216.0f); }
+static inline double uniform_d(cpu_engine *g) {
   return (double)(draw64(g) & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
 /* A standard normal as PyTorch's normal_distribution<double> makes it, with its cache. */
-static double normal_d(mt_generator *g) {
+static double normal_d(cpu_engine *g) {
   if (g->has_double_normal) {
     g->has_double_normal = 0;
     return g->double_normal;
@@ -129,81 +129,9 @@ static double normal_d(mt_generator *g) {
   return r * cos(theta);
 }
 
-/* ---------------------------------------------------------------- generators */
-static mt_generator default_gen;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-static void default_init(void) {
-  pthread_mutex_init(&default_gen.lock, NULL);
-  engine_seed(&default_gen, DEFAULT_SEED);
-}
-
-mt_generator *mt_default_generator(void) {
-  pthread_once(&default_once, default_init);
-  return &default_gen;
-}
-
-static inline mt_generator *gen_or_default(mt_generator *g) { return g ? g : mt_default_generator(); }
-
-mt_status mt_generator_new(uint64_t seed, mt_generator **out) {
-  if (!out) return mt_error(MT_EINVAL, "Generator: out is NULL");
-  mt_generator *g = calloc(1, sizeof *g);
-  if (!g) return mt_error(MT_ENOMEM, "Generator: out of memory");
-  pthread_mutex_init(&g->lock, NULL);
-  engine_seed(g, seed);
-  *out = g;
-  return MT_OK;
-}
-
-void mt_generator_free(mt_generator *g) {
-  if (!g || g == &default_gen) return;
-  pthread_mutex_destroy(&g->lock);
-  free(g);
-}
-
-void mt_generator_manual_seed(mt_generator *g, uint64_t seed) {
-  g = gen_or_default(g);
-  pthread_mutex_lock(&g->lock);
-  engine_seed(g, seed);
-  pthread_mutex_unlock(&g->lock);
-}
-
-/* A nondeterministic seed. Kept below 2^53 so that it survives a trip through a Lua number
- * (torch.seed() returns it and torch.manual_seed(s) must reproduce the stream). */
-static uint64_t fresh_seed(void) {
-  uint64_t s = 0;
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  bool ok = false;
-  if (fd >= 0) {
-    ok = read(fd, &s, sizeof s) == (ssize_t)sizeof s;
-    close(fd);
-  }
-  if (!ok) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    static uint64_t counter;
-    s = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^
-        (__atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) ^ (uint64_t)(uintptr_t)&s;
-    s ^= s >> 29;
-    s *= 0xbf58476d1ce4e5b9ULL;
-    s ^= s >> 32;
-  }
-  return s & ((1ULL << 53) - 1);
-}
-
-uint64_t mt_generator_seed(mt_generator *g) {
-  g = gen_or_default(g);
-  uint64_t s = fresh_seed();
-  mt_generator_manual_seed(g, s);
-  return s;
-}
-
-uint64_t mt_generator_initial_seed(mt_generator *g) {
-  g = gen_or_default(g);
-  pthread_mutex_lock(&g->lock);
-  uint64_t s = g->seed;
-  pthread_mutex_unlock(&g->lock);
-  return s;
-}
+/* ---------------------------------------------------------------- the engine, for generator.h */
+static void cpu_seed(void *engine, uint64_t seed) { engine_seed(engine, seed); }
+static uint64_t cpu_initial_seed(const void *engine) { return ((const cpu_engine *)engine)->seed; }
 
 /* ---------------------------------------------------------------- the state as bytes */
 #define ST_SEED 0
@@ -220,17 +148,13 @@ uint64_t mt_generator_initial_seed(mt_generator *g) {
 #define ST_FLOAT_VALID (ST_LEGACY_SIZE + 4)
 #define ST_SIZE (ST_LEGACY_SIZE + 8) /* 5056 */
 
-size_t mt_generator_state_size(void) { return ST_SIZE; }
 
 static inline void put(uint8_t *buf, size_t at, const void *v, size_t n) { memcpy(buf + at, v, n); }
 static inline void get(const uint8_t *buf, size_t at, void *v, size_t n) { memcpy(v, buf + at, n); }
 
-mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n) {
-  if (!buf || n < ST_SIZE)
-    return mt_error(MT_EINVAL, "get_rng_state: the buffer must hold %d bytes, got %zu", ST_SIZE, buf ? n : 0);
-  g = gen_or_default(g);
+static void cpu_get_state(const void *engine, uint8_t *buf) {
+  const cpu_engine *g = engine;
   memset(buf, 0, ST_SIZE);
-  pthread_mutex_lock(&g->lock);
   put(buf, ST_SEED, &g->seed, 8);
   put(buf, ST_LEFT, &g->left, 4);
   put(buf, ST_SEEDED, &g->seeded, 4);
@@ -249,17 +173,15 @@ mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n) {
     put(buf, ST_FLOAT_NORMAL, &g->float_normal, 4);
     buf[ST_FLOAT_VALID] = 1;
   }
-  pthread_mutex_unlock(&g->lock);
-  return MT_OK;
 }
 
-mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) {
+static mt_status cpu_set_state(void *engine, const uint8_t *buf, size_t n) {
+  cpu_engine *g = engine;
   if (!buf || (n != ST_SIZE && n != ST_LEGACY_SIZE))
     return mt_error(MT_EINVAL,
                     "set_rng_state: Expected either a CPUGeneratorImplStateLegacy of size %d or a "
                     "CPUGeneratorImplState of size %d but found the input RNG state size to be %zu",
                     ST_LEGACY_SIZE, ST_SIZE, buf ? n : 0);
-  g = gen_or_default(g);
   uint64_t seed, next;
   int32_t left, seeded, valid;
   get(buf, ST_SEED, &seed, 8);
@@ -284,7 +206,6 @@ mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) 
     has_d = 1;
     dn = rho * sin(2.0 * M_PI * x);
   }
-  pthread_mutex_lock(&g->lock);
   g->seed = seed;
   g->left = left;
   g->seeded = 1;
@@ -298,9 +219,19 @@ mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) 
   g->double_normal = dn;
   g->has_float_normal = has_f;
   g->float_normal = fn;
-  pthread_mutex_unlock(&g->lock);
   return MT_OK;
 }
+
+
+const mt_rng_engine mt_cpu_rng = {
+    .name = "mt19937",
+    .size = sizeof(cpu_engine),
+    .state_size = ST_SIZE,
+    .seed = cpu_seed,
+    .initial_seed = cpu_initial_seed,
+    .get_state = cpu_get_state,
+    .set_state = cpu_set_state,
+};
 
 /* ---------------------------------------------------------------- element order and stores */
 /* A fill visits the elements of its tensor (and of a second operand: bernoulli's p) one by one,
@@ -362,7 +293,7 @@ static inline float round_to(int dt, float v) {
 
 /* ---------------------------------------------------------------- uniform_ */
 typedef struct fill_ctx {
-  mt_generator *g;
+  cpu_engine *g;
   int dt;
   double a, b;  /* parameters (from/to, mean/std, p, lambda) */
   float fa, fb;
@@ -388,17 +319,17 @@ static inline __attribute__((always_inline)) void uniform_el(void *ctx, char *p,
 }
 EACH(uniform_el)
 
-mt_status mt_cpu_uniform(mt_tensor *t, double from, double to, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_uniform(mt_tensor *t, double from, double to, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = from, .b = to};
   c.fa = round_to(t->_dtype, (float)from);
   c.fb = round_to(t->_dtype, (float)to);
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, uniform_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
@@ -601,12 +532,12 @@ static void normal16_reduced(int dt, float *x, float mean, float std) {
   }
 }
 
-static float uniform_reduced(mt_generator *g, int dt) {
+static float uniform_reduced(cpu_engine *g, int dt) {
   if (dt == MT_FLOAT16) return (float)(draw32(g) & 0x7ffu) * (1.0f / 2048.0f);
   return (float)(draw32(g) & 0xffu) * (1.0f / 256.0f);
 }
 
-static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, mt_generator *g) {
+static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, cpu_engine *g) {
   int64_t n = t->_numel;
   int dt = t->_dtype;
   if (dt == MT_FLOAT32) {
@@ -646,11 +577,11 @@ static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, m
   return MT_OK;
 }
 
-mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   if (t->_numel == 0) return MT_OK;
   mt_status s = MT_OK;
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   if (t->_numel >= 16 && (t->_flags & MT_TENSOR_CONTIGUOUS)) {
     s = normal_fill_contiguous(t, mean, std, g);
   } else {
@@ -659,7 +590,7 @@ mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *g) 
     elements_init(&w, t, NULL);
     each_element(&w, normal_el, &c);
   }
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return s;
 }
 
@@ -673,19 +604,19 @@ EACH(random_el)
 
 /* `to == INT64_MIN` stands for 2^63 (the end of int64's range, which int64_t cannot hold):
  * random_() on an int64 tensor is random_(0, 2^63). */
-mt_status mt_cpu_random(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
+mt_status mt_cpu_random(mt_tensor *t, int64_t from, int64_t to, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   int dt = t->_dtype;
   bool to_end = to == INT64_MIN;
-  g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = dt, .base = from};
   c.range = to_end ? (1ULL << 63) - (uint64_t)from : (uint64_t)to - (uint64_t)from;
   c.wide = c.range >= (1ULL << 32) && (dt == MT_INT64 || dt == MT_FLOAT64 || dt == MT_FLOAT32 || dt == MT_BFLOAT16);
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, random_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
@@ -696,20 +627,20 @@ static inline __attribute__((always_inline)) void bernoulli_el(void *ctx, char *
 }
 EACH(bernoulli_el)
 
-mt_status mt_cpu_bernoulli(mt_tensor *t, double p, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_bernoulli(mt_tensor *t, double p, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = p};
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, bernoulli_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
 typedef struct bern_ctx {
-  mt_generator *g;
+  cpu_engine *g;
   int dt, pdt;
   int bad;
 } bern_ctx;
@@ -734,8 +665,8 @@ static inline __attribute__((always_inline)) void check_p_el(void *ctx, char *pp
 EACH(check_p_el)
 
 /* p: values in [0, 1] (checked here), expanded to t's shape, not sharing t's memory */
-mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator *g) {
-  bern_ctx c = {.g = gen_or_default(g), .dt = t->_dtype, .pdt = p->_dtype};
+mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator *gen) {
+  bern_ctx c = {.g = mt_generator_engine(gen), .dt = t->_dtype, .pdt = p->_dtype};
   if (p->_numel > 0) {
     mt_iter pw;
     elements_init(&pw, p, NULL);
@@ -745,9 +676,9 @@ mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator
   if (t->_numel > 0) {
     mt_iter w;
     elements_init(&w, t, p);
-    pthread_mutex_lock(&c.g->lock);
+    pthread_mutex_lock(&gen->lock);
     each_element(&w, bernoulli_t_el, &c);
-    pthread_mutex_unlock(&c.g->lock);
+    pthread_mutex_unlock(&gen->lock);
   }
   return MT_OK;
 }
@@ -760,27 +691,27 @@ static inline __attribute__((always_inline)) void exponential_el(void *ctx, char
 }
 EACH(exponential_el)
 
-mt_status mt_cpu_exponential(mt_tensor *t, double lambd, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_exponential(mt_tensor *t, double lambd, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = lambd};
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, exponential_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
 /* ---------------------------------------------------------------- randperm */
-mt_status mt_cpu_randperm(mt_tensor *r, int64_t index_base, mt_generator *g) {
+mt_status mt_cpu_randperm(mt_tensor *r, int64_t index_base, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   int64_t n = r->_numel;
   int dtype = r->_dtype;
   if (n == 0) return MT_OK;
   int64_t *perm = dtype == MT_INT64 ? (int64_t *)r->_data : malloc((size_t)n * sizeof(int64_t));
   if (!perm) return mt_error(MT_ENOMEM, "randperm: out of memory");
-  g = gen_or_default(g);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   if (n < (int64_t)(UINT32_MAX / 20)) {
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t i = 0; i < n - 1; i++) {
@@ -796,7 +727,7 @@ mt_status mt_cpu_randperm(mt_tensor *r, int64_t index_base, mt_generator *g) {
       perm[z] = i;
     }
   }
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   size_t item = mt_itemsize(dtype);
   for (int64_t i = 0; i < n; i++) {
     if (dtype == MT_INT64) perm[i] += index_base;
@@ -823,7 +754,8 @@ static int keyed_cmp(const void *a, const void *b) {
 
 /* out: (num_samples) for a 1-D probs, (rows, num_samples) for a 2-D one */
 mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replacement, int64_t index_base,
-                             mt_generator *g) {
+                             mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   int dt = probs->_dtype;
   int64_t ncat = probs->_sizes[probs->_ndim - 1];
   int64_t ndist = probs->_ndim == 2 ? probs->_sizes[0] : 1;
@@ -833,7 +765,6 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
   int64_t ps0 = probs->_ndim == 2 ? probs->_strides[0] : 0, ps1 = probs->_strides[probs->_ndim - 1];
   size_t item = mt_itemsize(dt);
 #define P(i, j) load_double(dt, probs->_data + ((i) * ps0 + (j) * ps1) * (int64_t)item)
-  g = gen_or_default(g);
   mt_status st = MT_OK;
 
   if (!replacement || num_samples == 1) {
@@ -862,12 +793,12 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
       st = mt_error(MT_ENOMEM, "multinomial: out of memory");
       goto fail;
     }
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&gen->lock);
     for (int64_t i = 0; i < ndist * ncat; i++) {
       double q = -log(1.0 - uniform_d(g));
       k[i].v = q;
     }
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&gen->lock);
     for (int64_t i = 0; i < ndist; i++) {
       keyed *row = k + i * ncat;
       for (int64_t j = 0; j < ncat; j++) {
@@ -901,7 +832,7 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
     st = mt_error(MT_ENOMEM, "multinomial: out of memory");
     goto fail;
   }
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   for (int64_t i = 0; i < ndist && st == MT_OK; i++) {
     double sum = 0;
     float fsum = 0;
@@ -944,7 +875,7 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
       out[i * num_samples + j] = lo + index_base;
     }
   }
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   free(cum);
 #undef P
 fail:
