@@ -98,6 +98,28 @@ describe('float32 convolutions on every path', function()
     assert.truthy(out:find("float32 convolutions: moontorch's own", 1, true))
   end)
 
+  it('a forked child (a DataLoader worker) convolves on its own kernels: oneDNN\'s threads do not survive fork', function()
+    local out, ok, err = H.run_lua([[
+      local ffi = require 'ffi'
+      ffi.cdef 'int fork(void); int waitpid(int pid, int *status, int options); void _exit(int status);'
+      local torch = require 'moontorch'
+      local F = require('moontorch.nn').functional
+      torch.manual_seed(0)
+      local x, w = torch.randn(2, 32, 12, 12), torch.randn(32, 32, 3, 3) * 0.1
+      local y = F.conv2d(x, w, nil, { padding = 1 }) -- oneDNN loaded and its threads started here
+      local pid = ffi.C.fork()
+      if pid == 0 then
+        local y2 = F.conv2d(x, w, nil, { padding = 1 })
+        ffi.C._exit((y2 - y):abs():max():item() < 1e-4 and 0 or 3)
+      end
+      local st = ffi.new('int[1]')
+      ffi.C.waitpid(pid, st, 0)
+      io.write('child ', st[0])
+    ]])
+    assert(ok, err)
+    assert.equal('child 0', out)
+  end)
+
   it('torch.config() names the convolutions\' path and MT_CONV=own is honoured', function()
     local out, ok, err = H.run_lua([[io.write(require('moontorch').config())]], { 'MT_CONV=own' })
     assert(ok, err)

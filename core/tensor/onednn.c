@@ -151,7 +151,8 @@ static dnnl_alg_kind_t choose(const mt_conv_args *a, int dt, fwd_geo *f) {
   if (mode == 2 || dt != MT_FLOAT32 || a->N == 0) return 0;
   int64_t g = a->groups;
   if (a->C / g < 16 || a->Cout / g < 16 || is_pointwise(a)) return 0;
-  if (!forward_geo(a, f) || !dn_ready()) return 0;
+  /* mt_onednn_library: NULL in a forked child, whose OpenMP threads are gone (its own kernels run there) */
+  if (!forward_geo(a, f) || !dn_ready() || !mt_onednn_library(NULL)) return 0;
   bool wino = mode == 0 && a->nsp == 2 && g == 1 && f->k[0] == 3 && f->k[1] == 3 && f->s[0] == 1 && f->s[1] == 1 &&
               f->d[0] == 1 && f->d[1] == 1;
   if (wino) {
