@@ -72,11 +72,8 @@ function torch.isinstance(obj, cls)
   return class.isinstance(obj, cls)
 end
 
--- CUDA: not built yet (core/gpu comes with its own issue)
-torch.cuda = {
-  is_available = function() return false end,
-  device_count = function() return 0 end,
-}
+-- torch.cuda: devices, streams, events, memory, answered by the C core's registry (lua/cuda.lua)
+torch.cuda = require 'moontorch.cuda'
 
 -- the op modules add methods to the Tensor type and functions to torch
 local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }

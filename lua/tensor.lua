@@ -105,9 +105,11 @@ end
 
 -- A GC cycle and a scan; a second one when the first one's marking was already over and found
 -- too little: too few free slots when the registry was full, too few bytes when the growth of
--- the bytes held by tensors asked for it (less than half of the growth since the last reclaim).
--- Grows the registry when little was free, so that collections stay rare relative to the Lua
--- heap's size.
+-- the bytes held by tensors asked for it (less than half of the growth since the last reclaim, on
+-- the host or on a device: mt_gc_pressure). Grows the registry when little was free, so that
+-- collections stay rare relative to the Lua heap's size. Devices' bytes count per device (C keeps
+-- them: an allocation past a device's limit sets stats.device_pressure, mt_gc_done sets the next
+-- limits), so dead tensors on a GPU are collected when its memory grows, whatever the host's does.
 local live_after = 0 -- stats.live_bytes after the last reclaim
 local function reclaim(for_bytes)
   local before = tonumber(stats.live_bytes)
@@ -116,7 +118,7 @@ local function reclaim(for_bytes)
   local freed = scan()
   local again
   if for_bytes then
-    again = tonumber(stats.live_bytes) > before - (before - live_after) / 2
+    again = tonumber(stats.live_bytes) > before - (before - live_after) / 2 or C.mt_gc_pressure() ~= 0
   else
     again = freed < cap / 4
   end
@@ -127,6 +129,7 @@ local function reclaim(for_bytes)
   end
   live_after = tonumber(stats.live_bytes)
   stats.bytes_since_gc = 0
+  C.mt_gc_done()
   local heap = collectgarbage('count') * 1024 * GC_HEAP_FACTOR
   gc_limit = tonumber(stats.live_bytes) + (heap > GC_MIN_BYTES and heap or GC_MIN_BYTES)
   local want = collectgarbage('count') * SLOTS_PER_KB
@@ -144,6 +147,14 @@ M.sweep = function()
   collectgarbage(); collectgarbage()
   cycle_ended = false
   scan()
+  C.mt_gc_done()
+end
+-- Collect every dead tensor now (torch.cuda.empty_cache does, before the backend gives memory back).
+M.collect = function()
+  collectgarbage(); collectgarbage()
+  cycle_ended = false
+  scan()
+  C.mt_gc_done()
 end
 M.scan_pending = function() if cycle_ended then cycle_ended = false; scan() end end
 
@@ -159,7 +170,7 @@ local function wrap(p)
   local i = free[nfree]
   slots[i + 1] = h -- before ptrs[i]: a scan that runs while the table grows must skip slot i
   ptrs[i] = p
-  if stats.live_bytes > gc_limit then reclaim(true) end
+  if stats.live_bytes > gc_limit or stats.device_pressure ~= 0 then reclaim(true) end
   if anomaly_hook then anomaly_hook(p) end
   return h
 end
@@ -295,16 +306,17 @@ local function resolve_dtype(d, op)
 end
 M.resolve_dtype = resolve_dtype
 
--- The C device (mt_device *) of a device argument, nil for the CPU; a device this build has no
--- backend for (CUDA) is refused here, naming the op.
+-- The C device (mt_device *) of a device argument, nil for the CPU. The C core's registry says
+-- whether it is there (a backend for its type, a device of that index); if not, its reason is the
+-- error, naming the op ("device cuda:1 is not available: moontorch was built without CUDA").
+local raise_as
 local function device_arg(dev, op)
   if dev == nil then return nil end
   local ok, d = pcall(dtype.device, dev)
   if not ok then fail(op, (tostring(d):gsub('^moontorch%.device: ', ''))) end
-  if d.type == 'cuda' then
-    fail(op, ('device %s is not available: moontorch was built without CUDA'):format(tostring(d)))
-  end
-  return d._c
+  local c = d._c
+  if c ~= nil and C.mt_device_check(c) ~= 0 then raise_as(op) end
+  return c
 end
 M.device_arg = device_arg
 -- the C device of an options table's `device` (nil: the CPU)
@@ -316,7 +328,7 @@ M.apply_opts = function(t, opts) return t end
 
 -- raise the C core's last error under the name of the op the user called (a factory's sizes are
 -- checked by mt_tensor_empty, whose messages say 'empty')
-local function raise_as(op)
+function raise_as(op)
   local msg = ffi.string(C.mt_last_error())
   fail(op, (msg:gsub('^[%w_]+: ', '', 1)))
 end
@@ -411,17 +423,28 @@ function methods.is_floating_point(t) return by_id[t._dtype].is_floating_point e
 function methods.is_complex() return false end
 function methods.get_device(t) return t._device_type == 0 and -1 or t._device_index end
 
+-- t:type() names t's tensor type ('torch.FloatTensor', 'torch.cuda.FloatTensor' on CUDA);
+-- t:type(name) converts to a dtype or a tensor type, a 'torch.cuda.*' one onto the current CUDA
+-- device (the C core says whether there is one)
 function methods.type(t, ty)
-  if ty == nil then return dtype.tensor_type_names[t._dtype] end
-  local d
-  for id, name in pairs(dtype.tensor_type_names) do if name == ty then d = by_id[id] end end
-  if not d then
+  if ty == nil then
+    local name = dtype.tensor_type_names[t._dtype]
+    if t._device_type == 1 then return (name:gsub('^torch%.', 'torch.cuda.')) end
+    return name
+  end
+  local d, dev
+  local cpu_name = type(ty) == 'string' and ty:gsub('^torch%.cuda%.', 'torch.') or ty
+  for id, name in pairs(dtype.tensor_type_names) do if name == cpu_name then d = by_id[id] end end
+  if d and cpu_name ~= ty then
+    device_arg('cuda', 'type')
+    dev = 'cuda'
+  elseif d then
+    dev = 'cpu'
+  else
     d = dtype.resolve(ty)
-    if not d and type(ty) == 'string' and ty:find('^torch%.cuda%.') then
-      fail('type', ('%s is not available: moontorch was built without CUDA'):format(ty))
-    end
     if not d then fail('type', 'unknown type ' .. tostring(ty)) end
   end
+  if dev then return t:to(dev, d) end
   return t:to(d)
 end
 

@@ -23,10 +23,6 @@ mt_status mt_cpu_convert(const mt_tensor *a, int dtype, const char *op, mt_tenso
 /* The bytes of `value` stored as `dtype` (8 bytes of room). */
 static inline void mt_cpu_encode(int dtype, double value, char *bytes) { mt_store_double(dtype, bytes, value); }
 
-/* ---------------------------------------------------------------- the CPU's random engine (random.c) */
-/* PyTorch's CPU generator: mt19937 and its transforms (core/generator.h says what an engine is) */
-extern const struct mt_rng_engine mt_cpu_rng;
-
 /* ---------------------------------------------------------------- oneDNN's convolutions (onednn.c) */
 /* A float32 convolution (or its weight's gradient) by oneDNN's primitives, arguments as the slots'
  * (mt_cpu_convolution, mt_cpu_conv_weight_grad in conv.c); MT_ENOTIMPL, with nothing recorded, where

@@ -615,9 +615,7 @@ function Module:to(a, b)
         :format(tostring(dt)))
     end
   end
-  if dev and dev.type == 'cuda' then
-    fail('nn.Module.to', ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
-  end
+  if dev then T.device_arg(dev, 'nn.Module.to') end -- the C core says whether the device is there
   return self:_apply(function(t)
     if dt and t:is_floating_point() then return t:to(dev or t.device, dt) end
     if dev then return t:to(dev) end
@@ -647,9 +645,13 @@ function Module:double() return float_caster(torch.float64)(self) end
 function Module:half() return float_caster(torch.float16)(self) end
 function Module:bfloat16() return float_caster(torch.bfloat16)(self) end
 function Module:cpu() return self:to('cpu') end
+-- cuda([device]): every parameter and buffer on a CUDA device (the current one, or an index)
 function Module:cuda(device)
-  fail('nn.Module.cuda', ('device %s is not available: moontorch was built without CUDA')
-    :format(device and tostring(device) or 'cuda'))
+  if type(device) == 'number' then device = dtype_mod.device('cuda', device)
+  elseif device == nil then device = dtype_mod.device('cuda')
+  else device = dtype_mod.device(device) end
+  T.device_arg(device, 'nn.Module.cuda')
+  return self:to(device)
 end
 -- type(dst_type): every parameter and buffer cast to dst_type: a dtype, its name or a tensor
 -- type name ('torch.DoubleTensor'); type() gives the module's class name (Torch7's)

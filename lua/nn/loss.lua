@@ -250,8 +250,8 @@ function M.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   for n = 1, nb do
     for i = 1, width do padded[(n - 1) * width + i] = seqs[n][i] or 1 end
   end
-  local i64 = { dtype = torch.int64 }
-  local fopts = { dtype = lp.dtype }
+  local i64 = { dtype = torch.int64, device = lp.device } -- the core reads them through the readback
+  local fopts = { dtype = lp.dtype, device = lp.device }
   if lp.dtype ~= torch.float32 and lp.dtype ~= torch.float64 then
     fail(fn, ('expected float32 or float64 log_probs, got %s'):format(tostring(lp.dtype)))
   end

@@ -26,7 +26,7 @@ M.reduce_ops = R
 
 local dimbuf = ffi.new('int64_t[16]')
 local ibuf = ffi.new('int[1]')
-local u8p = ffi.typeof('uint8_t *')
+local dbl = ffi.new('double[1]')
 
 local function check_tensor(t, op)
   if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
@@ -158,7 +158,8 @@ local function def_bool(name, op)
     if dim == nil then
       local r = reduce(op, name, t, nil, 0, -1, 0, nil)
       if r._device_type == 2 then return r end -- meta: no value to read, the 0-dim tensor
-      return ffi.cast(u8p, r._data)[0] ~= 0
+      if C.mt_tensor_item(r, dbl) ~= 0 then raise_last() end -- read on the host through the readback
+      return dbl[0] ~= 0
     end
     return reduce(op, name, t, dim, keepdim, -1, 0, opts and opts.out or nil)
   end
