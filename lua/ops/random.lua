@@ -470,7 +470,8 @@ end
 function M.install(t)
   torch = t
   for k, v in pairs(M) do
-    if k ~= 'install' and k ~= 'random' then t[k] = v end
+    -- device_generator is lua/cuda.lua's (torch.cuda.manual_seed & co.), not a torch function
+    if k ~= 'install' and k ~= 'random' and k ~= 'device_generator' then t[k] = v end
   end
   -- torch.random.* as in PyTorch (torch.random is also a function table here)
   t.random = M.random
