@@ -642,20 +642,21 @@ if want('dataloader') then
   for _ = 1, 2 do
     for _, w in ipairs({ 0, 2 }) do
       local o, t = ours('dataloader', w), theirs('dataloader', w)
-      for side, r in pairs({ o = o, t = t }) do
+      for side, v in pairs({ o = o and o.ms_per_batch, t = t and t.ms_per_batch, n = nowv(t, 'ms_per_batch') }) do
         local k = side .. w
-        if r and (not res[k] or r.ms_per_batch < res[k]) then res[k] = r.ms_per_batch end
+        if not res[k] or v < res[k] then res[k] = v end
       end
     end
   end
   for _, w in ipairs({ 0, 2 }) do
     local label = ('DataLoader, 1 ms of work per sample, batch 16, num_workers=%d'):format(w)
     line('(dataloader) ' .. label, res['o' .. w], res['t' .. w], 'ms', 'lower')
-    rows[#rows + 1] = { label .. ' (ms per batch)', res['o' .. w], res['t' .. w], 'ms', 'lower', nil, nil }
+    rows[#rows + 1] = { label .. ' (ms per batch)', res['o' .. w], res['t' .. w], 'ms', 'lower', nil, nil, now = res['n' .. w] }
   end
   if res.o0 and res.o2 then
-    print(('(dataloader) 2 workers feed batches %.2fx faster than none (ours)%s'):format(res.o0 / res.o2,
-      res.t0 and res.t2 and (' ; PyTorch %.2fx'):format(res.t0 / res.t2) or ''))
+    print(('(dataloader) 2 workers feed batches %.2fx faster than none (ours)%s%s'):format(res.o0 / res.o2,
+      res.t0 and res.t2 and ('; %s %.2fx'):format(torch_label, res.t0 / res.t2) or '',
+      res.n0 and res.n2 and ('; %s %.2fx'):format(now_label, res.n0 / res.n2) or ''))
   end
 end
 
