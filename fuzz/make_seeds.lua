@@ -2,8 +2,9 @@
 -- torch.save_safetensors themselves (so they follow the writers: a format change cannot leave
 -- stale seeds behind).
 --
---   bin/moontorch fuzz/make_seeds.lua [DIR]   writes DIR/fuzz_checkpoint/seed-* and
---                                             DIR/fuzz_safetensors/seed-* (DIR: fuzz/corpus)
+--   bin/moontorch fuzz/make_seeds.lua [DIR]   writes DIR/fuzz_checkpoint/seed-*,
+--                                             DIR/fuzz_safetensors/seed-* (DIR: fuzz/corpus) and
+--                                             DIR/fuzz_pytorch/seed-* (PyTorch's files, copied)
 -- As a module (dofile), it gives the objects to fuzz/lua_load_use.lua: M.checkpoints() and
 -- M.safetensors(), lists of { name =, obj =, [module =] function making a module whose
 -- state_dict the object is, [metadata =] }.
@@ -121,7 +122,25 @@ function M.write(dir)
   f:write(foreign_safetensors())
   f:close()
   assert(torch.load_safetensors(st .. '/seed-foreign').w:tolist()[2] == -2)
-  return n + 1
+  n = n + 1
+  -- PyTorch's own files (fuzz_pytorch): the ones PyTorch 1.13 wrote for spec/pytorch_files_spec.lua,
+  -- zip archives and legacy files, those under 16 KB (LeNet's weights would only slow each run)
+  local pt = dir .. '/fuzz_pytorch'
+  mkdir(pt)
+  local ls = io.popen("ls spec/support/pytorch/ 2>/dev/null")
+  for name in ls:lines() do
+    local src = io.open('spec/support/pytorch/' .. name, 'rb')
+    local bytes = src and src:read('*a')
+    if src then src:close() end
+    if name:match('%.pt$') and bytes and #bytes < 16384 then
+      local out = assert(io.open(pt .. '/seed-' .. name, 'wb'))
+      out:write(bytes)
+      out:close()
+      n = n + 1
+    end
+  end
+  ls:close()
+  return n
 end
 
 if arg and arg[0] and arg[0]:match('make_seeds%.lua$') then
