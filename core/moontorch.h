@@ -1070,6 +1070,39 @@ MT_API mt_status mt_pt_get(mt_pt_file *f, uint32_t node, mt_pt_value *out);
 MT_API const char *mt_pt_format(const mt_pt_file *f); /* "zip" or "legacy" */
 MT_API void mt_pt_close(mt_pt_file *f);
 
+/* ---------------------------------------------------------------- Torch7's files (core/formats/t7.c) */
+/* torch.load_t7: what Torch7's torch.save wrote (File:writeObject), binary (4- or 8-byte longs) or
+ * ASCII. open reads the whole file into a graph of values (nodes numbered from 1): tables refer to
+ * nodes; a torch object is its class name, version and the node of its fields; tensors and storages
+ * of every Torch7 type (CUDA's too) are made as moontorch tensors; a function is its bytecode and
+ * the node of its upvalues, never loaded here. Messages: "load_t7: <path>: <problem>". */
+enum {
+  MT_T7_NIL = 0, MT_T7_NUMBER = 1, MT_T7_STRING = 2, MT_T7_TABLE = 3, MT_T7_OBJECT = 4, MT_T7_BOOLEAN = 5,
+  MT_T7_FUNCTION = 6, MT_T7_TENSOR = 7, MT_T7_STORAGE = 8
+};
+enum { MT_T7_AUTO = 0, MT_T7_BINARY = 1, MT_T7_ASCII = 2 }; /* mt_t7_open's format */
+typedef struct mt_t7_file mt_t7_file;
+typedef struct mt_t7_value {
+  int32_t kind;          /* MT_T7_* */
+  int32_t version;       /* object, tensor, storage: the class's version ("V n"; 0 before versions);
+                            function: its tag (6, 7 or 8: upvalues as {name=, id=, value=}) */
+  int64_t count;         /* table: key/value pairs; string, object/tensor/storage (class name), function
+                            (bytecode): bytes of str */
+  double number;         /* number; boolean: 0 or 1 */
+  const char *str;       /* string: its bytes; object, tensor, storage: the class name; function: bytecode */
+  const uint32_t *items; /* table: key, value, key, value, ... nodes */
+  uint32_t child;        /* object: the node of its fields; function: of its upvalues */
+  int32_t dtype;         /* tensor, storage: the mt_dtype */
+  mt_tensor *tensor;     /* tensor, storage (1-D over its elements): a new reference */
+} mt_t7_value;
+/* format: MT_T7_AUTO (told by the first bytes), _BINARY or _ASCII; long_size: 0 (8 tried, then 4), 4 or 8 */
+MT_API mt_status mt_t7_open(const char *path, int format, int long_size, mt_t7_file **out);
+MT_API uint32_t mt_t7_root(const mt_t7_file *f);
+MT_API uint32_t mt_t7_count(const mt_t7_file *f);
+MT_API mt_status mt_t7_get(mt_t7_file *f, uint32_t node, mt_t7_value *out);
+MT_API const char *mt_t7_format(const mt_t7_file *f); /* "binary, 8-byte longs", "binary, 4-byte longs", "ascii" */
+MT_API void mt_t7_close(mt_t7_file *f);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots
