@@ -165,6 +165,19 @@ describe('PyTorch files', function()
         'map_location must be a device')
     end)
 
+    it('PyTorch 2.x\'s _rebuild_parameter_with_state and _rebuild_tensor_v2 with metadata', function()
+      -- Parameter(_rebuild_tensor_v2(storage 'k' of 2 floats, 0, (2,), (1,), False, OrderedDict(), {}), True,
+      -- OrderedDict(), {'note': 1}) (what PyTorch 2.x writes for a parameter with a Python attribute)
+      local p = '\128\2ctorch._utils\n_rebuild_parameter_with_state\n(ctorch._utils\n_rebuild_tensor_v2\n('
+        .. '(X\7\0\0\0storagectorch\nFloatStorage\nX\1\0\0\0kX\3\0\0\0cpuK\2NtQK\0K\2\133K\1\133\137'
+        .. 'ccollections\nOrderedDict\n)R}tR\136ccollections\nOrderedDict\n)R}X\4\0\0\0noteK\1stR.'
+      local keys = '\128\2]X\1\0\0\0ka.'
+      local t = torch.load_pytorch(tmp(legacy(p, keys, string.char(2, 0, 0, 0, 0, 0, 0, 0) .. ('\0\0\128\63'):rep(2))))
+      assert.is_true(torch.isinstance(t, nn.Parameter))
+      assert.is_true(t.requires_grad)
+      assert.are.same({ 1, 1 }, t:tolist())
+    end)
+
     it('leaves no tensor behind', function()
       local before = live()
       for _ = 1, 3 do

@@ -37,6 +37,7 @@ enum {
   G_SIZE,
   G_TENSOR,
   G_REBUILD_PARAMETER,
+  G_REBUILD_PARAMETER_STATE,
   G_REBUILD_TENSOR,
   G_REBUILD_TENSOR_V2,
   G_REBUILD_SPARSE,
@@ -63,6 +64,7 @@ static const pk_global globals[] = {
     {"torch.Size", G_SIZE, -1},
     {"torch.Tensor", G_TENSOR, -1},
     {"torch._utils._rebuild_parameter", G_REBUILD_PARAMETER, -1},
+    {"torch._utils._rebuild_parameter_with_state", G_REBUILD_PARAMETER_STATE, -1}, /* (PyTorch 2.x) */
     {"torch._utils._rebuild_tensor", G_REBUILD_TENSOR, -1},
     {"torch._utils._rebuild_tensor_v2", G_REBUILD_TENSOR_V2, -1},
     {"torch._utils._rebuild_sparse_tensor", G_REBUILD_SPARSE, -1},
@@ -624,9 +626,11 @@ static mt_status call(pk_vm *vm, uint32_t fn_id, uint32_t args, uint32_t *out) {
     return make_tensor(vm, fn, ARG(0), ARG(1), ARG(2), ARG(3), rg, out);
   }
   case G_PARAMETER:
-  case G_REBUILD_PARAMETER: {
-    int rg = 1;
-    if (na < 1 || na > 3 || (globals[g].kind == G_PARAMETER && na > 2))
+  case G_REBUILD_PARAMETER:
+  case G_REBUILD_PARAMETER_STATE: { /* (data, requires_grad, hooks[, state]): Python attributes left out */
+    int rg = 1, k = globals[g].kind;
+    if (na < 1 || (k == G_PARAMETER && na > 2) || (k == G_REBUILD_PARAMETER && na > 3) ||
+        (k == G_REBUILD_PARAMETER_STATE && na != 4))
       return BAD("%s: %u arguments", fn, na);
     if (na >= 2)
       MT_TRY(bool_arg(vm, ARG(1), fn, "requires_grad", &rg));
