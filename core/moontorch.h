@@ -1089,6 +1089,11 @@ MT_API int mt_cpu_count_allowed(void);
 MT_API int mt_cgroup_cpu_limit(const char *root);
 /* The vector level moontorch's own kernels run at here: "avx2" or "scalar". */
 MT_API const char *mt_kernels_simd(void);
+/* The path of the bfloat16 products (issue 25, core/tensor/bf16.c) here: "avx512_bf16" (vdpbf16ps, at the
+ * avx512 level on a CPU with AVX512-BF16), "avx2" (FMAs under flush-to-zero) or "scalar"; every path gives
+ * the same bits. The int8 products' (core/tensor/qgemm.c): "avx512_vnni" (vpdpbusd), "avx2" or "scalar". */
+MT_API const char *mt_kernels_bf16(void);
+MT_API const char *mt_kernels_int8(void);
 
 /* ---------------------------------------------------------------- the BLAS (core/blas.c) */
 /* The BLAS is loaded at first use (a product, mt_blas_load, mt_config_string) with dlopen, after
