@@ -184,8 +184,27 @@ end
 -- torch.save(obj, path [, {sync = false}]): written to `path.tmp.<pid>`, flushed to the disk
 -- (fsync), renamed over path, and the directory flushed: a crash leaves the old file or the new
 -- one. {sync=false} skips both fsyncs (still atomic for other processes, not across a power loss).
+-- An open Lua file (io.open(p, 'wb')) in place of the path: the checkpoint is written to it at its
+-- position (through a temporary file), and the file stays open, as PyTorch's torch.save(obj, f).
+local function save_to_handle(obj, f, opts)
+  if io.type(f) ~= 'file' then fail('save', 'the file is closed') end
+  local tmp = os.tmpname()
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.sync = false
+  local ok, err = pcall(M.save, obj, tmp, o)
+  if not ok then os.remove(tmp) error(err, 0) end
+  local r = io.open(tmp, 'rb')
+  local bytes = r:read('*a')
+  r:close()
+  os.remove(tmp)
+  local wok, werr = f:write(bytes)
+  if not wok then fail('save', 'cannot write to the file: ' .. tostring(werr)) end
+end
+
 function M.save(obj, path, opts)
-  if type(path) ~= 'string' then fail('save', 'path must be a string') end
+  if io.type(path) then return save_to_handle(obj, path, opts) end
+  if type(path) ~= 'string' then fail('save', 'path must be a string or an open file (io.open(path, \'wb\'))') end
   if opts ~= nil and type(opts) ~= 'table' then fail('save', 'options must be a table') end
   local sync = not (opts and opts.sync == false)
   local wp = ffi.new('mt_ckpt_writer *[1]')
@@ -315,9 +334,59 @@ end
 local rp = ffi.new('mt_ckpt_reader *[1]')
 local value = ffi.new('mt_ckpt_value') -- scratch: read_value copies out what it needs at once
 
+-- A file torch.load cannot read but can name: PyTorch's torch.save writes a zip archive ("PK\3\4",
+-- since 1.6) or a bare pickle (protocol 2+: "\128"); Python objects cannot be rebuilt in Lua.
+local function foreign_format(path)
+  local f = io.open(path, 'rb')
+  if not f then return nil end
+  local head = f:read(9) or ''
+  f:close()
+  if head:sub(1, 4) == 'PK\3\4' then return "a PyTorch file (torch.save's zip archive of Python pickles)" end
+  if head:byte(1) == 0x80 then return 'a PyTorch file (a Python pickle)' end
+  if #head == 9 and head:sub(9, 9) == '{' then return 'a safetensors file' end -- (8 bytes of header size, then JSON)
+  return nil
+end
+
+-- an open Lua file (io.open(p, 'rb')) in place of the path: one checkpoint read from its position
+-- (its header says how long it is: the file is left just after it, as PyTorch leaves it)
+local function load_from_handle(f, opts)
+  if io.type(f) ~= 'file' then fail('load', 'the file is closed') end
+  local bytes = f:read(64) or ''
+  if #bytes == 64 and bytes:sub(1, 8) == 'MTCKPT\0\1' then
+    local size = 0
+    for i = 48, 41, -1 do size = size * 256 + bytes:byte(i) end -- the u64 file size at offset 40
+    if size > 64 and size < 2 ^ 53 then bytes = bytes .. (f:read(size - 64) or '') end
+  else
+    bytes = bytes .. (f:read('*a') or '') -- (not ours: the path's checks name what it is)
+  end
+  local tmp = os.tmpname()
+  local w = io.open(tmp, 'wb')
+  w:write(bytes)
+  w:close()
+  local o = {}
+  for k, v in pairs(type(opts) == 'table' and opts or {}) do o[k] = v end
+  if type(opts) == 'string' then o.map_location = opts end
+  o.mmap = nil -- (the temporary file goes at once)
+  local ok, res = pcall(M.load, tmp, o)
+  os.remove(tmp)
+  if not ok then error((tostring(res):gsub(tmp:gsub('%p', '%%%0'), 'the file')), 0) end
+  return res
+end
+
 -- torch.load(path [, {map_location = 'cpu', mmap = false}])
 function M.load(path, opts)
-  if type(path) ~= 'string' then fail('load', 'path must be a string') end
+  if io.type(path) then return load_from_handle(path, opts) end
+  if type(path) ~= 'string' then fail('load', 'path must be a string or an open file (io.open(path, \'rb\'))') end
+  local foreign = foreign_format(path)
+  if foreign == 'a safetensors file' then
+    fail('load', ('%s is a safetensors file: read it with torch.load_safetensors(path)'):format(path))
+  elseif foreign then
+    fail('load', ('%s is %s, which moontorch cannot read: torch.load reads what moontorch\'s torch.save wrote. '
+      .. 'To bring tensors over, save them from Python with safetensors '
+      .. "(from safetensors.torch import save_file; save_file(model.state_dict(), 'model.safetensors')) "
+      .. 'and read them with torch.load_safetensors(path) (model:load_state_dict takes what it returns)')
+      :format(path, foreign))
+  end
   if type(opts) == 'string' then opts = { map_location = opts } end
   if opts ~= nil and type(opts) ~= 'table' then fail('load', 'options must be a table') end
   opts = opts or {}

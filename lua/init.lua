@@ -103,6 +103,8 @@ do
 end
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
+-- dims (and the arguments around them) by name too: x:split(1, {dim = 2}), x:transpose{dim0 = 1, dim1 = 2}
+require('moontorch.ops.byname').install(T.methods, torch)
 
 T.finalize()
 
@@ -118,6 +120,8 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
+  Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
+  List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
 }
 torch._lazy = lazy
 setmetatable(torch, {

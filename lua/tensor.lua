@@ -465,10 +465,20 @@ end
 local number_index, table_index, tensor_index -- defined in ops/index.lua via M.set_indexers
 local newindex_handler
 
+-- a method read through a tensor is its front (lua/dotcall.lua): x.size(1) says "call it with ':'"
+local method_front = require('moontorch.dotcall').cache('c1(c2, s)', ffi.istype, tensor_ct, 'tensor', 'x',
+  function(name) return name end)
+local front_fns, fronts = {}, {} -- by name: the method a front was made for, the front
+
 local tensor_mt = {}
 tensor_mt.__index = function(t, k)
   local m = methods[k]
-  if m ~= nil then return m end
+  if m ~= nil then
+    if front_fns[k] == m then return fronts[k] end
+    local w = method_front(m, k)
+    front_fns[k], fronts[k] = m, w
+    return w
+  end
   local p = props[k]
   if p ~= nil then return p(t) end
   local tk = type(k)
@@ -480,6 +490,33 @@ tensor_mt.__index = function(t, k)
   end
   return nil
 end
+-- #t: the size of the first dim, as Torch7's #t (and Python's len(t)); a 0-dim tensor has none
+tensor_mt.__len = function(t)
+  if t._ndim == 0 then fail('len', 'len() of a 0-d tensor: it has no dimensions (t:numel() counts its one element)') end
+  return tonumber(t._sizes[0])
+end
+
+-- a < b, a <= b (and so a > b, a >= b): Lua's comparisons give a boolean, never a tensor, so they
+-- are refused with the method that compares elementwise (PyTorch's outputs > 0.5)
+local function compare_fail(op, less, a, b)
+  local ta, tb = ffi.istype(tensor_ct, a), ffi.istype(tensor_ct, b)
+  local function show(v) return ffi.istype(tensor_ct, v) and 't' or tostring(v) end
+  local sym, rsym = less and '<' or '<=', less and '>' or '>='
+  local m, rm = less and 'lt' or 'le', less and 'gt' or 'ge'
+  local hint
+  if ta and not tb then
+    hint = ('t:%s(%s) for t %s %s'):format(m, show(b), sym, show(b))
+  elseif tb and not ta then
+    hint = ('t:%s(%s) for t %s %s'):format(rm, show(a), rsym, show(a))
+  else
+    hint = ('a:%s(b) for a %s b, a:%s(b) for a %s b'):format(m, sym, rm, rsym)
+  end
+  fail(op, ("Lua's %s, %s cannot compare tensors elementwise (they must give a boolean): use %s (a bool tensor); "
+    .. 'for a one-element tensor, t:item() gives the number'):format(sym, rsym, hint))
+end
+tensor_mt.__lt = function(a, b) return compare_fail('lt', true, a, b) end
+tensor_mt.__le = function(a, b) return compare_fail('le', false, a, b) end
+
 tensor_mt.__newindex = function(t, k, v)
   local s = setters[k]
   if s ~= nil then return s(t, v) end

@@ -46,8 +46,8 @@ static mt_status check(mt_tensor *lp, mt_tensor *tg, mt_tensor *il, mt_tensor *t
     for (int64_t i = 0; !s && i < b; i++) {
       int64_t k = ((const int64_t *)tgc->_data)[n * tg->_sizes[1] + i];
       if (k < base || k >= C + base || k == blank)
-        s = mt_error(MT_ERANGE, "ctc_loss: targets must hold labels in [%lld, %lld] other than blank (%lld), got %lld",
-                     (long long)base, (long long)(C - 1 + base), (long long)blank, (long long)k);
+        s = mt_error(MT_ERANGE, "ctc_loss: targets must hold labels in [%lld, %lld] other than blank (%lld), got %lld%s",
+                     (long long)base, (long long)(C - 1 + base), (long long)blank, (long long)k, MT_BASE_HINT(k, base));
     }
   }
   mt_tensor_release(ilc);

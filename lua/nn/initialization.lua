@@ -17,9 +17,8 @@ local is_tensor = T.is_tensor
 local type, select, tostring, pcall, error, ipairs, pairs = type, select, tostring, pcall, error, ipairs, pairs
 local sqrt, log, exp, floor, ceil, min, huge = math.sqrt, math.log, math.exp, math.floor, math.ceil, math.min, math.huge
 
-pcall(ffi.cdef, 'double erf(double x);')
-pcall(ffi.cdef, 'double erfc(double x);')
-local libm_erf, libm_erfc = ffi.C.erf, ffi.C.erfc
+local libc = require 'moontorch.libc'
+local libm_erf, libm_erfc = libc.erf, libc.erfc
 local doubles = ffi.typeof('double[?]')
 local double_p = ffi.typeof('double *')
 local bool_p = ffi.typeof('bool *')

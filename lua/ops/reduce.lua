@@ -38,7 +38,8 @@ local function one_dim(t, d, op)
   local n = t._ndim
   local lim = n > 0 and n or 1
   if d == 0 or d > lim or d < -lim then
-    fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])'):format(d, -lim, lim))
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])%s'):format(d, -lim, lim,
+      d == 0 and ': dimensions are 1-based (1 is the first, -1 the last)' or ''))
   end
   return d > 0 and d - 1 or d
 end
@@ -91,8 +92,14 @@ local function parse(a1, a2, a3, op)
     if is_opts(a3) then opts = a3 end
   end
   if opts then
-    if opts.dim ~= nil then dim = opts.dim end
-    if opts.keepdim ~= nil then keepdim = opts.keepdim end
+    if opts.dim ~= nil then
+      if dim ~= nil then fail(op, "got multiple values for argument 'dim'") end
+      dim = opts.dim
+    end
+    if opts.keepdim ~= nil then
+      if keepdim ~= nil then fail(op, "got multiple values for argument 'keepdim'") end
+      keepdim = opts.keepdim
+    end
   end
   if keepdim ~= nil and type(keepdim) ~= 'boolean' then
     fail(op, 'keepdim must be a boolean, got ' .. tostring(keepdim))

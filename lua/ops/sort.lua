@@ -150,7 +150,8 @@ function methods.kthvalue(t, k, dim, keepdim, opts)
   local vs, is, d, scalar, shape = sorted_lines(t, dim, 'kthvalue')
   local n = shape[d + 1]
   if k < 1 or k > n then
-    fail('kthvalue', ('selected number k out of range for dimension %d (k = %d, size %d)'):format(d + 1, k, n))
+    fail('kthvalue', ('selected number k out of range for dimension %d (k = %d, size %d)%s'):format(d + 1, k, n,
+      k == 0 and ' (k counts from 1 here, as in PyTorch)' or ''))
   end
   local lines = n > 0 and vs:numel() / n or 0
   local pos = {}
