@@ -74,6 +74,14 @@ end
 
 -- torch.cuda: devices, streams, events, memory, answered by the C core's registry (lua/cuda.lua)
 torch.cuda = require 'moontorch.cuda'
+-- torch.cuda.amp (autocast, GradScaler: issue 25), loaded on first use
+setmetatable(torch.cuda, { __index = function(t, k)
+  if k == 'amp' then
+    local amp = require('moontorch.amp').cuda
+    rawset(t, k, amp)
+    return amp
+  end
+end })
 
 -- the op modules add methods to the Tensor type and functions to torch
 local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }
@@ -122,7 +130,16 @@ local lazy = {
   datasets = function() return require 'moontorch.datasets' end,
   Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
   List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
+  -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)
+  amp = function() return require 'moontorch.amp' end,
+  cpu = function() return { amp = require('moontorch.amp').cpu } end,
 }
+for _, n in ipairs({ 'autocast', 'is_autocast_enabled', 'is_autocast_cpu_enabled', 'set_autocast_enabled',
+  'set_autocast_cpu_enabled', 'get_autocast_cpu_dtype', 'get_autocast_gpu_dtype', 'set_autocast_cpu_dtype',
+  'set_autocast_gpu_dtype', 'is_autocast_cache_enabled', 'set_autocast_cache_enabled', 'clear_autocast_cache',
+  'autocast_increment_nesting', 'autocast_decrement_nesting' }) do
+  lazy[n] = function() return require('moontorch.amp.autocast')[n] end
+end
 torch._lazy = lazy
 setmetatable(torch, {
   __index = function(t, k)

@@ -6,7 +6,8 @@
 -- summation order, so results are compared within one unit in the last place of the dtype.
 local H = require 'spec.support.helper'
 local torch = H.torch
-local F = torch.nn.functional
+local nn = torch.nn
+local F = nn.functional
 
 local function grid(r, c, k, dtype)
   local t = {}
@@ -190,6 +191,35 @@ describe('low precision compute', function()
     assert.are.equal(torch.float32, (torch.randn(2):bfloat16() + torch.randn(2)).dtype)
     assert.are.equal(torch.bfloat16, (torch.randn(2):bfloat16() + 1.5).dtype)
     assert.are.equal(torch.float32, (torch.randn(2):bfloat16() + torch.randn(2):half()).dtype)
+  end)
+
+  it('convolutions, pools, interpolation, padding and recurrent layers take bfloat16 and float16: float32 inside, rounded once', function()
+    torch.manual_seed(5)
+    for _, dt in ipairs({ torch.bfloat16, torch.float16 }) do
+      local x, w, b = torch.randn(2, 3, 7, 7):to(dt), torch.randn(4, 3, 3, 3):to(dt), torch.randn(4):to(dt)
+      local y = F.conv2d(x, w, b, { padding = 1 })
+      assert.are.equal(dt, y.dtype)
+      assert.is_true(torch.equal(y, F.conv2d(x:float(), w:float(), b:float(), { padding = 1 }):to(dt)))
+      local p, i = F.max_pool2d(x, 2, { return_indices = true })
+      local pf, iff = F.max_pool2d(x:float(), 2, { return_indices = true })
+      assert.are.equal(dt, p.dtype)
+      assert.is_true(torch.equal(p:float(), pf) and torch.equal(i, iff))
+      assert.is_true(torch.equal(F.avg_pool2d(x, 2), F.avg_pool2d(x:float(), 2):to(dt)))
+      assert.is_true(torch.equal(F.adaptive_avg_pool2d(x, 1), F.adaptive_avg_pool2d(x:float(), 1):to(dt)))
+      assert.is_true(torch.equal(F.interpolate(x, { scale_factor = 2, mode = 'bilinear' }),
+        F.interpolate(x:float(), { scale_factor = 2, mode = 'bilinear' }):to(dt)))
+      assert.is_true(torch.equal(F.pad(x, { 1, 1, 2, 0 }, 'reflect'):float(), F.pad(x:float(), { 1, 1, 2, 0 }, 'reflect')))
+      -- gradients come back in the input's dtype
+      local xr = x:clone():requires_grad_()
+      F.max_pool2d(F.conv2d(xr, w, b), 2):float():sum():backward()
+      assert.are.equal(dt, xr.grad.dtype)
+      local lstm = nn.LSTM(3, 4):to(dt)
+      local out, hc = lstm(torch.randn(5, 2, 3):to(dt))
+      assert.are.equal(dt, out.dtype)
+      assert.are.equal(dt, hc[2].dtype)
+      assert.are.equal(dt, nn.GRU(3, 4):to(dt)(torch.randn(5, 2, 3):to(dt)).dtype)
+      assert.are.equal(dt, (nn.LSTMCell(3, 4):to(dt)(torch.randn(2, 3):to(dt))).dtype)
+    end
   end)
 
   it('conversions: every bfloat16 widens exactly and float32 rounds to nearest even', function()

@@ -176,6 +176,14 @@ local function dispatch(qname, fn, ...)
   return finish(pcall(fn, unpack(args, 1, n)))
 end
 
+-- fn(...) with nothing inside cast (an op PyTorch runs as one fused op, outside its lists: nn.LSTM, nn.GRU
+-- and their cells); a plain call outside autocast
+function M.exempt(fn, ...)
+  if nesting == 0 or excluded > 0 then return fn(...) end
+  excluded = excluded + 1
+  return finish(pcall(fn, ...))
+end
+
 -- the observer of a scope: wraps the functions its policy names, leaves the rest
 local function observer(qpolicy)
   return function(qname, fn)

@@ -56,7 +56,6 @@ local function pad_kind(dev)
   -- F.pad(x, pad, mode): reflect and replicate are ops of their own in PyTorch, in float32 on the CPU
   -- (reflection_pad1d/2d, replication_pad1d/2d/3d)
   return function(x, pad, mode)
-    if type(pad) == 'table' and pad.mode ~= nil and mode == nil then mode = pad.mode end
     if type(mode) == 'table' then mode = mode.mode end
     if dev ~= 'cpu' or type(x) ~= 'cdata' then return false end
     local nd = x:dim()
@@ -64,6 +63,29 @@ local function pad_kind(dev)
     if mode == 'replicate' and nd <= 5 then return 'fp32' end
     return false
   end
+end
+
+-- torch.einsum: PyTorch's contracts operand pairs with bmm (cast by autocast) when a letter is summed
+-- away, and multiplies them (not cast) when none is; moontorch's multiplies and sums, so its result
+-- is given the dtype PyTorch's has
+local function einsum_kind(eq, ...)
+  if type(eq) ~= 'string' then return false end
+  local nops = select('#', ...)
+  local first = ...
+  if nops == 1 and type(first) == 'table' and type(first[1]) == 'cdata' then nops = #first end
+  if nops < 2 then return false end
+  eq = eq:gsub('%s', '')
+  local lhs, rhs = eq:match('^(.-)%->(.*)$')
+  local count = {}
+  for ch in (lhs or eq):gmatch('%a') do count[ch] = (count[ch] or 0) + 1 end
+  for ch, c in pairs(count) do
+    if rhs then
+      if not rhs:find(ch, 1, true) then return 'lower_precision_fp' end
+    elseif c > 1 then
+      return 'lower_precision_fp'
+    end
+  end
+  return false
 end
 
 -- op name -> the moontorch functions that run it (qualified names, as lua/observe.lua names them).
@@ -104,7 +126,7 @@ M.functions = {
 }
 -- ops that are one mode of a moontorch function: function -> kind chooser, per device type
 M.conditional = {
-  cpu = { [F .. 'pad'] = pad_kind('cpu') },
+  cpu = { [F .. 'pad'] = pad_kind('cpu'), ['torch.einsum'] = einsum_kind },
   cuda = {},
 }
 
