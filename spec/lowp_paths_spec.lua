@@ -53,6 +53,7 @@ local function bf(...) return torch.randn(...):bfloat16() end
 local cases = {
   { bf(5, 7), bf(7, 3) }, { bf(33, 17), bf(65, 17):t() }, { bf(1, 9), bf(9, 1) }, { bf(8, 1), bf(1, 8) },
   { bf(64, 63), bf(63, 70) }, { bf(40, 30):t(), bf(40, 50) }, { bf(17, 300), bf(300, 33) }, { bf(9, 2), bf(2, 40) },
+  { bf(41, 24):t(), bf(41, 50) }, { bf(20, 64), bf(64, 32) },
 }
 for i, c in ipairs(cases) do dump('mm' .. i, c[1]:matmul(c[2])) end
 local a, b, c0 = bf(12, 20), bf(20, 36), bf(12, 36)

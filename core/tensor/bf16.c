@@ -19,8 +19,9 @@
  *
  * Layout: B is packed per panel of 32 columns as 32-bit pairs, bp[kp * 32 + j] = B[2kp, j] |
  * B[2kp+1, j] << 16 (the even k in the low half, as vdpbf16ps reads a dword); A per tile of MR rows,
- * ap[kp * MR + i] likewise along k. A is packed once for the whole product; each thread packs the
- * panels of B it computes. */
+ * ap[kp * MR + i] likewise along k, packed once for the whole product, unless its rows are runs of
+ * whole pairs already (unit column stride, K even: x in x @ W^T), which are read as they are. Each
+ * thread packs the panels of B it computes. */
 #include "cpu.h"
 
 #include <math.h>
@@ -33,6 +34,10 @@
 #endif
 
 #define NR 32 /* columns of a panel */
+/* A's pair (i, kp) of a tile is at a + i * arb + kp * akb (bytes): a packed tile (arb 4, akb MR * 4) or A
+ * itself when its rows are contiguous pairs (arb its row stride, akb 4) */
+typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
+#define APAIR(a, arb, akb, i, kp) (*(const u32_any *)((a) + (i) * (arb) + (kp) * (akb)))
 #define MR 8  /* rows of a tile */
 
 enum { PATH_SCALAR, PATH_AVX2, PATH_DPBF16 };
@@ -49,6 +54,25 @@ static inline uint32_t pair(uint16_t even, uint16_t odd) { return (uint32_t)even
 static void pack_a_tile(uint32_t *dst, const uint16_t *A, int64_t ars, int64_t acs, int64_t M, int64_t K,
                         int64_t i0) {
   int64_t KP = (K + 1) / 2, rows = M - i0 < MR ? M - i0 : MR;
+#ifdef MT_BF16_X86
+  if (ars == 1 && rows == MR) {
+    /* speed: A = G^T (the weight gradient's g^T x): a pair of 8 rows is two rows of G side by side */
+    const uint16_t *a = A + i0;
+    int64_t kp = 0;
+    for (; kp < K / 2; kp++) {
+      __m128i r0 = _mm_loadu_si128((const __m128i *)(a + 2 * kp * acs));
+      __m128i r1 = _mm_loadu_si128((const __m128i *)(a + (2 * kp + 1) * acs));
+      _mm_storeu_si128((__m128i *)(dst + kp * MR), _mm_unpacklo_epi16(r0, r1));
+      _mm_storeu_si128((__m128i *)(dst + kp * MR + 4), _mm_unpackhi_epi16(r0, r1));
+    }
+    if (K & 1) {
+      __m128i r0 = _mm_loadu_si128((const __m128i *)(a + (K - 1) * acs)), z = _mm_setzero_si128();
+      _mm_storeu_si128((__m128i *)(dst + kp * MR), _mm_unpacklo_epi16(r0, z));
+      _mm_storeu_si128((__m128i *)(dst + kp * MR + 4), _mm_unpackhi_epi16(r0, z));
+    }
+    return;
+  }
+#endif
   if (rows < MR) memset(dst, 0, (size_t)KP * MR * sizeof *dst);
   for (int64_t i = 0; i < rows; i++) {
     const uint16_t *a = A + (i0 + i) * ars;
@@ -86,6 +110,22 @@ static void pack_b_panel(uint32_t *dst, const uint16_t *B, int64_t brs, int64_t 
     }
     return;
   }
+#ifdef MT_BF16_X86
+  if (bcs == 1 && w == NR) {
+    /* speed: B row-major (x, g): a pair row is two rows of B interleaved, 8 columns at a time */
+    for (int64_t kp = 0; kp < (K + 1) / 2; kp++) {
+      const uint16_t *r0 = b + 2 * kp * brs, *r1 = r0 + brs;
+      uint32_t *d = dst + kp * NR;
+      for (int j = 0; j < NR; j += 8) {
+        __m128i x0 = _mm_loadu_si128((const __m128i *)(r0 + j));
+        __m128i x1 = 2 * kp + 1 < K ? _mm_loadu_si128((const __m128i *)(r1 + j)) : _mm_setzero_si128();
+        _mm_storeu_si128((__m128i *)(d + j), _mm_unpacklo_epi16(x0, x1));
+        _mm_storeu_si128((__m128i *)(d + j + 4), _mm_unpackhi_epi16(x0, x1));
+      }
+    }
+    return;
+  }
+#endif
   for (int64_t kp = 0; kp < K / 2; kp++) {
     const uint16_t *r0 = b + 2 * kp * brs, *r1 = r0 + brs;
     uint32_t *d = dst + kp * NR;
@@ -121,14 +161,15 @@ static inline float ftz(float x) {
 static inline float half_lo(uint32_t p) { return ftz(mt_b2f((uint16_t)p)); }
 static inline float half_hi(uint32_t p) { return ftz(mt_b2f((uint16_t)(p >> 16))); }
 
-static void tile_scalar(int64_t KP, const uint32_t *ap, const uint32_t *bp, int64_t rows, int64_t cols, uint16_t *C,
-                        int64_t crs, int64_t ccs, float alpha, float beta) {
+static void tile_scalar(int64_t KP, const char *a, int64_t arb, int64_t akb, const uint32_t *bp, int64_t rows,
+                        int64_t cols, uint16_t *C, int64_t crs, int64_t ccs, float alpha, float beta) {
   float acc[MR][NR];
   memset(acc, 0, sizeof acc);
   for (int64_t kp = 0; kp < KP; kp++) {
-    const uint32_t *b = bp + kp * NR, *a = ap + kp * MR;
+    const uint32_t *b = bp + kp * NR;
     for (int64_t i = 0; i < rows; i++) {
-      float a1 = half_hi(a[i]), a0 = half_lo(a[i]);
+      uint32_t ai = APAIR(a, arb, akb, i, kp);
+      float a1 = half_hi(ai), a0 = half_lo(ai);
       for (int64_t j = 0; j < cols; j++) {
         float s = ftz(fmaf(a1, half_hi(b[j]), acc[i][j]));
         acc[i][j] = ftz(fmaf(a0, half_lo(b[j]), s));
@@ -155,9 +196,10 @@ static inline TGT2 __m128i f32x8_to_bf16(__m256 r) {
   return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0xd8));
 }
 
-static inline __attribute__((always_inline)) TGT2 void tile_avx2(const int R, int64_t KP, const uint32_t *ap,
-                                                                   const uint32_t *bp, int64_t cols, uint16_t *C,
-                                                                   int64_t crs, int64_t ccs, float alpha, float beta) {
+static inline __attribute__((always_inline)) TGT2 void tile_avx2(const int R, int64_t KP, const char *ap, int64_t arb,
+                                                                   int64_t akb, const uint32_t *bp, int64_t cols,
+                                                                   uint16_t *C, int64_t crs, int64_t ccs, float alpha,
+                                                                   float beta) {
   /* R rows x 32 columns: 4 vectors of 8 a row (R <= 2 keeps 8 accumulators; called per pair of rows) */
   __m256 acc[2][4];
   for (int i = 0; i < R; i++)
@@ -166,7 +208,7 @@ static inline __attribute__((always_inline)) TGT2 void tile_avx2(const int R, in
   unsigned csr = _mm_getcsr();
   _mm_setcsr(csr | 0x8040); /* FTZ | DAZ */
   for (int64_t kp = 0; kp < KP; kp++) {
-    const uint32_t *b = bp + kp * NR, *a = ap + kp * MR;
+    const uint32_t *b = bp + kp * NR;
     __m256 bo[4], be[4];
     for (int v = 0; v < 4; v++) {
       __m256i p = _mm256_loadu_si256((const __m256i *)(b + 8 * v));
@@ -174,7 +216,7 @@ static inline __attribute__((always_inline)) TGT2 void tile_avx2(const int R, in
       be[v] = _mm256_castsi256_ps(_mm256_slli_epi32(p, 16));
     }
     for (int i = 0; i < R; i++) {
-      __m256i p = _mm256_set1_epi32((int)a[i]);
+      __m256i p = _mm256_set1_epi32((int)APAIR(ap, arb, akb, i, kp));
       __m256 ao = _mm256_castsi256_ps(_mm256_and_si256(p, hi)), ae = _mm256_castsi256_ps(_mm256_slli_epi32(p, 16));
       for (int v = 0; v < 4; v++) {
         acc[i][v] = _mm256_fmadd_ps(ao, bo[v], acc[i][v]);
@@ -199,16 +241,12 @@ static inline __attribute__((always_inline)) TGT2 void tile_avx2(const int R, in
     }
   }
 }
-static TGT2 void tiles_avx2(int64_t KP, const uint32_t *ap, const uint32_t *bp, int64_t rows, int64_t cols, uint16_t *C,
-                            int64_t crs, int64_t ccs, float alpha, float beta) {
+static TGT2 void tiles_avx2(int64_t KP, const char *ap, int64_t arb, int64_t akb, const uint32_t *bp, int64_t rows,
+                            int64_t cols, uint16_t *C, int64_t crs, int64_t ccs, float alpha, float beta) {
   /* two rows at a time: each row's pair is split once, each of B's pairs once per two rows */
   int64_t i = 0;
-  for (; i + 2 <= rows; i += 2) {
-    const uint32_t *a = ap + i;
-    /* tile_avx2 reads a[kp * MR + r] for r < R */
-    tile_avx2(2, KP, a, bp, cols, C + i * crs, crs, ccs, alpha, beta);
-  }
-  if (i < rows) tile_avx2(1, KP, ap + i, bp, cols, C + i * crs, crs, ccs, alpha, beta);
+  for (; i + 2 <= rows; i += 2) tile_avx2(2, KP, ap + i * arb, arb, akb, bp, cols, C + i * crs, crs, ccs, alpha, beta);
+  if (i < rows) tile_avx2(1, KP, ap + i * arb, arb, akb, bp, cols, C + i * crs, crs, ccs, alpha, beta);
 }
 
 /* ---------------------------------------------------------------- vdpbf16ps path */
@@ -224,19 +262,21 @@ static inline TGT5 __m256i f32x16_to_bf16(__m512 r) {
   __m512i v = _mm512_mask_or_epi32(rounded, isnan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
   return _mm512_cvtepi32_epi16(v);
 }
-static inline __attribute__((always_inline)) TGT5 void tile_dp(const int R, int64_t KP, const uint32_t *ap,
-                                                                 const uint32_t *bp, int64_t cols, uint16_t *C,
-                                                                 int64_t crs, int64_t ccs, float alpha, float beta) {
+static inline __attribute__((always_inline)) TGT5 void tile_dp(const int R, int64_t KP, const char *ap, int64_t arb,
+                                                                 int64_t akb, const uint32_t *bp, int64_t cols,
+                                                                 uint16_t *C, int64_t crs, int64_t ccs, float alpha,
+                                                                 float beta) {
   __m512 acc0[MR], acc1[MR];
   for (int i = 0; i < R; i++) {
     acc0[i] = _mm512_setzero_ps();
     acc1[i] = _mm512_setzero_ps();
   }
   for (int64_t kp = 0; kp < KP; kp++) {
-    const uint32_t *b = bp + kp * NR, *a = ap + kp * MR;
+    const uint32_t *b = bp + kp * NR;
+    const char *ak = ap + kp * akb;
     __m512bh b0 = (__m512bh)_mm512_loadu_si512(b), b1 = (__m512bh)_mm512_loadu_si512(b + 16);
     for (int i = 0; i < R; i++) {
-      __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i]);
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)*(const u32_any *)(ak + i * arb));
       acc0[i] = _mm512_dpbf16_ps(acc0[i], av, b0);
       acc1[i] = _mm512_dpbf16_ps(acc1[i], av, b1);
     }
@@ -262,17 +302,17 @@ static inline __attribute__((always_inline)) TGT5 void tile_dp(const int R, int6
     if (m1) _mm256_mask_storeu_epi16(c + 16, m1, f32x16_to_bf16(r1));
   }
 }
-static TGT5 void tiles_dp(int64_t KP, const uint32_t *ap, const uint32_t *bp, int64_t rows, int64_t cols, uint16_t *C,
-                          int64_t crs, int64_t ccs, float alpha, float beta) {
+static TGT5 void tiles_dp(int64_t KP, const char *ap, int64_t arb, int64_t akb, const uint32_t *bp, int64_t rows,
+                          int64_t cols, uint16_t *C, int64_t crs, int64_t ccs, float alpha, float beta) {
   switch (rows) {
-  case 8: tile_dp(8, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
-  case 7: tile_dp(7, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
-  case 6: tile_dp(6, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
-  case 5: tile_dp(5, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
-  case 4: tile_dp(4, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
-  case 3: tile_dp(3, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
-  case 2: tile_dp(2, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
-  default: tile_dp(1, KP, ap, bp, cols, C, crs, ccs, alpha, beta); break;
+  case 8: tile_dp(8, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
+  case 7: tile_dp(7, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
+  case 6: tile_dp(6, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
+  case 5: tile_dp(5, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
+  case 4: tile_dp(4, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
+  case 3: tile_dp(3, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
+  case 2: tile_dp(2, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
+  default: tile_dp(1, KP, ap, arb, akb, bp, cols, C, crs, ccs, alpha, beta); break;
   }
 }
 #endif
@@ -285,7 +325,9 @@ typedef struct {
   int64_t brs, bcs;
   uint16_t *C;
   int64_t crs, ccs;
-  const uint32_t *ap; /* A packed, tile after tile (KP * MR pairs each) */
+  const uint32_t *ap; /* A packed, tile after tile (KP * MR pairs each); NULL: A read as it is */
+  const uint16_t *A;
+  int64_t ars;
   int path;
   int by_rows; /* the threads split the rows (each packing every panel) rather than the panels */
   int failed;
@@ -303,19 +345,25 @@ static void bf16_part(bf16_job *j, int64_t t0, int64_t t1, int64_t p0, int64_t p
     pack_b_panel(bp, j->B, j->brs, j->bcs, j->K, j0, w);
     for (int64_t t = t0; t < t1; t++) {
       int64_t i0 = t * MR, rows = j->M - i0 < MR ? j->M - i0 : MR;
-      const uint32_t *ap = j->ap + t * j->KP * MR;
+      const char *ap;
+      int64_t arb, akb;
+      if (j->ap) {
+        ap = (const char *)(j->ap + t * j->KP * MR), arb = 4, akb = MR * 4;
+      } else {
+        ap = (const char *)(j->A + i0 * j->ars), arb = j->ars * 2, akb = 4;
+      }
       uint16_t *c = j->C + i0 * j->crs + j0 * j->ccs;
 #ifdef MT_BF16_X86
       if (j->path == PATH_DPBF16) {
-        tiles_dp(j->KP, ap, bp, rows, w, c, j->crs, j->ccs, j->alpha, j->beta);
+        tiles_dp(j->KP, ap, arb, akb, bp, rows, w, c, j->crs, j->ccs, j->alpha, j->beta);
         continue;
       }
       if (j->path == PATH_AVX2) {
-        tiles_avx2(j->KP, ap, bp, rows, w, c, j->crs, j->ccs, j->alpha, j->beta);
+        tiles_avx2(j->KP, ap, arb, akb, bp, rows, w, c, j->crs, j->ccs, j->alpha, j->beta);
         continue;
       }
 #endif
-      tile_scalar(j->KP, ap, bp, rows, w, c, j->crs, j->ccs, j->alpha, j->beta);
+      tile_scalar(j->KP, ap, arb, akb, bp, rows, w, c, j->crs, j->ccs, j->alpha, j->beta);
     }
   }
   mt_aligned_free(bp);
@@ -345,17 +393,21 @@ mt_status mt_cpu_bf16_gemm(int64_t M, int64_t N, int64_t K, float alpha, const u
   if (M <= 0 || N <= 0) return MT_OK;
   if (bf16_path < 0) bf16_path = choose_path();
   int64_t KP = (K + 1) / 2, tiles = (M + MR - 1) / MR, panels = (N + NR - 1) / NR;
-  uint32_t *ap = mt_aligned_alloc((size_t)(tiles * KP * MR) * sizeof(uint32_t));
-  if (!ap) return mt_error(MT_ENOMEM, "matmul: out of memory packing a bfloat16 operand");
   if (M == 1) ars = 0; /* one row: its stride is never used */
   if (K == 1) acs = brs = 0;
   if (N == 1) bcs = 0;
-  pack_a_job pa = {ap, A, ars, acs, M, K};
   int nt = mt_get_num_threads();
   int par = nt > 1 && !mt_in_parallel() && M * N * K >= 96LL * 1024;
-  if (par && tiles > 1) mt_parallel_for(tiles, (64 * 1024) / (KP * MR + 1) + 1, pack_a_range, &pa);
-  else pack_a_range(&pa, 0, tiles);
-  bf16_job j = {M, N, K, KP, alpha, beta, B, brs, bcs, C, crs, ccs, ap, bf16_path, 0, 0};
+  /* A's rows as they are when each is a run of whole pairs; else packed once */
+  uint32_t *ap = NULL;
+  if (!(acs == 1 && K % 2 == 0)) {
+    ap = mt_aligned_alloc((size_t)(tiles * KP * MR) * sizeof(uint32_t));
+    if (!ap) return mt_error(MT_ENOMEM, "matmul: out of memory packing a bfloat16 operand");
+    pack_a_job pa = {ap, A, ars, acs, M, K};
+    if (par && tiles > 1) mt_parallel_for(tiles, (64 * 1024) / (KP * MR + 1) + 1, pack_a_range, &pa);
+    else pack_a_range(&pa, 0, tiles);
+  }
+  bf16_job j = {M, N, K, KP, alpha, beta, B, brs, bcs, C, crs, ccs, ap, A, ars, bf16_path, 0, 0};
   if (!par) {
     bf16_part(&j, 0, tiles, 0, panels);
   } else {

@@ -53,5 +53,7 @@ void mt_cpu_loop_f32_to_bf16(void *ctx, char **p, const int64_t *st, int64_t n);
 void mt_cpu_loop_bf16_to_f32(void *ctx, char **p, const int64_t *st, int64_t n);
 void mt_cpu_loop_f32_to_f16(void *ctx, char **p, const int64_t *st, int64_t n);
 void mt_cpu_loop_f16_to_f32(void *ctx, char **p, const int64_t *st, int64_t n);
+void mt_cpu_loop_bool_to_bf16(void *ctx, char **p, const int64_t *st, int64_t n);
+void mt_cpu_loop_bool_to_f16(void *ctx, char **p, const int64_t *st, int64_t n);
 
 #endif

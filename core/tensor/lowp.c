@@ -171,3 +171,17 @@ LOWP_LOOP(mt_cpu_loop_f32_to_bf16, uint16_t, float, mt_cpu_f32_to_bf16, mt_f2b)
 LOWP_LOOP(mt_cpu_loop_bf16_to_f32, float, uint16_t, mt_cpu_bf16_to_f32, mt_b2f)
 LOWP_LOOP(mt_cpu_loop_f32_to_f16, uint16_t, float, mt_cpu_f32_to_f16, mt_f2h)
 LOWP_LOOP(mt_cpu_loop_f16_to_f32, float, uint16_t, mt_cpu_f16_to_f32, mt_h2f)
+
+/* bool -> bfloat16 / float16: 0 or 1 (the masks of relu's backward) */
+void mt_cpu_loop_bool_to_bf16(void *ctx, char **p, const int64_t *st, int64_t n) {
+  (void)ctx;
+  char *d = p[0];
+  const char *s = p[1];
+  for (int64_t i = 0; i < n; i++, d += st[0], s += st[1]) *(uint16_t *)d = *(const uint8_t *)s ? 0x3f80 : 0;
+}
+void mt_cpu_loop_bool_to_f16(void *ctx, char **p, const int64_t *st, int64_t n) {
+  (void)ctx;
+  char *d = p[0];
+  const char *s = p[1];
+  for (int64_t i = 0; i < n; i++, d += st[0], s += st[1]) *(uint16_t *)d = *(const uint8_t *)s ? 0x3c00 : 0;
+}

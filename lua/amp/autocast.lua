@@ -38,6 +38,8 @@ local cache_enabled = true
 local cache = {} -- float32 leaf -> its low-precision copy, until the outermost scope exits
 local excluded = 0 -- > 0 inside a cast op: what it calls is not cast again
 
+local default -- the default policy of a device type (below)
+
 local function dev_of_tensor(t)
   local d = t._device_type
   return d == 0 and 'cpu' or d == 1 and 'cuda' or nil
@@ -71,6 +73,30 @@ local function check_policy(p, where)
     end
   end
 end
+
+-- the default lists' policy per device type, resolved once: made again when torch.amp.lists changed
+-- (its size or last names: after an edit in place that keeps both, call torch.amp.policy_changed())
+local defaults = {}
+local function fingerprint(dev)
+  local l, fp = policy[dev], ''
+  for _, kind in ipairs({ 'lower_precision_fp', 'fp32', 'promote', 'banned' }) do
+    local names = l[kind]
+    if names then fp = fp .. #names .. tostring(names[#names]) end
+  end
+  return fp
+end
+default = function(dev)
+  local d = defaults[dev]
+  local fp = fingerprint(dev)
+  if d and d.fp == fp then return d end
+  d = { fp = fp, policy = policy.policy(dev) }
+  d.qpolicy = resolve(d.policy)
+  d.only = {}
+  for q, kind in pairs(d.qpolicy) do if kind then d.only[q] = true end end
+  defaults[dev] = d
+  return d
+end
+function M.policy_changed() defaults = {} end
 
 ------------------------------------------------------------------------------ casting
 local float32, float64 = torch.float32, torch.float64
@@ -184,11 +210,24 @@ function M.exempt(fn, ...)
   return finish(pcall(fn, ...))
 end
 
--- the observer of a scope: wraps the functions its policy names, leaves the rest
+-- the observer of a scope: wraps the functions its policy names, leaves the rest. A wrapper reads the
+-- policy in effect when it is called, so one wrapper per function serves every scope (kept while the
+-- function lives)
+local wrappers = setmetatable({}, { __mode = 'k' })
 local function observer(qpolicy)
   return function(qname, fn)
     if not qpolicy[qname] then return fn end
-    return function(...) return dispatch(qname, fn, ...) end
+    local byname = wrappers[fn]
+    if not byname then
+      byname = {}
+      wrappers[fn] = byname
+    end
+    local w = byname[qname]
+    if not w then
+      w = function(...) return dispatch(qname, fn, ...) end
+      byname[qname] = w
+    end
+    return w
   end
 end
 
@@ -244,22 +283,32 @@ end
 function Autocast:__enter()
   if self._saved then fail('autocast', 'this autocast scope is already entered') end
   local st = state[self.device]
-  self._saved = { enabled = st.enabled, dtype = st.dtype, policy = st.policy, qpolicy = st.qpolicy,
+  self._saved = { enabled = st.enabled, dtype = st.dtype, policy = st.policy, qpolicy = st.qpolicy, only = st.only,
     cache = cache_enabled, excluded = excluded }
   st.enabled = self._enabled
   if self._enabled then
     st.dtype = self.fast_dtype
     -- this scope's policy: the enclosing one's (or the default lists), patched with opts.policy
-    local p = st.policy and copy(st.policy) or policy.policy(self.device)
-    if self.policy then for k, v in pairs(self.policy) do p[k] = v end end
-    st.policy = p
-    st.qpolicy = resolve(p)
+    if self.policy then
+      local p = st.policy and copy(st.policy) or policy.policy(self.device)
+      for k, v in pairs(self.policy) do p[k] = v end
+      st.policy, st.qpolicy, st.only = p, resolve(p), nil
+    elseif not st.policy then
+      local d = default(self.device)
+      st.policy, st.qpolicy, st.only = d.policy, d.qpolicy, d.only
+    end
   end
   if self._cache_enabled ~= nil then cache_enabled = self._cache_enabled end
   excluded = 0
   nesting = nesting + 1
   if self._enabled then
-    local ok, h = pcall(require('moontorch.observe').install, observer(st.qpolicy))
+    local only = st.only
+    if not only then
+      only = {}
+      for q, kind in pairs(st.qpolicy) do if kind then only[q] = true end end
+      st.only = only
+    end
+    local ok, h = pcall(require('moontorch.observe').install, observer(st.qpolicy), only)
     if not ok then
       self:_restore()
       error(h, 0)
@@ -271,7 +320,7 @@ end
 
 function Autocast:_restore()
   local s, st = self._saved, state[self.device]
-  st.enabled, st.dtype, st.policy, st.qpolicy = s.enabled, s.dtype, s.policy, s.qpolicy
+  st.enabled, st.dtype, st.policy, st.qpolicy, st.only = s.enabled, s.dtype, s.policy, s.qpolicy, s.only
   cache_enabled, excluded = s.cache, s.excluded
   self._saved = nil
   nesting = nesting - 1
