@@ -91,6 +91,45 @@ static void pack_a_tile(uint32_t *dst, const uint16_t *A, int64_t ars, int64_t a
   }
 }
 
+#ifdef MT_BF16_X86
+/* speed: B = W^T, 8 columns (rows of W) by 8 pairs at a time, moved as 8x8 blocks of 32-bit pairs through
+ * AVX registers; returns how many whole pairs it did (the rest is the caller's) */
+__attribute__((target("avx2"))) static int64_t pack_bt_avx2(uint32_t *dst, const uint16_t *b, int64_t bcs,
+                                                            int64_t K, int64_t w) {
+  int64_t kp8 = (K / 2) & ~(int64_t)7;
+  for (int64_t j = 0; j + 8 <= w; j += 8) {
+    const uint16_t *src = b + j * bcs;
+    for (int64_t kp = 0; kp < kp8; kp += 8) {
+      __m256 r0 = _mm256_loadu_ps((const float *)(src + 2 * kp)), r1 = _mm256_loadu_ps((const float *)(src + bcs + 2 * kp));
+      __m256 r2 = _mm256_loadu_ps((const float *)(src + 2 * bcs + 2 * kp));
+      __m256 r3 = _mm256_loadu_ps((const float *)(src + 3 * bcs + 2 * kp));
+      __m256 r4 = _mm256_loadu_ps((const float *)(src + 4 * bcs + 2 * kp));
+      __m256 r5 = _mm256_loadu_ps((const float *)(src + 5 * bcs + 2 * kp));
+      __m256 r6 = _mm256_loadu_ps((const float *)(src + 6 * bcs + 2 * kp));
+      __m256 r7 = _mm256_loadu_ps((const float *)(src + 7 * bcs + 2 * kp));
+      __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+      __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+      __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+      __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+      __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+      __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+      __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+      __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+      float *d = (float *)(dst + kp * NR + j);
+      _mm256_storeu_ps(d, _mm256_permute2f128_ps(s0, s4, 0x20));
+      _mm256_storeu_ps(d + NR, _mm256_permute2f128_ps(s1, s5, 0x20));
+      _mm256_storeu_ps(d + 2 * NR, _mm256_permute2f128_ps(s2, s6, 0x20));
+      _mm256_storeu_ps(d + 3 * NR, _mm256_permute2f128_ps(s3, s7, 0x20));
+      _mm256_storeu_ps(d + 4 * NR, _mm256_permute2f128_ps(s0, s4, 0x31));
+      _mm256_storeu_ps(d + 5 * NR, _mm256_permute2f128_ps(s1, s5, 0x31));
+      _mm256_storeu_ps(d + 6 * NR, _mm256_permute2f128_ps(s2, s6, 0x31));
+      _mm256_storeu_ps(d + 7 * NR, _mm256_permute2f128_ps(s3, s7, 0x31));
+    }
+  }
+  return (w & ~(int64_t)7) ? kp8 : 0;
+}
+#endif
+
 /* columns [j0, j0 + w) of B, w <= NR (columns past w are 0): dst[kp * NR + j] */
 static void pack_b_panel(uint32_t *dst, const uint16_t *B, int64_t brs, int64_t bcs, int64_t K, int64_t j0,
                          int64_t w) {
@@ -98,7 +137,24 @@ static void pack_b_panel(uint32_t *dst, const uint16_t *B, int64_t brs, int64_t 
   if (w < NR) memset(dst, 0, (size_t)KP * NR * sizeof *dst);
   const uint16_t *b = B + j0 * bcs;
   if (brs == 1) { /* B = W^T: a pair is two neighbours of a row of W */
-    for (int64_t j = 0; j < w; j++) {
+    int64_t done = 0, wv = 0; /* pairs [0, done) of columns [0, wv) are packed */
+#ifdef MT_BF16_X86
+    if (mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX2) {
+      done = pack_bt_avx2(dst, b, bcs, K, w);
+      wv = w & ~(int64_t)7;
+    }
+#endif
+    for (int64_t j = 0; j < wv; j++) {
+      const uint16_t *col = b + j * bcs;
+      int64_t kp = done;
+      for (; kp < K / 2; kp++) {
+        uint32_t v;
+        memcpy(&v, col + 2 * kp, 4);
+        dst[kp * NR + j] = v;
+      }
+      if (K & 1) dst[kp * NR + j] = pair(col[K - 1], 0);
+    }
+    for (int64_t j = wv; j < w; j++) {
       const uint16_t *col = b + j * bcs;
       int64_t kp = 0;
       for (; kp < K / 2; kp++) {
