@@ -140,6 +140,10 @@ for _, n in ipairs({ 'autocast', 'is_autocast_enabled', 'is_autocast_cpu_enabled
   'autocast_increment_nesting', 'autocast_decrement_nesting' }) do
   lazy[n] = function() return require('moontorch.amp.autocast')[n] end
 end
+lazy._amp_foreach_non_finite_check_and_unscale_ = function()
+  return require('moontorch.amp.grad_scaler').foreach_non_finite_check_and_unscale_
+end
+lazy._amp_update_scale_ = function() return require('moontorch.amp.grad_scaler').update_scale_ end
 torch._lazy = lazy
 setmetatable(torch, {
   __index = function(t, k)
