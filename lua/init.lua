@@ -81,7 +81,7 @@ torch.cuda = require 'moontorch.cuda'
 -- torch.cuda.amp (autocast, GradScaler: issue 25), loaded on first use
 setmetatable(torch.cuda, { __index = function(t, k)
   if k == 'amp' then
-    local amp = require('moontorch.amp').cuda
+    local amp = require('moontorch.amp')._cuda
     rawset(t, k, amp)
     return amp
   end
@@ -136,7 +136,7 @@ local lazy = {
   List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
   -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)
   amp = function() return require 'moontorch.amp' end,
-  cpu = function() return { amp = require('moontorch.amp').cpu } end,
+  cpu = function() return { amp = require('moontorch.amp')._cpu } end,
 }
 for _, n in ipairs({ 'autocast', 'is_autocast_enabled', 'is_autocast_cpu_enabled', 'set_autocast_enabled',
   'set_autocast_cpu_enabled', 'get_autocast_cpu_dtype', 'get_autocast_gpu_dtype', 'set_autocast_cpu_dtype',

@@ -41,6 +41,16 @@ M.PLACES = {
   { 'torch.autograd.profiler', 'profiler' },
   { 'torch.profiler', 'profiler' },
   { 'torch.autograd.', 'autograd' },
+  { 'torch.amp', 'amp' },
+  { 'torch.cpu.amp', 'amp' },
+  { 'torch.cuda.amp', 'amp' },
+  { 'torch.autocast', 'amp' },
+  { 'torch.is_autocast', 'amp' },
+  { 'torch.set_autocast', 'amp' },
+  { 'torch.get_autocast', 'amp' },
+  { 'torch.clear_autocast', 'amp' },
+  { 'torch.quantization', 'quantization' },
+  { 'torch.ao.', 'quantization' },
   { 'torch.cuda.', 'cuda' },
   { 'torch.distributed', 'distributed' },
   { 'torch.fx', 'fx' },
@@ -49,7 +59,7 @@ M.PLACES = {
 }
 -- the order the files are read in (and the reference's pages)
 M.FILES = { 'torch', 'ops', 'tensor', 'nn', 'functional', 'nn_utils', 'optim', 'data', 'autograd', 'cuda',
-  'distributed', 'parametrize', 'prune', 'fx', 'profiler', 'sparse' }
+  'distributed', 'parametrize', 'prune', 'fx', 'profiler', 'sparse', 'amp', 'quantization' }
 M.TITLES = {
   torch = 'torch: creating tensors, dtypes, randomness, files, modes',
   ops = 'torch and Tensor: the ops of the C core (MT_OP_LIST)',
@@ -67,6 +77,8 @@ M.TITLES = {
   fx = 'torch.fx',
   profiler = 'torch.profiler',
   sparse = 'torch.sparse',
+  amp = 'torch.amp: autocast and GradScaler',
+  quantization = 'torch.quantization (torch.ao.quantization)',
 }
 
 function M.place(key)
