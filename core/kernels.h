@@ -65,6 +65,30 @@ typedef struct mt_taps {
  * MT_POOL_GATHER writes src-shaped out from the planes of `src` read at indices */
 enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
 
+/* issue 25: the quantized product of qgemm.c: out (M x N, row stride ldo; float32 out_f32, or uint8 out_u8
+ * requantized with out_scale, out_zp) from A (M x K uint8, row stride lda; zero point a_zp, scale a_scale)
+ * and W (N x K int8, row stride ldw; w_scale[N] / w_zp[N] when per_channel, else [1]; w_zp NULL: 0),
+ * plus bias[N] (float32, or NULL); relu clamps the result at 0 */
+typedef struct mt_qgemm {
+  int64_t M, N, K;
+  const uint8_t *A;
+  int64_t lda;
+  double a_scale;
+  int64_t a_zp;
+  const int8_t *W;
+  int64_t ldw;
+  const double *w_scale;
+  const int64_t *w_zp;
+  int per_channel;
+  const float *bias;
+  float *out_f32;
+  uint8_t *out_u8;
+  int64_t ldo;
+  double out_scale;
+  int64_t out_zp;
+  int relu;
+} mt_qgemm;
+
 /* X(slot, parameters): every kernel returns mt_status. */
 #define MT_KERNEL_LIST(X)                                                                                         \
   /* copy.c: dst <- src (src broadcast to dst's shape, any dtypes, no overlap); fill */                          \
@@ -181,7 +205,15 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
                              const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,             \
                              const mt_tensor *max_arg, int mode, int64_t pad, int64_t base, int scale_grad_by_freq)) \
   /* softmax.c (s6-vec): the fused softmax / log_softmax backward; gin, g and y contiguous, of one shape */        \
-  X(softmax_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *y, int dim, int log))
+  X(softmax_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *y, int dim, int log))               \
+  /* qgemm.c (issue 25): quantized kernels; q and x contiguous, per channel over (outer, channels, inner) */      \
+  X(quantize, (mt_tensor * q, const mt_tensor *x, const double *scales, const int64_t *zps, int64_t outer,        \
+               int64_t channels, int64_t inner, int64_t qmin, int64_t qmax))                                       \
+  X(dequantize, (mt_tensor * x, const mt_tensor *q, const double *scales, const int64_t *zps, int64_t outer,      \
+                 int64_t channels, int64_t inner))                                                                 \
+  X(qgemm, (const mt_qgemm *g))                                                                                   \
+  X(qim2col, (mt_tensor * cols, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,         \
+              const int64_t *d, const int64_t *o, uint8_t fill))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

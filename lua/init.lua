@@ -19,7 +19,7 @@ torch.__version__ = ffi.string(C.mt_version())
 
 -- dtypes, as torch.float32 and PyTorch's aliases
 for _, name in ipairs { 'uint8', 'int8', 'int16', 'int32', 'int64', 'float16', 'float32', 'float64', 'bool',
-  'bfloat16' } do
+  'bfloat16', 'qint8', 'quint8', 'qint32' } do
   torch[name] = dtype[name]
 end
 for alias, d in pairs(dtype.aliases) do torch[alias] = d end
@@ -148,6 +148,22 @@ lazy._amp_foreach_non_finite_check_and_unscale_ = function()
   return require('moontorch.amp.grad_scaler').foreach_non_finite_check_and_unscale_
 end
 lazy._amp_update_scale_ = function() return require('moontorch.amp.grad_scaler').update_scale_ end
+-- issue 25: quantization (torch.quantization = torch.ao.quantization), quantized tensors and fake quantization
+lazy.quantization = function() return require 'moontorch.quantization' end
+lazy.ao = function()
+  local q = require 'moontorch.quantization'
+  return { quantization = q, nn = q.nn }
+end
+for _, n in ipairs({ 'quantize_per_tensor', 'quantize_per_channel', 'dequantize', '_make_per_tensor_quantized_tensor',
+  '_make_per_channel_quantized_tensor', 'per_tensor_affine', 'per_channel_affine', 'per_tensor_symmetric',
+  'per_channel_symmetric', 'per_channel_affine_float_qparams' }) do
+  lazy[n] = function(t)
+    require('moontorch.quantization.qtensor').install(t)
+    return rawget(t, n)
+  end
+end
+lazy.fake_quantize_per_tensor_affine = function() return require('moontorch.quantization.functional').fake_quantize_per_tensor_affine end
+lazy.fake_quantize_per_channel_affine = function() return require('moontorch.quantization.functional').fake_quantize_per_channel_affine end
 torch._lazy = lazy
 setmetatable(torch, {
   __index = function(t, k)
