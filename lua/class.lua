@@ -16,11 +16,22 @@ local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autogr
 -- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'
-M.homes, M.packages = homes, packages
+-- issue 25: quantization's classes (by prefix) and the amp scaler
+local prefix_homes = { ['nn.quantized.'] = 'moontorch.quantization', ['nn.intrinsic.'] = 'moontorch.quantization',
+  ['nn.qat.'] = 'moontorch.quantization', ['torch.ao.quantization.'] = 'moontorch.quantization' }
+homes['torch.QTensor'] = 'moontorch.quantization.qtensor'
+homes['torch.qscheme'] = 'moontorch.quantization.qtensor'
+homes['torch.amp.GradScaler'] = 'moontorch.amp.grad_scaler'
+M.homes, M.packages, M.prefix_homes = homes, packages, prefix_homes
 local function find(name)
   local c = registry[name]
   if c then return c end
   local home = homes[name] or packages[name:match('^(%w+)%.')]
+  if not home or package.loaded[home] then
+    for prefix, h in pairs(prefix_homes) do
+      if name:sub(1, #prefix) == prefix and not package.loaded[h] then home = h end
+    end
+  end
   if home and not package.loaded[home] then
     require(home)
     return registry[name]

@@ -3,9 +3,12 @@ local ffi = require 'ffi'
 
 local M = {}
 
-local dtype_mt = {}
+-- (a registered class, 'torch.dtype', so that torch.save keeps dtypes: saved by name, loaded as the same object)
+local dtype_mt = require('moontorch.class').class('torch.dtype')
 dtype_mt.__index = dtype_mt
 dtype_mt.__tostring = function(d) return 'torch.' .. d.name end
+dtype_mt.__serialize = function(d) return d.name end
+dtype_mt.__deserialize = function(_, name) return M[name] end
 
 -- id (the C enum) -> dtype object
 local by_id = {}

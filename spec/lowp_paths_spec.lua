@@ -14,7 +14,8 @@ local ffi = require 'ffi'
 local torch = require 'moontorch'
 local C = require('moontorch.ffi').C
 local dir = %q
-io.write('level ', ffi.string(C.mt_kernels_simd()), ' gemm ', ffi.string(C.mt_kernels_bf16()), '\n')
+io.write('level ', ffi.string(C.mt_kernels_simd()), ' gemm ', ffi.string(C.mt_kernels_bf16()), ' int8 ',
+  ffi.string(C.mt_kernels_int8()), '\n')
 local function dump(name, t)
   t = t:contiguous()
   local f = assert(io.open(dir .. '/' .. name, 'wb'))
@@ -68,6 +69,21 @@ local t = bf(10, 5)
 local tp = ffi.cast('uint16_t *', t:data_ptr())
 tp[0], tp[6], tp[9], tp[14], tp[22], tp[30] = 0x7f7f, 0x0003, 0x7f00, 0x8000, 0x00ff, 0x0042
 dump('specials', s:matmul(t))
+-- int8 products (core/tensor/qgemm.c): uint8 x int8, K not a multiple of 4 too, per-channel weights with zero
+-- points, float32 and requantized uint8 results
+for i, s in ipairs({ { 7, 37, 35 }, { 33, 64, 70 }, { 1, 5, 3 }, { 20, 200, 40 } }) do
+  local M_, K_, N_ = s[1], s[2], s[3]
+  local xq = torch.randint(0, 256, { M_, K_ }):to(torch.uint8)
+  local w = torch.randint(-128, 128, { N_, K_ }):to(torch.int8)
+  local ws = (torch.rand(N_):double() + 0.5) * 0.01
+  local wz = torch.randint(-3, 4, { N_ }, { dtype = torch.int64 })
+  local b = torch.randn(N_)
+  local out = ffi.new('mt_tensor *[1]')
+  assert(C.mt_qlinear(xq, 0.02, 7, w, ws, wz, b, 1.0, 0, 0, 0, out) == 0)
+  dump('q' .. i .. 'f', require('moontorch.tensor').take(out[0]))
+  assert(C.mt_qlinear(xq, 0.02, 7, w, ws:narrow(1, 1, 1), wz:narrow(1, 1, 1), nil, 0.05, 100, 1, 1, out) == 0)
+  dump('q' .. i .. 'u', require('moontorch.tensor').take(out[0]))
+end
 -- tiny results: products in the denormal range flush to zero (vdpbf16ps's DAZ/FTZ)
 local u = torch.full({ 4, 6 }, 2 ^ -70):bfloat16()
 local v = torch.full({ 6, 3 }, -2 ^ -60):bfloat16()
@@ -88,11 +104,13 @@ local function run_level(level)
   end
   p:close()
   os.remove(dir)
-  return { level = out:match('level (%w+)'), gemm = out:match('gemm (%S+)'), files = files, out = out }
+  return { level = out:match('level (%w+)'), gemm = out:match('gemm (%S+)'), int8 = out:match('int8 (%S+)'),
+    files = files, out = out }
 end
 
 local HAVE = H.cpu_levels()
 local has_bf16 = bit.band(torch._C.mt_cpu_features(), torch._C.MT_CPU_AVX512_BF16) ~= 0
+local has_vnni = bit.band(torch._C.mt_cpu_features(), torch._C.MT_CPU_AVX512_VNNI) ~= 0
 
 describe('low-precision paths', function()
   local ref
@@ -101,6 +119,9 @@ describe('low-precision paths', function()
   it('the scalar level runs the scalar kernels', function()
     assert.are.equal('scalar', ref.level, ref.out)
     assert.are.equal('scalar', ref.gemm, ref.out)
+    assert.are.equal('scalar', ref.int8, ref.out)
+    -- the int8 product's scalar loop against an integer reference in Lua (float64 of exact int32 sums)
+    assert.truthy(ref.files.q1f and ref.files.q4u)
     assert.truthy(ref.files.mm1 and ref.files.specials and ref.files.f32_to_bf16)
   end)
 
@@ -140,10 +161,13 @@ describe('low-precision paths', function()
       end)
     else
       local gemm = level == 'avx512' and (has_bf16 and 'avx512_bf16' or 'avx2') or 'avx2'
-      it(level .. ': conversions and bfloat16 products (' .. gemm .. ') equal the scalar level bit for bit', function()
+      local int8 = level == 'avx512' and (has_vnni and 'avx512_vnni' or 'avx2') or 'avx2'
+      it(level .. ': conversions, bfloat16 products (' .. gemm .. ') and int8 products (' .. int8 ..
+        ') equal the scalar level bit for bit', function()
         local r = run_level(level)
         assert.are.equal(level, r.level, r.out)
         assert.are.equal(gemm, r.gemm, r.out)
+        assert.are.equal(int8, r.int8, r.out)
         local n = 0
         for name, bytes in pairs(ref.files) do
           assert.truthy(r.files[name], name)
@@ -155,7 +179,7 @@ describe('low-precision paths', function()
           end
           n = n + 1
         end
-        assert.is_true(n >= 20)
+        assert.is_true(n >= 28)
       end)
     end
   end

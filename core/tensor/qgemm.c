@@ -286,14 +286,15 @@ mt_status mt_cpu_quantize(mt_tensor *q, const mt_tensor *x, const double *scales
   return MT_OK;
 }
 
-/* q -> x float32: (q - zp) * scale, in float32 (the scale rounded to float32 first, as fbgemm's and
- * PyTorch's vectorised dequantize) */
+/* q -> x float32: (q - zp) * scale; per tensor (channels == 1) in float32 with the scale rounded to float32
+ * first (PyTorch's vectorised dequantize), per channel in float64 rounded once (its per-channel loop) */
 mt_status mt_cpu_dequantize(mt_tensor *x, const mt_tensor *q, const double *scales, const int64_t *zps, int64_t outer,
                             int64_t channels, int64_t inner) {
   float *X = (float *)x->_data;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t c = 0; c < channels; c++) {
       float s = (float)scales[c];
+      double sd = scales[c];
       int64_t zp = zps[c];
       int64_t base = (o * channels + c) * inner;
       for (int64_t e = 0; e < inner; e++) {
@@ -303,7 +304,7 @@ mt_status mt_cpu_dequantize(mt_tensor *x, const mt_tensor *q, const double *scal
         case MT_UINT8: v = ((const uint8_t *)q->_data)[base + e]; break;
         default: v = ((const int32_t *)q->_data)[base + e]; break;
         }
-        X[base + e] = (float)(v - zp) * s;
+        X[base + e] = channels == 1 ? (float)(v - zp) * s : (float)((double)(v - zp) * sd);
       }
     }
   return MT_OK;

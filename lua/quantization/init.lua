@@ -29,12 +29,10 @@ for _, k in ipairs({ 'QuantStub', 'DeQuantStub', 'QuantWrapper', 'FakeQuantize',
 end
 
 ------------------------------------------------------------------------------ QConfig
-local QConfig = {}
-QConfig.__index = QConfig
+local QConfig = class.class('torch.ao.quantization.QConfig')
 QConfig.__tostring = function(q)
   return ('QConfig(activation=%s, weight=%s)'):format(tostring(q.activation), tostring(q.weight))
 end
-QConfig.__typename = 'torch.ao.quantization.QConfig'
 -- QConfig{activation = factory, weight = factory}: the factories make observers or fake quants
 function M.QConfig(o)
   if type(o) ~= 'table' or o.activation == nil or o.weight == nil then
@@ -199,15 +197,18 @@ local function insert_activation_post_process(m)
   end
 end
 
-local function add_observer_(m, plist)
+local function add_observer_(m, plist, non_leaf)
   for _, c in ipairs(children(m)) do
     local child = c[2]
-    if class.isinstance(child, nnq.FloatFunctional) or class.isinstance(child, nnq.QFunctional) then
+    if class.isinstance(child, nn.Dropout) then -- as PyTorch: no observer after dropout
+    elseif class.isinstance(child, nnq.FloatFunctional) or class.isinstance(child, nnq.QFunctional) then
       if needs_observation(child) then child.activation_post_process = child.qconfig.activation() end
     elseif mods.is_fused(child) then
       insert_activation_post_process(child)
+    elseif non_leaf and non_leaf[class_of(child)] then
+      insert_activation_post_process(child)
     else
-      add_observer_(child, plist)
+      add_observer_(child, plist, non_leaf)
     end
   end
   if #children(m) == 0 and not class.isinstance(m, nn.Sequential) and plist[class_of(m)] then
@@ -229,7 +230,7 @@ function M.prepare(model, opts)
   if not has_any_qconfig(model) then
     io.stderr:write('UserWarning: None of the submodule got qconfig applied. Make sure you passed correct configuration through `qconfig_dict` or by assigning the `.qconfig` attribute directly on submodules\n')
   end
-  add_observer_(model, opts.allow_list or propagation_list())
+  add_observer_(model, opts.allow_list or propagation_list(), opts.observer_non_leaf_module_list)
   return model
 end
 
@@ -278,8 +279,11 @@ function M.prepare_qat(model, opts)
   if not model.training then fail('prepare_qat', 'prepare_qat only works on models in training mode') end
   if not opts.inplace then model = deepcopy(model) end
   M.propagate_qconfig_(model, opts.qconfig_dict)
-  convert_(model, opts.mapping or qat_mappings())
-  M.prepare(model, { inplace = true })
+  local mapping = opts.mapping or qat_mappings()
+  convert_(model, mapping)
+  local non_leaf = {}
+  for _, v in pairs(mapping) do non_leaf[v] = true end
+  M.prepare(model, { inplace = true, observer_non_leaf_module_list = non_leaf })
   return model
 end
 

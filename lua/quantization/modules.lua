@@ -161,13 +161,8 @@ function QLinear.from_float(mod, cls)
   if fused then lin = mod[1] end
   local act = mod.activation_post_process
   if not act then fail('from_float', 'Input float module must have observer attached') end
-  local wq
-  if lin.weight_fake_quant then
-    wq = lin.weight_fake_quant
-  else
-    wq = mod.qconfig.weight()
-    wq(lin.weight)
-  end
+  local wq = lin.weight_fake_quant or mod.qconfig.weight()
+  wq(lin.weight)
   if wq.dtype ~= torch.qint8 then fail('from_float', 'Weight observer must have dtype torch.qint8') end
   local qw = quantize_weight(lin.weight:detach(), wq)
   local s, z = act:calculate_qparams()
@@ -250,11 +245,8 @@ function QConv2d.from_float(mod, cls)
   if class.isinstance(mod, M.intrinsic.ConvReLU2d) then conv = mod[1] end
   local act = mod.activation_post_process
   if not act then fail('from_float', 'Input float module must have observer attached') end
-  local wq = conv.weight_fake_quant
-  if not wq then
-    wq = mod.qconfig.weight()
-    wq(conv.weight)
-  end
+  local wq = conv.weight_fake_quant or mod.qconfig.weight()
+  wq(conv.weight)
   local qw = quantize_weight(conv.weight:detach(), wq)
   local s, z = act:calculate_qparams()
   local q = cls(conv.in_channels, conv.out_channels, conv.kernel_size, { stride = conv.stride, padding = conv.padding,

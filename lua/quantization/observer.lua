@@ -19,8 +19,10 @@ local EPS = 1.1920928955078125e-07 -- torch.finfo(torch.float32).eps
 
 -- the factory of a class with some arguments (PyTorch's _PartialWrapper): call it for an instance,
 -- with_args{...} for more arguments
-local Partial = {}
-Partial.__index = Partial
+-- (a registered class: saved with its class's name and its arguments)
+local Partial = class.class('torch.ao.quantization.Partial')
+Partial.__serialize = function(p) return { cls = p.cls.__typename, args = p.args } end
+Partial.__deserialize = function(c, st) return setmetatable({ cls = class.find(st.cls), args = st.args }, c) end
 Partial.__call = function(p, more)
   local o = {}
   for k, v in pairs(p.args) do o[k] = v end

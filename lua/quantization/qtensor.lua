@@ -40,7 +40,11 @@ end
 M.qdtype = qdtype
 
 -- the schemes, as PyTorch prints them
-local scheme_mt = { __tostring = function(s) return 'torch.' .. s.name end }
+-- (a registered class: torch.save keeps them by name and loads the same objects)
+local scheme_mt = class.class('torch.qscheme')
+scheme_mt.__tostring = function(s) return 'torch.' .. s.name end
+scheme_mt.__serialize = function(s) return s.name end
+scheme_mt.__deserialize = function(_, name) return M[name] end
 local function scheme(name) return setmetatable({ name = name }, scheme_mt) end
 function M.is_scheme(x) return getmetatable(x) == scheme_mt end
 M.per_tensor_affine = scheme('per_tensor_affine')
@@ -50,6 +54,7 @@ M.per_channel_symmetric = scheme('per_channel_symmetric')
 M.per_channel_affine_float_qparams = scheme('per_channel_affine_float_qparams')
 
 local QTensor = class.class('torch.QTensor')
+local same_quantizer -- (below)
 M.QTensor = QTensor
 QTensor.is_quantized = true
 function M.is_qtensor(x) return type(x) == 'table' and getmetatable(x) == QTensor end
@@ -176,7 +181,7 @@ QTensor.__index = function(q, k)
   return method_index(q, k)
 end
 
-local function same_quantizer(q, int)
+same_quantizer = function(q, int)
   local r = new(int, q.dtype, { _qscheme = q._qscheme, _scale = q._scale, _zero_point = q._zero_point })
   if per_channel(q) then r._scales, r._zero_points, r._axis = q._scales, q._zero_points, q._axis end
   return r
