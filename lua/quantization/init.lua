@@ -20,7 +20,7 @@ local M = {}
 
 -- observers, fake quants, stubs
 for k, v in pairs(obs) do
-  if type(v) == 'table' and (rawget(v, '__typename') or obs.is_factory(v)) then M[k] = v end
+  if type(v) == 'table' and (rawget(v, '__typename') or obs.is_factory(v)) and k ~= 'Partial' then M[k] = v end
 end
 M.calculate_qmin_qmax = nil
 for _, k in ipairs({ 'QuantStub', 'DeQuantStub', 'QuantWrapper', 'FakeQuantize', 'default_fake_quant',
@@ -338,14 +338,14 @@ local function fuse_conv_bn_weights(w, b, rm, rv, eps, bw, bb)
   local fb = (b - rm) * rsq * bw + bb
   return nn.Parameter(fw:detach(), w.requires_grad), nn.Parameter(fb:detach(), true)
 end
-M.fuse_conv_bn_weights = fuse_conv_bn_weights
+M._fuse_conv_bn_weights = fuse_conv_bn_weights
 local function fuse_conv_bn_eval(conv, bn)
   if conv.training or bn.training then fail('fuse_modules', 'Fusion only for eval!') end
   local c = deepcopy(conv)
   c.weight, c.bias = fuse_conv_bn_weights(conv.weight, conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias)
   return c
 end
-M.fuse_conv_bn_eval = fuse_conv_bn_eval
+M._fuse_conv_bn_eval = fuse_conv_bn_eval
 local function fuse_linear_bn_eval(lin, bn)
   if lin.training or bn.training then fail('fuse_modules', 'Fusion only for eval!') end
   local l = deepcopy(lin)
