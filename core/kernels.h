@@ -77,6 +77,7 @@ typedef struct mt_qgemm {
   int64_t a_zp;
   const int8_t *W;
   int64_t ldw;
+  const uint32_t *Wp;    /* W packed by the qpack kernel (panels, then the column sums), or NULL: packed here */
   const double *w_scale;
   const int64_t *w_zp;
   int per_channel;
@@ -88,6 +89,9 @@ typedef struct mt_qgemm {
   int64_t out_zp;
   int relu;
 } mt_qgemm;
+
+/* the int32 elements a packed int8 weight of N x K takes (qgemm.c's layout) */
+static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 32) * ((K + 3) / 4) * 32 + N; }
 
 /* X(slot, parameters): every kernel returns mt_status. */
 #define MT_KERNEL_LIST(X)                                                                                         \
@@ -212,6 +216,10 @@ typedef struct mt_qgemm {
   X(dequantize, (mt_tensor * x, const mt_tensor *q, const double *scales, const int64_t *zps, int64_t outer,      \
                  int64_t channels, int64_t inner))                                                                 \
   X(qgemm, (const mt_qgemm *g))                                                                                   \
+  /* packed (int32, mt_qpack_size(N, K) elements) <- W (N x K int8, contiguous) as qgemm reads it, once */        \
+  X(qpack, (mt_tensor * packed, const mt_tensor *w))                                                              \
+  /* x (float32, contiguous) -> q (uint8): min and max of x, PyTorch's ChooseQuantizationParams, quantize */      \
+  X(quantize_dynamic, (mt_tensor * q, const mt_tensor *x, int reduce_range, double *scale, int64_t *zero_point))  \
   X(qim2col, (mt_tensor * cols, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,         \
               const int64_t *d, const int64_t *o, uint8_t fill))
 

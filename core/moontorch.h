@@ -1269,14 +1269,23 @@ MT_API mt_status mt_dequantize(const mt_tensor *q, const mt_tensor *scales, cons
  * (dynamic quantization), else uint8 requantized with out_scale / out_zp; relu clamps at 0. The int8 product is
  * exact (vpdpbusd where the CPU has AVX512-VNNI; core/tensor/qgemm.c). */
 MT_API mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w,
-                            const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias, double out_scale,
-                            int64_t out_zp, int out_u8, int relu, mt_tensor **out);
+                            const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias,
+                            const mt_tensor *packed, double out_scale, int64_t out_zp, int out_u8, int relu,
+                            mt_tensor **out);
+/* The weight packed once as the int8 product reads it (an int32 tensor), for the `packed` argument of
+ * mt_qlinear / mt_qconv2d / mt_qlinear_dynamic (NULL there: packed at each call). */
+MT_API mt_status mt_qpack(const mt_tensor *w, mt_tensor **out);
+/* Dynamic quantization's linear layer: x (..., K) float quantized to uint8 with its own range (PyTorch's
+ * ChooseQuantizationParams; [0, 127] with reduce_range), then mt_qlinear's product, float out (x's dtype). */
+MT_API mt_status mt_qlinear_dynamic(const mt_tensor *x, const mt_tensor *w, const mt_tensor *w_scales,
+                                    const mt_tensor *w_zps, const mt_tensor *bias, const mt_tensor *packed,
+                                    int reduce_range, mt_tensor **out);
 /* The quantized 2-D convolution: x (N, C, H, W) uint8, w (Co, C, KH, KW) int8; stride, padding, dilation of 2;
  * groups 1; the result (N, Co, OH, OW) uint8 requantized with out_scale / out_zp (relu: clamped at 0). */
 MT_API mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w,
                             const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias,
                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
-                            double out_scale, int64_t out_zp, int relu, mt_tensor **out);
+                            const mt_tensor *packed, double out_scale, int64_t out_zp, int relu, mt_tensor **out);
 
 /* ---------------------------------------------------------------- parity session */
 /* The in-place view ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): t takes the sizes,

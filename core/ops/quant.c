@@ -131,21 +131,49 @@ static mt_status weight_args(const char *op, const mt_tensor *w, const mt_tensor
   return MT_OK;
 }
 
+/* packed: NULL, or mt_qpack's result for this weight (checked to be of its size) */
+static mt_status check_packed(const char *op, const mt_tensor *packed, int64_t N, int64_t K) {
+  if (!packed) return MT_OK;
+  MT_TRY(cpu_only(packed, op, "packed weight"));
+  if (packed->_dtype != MT_INT32 || packed->_numel != mt_qpack_size(N, K) || !(packed->_flags & MT_TENSOR_CONTIGUOUS))
+    return mt_error(MT_EINVAL, "%s: the packed weight is not mt_qpack's of a %lld x %lld weight", op, (long long)N,
+                    (long long)K);
+  return MT_OK;
+}
+
 /* out (rows x N) = the quantized product of xc (rows x K uint8, contiguous) and wc (N x K int8, contiguous) */
 static mt_status run_qgemm(const mt_tensor *x, const mt_tensor *xc, int64_t rows, int64_t K, double x_scale,
-                           int64_t x_zp, const mt_tensor *wc, int64_t N, const mt_tensor *sc, const mt_tensor *zc,
-                           int per_channel, const mt_tensor *bc, double out_scale, int64_t out_zp, int out_u8, int relu,
-                           mt_tensor *r) {
+                           int64_t x_zp, const mt_tensor *wc, const mt_tensor *packed, int64_t N, const mt_tensor *sc,
+                           const mt_tensor *zc, int per_channel, const mt_tensor *bc, double out_scale, int64_t out_zp,
+                           int out_u8, int relu, mt_tensor *r) {
   mt_qgemm g = {rows, N, K, (const uint8_t *)xc->_data, K, x_scale, x_zp, (const int8_t *)wc->_data, K,
-                (const double *)sc->_data, (const int64_t *)zc->_data, per_channel,
-                bc ? (const float *)bc->_data : NULL, out_u8 ? NULL : (float *)r->_data,
+                packed ? (const uint32_t *)packed->_data : NULL, (const double *)sc->_data, (const int64_t *)zc->_data,
+                per_channel, bc ? (const float *)bc->_data : NULL, out_u8 ? NULL : (float *)r->_data,
                 out_u8 ? (uint8_t *)r->_data : NULL, N, out_scale, out_zp, relu};
   return mt_kernels_of(x)->qgemm(&g);
 }
 
+mt_status mt_qpack(const mt_tensor *w, mt_tensor **out) {
+  const char *op = "quantized linear prepack";
+  MT_TRY(cpu_only(w, op, "weight"));
+  if (w->_dtype != MT_INT8 || w->_ndim != 2)
+    return mt_error(MT_EDTYPE, "%s: expected a 2-D int8 weight, got %s of %s", op, MT_SHAPE(w), mt_dtype_name(w->_dtype));
+  int64_t n = mt_qpack_size(w->_sizes[0], w->_sizes[1]);
+  mt_tensor *wc = NULL, *p = NULL;
+  mt_status s = mt_contiguous((mt_tensor *)w, &wc);
+  if (!s) s = mt_new(mt_device_of(w), &n, 1, MT_INT32, op, &p);
+  if (!s) s = mt_kernels_of(w)->qpack(p, wc);
+  mt_tensor_release(wc);
+  if (s) {
+    mt_tensor_release(p);
+    return s;
+  }
+  return mt_give(p, out);
+}
+
 mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w, const mt_tensor *w_scales,
-                     const mt_tensor *w_zps, const mt_tensor *bias, double out_scale, int64_t out_zp, int out_u8,
-                     int relu, mt_tensor **out) {
+                     const mt_tensor *w_zps, const mt_tensor *bias, const mt_tensor *packed, double out_scale,
+                     int64_t out_zp, int out_u8, int relu, mt_tensor **out) {
   const char *op = "quantized linear";
   MT_TRY(cpu_only(x, op, "input"));
   if (x->_dtype != MT_UINT8) return mt_error(MT_EDTYPE, "%s: expected a uint8 (quint8) input, got %s", op, mt_dtype_name(x->_dtype));
@@ -157,6 +185,7 @@ mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_
   if (out_u8 && (!(out_scale > 0) || out_zp < 0 || out_zp > 255))
     return mt_error(MT_EINVAL, "%s: the output's scale must be positive and its zero point in [0, 255]", op);
   if (x_zp < 0 || x_zp > 255) return mt_error(MT_EINVAL, "%s: the input's zero point must be in [0, 255]", op);
+  MT_TRY(check_packed(op, packed, N, K));
   mt_tensor *sc = NULL, *zc = NULL, *bc = NULL, *xc = NULL, *wc = NULL, *r = NULL;
   int per_channel;
   MT_TRY(weight_args(op, w, w_scales, w_zps, bias, N, &sc, &zc, &bc, &per_channel));
@@ -167,7 +196,8 @@ mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_
   if (!s) s = mt_contiguous((mt_tensor *)w, &wc);
   if (!s) s = mt_new(mt_device_of(x), sz, x->_ndim, out_u8 ? MT_UINT8 : MT_FLOAT32, op, &r);
   if (!s)
-    s = run_qgemm(x, xc, rows, K, x_scale, x_zp, wc, N, sc, zc, per_channel, bc, out_scale, out_zp, out_u8, relu, r);
+    s = run_qgemm(x, xc, rows, K, x_scale, x_zp, wc, packed, N, sc, zc, per_channel, bc, out_scale, out_zp, out_u8,
+                  relu, r);
   mt_tensor_release(sc);
   mt_tensor_release(zc);
   mt_tensor_release(bc);
@@ -182,8 +212,8 @@ mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_
 
 mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w, const mt_tensor *w_scales,
                      const mt_tensor *w_zps, const mt_tensor *bias, const int64_t *stride, const int64_t *padding,
-                     const int64_t *dilation, int64_t groups, double out_scale, int64_t out_zp, int relu,
-                     mt_tensor **out) {
+                     const int64_t *dilation, int64_t groups, const mt_tensor *packed, double out_scale, int64_t out_zp,
+                     int relu, mt_tensor **out) {
   const char *op = "quantized conv2d";
   MT_TRY(cpu_only(x, op, "input"));
   MT_TRY(cpu_only(w, op, "weight"));
@@ -209,13 +239,20 @@ mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_
   int per_channel;
   MT_TRY(weight_args(op, w, w_scales, w_zps, bias, Co, &sc, &zc, &bc, &per_channel));
   int64_t K = C * k[0] * k[1], rows = N * o[0] * o[1];
+  MT_TRY(check_packed(op, packed, Co, K));
   int64_t csz[2] = {rows, K}, rsz[4] = {N, o[0], o[1], Co};
   mt_status s = mt_contiguous((mt_tensor *)x, &xc);
   if (!s) s = mt_contiguous((mt_tensor *)w, &wc);
   if (!s) s = mt_new(mt_device_of(x), csz, 2, MT_UINT8, op, &cols);
   if (!s) s = mt_kernels_of(x)->qim2col(cols, xc, k, stride, padding, dilation, o, (uint8_t)x_zp);
   if (!s) s = mt_new(mt_device_of(x), rsz, 4, MT_UINT8, op, &r);
-  if (!s) s = run_qgemm(x, cols, rows, K, x_scale, x_zp, wc, Co, sc, zc, per_channel, bc, out_scale, out_zp, 1, relu, r);
+  mt_tensor w2; /* the weight as Co x (C * KH * KW) */
+  if (!s) {
+    w2 = *wc;
+    w2._ndim = 2, w2._sizes[1] = K, w2._strides[0] = K, w2._strides[1] = 1;
+  }
+  if (!s) s = run_qgemm(x, cols, rows, K, x_scale, x_zp, &w2, packed, Co, sc, zc, per_channel, bc, out_scale, out_zp, 1,
+                        relu, r);
   /* (N, OH, OW, Co) -> (N, Co, OH, OW), contiguous */
   if (!s) s = mt_permute(r, (const int64_t[]){0, 3, 1, 2}, 4, &rt);
   if (!s) s = mt_contiguous(rt, out);
@@ -228,4 +265,39 @@ mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_
   mt_tensor_release(r);
   mt_tensor_release(rt);
   return s;
+}
+
+mt_status mt_qlinear_dynamic(const mt_tensor *x, const mt_tensor *w, const mt_tensor *w_scales, const mt_tensor *w_zps,
+                             const mt_tensor *bias, const mt_tensor *packed, int reduce_range, mt_tensor **out) {
+  const char *op = "dynamic quantized linear";
+  MT_TRY(cpu_only(x, op, "input"));
+  if (!mt_is_float(x->_dtype)) return mt_error(MT_EDTYPE, "%s: expected a floating point input, got %s", op, mt_dtype_name(x->_dtype));
+  if (x->_ndim < 1) return mt_error(MT_ESHAPE, "%s: expected an input of at least 1 dim", op);
+  MT_TRY(cpu_only(w, op, "weight"));
+  if (w->_ndim != 2) return mt_error(MT_ESHAPE, "%s: expected a 2-D weight, got %s", op, MT_SHAPE(w));
+  int64_t K = x->_sizes[x->_ndim - 1];
+  if (w->_sizes[1] != K)
+    return mt_error(MT_ESHAPE, "%s: the input's last dim %lld does not match the weight %s", op, (long long)K, MT_SHAPE(w));
+  mt_tensor *xf = NULL, *xc = NULL, *q = NULL, *r = NULL;
+  double scale = 1;
+  int64_t zp = 0;
+  mt_status s = mt_to((mt_tensor *)x, MT_FLOAT32, NULL, 0, &xf);
+  if (!s) s = mt_contiguous(xf, &xc);
+  if (!s) s = mt_new(mt_device_of(x), x->_sizes, x->_ndim, MT_UINT8, op, &q);
+  if (!s) s = mt_kernels_of(x)->quantize_dynamic(q, xc, reduce_range, &scale, &zp);
+  if (!s) s = mt_qlinear(q, scale, zp, w, w_scales, w_zps, bias, packed, 1.0, 0, 0, 0, &r);
+  mt_tensor_release(xf);
+  mt_tensor_release(xc);
+  mt_tensor_release(q);
+  if (!s && x->_dtype != MT_FLOAT32) {
+    mt_tensor *rr = NULL;
+    s = mt_to(r, x->_dtype, NULL, 0, &rr);
+    mt_tensor_release(r);
+    r = rr;
+  }
+  if (s) {
+    mt_tensor_release(r);
+    return s;
+  }
+  return mt_give(r, out);
 }

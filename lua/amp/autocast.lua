@@ -366,7 +366,7 @@ end
 
 -- torch.autocast(device_type[, opts][, fn]): with fn, runs the block and returns its results
 function M.autocast(device_type, opts, fn, ...)
-  if type(opts) == 'function' then opts, fn = nil, opts end
+  if type(opts) == 'function' then return M.new(device_type):run(opts, fn, ...) end
   local ac = M.new(device_type, opts)
   if fn == nil then return ac end
   if type(fn) ~= 'function' then fail('autocast', 'expected the block to run as a function, got ' .. type(fn)) end

@@ -20,10 +20,21 @@ local function need_q(x, op, what)
   if x._axis then fail(op, ('expected a per-tensor quantized %s'):format(what or 'input')) end
 end
 
--- the weight's quantizer as the C calls take it: float64 scales, int64 zero points (1 or per channel)
+-- the weight's quantizer as the C calls take it: float64 scales, int64 zero points (1 or per channel), and
+-- the weight packed for the int8 product: made once per quantized weight, kept beside it (not saved)
 local function wparams(w)
-  if w._axis then return w._scales, w._zero_points end
-  return torch.tensor({ w._scale }, { dtype = torch.float64 }), torch.tensor({ w._zero_point }, { dtype = torch.int64 })
+  local c = rawget(w, '_cache')
+  if c then return c[1], c[2], c[3] end
+  local s, z
+  if w._axis then s, z = w._scales, w._zero_points
+  else s, z = torch.tensor({ w._scale }, { dtype = torch.float64 }), torch.tensor({ w._zero_point }, { dtype = torch.int64 }) end
+  local int = w._int
+  if int:dim() > 2 then int = int:reshape(int:size(1), -1) end
+  if C.mt_qpack(int, outp) ~= 0 then raise_last() end
+  local packed = take()
+  c = { s, z, packed }
+  rawset(w, '_cache', c)
+  return s, z, packed
 end
 M.wparams = wparams
 
@@ -54,30 +65,20 @@ end
 -- static: x quint8 -> quint8 (scale, zero_point)
 function M.linear(x, w, b, scale, zero_point, relu)
   need_q(x, 'quantized.linear')
-  local ws, wz = wparams(w)
-  if C.mt_qlinear(x._int, x._scale, x._zero_point, w._int, ws, wz, b, scale, zero_point, 1, relu and 1 or 0, outp) ~= 0 then
+  local ws, wz, packed = wparams(w)
+  if C.mt_qlinear(x._int, x._scale, x._zero_point, w._int, ws, wz, b, packed, scale, zero_point, 1, relu and 1 or 0,
+    outp) ~= 0 then
     raise_last()
   end
   return qt.new(take(), torch.quint8, { _qscheme = qt.per_tensor_affine, _scale = scale, _zero_point = zero_point })
 end
 
--- dynamic: x float -> float: x quantized to quint8 with its own range, then the int8 product
+-- dynamic: x float -> float: x quantized to quint8 with its own range, then the int8 product (all in C)
 function M.linear_dynamic(x, w, b, reduce_range)
   if not is_tensor(x) then fail('quantized.linear_dynamic', 'expected a float tensor as input, got ' .. tostring(x)) end
-  local xs = x:contiguous()
-  local mn, mx = torch.aminmax(xs)
-  local scale, zp = M.choose_qparams(mn:item(), mx:item(), 0, 255, reduce_range)
-  local s = torch.tensor({ scale }, { dtype = torch.float64 })
-  local z = torch.tensor({ zp }, { dtype = torch.int64 })
-  local lo, hi = 0, 255
-  if reduce_range then hi = 127 end
-  if C.mt_quantize(xs, s, z, -1, torch.uint8.id, lo, hi, outp) ~= 0 then raise_last() end
-  local xq = take()
-  local ws, wz = wparams(w)
-  if C.mt_qlinear(xq, scale, zp, w._int, ws, wz, b, 1.0, 0, 0, 0, outp) ~= 0 then raise_last() end
-  local y = take()
-  if x.dtype ~= torch.float32 then y = y:to(x.dtype) end
-  return y
+  local ws, wz, packed = wparams(w)
+  if C.mt_qlinear_dynamic(x, w._int, ws, wz, b, packed, reduce_range and 1 or 0, outp) ~= 0 then raise_last() end
+  return take()
 end
 
 ------------------------------------------------------------------------------ conv2d
@@ -88,11 +89,11 @@ local function pair(v, name)
 end
 function M.conv2d(x, w, b, stride, padding, dilation, groups, scale, zero_point, relu)
   need_q(x, 'quantized.conv2d')
-  local ws, wz = wparams(w)
+  local ws, wz, packed = wparams(w)
   local s, p, d = pair(stride or 1, 'stride'), pair(padding or 0, 'padding'), pair(dilation or 1, 'dilation')
   local sa, pa, da = ffi.new('int64_t[2]', s), ffi.new('int64_t[2]', p), ffi.new('int64_t[2]', d)
-  if C.mt_qconv2d(x._int, x._scale, x._zero_point, w._int, ws, wz, b, sa, pa, da, groups or 1, scale, zero_point,
-    relu and 1 or 0, outp) ~= 0 then
+  if C.mt_qconv2d(x._int, x._scale, x._zero_point, w._int, ws, wz, b, sa, pa, da, groups or 1, packed, scale,
+    zero_point, relu and 1 or 0, outp) ~= 0 then
     raise_last()
   end
   return qt.new(take(), torch.quint8, { _qscheme = qt.per_tensor_affine, _scale = scale, _zero_point = zero_point })
@@ -115,9 +116,11 @@ local function on_values(x, op, fn)
   return qt.same_quantizer(x, r), extra
 end
 function M.max_pool(fname, x, ...)
+  need_q(x, fname)
   local F = require('moontorch.nn').functional
-  local args = { ... }
-  return on_values(x, fname, function(v) return F[fname](v, unpack(args)) end)
+  -- the max of integers is one of them: widened, pooled, narrowed back exactly
+  local r, extra = F[fname](x._int:float(), ...)
+  return qt.same_quantizer(x, r:to(x._int.dtype)), extra
 end
 function M.avg_pool(fname, x, ...)
   local F = require('moontorch.nn').functional

@@ -57,6 +57,13 @@ local QTensor = class.class('torch.QTensor')
 local same_quantizer -- (below)
 M.QTensor = QTensor
 QTensor.is_quantized = true
+-- saved without the packed weight kept beside it (lua/quantization/functional.lua's wparams)
+QTensor.__serialize = function(q)
+  local t = {}
+  for k, v in pairs(q) do if k ~= '_cache' then t[k] = v end end
+  return t
+end
+QTensor.__deserialize = function(cls, t) return setmetatable(t, cls) end
 function M.is_qtensor(x) return type(x) == 'table' and getmetatable(x) == QTensor end
 
 local function new(int_repr, qd, s)
