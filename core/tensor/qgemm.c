@@ -182,7 +182,9 @@ static void epilogue(const qjob *q, int64_t i, int64_t j0, int64_t w, const int3
   const float *mu = q->mult + j0;
   const float *bias = g->bias ? g->bias + j0 : NULL;
   int32_t rs = q->rowsum[i];
-  float v[NR];
+  float vbuf[NR];
+  /* float32 out without relu: computed in place */
+  float *v = g->out_u8 || g->relu ? vbuf : g->out_f32 + i * g->ldo + j0;
   for (int64_t j = 0; j < w; j++) {
     int32_t t = acc[j] - ct[j];
     if (q->wzp) t -= q->wzp[j0 + j] * rs;
@@ -209,8 +211,6 @@ static void epilogue(const qjob *q, int64_t i, int64_t j0, int64_t w, const int3
     float *o = g->out_f32 + i * g->ldo + j0;
     if (g->relu)
       for (int64_t j = 0; j < w; j++) o[j] = v[j] > 0 ? v[j] : (v[j] != v[j] ? v[j] : 0.0f);
-    else
-      memcpy(o, v, (size_t)w * sizeof(float));
   }
 }
 
@@ -374,6 +374,21 @@ mt_status mt_cpu_quantize(mt_tensor *q, const mt_tensor *x, const double *scales
   return MT_OK;
 }
 
+#ifdef MT_Q_X86
+/* speed: the min and max of the first n - n % 16 floats (NaNs left out, as the scalar loop's comparisons) */
+__attribute__((target("avx512f"))) static void minmax_512(const float *x, int64_t n, float *mn, float *mx) {
+  __m512 lo = _mm512_set1_ps(INFINITY), hi = _mm512_set1_ps(-INFINITY);
+  for (int64_t i = 0; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    lo = _mm512_min_ps(v, lo); /* a NaN in v gives lo (the second operand) */
+    hi = _mm512_max_ps(v, hi);
+  }
+  float a = _mm512_reduce_min_ps(lo), b = _mm512_reduce_max_ps(hi);
+  *mn = a < *mn ? a : *mn;
+  *mx = b > *mx ? b : *mx;
+}
+#endif
+
 /* PyTorch's quant_utils::ChooseQuantizationParams for an activation's range (uint8, qmin 0) */
 static void choose_qparams(float min, float max, int64_t qmin, int64_t qmax, double *scale, int64_t *zp) {
   if (min > 0) min = 0;
@@ -393,7 +408,11 @@ mt_status mt_cpu_quantize_dynamic(mt_tensor *q, const mt_tensor *x, int reduce_r
   const float *X = (const float *)x->_data;
   int64_t n = x->_numel;
   float mn = INFINITY, mx = -INFINITY;
-  for (int64_t i = 0; i < n; i++) {
+  int64_t i = 0;
+#ifdef MT_Q_X86
+  if (mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX512 && n >= 16) minmax_512(X, n, &mn, &mx), i = n - n % 16;
+#endif
+  for (; i < n; i++) {
     float v = X[i];
     mn = v < mn ? v : mn;
     mx = v > mx ? v : mx;
