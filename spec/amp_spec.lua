@@ -309,6 +309,28 @@ describe('autocast', function()
     end).dtype)
   end)
 
+  it('cuda: PyTorch 1.13\'s CUDA lists on CUDA tensors (the fake CUDA device), CPU tensors untouched', function()
+    local out, ok, err = H.run_lua([[
+      local torch = require 'moontorch'
+      local F = torch.nn.functional
+      local a = torch.randn(3, 3):cuda()
+      local r = torch.autocast('cuda', function()
+        return { a:mm(a).dtype, a:half():exp().dtype, F.softmax(a:half(), 2).dtype, torch.addcmul(a, a:half(), a).dtype,
+          torch.randn(3, 3):mm(torch.randn(3, 3)).dtype, torch.is_autocast_enabled(), torch.is_autocast_cpu_enabled(),
+          select(2, pcall(F.binary_cross_entropy, torch.rand(3):cuda(), torch.rand(3):cuda())) }
+      end)
+      for _, v in ipairs(r) do io.write(tostring(v):gsub('\n.*', ''), ';') end
+    ]], { 'MOONTORCH_FAKE_CUDA=1' })
+    assert.is_true(ok, err)
+    local got = {}
+    for v in out:gmatch('([^;]*);') do got[#got + 1] = v end
+    -- products in float16, exp and softmax in float32 (fp32, fp32_set_opt_dtype), addcmul promoted, a CPU
+    -- product untouched, binary_cross_entropy banned with PyTorch's message
+    assert.are.same({ 'torch.float16', 'torch.float32', 'torch.float32', 'torch.float32', 'torch.float32', 'true',
+      'false' }, { unpack(got, 1, 7) })
+    assert.truthy(got[8]:find('unsafe to autocast', 1, true), got[8])
+  end)
+
   it('arguments: device type, dtype and options are checked as PyTorch checks them', function()
     H.errors_with(function() torch.autocast('tpu') end, "device_type must be 'cuda' or 'cpu'")
     H.errors_with(function() torch.autocast(1) end, 'device type as a string')
