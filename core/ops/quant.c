@@ -31,10 +31,11 @@ static mt_status qparams(const char *op, const mt_tensor *scales, const mt_tenso
   const double *sv = (const double *)(*sc)->_data;
   for (int64_t i = 0; i < n; i++)
     if (!(sv[i] > 0) || sv[i] == INFINITY) {
+      double bad = sv[i];
       mt_tensor_release(*sc);
       mt_tensor_release(*zc);
       *sc = *zc = NULL;
-      return mt_error(MT_EINVAL, "%s: scales must be positive and finite, got %g", op, sv[i]);
+      return mt_error(MT_EINVAL, "%s: scales must be positive and finite, got %g", op, bad);
     }
   return MT_OK;
 }
