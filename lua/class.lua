@@ -22,6 +22,12 @@ local prefix_homes = { ['nn.quantized.'] = 'moontorch.quantization', ['nn.intrin
 homes['torch.QTensor'] = 'moontorch.quantization.qtensor'
 homes['torch.qscheme'] = 'moontorch.quantization.qtensor'
 homes['torch.amp.GradScaler'] = 'moontorch.amp.grad_scaler'
+homes['torch.dtype'] = 'moontorch.dtype'
+for _, n in ipairs({ 'ObserverBase', 'UniformQuantizationObserverBase', 'MinMaxObserver', 'MovingAverageMinMaxObserver',
+  'PerChannelMinMaxObserver', 'MovingAveragePerChannelMinMaxObserver', 'HistogramObserver', 'PlaceholderObserver',
+  'NoopObserver', 'Partial', 'QConfig', 'QuantStub', 'DeQuantStub', 'QuantWrapper', 'FakeQuantize' }) do
+  homes['torch.ao.quantization.' .. n] = 'moontorch.quantization'
+end
 M.homes, M.packages, M.prefix_homes = homes, packages, prefix_homes
 local function find(name)
   local c = registry[name]
