@@ -264,7 +264,10 @@ def conv(shape):
         'lenet2': dict(n=64, cin=6, hw=12, cout=16, k=5, pad=0, xgrad=True, reps=20),
         'c64': dict(n=8, cin=64, hw=56, cout=64, k=3, pad=1, xgrad=True, reps=3),
     }
-    s = shapes[shape or 'lenet1']
+    s = shapes.get(shape or 'lenet1')
+    if s is None:  # rC_HW_N: a ResNet-style C->C 3x3 conv, padding 1, batch N of CxHWxHW
+        c, hw, n = (int(v) for v in shape[1:].split('_'))
+        s = dict(n=n, cin=c, hw=hw, cout=c, k=3, pad=1, xgrad=True, reps=max(1, 16 // n))
     x = torch.randn(s['n'], s['cin'], s['hw'], s['hw'])
     if s['xgrad']:
         x.requires_grad_()
@@ -279,7 +282,20 @@ def conv(shape):
             m.zero_grad()
             y = m(x)
             y.backward(g)
+    bwd = float('inf')
+    for r in range(6):
+        tot = 0.0
+        for _ in range(s['reps']):
+            m.zero_grad()
+            x.grad = None
+            y = m(x)
+            t0 = time.perf_counter()
+            y.backward(g)
+            tot += time.perf_counter() - t0
+        if r > 0 and tot / s['reps'] < bwd:
+            bwd = tot / s['reps']
     report('fwd_ms', best(fwd, s['reps']) * 1e3)
+    report('bwd_ms', bwd * 1e3)
     report('fwd_bwd_ms', best(fb, s['reps']) * 1e3)
 
 # recurrent layers (issue 12, rnn part)
@@ -413,6 +429,84 @@ def softmax(_):
             lg.grad = None
             F.cross_entropy(lg, target).backward()
     report('ce1k_step_us', best(ce, 500) * 1e6)
+
+def sparse_linear(n):
+    # issue 24: PyTorch's pruned Linear computes densely (weight_orig * weight_mask, then linear);
+    # after prune.remove the weight is dense with zeros. Also its own sparse CSR product (beta in 1.13).
+    import warnings
+    import torch.nn.utils.prune as prune
+    warnings.simplefilter('ignore')
+    n = n or 4096
+    torch.manual_seed(0)
+    m = torch.nn.Linear(n, n)
+    prune.l1_unstructured(m, 'weight', 0.9)
+    prune.remove(m, 'weight')
+    x = torch.randn(64, n)
+    w_csr = m.weight.detach().to_sparse_csr()
+    def fd(k):
+        with torch.no_grad():
+            for _ in range(k):
+                m(x)
+    def fs(k):
+        with torch.no_grad():
+            for _ in range(k):
+                torch.nn.functional.linear(x, w_csr, m.bias)
+    td = ts = float('inf')
+    for _ in range(3):
+        td = min(td, best(fd, 5, 3))
+        ts = min(ts, best(fs, 5, 3))
+    report('dense_ms', td * 1e3)
+    report('sparse_ms', ts * 1e3)
+
+def fx_fuse(_):
+    # issue 24: the block and the LeNet-BN of bench/workloads/fx_fuse.lua, as written and fused by
+    # torch.fx.experimental.optimization.fuse
+    import torch.nn as nn
+    from torch.fx.experimental.optimization import fuse
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c)
+            self.relu = nn.ReLU()
+            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            return self.relu(out + x)
+
+    def bench(name, model, x, reps):
+        model.train()
+        with torch.no_grad():
+            for _ in range(2):
+                model(x)
+        model.eval()
+        fused = fuse(model)
+        def f1(k):
+            with torch.no_grad():
+                for _ in range(k):
+                    model(x)
+        def f2(k):
+            with torch.no_grad():
+                for _ in range(k):
+                    fused(x)
+        t1 = t2 = float('inf')
+        for _ in range(3):
+            t1 = min(t1, best(f1, reps, 3))
+            t2 = min(t2, best(f2, reps, 3))
+        report(name + '_ms', t1 * 1e3)
+        report(name + '_fused_ms', t2 * 1e3)
+
+    bench('block', Block(64), torch.randn(8, 64, 56, 56), 3)
+    lenet = nn.Sequential(nn.Conv2d(1, 6, 5), nn.BatchNorm2d(6), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(6, 16, 5), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(256, 120), nn.BatchNorm1d(120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                          nn.Linear(84, 10))
+    bench('lenet', lenet, torch.randn(64, 1, 28, 28), 20)
 
 def lowp(_):
     # bench/workloads/lowp.lua (issue 25): the same figures in PyTorch (bfloat16 autocast, dynamic and static

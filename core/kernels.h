@@ -39,6 +39,17 @@ typedef struct mt_conv_geo {
   int64_t in[3], out[3], k[3], s[3], p[3], d[3];
 } mt_conv_geo;
 
+/* A convolution as a backend computes it (issue 21: the whole CPU convolution lives behind these slots):
+ * nsp (1 to 3) spatial dims, groups g. Not transposed: x (N, C, *in) -> out (N, Cout, *out), weight
+ * (Cout, C/g, *k). Transposed: x (N, C, *in) -> out (N, Cout, *out), weight (C, Cout/g, *k), out's sizes
+ * (in - 1) s - 2p + d (k - 1) + op + 1. The front door (core/ops/conv.c) has checked and worked out all
+ * of it; x, w, bias and every result are contiguous, of one float dtype. */
+typedef struct mt_conv_args {
+  int nsp, transposed;
+  int64_t N, C, Cout, groups;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3], op[3];
+} mt_conv_args;
+
 /* The indexed writes of index_add / index_copy_. */
 enum { MT_INDEX_ADD, MT_INDEX_COPY };
 
@@ -159,6 +170,11 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
   /* col2im overwrites the image with the sum of the blocks */                                                   \
   X(im2col, (mt_tensor * cols, const mt_tensor *image, const mt_conv_geo *g))                                    \
   X(col2im, (mt_tensor * image, const mt_tensor *cols, const mt_conv_geo *g))                                          \
+  /* conv.c: a convolution into out (bias: NULL or (Cout)); and its weight's gradient gw (the weight's shape) */ \
+  /* from the output's gradient gout (out's shape) and the input x, not recorded (see mt_conv_args) */          \
+  X(convolution, (mt_tensor * out, const mt_tensor *x, const mt_tensor *w, const mt_tensor *bias,                \
+                  const mt_conv_args *a))                                                                         \
+  X(conv_weight_grad, (mt_tensor * gw, const mt_tensor *gout, const mt_tensor *x, const mt_conv_args *a))         \
   /* rnn.c (issue 12, rnn part): one recurrent time step's gates; 2-D operands whose rows have unit stride,   \
    * biases NULL or contiguous, results and ws (the activated gates, for the backward) contiguous;          \
    * in the backwards dhy, dcy may be NULL (no gradient)                                                    \
@@ -209,7 +225,17 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
                              const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,             \
                              const mt_tensor *max_arg, int mode, int64_t pad, int64_t base, int scale_grad_by_freq)) \
   /* softmax.c (s6-vec): the fused softmax / log_softmax backward; gin, g and y contiguous, of one shape */        \
-  X(softmax_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *y, int dim, int log))               \
+  X(softmax_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *y, int dim, int log))                \
+  /* sparse.c (issue 24): products with a CSR matrix W of m rows (crow (m + 1), col (nnz) int64 counted from     \
+   * `base`, checked here against d's or out's k rows; vals (nnz)); every tensor contiguous but d and g, whose   \
+   * rows only are (stride 1 within a row): out (m, n) = W @ d (out (n, m) = (W @ d)^T when transposed), d (k,   \
+   * n); out (k, n) = W^T @ g, g (m, n); gv (nnz) = g[i, :] . d[col, :] for each entry (i, col) */                \
+  X(csr_mm, (mt_tensor * out, int transposed, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *vals, \
+             const mt_tensor *d, int64_t base))                                                                    \
+  X(csr_mm_t, (mt_tensor * out, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *vals,                \
+               const mt_tensor *g, int64_t base))                                                                  \
+  X(csr_sddmm, (mt_tensor * gv, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *g,                   \
+                const mt_tensor *d, int64_t base))                                                                \
   /* qgemm.c (issue 25): quantized kernels; q and x contiguous, per channel over (outer, channels, inner) */      \
   X(quantize, (mt_tensor * q, const mt_tensor *x, const double *scales, const int64_t *zps, int64_t outer,        \
                int64_t channels, int64_t inner, int64_t qmin, int64_t qmax))                                       \

@@ -497,7 +497,9 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(CTC_LOSS, ctc_loss, OP, 4, DIFF, ctc_loss, CUSTOM, "", "")                                                     \
   X(EMBEDDING_BAG, embedding_bag, OP, 4, DIFF, embedding_bag, CUSTOM, "", "")                                     \
   /* issue 12, the LSTM's speed: its hidden recurrence over a whole sequence as one op (core/ops/rnn.c) */           \
-  X(LSTM_LAYER, lstm_layer, OP, 4, DIFF, none, CUSTOM, "", "")
+  X(LSTM_LAYER, lstm_layer, OP, 4, DIFF, none, CUSTOM, "", "")                                                    \
+  /* issue 24: a CSR matrix times a dense one (core/ops/sparse.c), what a pruned Linear's forward runs */          \
+  X(CSR_MM, csr_mm, OP, 4, DIFF, csr_mm, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -754,16 +756,27 @@ MT_API mt_status mt_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double bet
                             mt_tensor **result);
 
 /* ---------------------------------------------------------------- randomness */
-/* A generator whose streams equal PyTorch's CPU generator (mt19937) for the same seed. */
+/* A generator belongs to one device and draws as PyTorch's generator of that device type does: on the
+ * CPU, PyTorch's CPU generator (mt19937) for the same seed. g NULL below: the CPU's default generator. */
 typedef struct mt_generator mt_generator;
-MT_API mt_status mt_generator_new(uint64_t seed, mt_generator **out);
-MT_API void mt_generator_free(mt_generator *g);
-MT_API mt_generator *mt_default_generator(void);
+MT_API mt_status mt_generator_new(uint64_t seed, mt_generator **out); /* a CPU generator */
+/* A generator of `device` (NULL: the CPU); MT_EDEVICE for a device that draws no random numbers (meta) or
+ * is not there. */
+MT_API mt_status mt_generator_new_on(const mt_device *device, uint64_t seed, mt_generator **out);
+MT_API void mt_generator_free(mt_generator *g); /* a default generator is left alone */
+MT_API mt_generator *mt_default_generator(void); /* the CPU's */
+/* The default generator of a device (made on first use; torch.cuda's manual_seed and rng state use it). */
+MT_API mt_status mt_default_generator_on(const mt_device *device, mt_generator **out);
+MT_API mt_status mt_generator_device(const mt_generator *g, mt_device *out);
 MT_API void mt_generator_manual_seed(mt_generator *g, uint64_t seed);
+/* torch.manual_seed: the CPU's default generator and every device's, those made later included */
+MT_API void mt_manual_seed_all(uint64_t seed);
 MT_API uint64_t mt_generator_seed(mt_generator *g); /* reseed nondeterministically, return the seed */
 MT_API uint64_t mt_generator_initial_seed(mt_generator *g);
-/* The state as bytes (PyTorch's CPU generator state layout, 5056 bytes). */
+/* The state as bytes: g's engine's layout (the CPU's: PyTorch's CPU generator state, 5056 bytes, which
+ * mt_generator_state_size gives). */
 MT_API size_t mt_generator_state_size(void);
+MT_API size_t mt_generator_state_bytes(mt_generator *g);
 MT_API mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n);
 MT_API mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n);
 /* In-place fills (g NULL: the default generator). */
@@ -1251,6 +1264,16 @@ MT_API mt_status mt_idx_read(const char *path, mt_tensor **out);
 /* 1 when this build reads gzip (zlib was found); a test can pass 0 to act as a build without
  * zlib, 1 to restore, -1 to ask. */
 MT_API int mt_idx_has_zlib(int set);
+
+/* ---------------------------------------------------------------- issue 24: sparse CSR products */
+/* W @ dense for W an (m, ncols) CSR matrix: crow_indices (m + 1) and col_indices (nnz) int64
+ * counted from index_base (row i's entries are values[crow[i] - base .. crow[i + 1] - base), their
+ * columns col[...] - base), values (nnz) float32 or float64; dense (ncols, n) of values' dtype; the
+ * result (m, n). transposed: dense is given as (n, ncols) and the result is (n, m), dense @ W^T (a
+ * Linear's forward). Differentiable in values and dense (PyTorch's SparseAddmmBackward0 name); the
+ * indices must be valid (checked: MT_ERANGE). */
+MT_API mt_status mt_csr_mm(mt_tensor *crow_indices, mt_tensor *col_indices, mt_tensor *values, mt_tensor *dense,
+                           int64_t ncols, int transposed, int64_t index_base, mt_tensor **result);
 
 /* ---------------------------------------------------------------- quantization (issue 25) */
 /* A quantized tensor lives in Lua (lua/quantization/): its integer values are an int8 / uint8 / int32 tensor

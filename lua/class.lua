@@ -16,9 +16,7 @@ local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autogr
 -- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'
--- issue 25: quantization's classes (by prefix) and the amp scaler
-local prefix_homes = { ['nn.quantized.'] = 'moontorch.quantization', ['nn.intrinsic.'] = 'moontorch.quantization',
-  ['nn.qat.'] = 'moontorch.quantization', ['torch.ao.quantization.'] = 'moontorch.quantization' }
+-- issue 25: quantization's classes (by prefix, below) and the amp scaler
 homes['torch.QTensor'] = 'moontorch.quantization.qtensor'
 homes['torch.qscheme'] = 'moontorch.quantization.qtensor'
 homes['torch.amp.GradScaler'] = 'moontorch.amp.grad_scaler'
@@ -28,19 +26,46 @@ for _, n in ipairs({ 'ObserverBase', 'UniformQuantizationObserverBase', 'MinMaxO
   'NoopObserver', 'Partial', 'QConfig', 'QuantStub', 'DeQuantStub', 'QuantWrapper', 'FakeQuantize' }) do
   homes['torch.ao.quantization.' .. n] = 'moontorch.quantization'
 end
-M.homes, M.packages, M.prefix_homes = homes, packages, prefix_homes
+-- issue 24: 'fx.*' (GraphModule, Graph, Interpreter, ...), sparse CSR matrices, the profiler's classes
+packages.fx = 'moontorch.fx'
+homes['torch.SparseCsrTensor'] = 'moontorch.ops.sparse'
+homes['nn.ParametrizationList'] = 'moontorch.nn.parametrize'
+-- names under a prefix whose module nn loads on first use
+local prefix_homes = { { 'nn.utils.prune.', 'moontorch.nn.prune' },
+  { 'nn.utils.parametrizations.', 'moontorch.nn.parametrizations' },
+  -- issue 25
+  { 'nn.quantized.', 'moontorch.quantization' }, { 'nn.intrinsic.', 'moontorch.quantization' },
+  { 'nn.qat.', 'moontorch.quantization' }, { 'torch.ao.quantization.', 'moontorch.quantization' } }
+M.prefix_homes = prefix_homes
+local function home_of(name)
+  for _, p in ipairs(prefix_homes) do
+    if name:sub(1, #p[1]) == p[1] then return p[2] end
+  end
+  return homes[name] or packages[name:match('^(%w+)%.')]
+end
+M.home_of = home_of
+homes['torch.profiler.EventList'] = 'moontorch.profiler'
+homes['torch.profiler.profile'] = 'moontorch.profiler'
+M.homes, M.packages = homes, packages
+-- Classes made on demand: a resolver(name) returns the class of a name it knows how to build, or
+-- nil. nn.utils.parametrize builds `Parametrized<Class>` (the class of a parametrized module) so.
+local resolvers = {}
+M.resolvers = resolvers
 local function find(name)
   local c = registry[name]
   if c then return c end
-  local home = homes[name] or packages[name:match('^(%w+)%.')]
-  if not home or package.loaded[home] then
-    for prefix, h in pairs(prefix_homes) do
-      if name:sub(1, #prefix) == prefix and not package.loaded[h] then home = h end
-    end
-  end
+  local home = M.home_of(name)
   if home and not package.loaded[home] then
     require(home)
-    return registry[name]
+    c = registry[name]
+    if c then return c end
+  end
+  if name:find('Parametrized', 1, true) and not package.loaded['moontorch.nn.parametrize'] then
+    require('moontorch.nn.parametrize')
+  end
+  for i = 1, #resolvers do
+    c = resolvers[i](name)
+    if c then return c end
   end
   return nil
 end

@@ -78,14 +78,22 @@ end
 
 -- torch.cuda: devices, streams, events, memory, answered by the C core's registry (lua/cuda.lua)
 torch.cuda = require 'moontorch.cuda'
--- torch.cuda.amp (autocast, GradScaler: issue 25), loaded on first use
-setmetatable(torch.cuda, { __index = function(t, k)
-  if k == 'amp' then
-    local amp = require('moontorch.amp')._cuda
-    rawset(t, k, amp)
-    return amp
+-- torch.cuda.amp (autocast, GradScaler: issue 25), loaded on first use; the other lazy fields are
+-- lua/cuda.lua's (its metatable's __index)
+do
+  local mt = getmetatable(torch.cuda) or {}
+  local index = mt.__index
+  mt.__index = function(t, k)
+    if k == 'amp' then
+      local amp = require('moontorch.amp')._cuda
+      rawset(t, k, amp)
+      return amp
+    end
+    if type(index) == 'function' then return index(t, k) end
+    if index then return index[k] end
   end
-end })
+  setmetatable(torch.cuda, mt)
+end
 
 -- the op modules add methods to the Tensor type and functions to torch
 local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }
@@ -99,6 +107,8 @@ require('moontorch.ops.rnn').install(torch)
 -- issue 12, the modules part: torch.layer_norm, torch.nll_loss (fused ops)
 require('moontorch.ops.norm').install(torch)
 require('moontorch.ops.loss').install(torch)
+-- issue 24: sparse CSR matrices (torch.sparse_csr_tensor, t:to_sparse_csr(), torch.sparse.mm)
+require('moontorch.ops.sparse').install(torch)
 -- parity session: PyTorch names composed from the ops above (memory formats, ...)
 require('moontorch.ops.parity').install(torch)
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
@@ -132,6 +142,10 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
+  -- issue 24: copy.deepcopy, torch.fx
+  deepcopy = function() return require('moontorch.nn.Module').deepcopy end,
+  fx = function() return require 'moontorch.fx' end,
+  profiler = function() return require 'moontorch.profiler' end,
   Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
   List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
   -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)

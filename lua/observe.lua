@@ -1,6 +1,3 @@
--- (lowprec: a stand-in copy of s7-inspect's lua/observe.lua at 69d8f5b, until that branch is on main:
--- the same API; namespaces absent here (torch.sparse) and the operators' switch are skipped. On a
--- merge conflict take s7-inspect's file.)
 -- moontorch.observe: the one observation point of the ops a user can call (issue 24). Every op,
 -- whether its work is a C front door or composed in Lua, is reached through one of a few tables:
 -- the functions of `torch`, `torch.nn.functional`, `torch.linalg`, `torch.special`,
@@ -52,17 +49,14 @@ function M.namespaces()
     { 'torch', torch, 'function', not_ops },
     { 'torch.linalg', torch.linalg, 'function', not_ops },
     { 'torch.special', torch.special, 'function', not_ops },
-    { 'torch.sparse', rawget(torch, 'sparse'), 'function', not_ops },
+    { 'torch.sparse', torch.sparse, 'function', not_ops },
     { 'Tensor', T.methods, 'method', not_methods },
     -- + - * / % ^ and unary minus (the metamethods call these)
     { 'Tensor', require('moontorch.ops.elementwise').operators, 'operator', {} },
-    -- (torch.sparse: rawget, the lazy loader is not asked)
   }
   local nn = rawget(torch, 'nn') or package.loaded['moontorch.nn']
   if nn then list[#list + 1] = { 'torch.nn.functional', nn.functional, 'function', not_ops } end
-  local present = {}
-  for _, ns in ipairs(list) do if ns[2] then present[#present + 1] = ns end end
-  return present
+  return list
 end
 
 -- the qualified name of an op function as the tables hold it (without observers), or nil. Of
@@ -101,13 +95,12 @@ function Handle:remove()
   end
   stack[#stack] = nil
   self.removed = true
-  local ew = require('moontorch.ops.elementwise')
-  if #stack == 0 and ew.observation then ew.observation.set(false) end
+  if #stack == 0 then require('moontorch.ops.elementwise').observation.set(false) end
 end
 
--- what an `only` set names, resolved against the tables: { {tbl, key, qualified name, kind}, ... } for the
--- names that are op functions there, kept per set and made again when the tables or their functions
--- change (a module loaded since, a function replaced)
+-- what an `only` set names, resolved against the tables: { {tbl, key, qualified name, kind, fn}, ... } for
+-- the names that are op functions there; kept per set and made again when a table's function changed or
+-- a namespace appeared (a module loaded since)
 local targets_of = setmetatable({}, { __mode = 'k' })
 local function targets(only, nss)
   local t = targets_of[only]
@@ -140,24 +133,26 @@ local function targets(only, nss)
 end
 
 -- install(wrap[, only]) -> handle: every op function f of the tables becomes wrap(name, f, kind) (wrap may
--- return f itself to leave one alone). `only` (a set {qualified name = true}) visits those names alone:
--- an observer of a few ops (autocast's policy) installs in microseconds.
+-- return f itself to leave one alone). `only` (lowprec, issue 25: a set {qualified name = true}) visits
+-- those names alone: autocast, which installs its few ops at every scope's entry, takes ~20 us, not ~450.
 function M.install(wrap, only)
+  if only ~= nil and type(only) ~= 'table' then
+    error('moontorch.observe.install: only must be a set of qualified names {[\'torch.mm\'] = true, ...}', 2)
+  end
   if #stack == 0 and not only then build_names() end
   local h = setmetatable({ saved = {} }, Handle)
-  local operators = false
+  local operators = not only
   local ok, err = pcall(function()
     local nss = M.namespaces()
     if only then
       local t = targets(only, nss)
-      local saved = h.saved
       for i = 1, #t do
         local e = t[i]
         local tbl, k = e[1], e[2]
         local f = rawget(tbl, k)
         local w = wrap(e[3], f, e[4], k)
         if w ~= f then
-          saved[#saved + 1] = { tbl, k, f }
+          h.saved[#h.saved + 1] = { tbl, k, f }
           rawset(tbl, k, w)
           if e[4] == 'operator' then operators = true end
         end
@@ -178,15 +173,14 @@ function M.install(wrap, only)
         if w ~= f then
           h.saved[#h.saved + 1] = { tbl, k, f }
           rawset(tbl, k, w)
-          if kind == 'operator' then operators = true end
         end
       end
     end
   end)
   stack[#stack + 1] = h
-  -- the tensor operators' metamethods (fixed by ffi.metatype) then go through their table
-  local ew = require('moontorch.ops.elementwise')
-  if ew.observation and (operators or not only) then ew.observation.set(true) end
+  -- the tensor operators' metamethods (fixed by ffi.metatype) then go through their table (an `only`
+  -- set without operators leaves them alone)
+  if operators then require('moontorch.ops.elementwise').observation.set(true) end
   if not ok then
     h:remove()
     error(err, 0)

@@ -309,6 +309,37 @@ describe('autocast', function()
     end).dtype)
   end)
 
+  it('wraps only its policy\'s functions through the observation point, and nests with other observers', function()
+    local observe = require 'moontorch.observe'
+    local add, mm, relu = torch.add, torch.mm, F.relu
+    local inside
+    torch.autocast('cpu', function()
+      inside = { add = torch.add, mm = torch.mm, relu = F.relu, n = observe.active() }
+    end)
+    assert.are.equal(add, inside.add)    -- not in the lists: the op itself
+    assert.are.equal(relu, inside.relu)
+    assert.are_not.equal(mm, inside.mm)  -- lower_precision_fp: wrapped while the scope is entered
+    assert.are.equal(1, inside.n)
+    assert.are.equal(mm, torch.mm)
+    assert.are.equal(0, observe.active())
+    -- an observer of every op installed outside the scope sees the user's call (float32), then the cast op
+    local seen = {}
+    local h = observe.install(function(name, f)
+      return function(...) seen[#seen + 1] = name; return f(...) end
+    end)
+    local b = torch.randn(3, 3)
+    local y = torch.autocast('cpu', function() return torch.mm(b, b) end)
+    h:remove()
+    assert.are.equal(torch.bfloat16, y.dtype)
+    assert.truthy(table.concat(seen, ' '):find('torch.mm', 1, true))
+    assert.are.equal(mm, torch.mm)
+    assert.are.equal(add, torch.add)
+    -- `only` must be a set
+    assert.has_error(function() observe.install(function(_, f) return f end, 'torch.mm') end,
+      'moontorch.observe.install: only must be a set of qualified names {[\'torch.mm\'] = true, ...}')
+    assert.are.equal(0, observe.active())
+  end)
+
   it('cuda: PyTorch 1.13\'s CUDA lists on CUDA tensors (the fake CUDA device), CPU tensors untouched', function()
     local out, ok, err = H.run_lua([[
       local torch = require 'moontorch'
