@@ -451,7 +451,7 @@ describe('DataLoader workers', function()
       function K:__getitem(i)
         if i == 5 then
           if self.how == 'kill' then os.execute('kill -9 ' .. my_pid()) sleep_ms(5000)
-          else C.mt_proc_exit(3) end
+          else os.exit(3) end -- as a user's dataset would (exit() in a forked worker)
         end
         return i
       end
@@ -461,6 +461,16 @@ describe('DataLoader workers', function()
       assert.are.same({}, children())
       H.errors_with(function() lists(data.DataLoader(K('exit'), { batch_size = 2, num_workers = 2 })) end,
         'exited unexpectedly with exit code 3')
+      assert.are.same({}, children())
+      -- what a worker sent before it died is given in its turn: one worker, dead in its second batch
+      -- (the main process's next task to it finds the channel closed; the error comes at that batch)
+      local got = {}
+      H.errors_with(function()
+        local it = data.DataLoader(K('exit'), { batch_size = 4, num_workers = 1 })()
+        sleep_ms(300) -- it has sent the first batch and died before the loop asks
+        for b in it do got[#got + 1] = b:tolist() end
+      end, 'exited unexpectedly with exit code 3. (worker id 0)')
+      assert.are.same({ { 1, 2, 3, 4 } }, got)
       assert.are.same({}, children())
       -- an idle worker killed from outside
       local dl = data.DataLoader(D(20), { batch_size = 1, num_workers = 2 })
