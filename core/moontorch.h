@@ -1048,6 +1048,74 @@ MT_API mt_status mt_st_header_metadata(const mt_st_header *h, int64_t i, const c
                                        const char **value, size_t *value_len);
 MT_API void mt_st_header_free(mt_st_header *h);
 
+/* ---------------------------------------------------------------- PyTorch's files (core/formats/pytorch.c) */
+/* torch.load_pytorch: PyTorch's torch.save files, the zip archive (data.pkl, data/<key>, version) and
+ * the legacy format (magic number, protocol, system info, the pickle, the storage keys and their
+ * bytes), read with a restricted unpickler (core/formats/pickle.c: what PyTorch's weights_only=True
+ * accepts; any other Python global is refused, with its name). Nothing in the file is ever run.
+ * open reads the whole file: the pickle into a graph of values (nodes numbered from 1), every
+ * storage's bytes, every tensor checked to lie inside its storage; then get hands out node by node.
+ * Messages: "load_pytorch: <path>: <problem>". */
+enum {
+  MT_PT_NONE = 0, MT_PT_BOOL = 1, MT_PT_INT = 2, MT_PT_FLOAT = 3, MT_PT_STRING = 4, MT_PT_BYTES = 5,
+  MT_PT_LIST = 6, MT_PT_TUPLE = 7, MT_PT_DICT = 8, MT_PT_ORDERED_DICT = 9, MT_PT_SET = 10, MT_PT_TENSOR = 11,
+  MT_PT_META_TENSOR = 12, MT_PT_STORAGE = 13, MT_PT_DTYPE = 14, MT_PT_GLOBAL = 15
+};
+enum { MT_PT_PARAMETER = 1, MT_PT_REQUIRES_GRAD = 2 }; /* mt_pt_value.flags of a tensor */
+typedef struct mt_pt_file mt_pt_file;
+typedef struct mt_pt_value {
+  int32_t kind;          /* MT_PT_* */
+  int32_t flags;         /* tensor, meta tensor: MT_PT_PARAMETER, MT_PT_REQUIRES_GRAD; int: 1 when `integer` is exact */
+  int64_t count;         /* list, tuple, set: items; dicts: key/value pairs; string, bytes: bytes; meta tensor: ndim */
+  int64_t integer;       /* int (exact when flags & 1; else `number` is the nearest double), bool (0 or 1) */
+  double number;         /* int, float */
+  const char *str;       /* string, bytes: the bytes (NUL-terminated too); global, dtype: the Python name */
+  const uint32_t *items; /* list, tuple, set: the items' nodes; dicts: key, value, key, value, ... */
+  const int64_t *sizes;  /* meta tensor: count sizes, then count strides */
+  uint32_t metadata;     /* ordered dict: the node of its _metadata attribute (0: none) */
+  int32_t dtype;         /* tensor, meta tensor, storage, dtype: the mt_dtype (-1: a type moontorch lacks) */
+  mt_tensor *tensor;     /* tensor, storage (1-D over its elements): a new reference */
+} mt_pt_value;
+MT_API mt_status mt_pt_open(const char *path, mt_pt_file **out);
+MT_API uint32_t mt_pt_root(const mt_pt_file *f);  /* the unpickled object's node */
+MT_API uint32_t mt_pt_count(const mt_pt_file *f); /* nodes: ids are 1 .. count */
+MT_API mt_status mt_pt_get(mt_pt_file *f, uint32_t node, mt_pt_value *out);
+MT_API const char *mt_pt_format(const mt_pt_file *f); /* "zip" or "legacy" */
+MT_API void mt_pt_close(mt_pt_file *f);
+
+/* ---------------------------------------------------------------- Torch7's files (core/formats/t7.c) */
+/* torch.load_t7: what Torch7's torch.save wrote (File:writeObject), binary (4- or 8-byte longs) or
+ * ASCII. open reads the whole file into a graph of values (nodes numbered from 1): tables refer to
+ * nodes; a torch object is its class name, version and the node of its fields; tensors and storages
+ * of every Torch7 type (CUDA's too) are made as moontorch tensors; a function is its bytecode and
+ * the node of its upvalues, never loaded here. Messages: "load_t7: <path>: <problem>". */
+enum {
+  MT_T7_NIL = 0, MT_T7_NUMBER = 1, MT_T7_STRING = 2, MT_T7_TABLE = 3, MT_T7_OBJECT = 4, MT_T7_BOOLEAN = 5,
+  MT_T7_FUNCTION = 6, MT_T7_TENSOR = 7, MT_T7_STORAGE = 8
+};
+enum { MT_T7_AUTO = 0, MT_T7_BINARY = 1, MT_T7_ASCII = 2 }; /* mt_t7_open's format */
+typedef struct mt_t7_file mt_t7_file;
+typedef struct mt_t7_value {
+  int32_t kind;          /* MT_T7_* */
+  int32_t version;       /* object, tensor, storage: the class's version ("V n"; 0 before versions);
+                            function: its tag (6, 7 or 8: upvalues as {name=, id=, value=}) */
+  int64_t count;         /* table: key/value pairs; string, object/tensor/storage (class name), function
+                            (bytecode): bytes of str */
+  double number;         /* number; boolean: 0 or 1 */
+  const char *str;       /* string: its bytes; object, tensor, storage: the class name; function: bytecode */
+  const uint32_t *items; /* table: key, value, key, value, ... nodes */
+  uint32_t child;        /* object: the node of its fields; function: of its upvalues */
+  int32_t dtype;         /* tensor, storage: the mt_dtype */
+  mt_tensor *tensor;     /* tensor, storage (1-D over its elements): a new reference */
+} mt_t7_value;
+/* format: MT_T7_AUTO (told by the first bytes), _BINARY or _ASCII; long_size: 0 (8 tried, then 4), 4 or 8 */
+MT_API mt_status mt_t7_open(const char *path, int format, int long_size, mt_t7_file **out);
+MT_API uint32_t mt_t7_root(const mt_t7_file *f);
+MT_API uint32_t mt_t7_count(const mt_t7_file *f);
+MT_API mt_status mt_t7_get(mt_t7_file *f, uint32_t node, mt_t7_value *out);
+MT_API const char *mt_t7_format(const mt_t7_file *f); /* "binary, 8-byte longs", "binary, 4-byte longs", "ascii" */
+MT_API void mt_t7_close(mt_t7_file *f);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots
