@@ -121,6 +121,8 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
+  -- issue 23: torch.distributed (lua/distributed/)
+  distributed = function() return require 'moontorch.distributed' end,
 }
 torch._lazy = lazy
 setmetatable(torch, {

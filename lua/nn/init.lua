@@ -84,4 +84,14 @@ end
 -- parity session: F.rrelu / nn.RReLU, F.gumbel_softmax, F.pdist (lua/nn/parity.lua)
 require('moontorch.nn.parity').install(nn)
 
+-- issue 23: nn.parallel.DistributedDataParallel (lua/distributed/ddp.lua), loaded on first use
+class.homes['nn.parallel.DistributedDataParallel'] = 'moontorch.distributed.ddp'
+nn.parallel = setmetatable({}, { __index = function(t, k)
+  if k == 'DistributedDataParallel' then
+    local v = require('moontorch.distributed.ddp').DistributedDataParallel
+    rawset(t, k, v)
+    return v
+  end
+end })
+
 return nn
