@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -115,8 +116,11 @@ static struct {
   mt_dist_work *head, *tail; /* queued */
   mt_dist_work *flight;      /* point-to-point works posted */
   mt_dist_group *world;
-  int64_t max_count; /* elements per MPI call (INT_MAX; MOONTORCH_DIST_MAX_COUNT lowers it for tests) */
+  int64_t max_count; /* elements per MPI call: INT_MAX */
+  int64_t chunk;     /* elements per piece of the collectives cut in pieces (all_reduce, broadcast, reduce,
+                        send, recv): max_count, or less with MOONTORCH_DIST_CHUNK (the specs cut in small pieces) */
   int tag_ub;
+  int spin; /* MOONTORCH_DIST_SPIN=1: no sleeping arrival before collectives */
   double exit_timeout;
   MPI_Datatype dt_half, dt_bf16;
   MPI_Op half_ops[4], bf16_ops[4]; /* sum, product, min, max */
@@ -403,13 +407,39 @@ static void mpi_message(mt_dist_work *w, int rc) {
 }
 
 /* ------------------------------------------------------------------------------------ the thread */
+/* Wait until every rank of c has reached this collective, sleeping rather than spinning: a
+ * non-blocking barrier tested in a loop that spins 20 us, yields to 200 us, then naps 50 us at a
+ * time. MPI's blocking collectives spin while they wait for a late rank, which on a machine with
+ * no idle core takes the CPU from the very ranks being waited for; after this they start together
+ * and their own waits are short. MOONTORCH_DIST_SPIN=1 leaves it out (MPI's waits alone). */
+static int arrive(MPI_Comm c, int size) {
+  if (size <= 1 || S.spin) return MPI_SUCCESS;
+  MPI_Request r;
+  int rc = MPI_Ibarrier(c, &r), flag = 0;
+  if (rc != MPI_SUCCESS) return rc;
+  double t0 = mt_dist_now();
+  for (;;) {
+    rc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    double el = mt_dist_now() - t0;
+    if (el < 20e-6) continue;
+    if (el < 200e-6) {
+      sched_yield();
+      continue;
+    }
+    struct timespec nap = {0, 50000};
+    nanosleep(&nap, NULL);
+  }
+}
+
 static int run_collective(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   MPI_Comm c = g->comm;
   MPI_Datatype t = mpi_type(w->dtype);
   size_t isz = item_size(w->dtype);
-  int64_t step = S.max_count;
-  int rc = MPI_SUCCESS;
+  int64_t step = S.chunk;
+  int rc = arrive(c, g->size);
+  if (rc != MPI_SUCCESS || w->kind == K_BARRIER) goto done;
   switch (w->kind) {
   case K_ALL_REDUCE:
   case K_BROADCAST:
@@ -463,12 +493,10 @@ static int run_collective(mt_dist_work *w) {
     free(a);
     break;
   }
-  case K_BARRIER:
-    rc = MPI_Barrier(c);
-    break;
   default:
     break;
   }
+done:
   if (rc != MPI_SUCCESS) {
     mpi_message(w, rc);
     return 0;
@@ -481,7 +509,7 @@ static int post_p2p(mt_dist_work *w) {
   MPI_Datatype t = mpi_type(w->dtype);
   size_t isz = item_size(w->dtype);
   int64_t left = w->count - w->done;
-  int n = (int)(left < S.max_count ? left : S.max_count);
+  int n = (int)(left < S.chunk ? left : S.chunk);
   int rc;
   if (w->kind == K_SEND) {
     rc = MPI_Isend((const char *)w->sbuf + (size_t)w->done * isz, n, t, w->peer, w->tag, w->g->comm, &w->req);
@@ -506,12 +534,19 @@ static int progress_p2p(void) {
     MPI_Status st;
     int rc = MPI_Test(&w->req, &flag, &st);
     if (rc != MPI_SUCCESS) {
-      mpi_message(w, rc);
+      int cls = 0;
+      MPI_Error_class(rc == MPI_ERR_IN_STATUS ? st.MPI_ERROR : rc, &cls);
+      if (w->kind == K_RECV && cls == MPI_ERR_TRUNCATE)
+        snprintf(w->msg, sizeof w->msg,
+                 "distributed.recv: rank %d sent more than the %lld elements of %s of the receiving tensor (the "
+                 "sender's tensor has another size or dtype)",
+                 st.MPI_SOURCE, (long long)w->count, dtype_name(w->dtype));
+      else mpi_message(w, rc);
       flag = 1;
       ok = 0;
     } else if (flag) {
       int64_t left = w->count - w->done;
-      int want = (int)(left < S.max_count ? left : S.max_count);
+      int want = (int)(left < S.chunk ? left : S.chunk);
       if (w->kind == K_RECV) {
         int got = 0;
         MPI_Get_count(&st, mpi_type(w->dtype), &got);
@@ -655,6 +690,7 @@ static void run_one(mt_dist_work *w) {
 
 static void *thread_main(void *arg) {
   (void)arg;
+  prctl(PR_SET_TIMERSLACK, 1000UL); /* its naps of 50 us are 50 us, not 100 */
   thread_init();
   if (S.init_state != 1) return NULL;
   int idle = 0;
@@ -752,9 +788,12 @@ mt_status mt_dist_init(double timeout_s, mt_dist_group **world) {
     pthread_condattr_destroy(&ca);
     S.pid = getpid();
     S.max_count = INT_MAX;
-    const char *mc = getenv("MOONTORCH_DIST_MAX_COUNT");
-    if (mc && atoll(mc) > 0 && atoll(mc) < INT_MAX) S.max_count = atoll(mc);
+    S.chunk = INT_MAX;
+    const char *mc = getenv("MOONTORCH_DIST_CHUNK");
+    if (mc && atoll(mc) > 0 && atoll(mc) < INT_MAX) S.chunk = atoll(mc);
     S.exit_timeout = timeout_s;
+    const char *sp = getenv("MOONTORCH_DIST_SPIN");
+    S.spin = sp && sp[0] == '1';
     /* the thread takes no asynchronous signal (Ctrl-C stays the main thread's); MPI's own threads,
      * started from it, inherit that */
     sigset_t all, old;

@@ -654,4 +654,14 @@ end
 DataLoader.__call = DataLoader.iter
 function DataLoader:__tostring() return '<torch.utils.data.dataloader.DataLoader object>' end
 
+-- issue 23: DistributedSampler (lua/distributed/sampler.lua), also as data.distributed.DistributedSampler;
+-- loaded on first use
+class.homes['data.DistributedSampler'] = 'moontorch.distributed.sampler'
+setmetatable(M, { __index = function(t, k)
+  if k == 'DistributedSampler' or k == 'distributed' then
+    rawset(t, 'distributed', require('moontorch.distributed.sampler'))
+    return rawget(t, k)
+  end
+end })
+
 return M
