@@ -353,8 +353,9 @@ end
 
 -- after a synchronised forward: reset the buckets; with find_unused_parameters, find the
 -- parameters the outputs do not reach
-local node_ptr = ffi.typeof('mt_node *')
+local tensor_ptr = ffi.typeof('mt_tensor *')
 local nrbuf = ffi.new('int[1]')
+local function address(p) return tonumber(ffi.cast('intptr_t', p)) end
 local function prepare_for_backward(R, outputs)
   ensure_prior_reduction_finished(R)
   R.expect_hooks = true
@@ -371,7 +372,7 @@ local function prepare_for_backward(R, outputs)
     if torch.is_tensor(t) then
       local n = C.mt_grad_fn(t)
       if n ~= nil then stack[#stack + 1] = n
-      elseif t.requires_grad then reached[tonumber(ffi.cast('intptr_t', t))] = true end
+      elseif t.requires_grad then reached[address(ffi.cast(tensor_ptr, t))] = true end
     elseif type(t) == 'table' then
       for _, v in pairs(t) do push(v) end
     end
@@ -380,11 +381,11 @@ local function prepare_for_backward(R, outputs)
   while #stack > 0 do
     local n = stack[#stack]
     stack[#stack] = nil
-    local key = tonumber(ffi.cast('intptr_t', n))
+    local key = address(n)
     if not seen[key] then
       seen[key] = true
       local v = C.mt_node_variable(n)
-      if v ~= nil then reached[tonumber(ffi.cast('intptr_t', v))] = true end
+      if v ~= nil then reached[address(v)] = true end
       for k = 0, C.mt_node_num_next(n) - 1 do
         local c = C.mt_node_next(n, k, nrbuf)
         if c ~= nil then stack[#stack + 1] = c end
@@ -393,7 +394,7 @@ local function prepare_for_backward(R, outputs)
   end
   local unused = {}
   for i, p in ipairs(R.params) do
-    if not reached[tonumber(ffi.cast('intptr_t', p))] then unused[#unused + 1] = i end
+    if not reached[address(ffi.cast(tensor_ptr, p))] then unused[#unused + 1] = i end
   end
   R.unused = unused
 end
@@ -507,14 +508,14 @@ function DDP:__init(module, ...)
   local B = pg._B
   local R = { params = params, names = names, pg = pg, B = B, world = pg:size(), scale = 1 / pg:size(),
     as_view = self.gradient_as_bucket_view, find_unused = self.find_unused_parameters,
-    bucket_bytes_cap = self.bucket_bytes_cap, first_bucket_bytes = FIRST_BUCKET_BYTES,
+    bucket_bytes_cap = self.bucket_bytes_cap, first_bucket_bytes = dist._DEFAULT_FIRST_BUCKET_BYTES or FIRST_BUCKET_BYTES,
     expect_hooks = false, require_finalize = false, next_bucket = 1, unused = {},
     ready_order = {}, record_order = not self.find_unused_parameters or self.static_graph, rebuilt = false,
     steps = 0, comm_sum = 0, wait_sum = 0, last_wait = 0 }
   if R.find_unused then R.local_used = torch.zeros(#params, { dtype = torch.uint8 }) end
   local order = {}
   for i = 1, #params do order[i] = i end
-  local limits = R.find_unused and not self.static_graph and { FIRST_BUCKET_BYTES, self.bucket_bytes_cap } or { math.huge }
+  local limits = R.find_unused and not self.static_graph and { R.first_bucket_bytes, self.bucket_bytes_cap } or { math.huge }
   local a0 = assign(params, order, limits, false)
   local rev = {}
   for k = #a0, 1, -1 do rev[#rev + 1] = a0[k] end
@@ -579,16 +580,24 @@ end
 -- plain module's keys (a checkpoint saved from ddp.module or from a one-process run)
 function DDP:load_state_dict(state_dict, opts)
   if type(state_dict) == 'table' then
+    local keys = {}
+    if class.typename(state_dict) == 'torch.OrderedDict' then
+      keys = state_dict:keys()
+    else
+      for k in pairs(state_dict) do keys[#keys + 1] = k end
+      table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+    end
     local prefixed = false
-    for k in pairs(state_dict) do
+    for _, k in ipairs(keys) do
       if type(k) == 'string' and k:sub(1, 7) == 'module.' then prefixed = true break end
     end
-    if not prefixed and next(state_dict) ~= nil then
+    if not prefixed and #keys > 0 then
       local od = torch.OrderedDict()
-      local keys = {}
-      for k in pairs(state_dict) do keys[#keys + 1] = k end
-      if state_dict.keys then keys = state_dict:keys() end
-      for _, k in ipairs(keys) do od['module.' .. k] = state_dict[k] end
+      for _, k in ipairs(keys) do
+        local v
+        if class.typename(state_dict) == 'torch.OrderedDict' then v = state_dict:get(k) else v = state_dict[k] end
+        od['module.' .. tostring(k)] = v
+      end
       state_dict = od
     end
   end

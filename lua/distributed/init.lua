@@ -30,6 +30,8 @@ pcall(ffi.cdef, 'int setenv(const char *name, const char *value, int overwrite);
 
 local M = {}
 local P = 'distributed.'
+-- the size of DDP's first bucket once its buckets are rebuilt (PyTorch's, and settable as there)
+M._DEFAULT_FIRST_BUCKET_BYTES = 1024 * 1024
 local DEFAULT_TIMEOUT = 1800 -- PyTorch's default_pg_timeout: 30 minutes
 
 ------------------------------------------------------------------------------ arguments

@@ -10,7 +10,8 @@ local core = require 'moontorch.ffi'
 local M = { name = 'mpi', device_type = 0 }
 
 local dir = core.libpath:gsub('[^/]*$', '')
-local libpath = dir .. 'libmoontorch_mpi.so'
+-- ($MOONTORCH_MPI_LIB: another copy; the specs point it nowhere to see a build without MPI)
+local libpath = os.getenv('MOONTORCH_MPI_LIB') or dir .. 'libmoontorch_mpi.so'
 local cdef_path = dir .. 'moontorch_dist_cdef.h'
 local D, why_not
 local wout = nil -- mt_dist_work *[1], made once the declarations are in
