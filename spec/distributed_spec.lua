@@ -214,6 +214,48 @@ if arg[1] == 'fail' and dist.get_rank() == 1 then os.exit(5) end
   end)
 end)
 
+describe('the Fashion-MNIST demo', function()
+  it_mpi('--ranks 2 trains data-parallel to what one process gives with the same global batch (--ranks 1)', function()
+    local data = work .. '/fashion'
+    os.execute('mkdir -p ' .. sh_quote(data))
+    H.fashion_split(data, 'train', 384, 3)
+    H.fashion_split(data, 't10k', 120, 5)
+    local function demo(ranks)
+      local pre = os.getenv('LD_PRELOAD')
+      local p = io.popen(('cd %s && env -u LD_PRELOAD %s %s bin/moontorch examples/fashion_mnist.lua --ranks %d ' ..
+        '--epochs 2 --batch-size 32 --threads 1 --data %s --out %s </dev/null 2>&1; echo "EXIT $?"'):format(sh_quote(root),
+        pre and ('LD_PRELOAD=' .. sh_quote(pre)) or '', sh_quote(H.luajit), ranks, sh_quote(data),
+        sh_quote(work .. '/run' .. ranks)))
+      local out = p:read('*a')
+      p:close()
+      assert(out:match('EXIT 0%s*$'), out)
+      return out
+    end
+    local one, two = demo(1), demo(2)
+    assert(two:find('2 ranks (batch 16 each)', 1, true), two)
+    local function numbers(out)
+      local r = {}
+      for l, tl, acc in out:gmatch('train loss ([%d.]+), test loss ([%d.]+), test accuracy ([%d.]+)%%') do
+        r[#r + 1] = { tonumber(l), tonumber(tl), tonumber(acc) }
+      end
+      return r
+    end
+    local a, b = numbers(one), numbers(two)
+    assert(#a == 2 and #b == 2, one .. two)
+    for e = 1, 2 do
+      assert(math.abs(a[e][1] - b[e][1]) <= 2e-3 and math.abs(a[e][2] - b[e][2]) <= 2e-3, ('epoch %d losses: %s / %s')
+        :format(e, table.concat(a[e], ' '), table.concat(b[e], ' ')))
+      assert(math.abs(a[e][3] - b[e][3]) <= 1, ('epoch %d accuracy %g%% / %g%%'):format(e, a[e][3], b[e][3]))
+    end
+    assert(b[2][3] > 50, 'it learned: ' .. b[2][3] .. '%')
+    -- rank 0 alone prints and writes; its checkpoint is the plain network's, and resumes in one process
+    local _, lines = two:gsub('final test accuracy', '')
+    assert(lines == 1, two)
+    local ck = torch.load(work .. '/run2/checkpoint.mt')
+    assert(ck.model['0.weight'] ~= nil and ck.epoch == 2, 'plain keys')
+  end)
+end)
+
 describe('init_process_group', function()
   it_mpi('WORLD_SIZE=2 in the environment but started alone: says how to start the processes', function()
     local out, ok, err = H.run_lua([[

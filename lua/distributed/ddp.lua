@@ -41,6 +41,15 @@ local DDP = class.class('nn.parallel.DistributedDataParallel', nn.Module)
 M.DistributedDataParallel = DDP
 
 local function pack(...) return { n = select('#', ...), ... } end
+
+-- fn() with grad mode `on`, the mode restored after (also on errors)
+local function with_grad(on, fn)
+  local prev = torch.is_grad_enabled()
+  torch.set_grad_enabled(on)
+  local ok, err = pcall(fn)
+  torch.set_grad_enabled(prev)
+  if not ok then error(err, 0) end
+end
 local function shape_str(sizes) return '[' .. table.concat(sizes, ', ') .. ']' end
 
 ------------------------------------------------------------------------------ construction helpers
@@ -124,7 +133,7 @@ end
 
 -- broadcast tensors from `src` (a global rank), coalesced (PyTorch's _broadcast_coalesced)
 local function broadcast_coalesced(pg, tensors, src, cap)
-  torch.no_grad(function()
+  with_grad(false, function()
     for _, chunk in ipairs(coalesce(tensors, cap)) do
       local flat = {}
       for i, t in ipairs(chunk.tensors) do flat[i] = t:detach():reshape(t:numel()) end
@@ -137,7 +146,7 @@ local function broadcast_coalesced(pg, tensors, src, cap)
         off = off + n
       end
     end
-  end)()
+  end)
 end
 M.broadcast_coalesced = broadcast_coalesced
 
@@ -202,7 +211,7 @@ local function build_buckets(R, assignment)
   R.buckets, R.where = buckets, where
   -- gradient_as_bucket_view: an existing .grad moves into its view
   if R.as_view then
-    torch.no_grad(function()
+    with_grad(false, function()
       for i, p in ipairs(R.params) do
         local g = p.grad
         if g ~= nil then
@@ -213,7 +222,7 @@ local function build_buckets(R, assignment)
           end
         end
       end
-    end)()
+    end)
   end
 end
 
@@ -278,7 +287,7 @@ local function finalize(R)
     global_used = ffi.cast('uint8_t *', used._data)
   end
   R.steps = R.steps + 1
-  torch.no_grad(function()
+  with_grad(false, function()
     for i, p in ipairs(R.params) do
       if not global_used or global_used[i - 1] ~= 0 then
         local wb = R.where[i]
@@ -291,7 +300,7 @@ local function finalize(R)
         end
       end
     end
-  end)()
+  end)
 end
 
 -- launch the buckets that are ready, in order; after the last one, finish
@@ -524,7 +533,7 @@ function DDP:__init(module, ...)
   -- they hold the reducer weakly, so that a dropped DDP lets its hooks go
   local weak = setmetatable({ R }, { __mode = 'v' })
   R.accs = {}
-  torch.enable_grad(function()
+  with_grad(true, function()
     for i, p in ipairs(params) do
       local acc = p:expand_as(p).grad_fn.next_functions[1][1]
       R.accs[i] = acc
@@ -533,7 +542,7 @@ function DDP:__init(module, ...)
         if r then on_grad_ready(r, i) end
       end)
     end
-  end)()
+  end)
   self._reducer = R
 end
 
