@@ -55,6 +55,7 @@ local function mpi(np, script, args, opts)
   words[#words + 1] = script
   words[#words + 1] = args or ''
   local out, err = work .. '/out', work .. '/err'
+  os.execute('rm -f ' .. sh_quote(work) .. '/rank*.txt')
   local t0 = clock()
   local ok, _, code = os.execute(('cd %s && timeout 300 %s >%s 2>%s </dev/null'):format(sh_quote(root),
     table.concat(words, ' '), sh_quote(out), sh_quote(err)))
@@ -69,14 +70,28 @@ local function alone(script, args, env)
   for _, e in ipairs(env or {}) do vars[#vars + 1] = e end
   for i, v in ipairs(vars) do vars[i] = sh_quote(v) end
   local out, err = work .. '/out', work .. '/err'
+  os.execute('rm -f ' .. sh_quote(work) .. '/rank*.txt')
   local ok, _, code = os.execute(('cd %s && env %s timeout 300 %s bin/moontorch %s %s >%s 2>%s </dev/null'):format(
     sh_quote(root), table.concat(vars, ' '), sh_quote(H.luajit), script, args or '', sh_quote(out), sh_quote(err)))
   if type(ok) == 'number' then code = ok / 256 end
   return H.read_file(out), H.read_file(err), code
 end
 
--- every rank printed `done`, no FAIL line, and the same number of ok lines (at least `min`)
-local function all_passed(out, err, np, min)
+-- the lines the ranks wrote (spec/support/dist_harness.lua), then stdout
+local function rank_lines(np, stdout)
+  local all = {}
+  for r = 0, np - 1 do
+    local ok, s = pcall(H.read_file, ('%s/rank%d.txt'):format(work, r))
+    all[#all + 1] = ok and s or ''
+  end
+  all[#all + 1] = stdout
+  return table.concat(all)
+end
+
+-- every rank wrote `done`, no FAIL line, the same number of ok lines (at least `min`), and the
+-- job ended with 0
+local function all_passed(stdout, err, np, min, code)
+  local out = rank_lines(np, stdout)
   local fails = {}
   for line in out:gmatch('[^\n]+') do
     if line:match('^%[%d+%] FAIL') then fails[#fails + 1] = line:sub(1, 600) end
@@ -91,6 +106,7 @@ local function all_passed(out, err, np, min)
   end
   for r = 1, np - 1 do assert(oks[r] == oks[0], ('rank %d passed %d checks, rank 0 %d'):format(r, oks[r], oks[0])) end
   assert(oks[0] >= min, ('only %d checks ran'):format(oks[0]))
+  assert(code == 0, ('the job ended with %s:\n%s'):format(tostring(code), err:sub(1, 3000)))
   return oks[0]
 end
 
@@ -98,41 +114,42 @@ local it_mpi = have_mpi and it or function(name) pending(name .. ' (no MPI here:
 
 describe('distributed collectives against values computed in one process', function()
   it_mpi('mpirun -np 2: every collective, every dtype (in pieces of 7 elements), async, p2p, groups, objects', function()
-    local out, err = mpi(2, 'spec/support/dist_collectives.lua', '', { env = { 'MOONTORCH_DIST_CHUNK=7' } })
-    all_passed(out, err, 2, 200)
+    local out, err, code = mpi(2, 'spec/support/dist_collectives.lua', '', { env = { 'MOONTORCH_DIST_CHUNK=7' } })
+    all_passed(out, err, 2, 200, code)
   end)
   it_mpi('mpirun -np 4, oversubscribed on this machine\'s cores', function()
-    local out, err = mpi(4, 'spec/support/dist_collectives.lua')
-    all_passed(out, err, 4, 200)
+    local out, err, code = mpi(4, 'spec/support/dist_collectives.lua')
+    all_passed(out, err, 4, 200, code)
   end)
   it_mpi('a world of one: a script started alone', function()
-    local out, err = alone('spec/support/dist_collectives.lua')
-    all_passed(out, err, 1, 200)
+    local out, err, code = alone('spec/support/dist_collectives.lua')
+    all_passed(out, err, 1, 200, code)
   end)
 end)
 
 describe('DistributedDataParallel', function()
   it_mpi('mpirun -np 2: MLP and LeNet = one process on the whole batch; buckets, unused parameters, no_sync, buffers, checkpoints', function()
-    local out, err = mpi(2, 'spec/support/dist_ddp.lua')
-    all_passed(out, err, 2, 14)
+    local out, err, code = mpi(2, 'spec/support/dist_ddp.lua')
+    all_passed(out, err, 2, 14, code)
   end)
   it_mpi('mpirun -np 4', function()
-    local out, err = mpi(4, 'spec/support/dist_ddp.lua')
-    all_passed(out, err, 4, 14)
+    local out, err, code = mpi(4, 'spec/support/dist_ddp.lua')
+    all_passed(out, err, 4, 14, code)
   end)
   it_mpi('a world of one', function()
-    local out, err = alone('spec/support/dist_ddp.lua')
-    all_passed(out, err, 1, 14)
+    local out, err, code = alone('spec/support/dist_ddp.lua')
+    all_passed(out, err, 1, 14, code)
   end)
   it_mpi('models that differ between ranks: a clear error on every rank, and the group still works', function()
-    local out, err = mpi(2, 'spec/support/dist_fail.lua', 'mismatch')
-    all_passed(out, err, 2, 4)
+    local out, err, code = mpi(2, 'spec/support/dist_fail.lua', 'mismatch')
+    all_passed(out, err, 2, 4, code)
   end)
 end)
 
 describe('a rank that fails', function()
   it_mpi('raises: its error is shown and mpirun ends the job (no waiting for the timeout)', function()
     local out, err, code, secs = mpi(2, 'spec/support/dist_fail.lua', 'raise', { env = { 'DIST_TIMEOUT=120' } })
+    out = rank_lines(2, out)
     assert(code ~= 0, 'the job failed')
     assert(err:find('rank 1 gives up at step 3', 1, true), err)
     assert(secs < 60, ('the job took %.1f s'):format(secs))
@@ -140,6 +157,7 @@ describe('a rank that fails', function()
   end)
   it_mpi('hangs: the others raise once the timeout has passed, and every later operation fails at once', function()
     local out, err, code, secs = mpi(2, 'spec/support/dist_fail.lua', 'hang', { env = { 'DIST_TIMEOUT=3' } })
+    out = rank_lines(2, out)
     local el, msg = out:match('%[0%] elapsed ([%d.]+) ([^\n]*)')
     assert(el, out .. err)
     assert(tonumber(el) >= 2.9 and tonumber(el) < 3 + 10, 'raised after ' .. el .. ' s')
@@ -150,6 +168,7 @@ describe('a rank that fails', function()
   end)
   it_mpi('is killed: with mpirun --enable-recovery the others raise after the timeout', function()
     local out, err = mpi(2, 'spec/support/dist_fail.lua', 'kill', { env = { 'DIST_TIMEOUT=3' }, mpi = { '--enable-recovery' } })
+    out = rank_lines(2, out)
     local el, msg = out:match('%[0%] elapsed ([%d.]+) ([^\n]*)')
     assert(el, out .. err)
     assert(tonumber(el) >= 2.9 and tonumber(el) < 3 + 10, 'raised after ' .. el .. ' s')
@@ -177,15 +196,14 @@ print(('rank %d of %d: %g'):format(dist.get_rank(), dist.get_world_size(), t:ite
 if arg[1] == 'fail' and dist.get_rank() == 1 then os.exit(5) end
 ]])
   local function run(args, env)
-    local p = io.popen(('cd %s && env -u LD_PRELOAD %s %s bin/moontorch -m distributed.run %s 2>&1; echo "EXIT $?"')
+    local p = io.popen(('cd %s && %s %s bin/moontorch -m distributed.run %s 2>&1; echo "EXIT $?"')
       :format(sh_quote(root), env or '', sh_quote(H.luajit), args))
     local out = p:read('*a')
     p:close()
     return out, tonumber(out:match('EXIT (%d+)%s*$'))
   end
   it_mpi('moontorch -m distributed.run --nproc 3: the ranks, their environment, the arguments', function()
-    local pre = os.getenv('LD_PRELOAD')
-    local out, code = run('--nproc 3 ' .. sh_quote(script) .. ' a b', pre and ('LD_PRELOAD=' .. sh_quote(pre)) or '')
+    local out, code = run('--nproc 3 ' .. sh_quote(script) .. ' a b')
     assert(code == 0, out)
     for r = 0, 2 do
       assert(out:find(('env %d 3 %d 3 a,b'):format(r, r), 1, true), out)
@@ -221,11 +239,9 @@ describe('the Fashion-MNIST demo', function()
     H.fashion_split(data, 'train', 384, 3)
     H.fashion_split(data, 't10k', 120, 5)
     local function demo(ranks)
-      local pre = os.getenv('LD_PRELOAD')
-      local p = io.popen(('cd %s && env -u LD_PRELOAD %s %s bin/moontorch examples/fashion_mnist.lua --ranks %d ' ..
+      local p = io.popen(('cd %s && %s bin/moontorch examples/fashion_mnist.lua --ranks %d ' ..
         '--epochs 2 --batch-size 32 --threads 1 --data %s --out %s </dev/null 2>&1; echo "EXIT $?"'):format(sh_quote(root),
-        pre and ('LD_PRELOAD=' .. sh_quote(pre)) or '', sh_quote(H.luajit), ranks, sh_quote(data),
-        sh_quote(work .. '/run' .. ranks)))
+        sh_quote(H.luajit), ranks, sh_quote(data), sh_quote(work .. '/run' .. ranks)))
       local out = p:read('*a')
       p:close()
       assert(out:match('EXIT 0%s*$'), out)
@@ -300,7 +316,7 @@ print(pcall(nn.parallel.DistributedDataParallel, nn.Linear(2, 2)))]], { 'MOONTOR
   end)
   it('CMake without MPI configures without the MPI library and says so', function()
     local dir = tmpdir()
-    local p = io.popen(('cmake -S %s -B %s -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DMT_BUILD_TESTS=OFF 2>&1'):format(
+    local p = io.popen(('env -u LD_PRELOAD cmake -S %s -B %s -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON -DMT_BUILD_TESTS=OFF 2>&1'):format(
       sh_quote(root), sh_quote(dir)))
     local out = p:read('*a')
     local ok = p:close()

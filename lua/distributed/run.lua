@@ -80,6 +80,9 @@ function M.command(opts)
     die(("%s was not found: install Debian's openmpi-bin (and libopenmpi-dev to build the MPI backend)"):format(mpirun))
   end
   local argv = { path, '-np', tostring(n) }
+  -- LD_PRELOAD (a profiler, AddressSanitizer's runtime) is for the ranks, not for mpirun itself
+  local preload = os.getenv('LD_PRELOAD')
+  if preload and preload ~= '' then argv = { '/usr/bin/env', '-u', 'LD_PRELOAD', path, '-np', tostring(n), '-x', 'LD_PRELOAD=' .. preload } end
   if ffi.C.geteuid() == 0 then argv[#argv + 1] = '--allow-run-as-root' end
   local ncpu = cpus()
   if n > ncpu then argv[#argv + 1] = '--oversubscribe' end

@@ -209,22 +209,23 @@ check('isend/irecv both ways at once, recv from any rank, tags', function()
   for _, w in ipairs({ s1, s2, r1, r2 }) do w:wait() end
   eq(a, torch.ones(100) * peer, 'irecv')
   eq(b, torch.arange(5) + peer, 'irecv with a tag')
-  -- from any rank: rank 0 hears from every other rank
+  -- from any rank: rank 0 hears from every other rank (tag 5: a message of the pairs' exchange
+  -- below, tag 3, must not match)
   if rank == 0 then
     local seen = {}
     for _ = 1, ws - 1 do
       local t = torch.zeros(1, { dtype = torch.int64 })
-      local from = dist.recv(t)
+      local from = dist.recv(t, { tag = 5 })
       assert(t:item() == from * 10, 'the sender wrote its rank')
       seen[from] = true
     end
     for r = 1, ws - 1 do assert(seen[r], 'heard from ' .. r) end
   else
-    dist.send(torch.tensor({ rank * 10 }, { dtype = torch.int64 }), 0)
+    dist.send(torch.tensor({ rank * 10 }, { dtype = torch.int64 }), 0, nil, 5)
   end
   -- batch_isend_irecv
   local x, y = torch.ones(4) * rank, torch.zeros(4)
-  local works = dist.batch_isend_irecv({ dist.P2POp(dist.isend, x, peer), dist.P2POp(dist.irecv, y, peer) })
+  local works = dist.batch_isend_irecv({ dist.P2POp(dist.isend, x, peer, nil, 3), dist.P2POp(dist.irecv, y, peer, nil, 3) })
   for _, w in ipairs(works) do w:wait() end
   eq(y, torch.ones(4) * peer, 'batch_isend_irecv')
 end)

@@ -1,7 +1,8 @@
 -- The side of the distributed specs that runs inside each rank (started by mpirun from
--- spec/distributed_spec.lua): package paths as the helper sets them, and checks that print one
+-- spec/distributed_spec.lua): package paths as the helper sets them, and checks that write one
 -- line each, `ok <name>` or `FAIL <name>: <why>`, prefixed with the rank ("[1] ok ..."), which the
--- spec reads back. A check that raises fails; the worker goes on with the next one.
+-- spec reads back: to $DIST_SPEC_DIR/rank<r>.txt (mpirun's merged stdout can glue lines of
+-- different ranks), else stdout. A check that raises fails; the worker goes on with the next one.
 local build = os.getenv('MOONTORCH_BUILD_DIR') or 'build'
 package.path = build .. '/lua/?.lua;' .. build .. '/lua/?/init.lua;' .. package.path
 package.cpath = build .. '/lib/?.so;' .. package.cpath
@@ -10,9 +11,14 @@ local torch = require 'moontorch'
 local W = { torch = torch, dist = require 'moontorch.distributed' }
 W.rank = -1
 
+local out
 local function say(s)
-  io.stdout:write(('[%d] %s\n'):format(W.rank, s))
-  io.stdout:flush()
+  if not out then
+    local dir = os.getenv('DIST_SPEC_DIR')
+    out = dir and W.rank >= 0 and assert(io.open(('%s/rank%d.txt'):format(dir, W.rank), 'w')) or io.stdout
+  end
+  out:write(('[%d] %s\n'):format(W.rank, s))
+  out:flush()
 end
 W.say = say
 
