@@ -190,6 +190,41 @@ end
 M.assign = assign
 
 ------------------------------------------------------------------------------ the reducer
+-- A gradient's slot in its bucket takes the gradient's own layout (its strides) when that layout is
+-- dense (a permutation of a contiguous one): moontorch keeps a gradient in the layout autograd made
+-- it (a Linear's weight gradient arrives transposed), and a copy between layouts that differ is a
+-- transpose (1.7 ms for the MLP's 512x784 weight here, against 0.03 ms for a straight copy).
+-- PyTorch's slots take the parameter's layout, which its gradients are made to match.
+local function same_layout(a, b)
+  local n = a._ndim
+  if n ~= b._ndim then return false end
+  for d = 0, n - 1 do
+    if a._sizes[d] ~= 1 and a._strides[d] ~= b._strides[d] then return false end
+  end
+  return true
+end
+local function dense(t)
+  local n = t._ndim
+  local dims = {}
+  for d = 0, n - 1 do dims[#dims + 1] = d end
+  table.sort(dims, function(x, y) return t._strides[x] > t._strides[y] end)
+  local expect = 1
+  for k = n, 1, -1 do
+    local d = dims[k]
+    if t._sizes[d] ~= 1 and t._strides[d] ~= expect then return false end
+    expect = expect * t._sizes[d]
+  end
+  return true
+end
+-- the slot of parameter i laid out as g (when g's layout is dense and differs)
+local function relayout(R, b, pos, g)
+  local v = b.views[pos]
+  if same_layout(g, v) or not dense(g) then return v end
+  v = b.flat:as_strided(g:size(), g:stride(), b.offsets[pos])
+  b.views[pos] = v
+  return v
+end
+
 -- R: params, names, pg, B (the backend), world (size), buckets, where[i] = {bucket, position},
 -- and each iteration's state
 local function build_buckets(R, assignment)
@@ -199,14 +234,16 @@ local function build_buckets(R, assignment)
     for _, i in ipairs(ix) do n = n + R.params[i]:numel() end
     local p1 = R.params[ix[1]]
     local flat = torch.zeros(n, { dtype = p1.dtype, device = p1.device })
-    local views, off = {}, 0
+    local views, offsets, off = {}, {}, 0
     for pos, i in ipairs(ix) do
       local p = R.params[i]
       views[pos] = flat:narrow(1, off + 1, p:numel()):view(p:size())
+      offsets[pos] = off
       off = off + p:numel()
       where[i] = { bi, pos }
     end
-    buckets[bi] = { index = bi, indices = ix, flat = flat, views = views, numel = n, pending = #ix, marked = {} }
+    buckets[bi] = { index = bi, indices = ix, flat = flat, views = views, offsets = offsets, numel = n,
+      pending = #ix, marked = {} }
   end
   R.buckets, R.where = buckets, where
   -- gradient_as_bucket_view: an existing .grad moves into its view
@@ -215,7 +252,7 @@ local function build_buckets(R, assignment)
       for i, p in ipairs(R.params) do
         local g = p.grad
         if g ~= nil then
-          local v = buckets[where[i][1]].views[where[i][2]]
+          local v = relayout(R, buckets[where[i][1]], where[i][2], g)
           if g._storage ~= v._storage then
             v:copy_(g)
             p.grad = v
@@ -326,8 +363,8 @@ local function mark_ready(R, i)
   b.marked[pos] = true
   R.require_finalize = true
   local p = R.params[i]
-  local v = b.views[pos]
   local g = p.grad -- (an unused parameter's .grad too, when it has one: PyTorch's reducer does the same)
+  local v = g ~= nil and relayout(R, b, pos, g) or b.views[pos]
   if g == nil then
     v:zero_()
   elseif R.as_view then

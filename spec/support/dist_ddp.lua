@@ -49,7 +49,16 @@ end
 local function same_params(ref, ddp, atol, rtol, what)
   local a, b = ref:parameters(), ddp.module:parameters()
   assert(#a == #b, 'parameter counts')
-  for i = 1, #a do near(b[i], a[i], atol, rtol, ('%s: parameter %d'):format(what, i)) end
+  for i = 1, #a do
+    near(b[i], a[i], atol, rtol, ('%s: parameter %d'):format(what, i))
+    -- and each .grad keeps the layout one process gives it (a Linear's weight gradient arrives
+    -- transposed: its bucket slot takes that layout)
+    if a[i].grad ~= nil and atol < math.huge then
+      assert(table.concat(b[i].grad:stride(), ',') == table.concat(a[i].grad:stride(), ','),
+        ('%s: parameter %d\'s gradient has strides %s, one process\'s %s'):format(what, i,
+          table.concat(b[i].grad:stride(), ','), table.concat(a[i].grad:stride(), ',')))
+    end
+  end
 end
 
 check('MLP float64: K steps of DDP = one process on the whole batch (to 1e-12)', function()
