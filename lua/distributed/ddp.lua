@@ -233,7 +233,8 @@ local function build_buckets(R, assignment)
     local n = 0
     for _, i in ipairs(ix) do n = n + R.params[i]:numel() end
     local p1 = R.params[ix[1]]
-    local flat = torch.zeros(n, { dtype = p1.dtype, device = p1.device })
+    -- (one element more: the bucket's tag, see launch_ready)
+    local flat = torch.zeros(n + 1, { dtype = p1.dtype, device = p1.device })
     local views, offsets, off = {}, {}, 0
     for pos, i in ipairs(ix) do
       local p = R.params[i]
@@ -243,7 +244,7 @@ local function build_buckets(R, assignment)
       where[i] = { bi, pos }
     end
     buckets[bi] = { index = bi, indices = ix, flat = flat, views = views, offsets = offsets, numel = n,
-      pending = #ix, marked = {} }
+      pending = #ix, marked = {}, tag_slot = flat:narrow(1, n + 1, 1) }
   end
   R.buckets, R.where = buckets, where
   -- gradient_as_bucket_view: an existing .grad moves into its view
@@ -316,6 +317,16 @@ local function finalize(R)
     R.broken = err
     error('moontorch.' .. err, 0)
   end
+  for _, b in ipairs(R.buckets) do
+    local got = b.tag_slot:item()
+    if got ~= b.tag * R.world then
+      R.broken = ('bucket %d of %d (%d elements of %s) met another bucket on another rank: its tag came back %s, ' ..
+        'not %d x %d. The ranks are out of step: each must run the same synchronised forward and backward passes ' ..
+        '(no_sync on every rank or on none), over the same models in the same order')
+        :format(b.index, #R.buckets, b.numel, tostring(b.flat.dtype), tostring(got), R.world, b.tag)
+      fail(OP, R.broken)
+    end
+  end
   -- find_unused_parameters: a parameter no rank used keeps its .grad as it was
   local global_used
   if R.find_unused then
@@ -340,11 +351,28 @@ local function finalize(R)
   end)
 end
 
+-- Each bucket's all-reduce carries a tag in its last element: a number made of this DDP's number
+-- (the order the DDPs of its process group were made in, the same on every rank: making one is
+-- collective over the group), the bucket and the step. Summed over the
+-- ranks it must come back as world_size times this rank's own; anything else means that this
+-- all-reduce met another bucket, another step or another model on some rank (ranks out of step:
+-- a skipped or extra synchronised backward, models run in another order), which is an error
+-- rather than gradients silently averaged with the wrong ones. The tag stays an integer the
+-- bucket's dtype holds exactly, summed world_size times.
+local TAG_LIMIT = { float64 = 2 ^ 50, float32 = 2 ^ 23, float16 = 2 ^ 11, bfloat16 = 2 ^ 8 }
+local function tag_of(R, b)
+  local limit = math.max(2, math.floor((TAG_LIMIT[b.flat.dtype.name] or 2 ^ 23) / R.world))
+  return ((R.id * 7919 + b.index * 104729 + R.launches * 13) % (limit - 1)) + 1
+end
+
 -- launch the buckets that are ready, in order; after the last one, finish
 local function launch_ready(R)
   local buckets, B = R.buckets, R.B
   while R.next_bucket <= #buckets and buckets[R.next_bucket].pending == 0 do
     local b = buckets[R.next_bucket]
+    R.launches = R.launches + 1
+    b.tag = tag_of(R, b)
+    b.tag_slot:fill_(b.tag)
     b.work = B.all_reduce(R.pg._h, b.flat, 0)
     R.next_bucket = R.next_bucket + 1
   end
@@ -557,7 +585,9 @@ function DDP:__init(module, ...)
     bucket_bytes_cap = self.bucket_bytes_cap, first_bucket_bytes = dist._DEFAULT_FIRST_BUCKET_BYTES or FIRST_BUCKET_BYTES,
     expect_hooks = false, require_finalize = false, next_bucket = 1, unused = {},
     ready_order = {}, record_order = not self.find_unused_parameters or self.static_graph, rebuilt = false,
-    steps = 0, comm_sum = 0, wait_sum = 0, last_wait = 0 }
+    steps = 0, comm_sum = 0, wait_sum = 0, last_wait = 0, launches = 0 }
+  pg._ddp_made = (pg._ddp_made or 0) + 1
+  R.id = pg._ddp_made
   if R.find_unused then R.local_used = torch.zeros(#params, { dtype = torch.uint8 }) end
   local order = {}
   for i = 1, #params do order[i] = i end
@@ -597,7 +627,7 @@ end
 
 function DDP:forward(...)
   local R = self._reducer
-  if R.broken then fail(OP, 'a previous all-reduce failed: ' .. R.broken) end
+  if R.broken then fail(OP, 'a previous synchronisation failed: ' .. R.broken) end
   local grad = torch.is_grad_enabled()
   if grad then rebuild_buckets(R) end
   if self:will_sync_module_buffers() then self:_sync_buffers() end

@@ -37,6 +37,17 @@ if mode == 'mismatch' then
     if rank == 0 then m:double() end
     W.raises(function() DDP(m) end, 'appears not to match the dtype of the same param in process')
   end)
+  W.check('buckets out of step between ranks (two models run in another order): a clear error', function()
+    torch.manual_seed(1)
+    local a, b = DDP(nn.Linear(4, 3)), DDP(nn.Linear(4, 3)) -- the same sizes: only the tags tell them apart
+    local first, second = a, b
+    if rank == 1 then first, second = b, a end
+    local x = torch.ones(2, 4)
+    local o1, o2 = first(x):sum(), second(x):sum()
+    W.raises(function() o1:backward() end, 'met another bucket on another rank')
+    W.raises(function() o2:backward() end, 'met another bucket on another rank')
+    W.raises(function() first(x) end, 'a previous synchronisation failed')
+  end)
   W.check('the group still works after those errors', function()
     local t = torch.ones(3)
     dist.all_reduce(t)
