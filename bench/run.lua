@@ -512,7 +512,8 @@ end
 
 -- (ddp) issue 23: data-parallel training of the 784-512-256-10 MLP, one thread per process: one
 -- process at batch 128, then 2 ranks (mpirun) under nn.parallel.DistributedDataParallel at global
--- batch 256, beside PyTorch's DDP on gloo in the same setup (bench/ddp_gloo.py); the four runs
+-- batch 256 (mpirun --bind-to none, as the launcher), beside PyTorch's DDP on gloo in the same setup
+-- (bench/ddp_gloo.py: processes unbound too); the runs
 -- alternate 3 times, each keeping its best (`luajit bench/run.lua ddp` runs it alone)
 local ddp_rows = {}
 if want('ddp') then
@@ -527,10 +528,10 @@ if want('ddp') then
     local runs = {
       one = function() return figures(env1 .. luajit .. ' bench/workloads/ddp_mlp.lua 50') end,
       two = function()
-        return figures(('%s%s -np 2%s %s bench/workloads/ddp_mlp.lua 50'):format(env1, mpirun, root_flag, luajit))
+        return figures(('%s%s -np 2 --bind-to none%s %s bench/workloads/ddp_mlp.lua 50'):format(env1, mpirun, root_flag, luajit))
       end,
       view = function()
-        return figures(('%sBENCH_DDP_VIEW=1 %s -np 2%s -x BENCH_DDP_VIEW %s bench/workloads/ddp_mlp.lua 50')
+        return figures(('%sBENCH_DDP_VIEW=1 %s -np 2 --bind-to none%s -x BENCH_DDP_VIEW %s bench/workloads/ddp_mlp.lua 50')
           :format(env1, mpirun, root_flag, luajit))
       end,
       t1 = function() return have_torch and figures(pyenv .. 'BENCH_THREADS=1 ' .. python .. ' bench/ddp_gloo.py 1 50') end,

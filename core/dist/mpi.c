@@ -626,6 +626,10 @@ static void thread_init(void) {
     /* a process started alone (no mpirun, no srun) is a world of one that never spawns: Open MPI
      * need not fork its helper daemon for it (0.2 s sooner, one process fewer) */
     setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
+    /* and while a collective waits inside MPI for a rank that is not running, its polling loop
+     * yields the CPU between polls (mpirun sets this itself only when it sees more ranks than
+     * slots; a machine shared with other work needs it too) */
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
     if (rc != MPI_SUCCESS) snprintf(msg, sizeof msg, "distributed.init_process_group: MPI_Init_thread failed (%d)", rc);
   }

@@ -5,8 +5,8 @@
 -- WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE set as torchrun sets them. The script calls
 -- dist.init_process_group('mpi'). For several machines use mpirun or srun directly (see README).
 -- As root, mpirun needs --allow-run-as-root, which this adds; with more processes than CPUs it adds
--- --oversubscribe. Unless MT_NUM_THREADS or OMP_NUM_THREADS is set, each process gets
--- CPUs / N threads (at least 1).
+-- --oversubscribe; it binds no process to a core (--bind-to none). Unless MT_NUM_THREADS or
+-- OMP_NUM_THREADS is set, each process gets CPUs / N threads (at least 1).
 -- From a script: require('moontorch.distributed.run').launch{nproc=, script=, args=} (never returns).
 local ffi = require 'ffi'
 
@@ -87,11 +87,11 @@ function M.command(opts)
   local ncpu = cpus()
   if n > ncpu then argv[#argv + 1] = '--oversubscribe' end
   local per = math.max(1, math.floor(ncpu / n))
-  if per > 1 and not os.getenv('MT_NUM_THREADS') and not os.getenv('OMP_NUM_THREADS') then
-    -- (mpirun binds each of 1 or 2 processes to one core; threads need room)
-    argv[#argv + 1] = '--bind-to'
-    argv[#argv + 1] = 'none'
-  end
+  -- no binding (mpirun binds each of 1 or 2 processes to a core of its own): the threads of a rank
+  -- need room, and on a machine that other work shares a rank pinned to a busy core waits for it
+  -- while the other core idles (the ranks go in lock step)
+  argv[#argv + 1] = '--bind-to'
+  argv[#argv + 1] = 'none'
   for _, x in ipairs(opts.mpi_args or {}) do argv[#argv + 1] = x end
   -- each rank: torchrun's variables from Open MPI's, then moontorch
   local threads = ''
