@@ -6,6 +6,7 @@
 -- As root, mpirun refuses to start without --allow-run-as-root: given here when this runs as root.
 local H = require 'spec.support.helper'
 local torch = H.torch
+local nn = require 'moontorch.nn'
 local sh_quote = H.sh_quote
 local ffi = require 'ffi'
 pcall(ffi.cdef, 'unsigned int geteuid(void);')
@@ -325,6 +326,31 @@ print(pcall(nn.parallel.DistributedDataParallel, nn.Linear(2, 2)))]], { 'MOONTOR
     local mk = H.read_file(dir .. '/Makefile')
     assert(mk:find('moontorch', 1, true) and not mk:find('moontorch_mpi', 1, true), 'no moontorch_mpi target')
     os.execute('rm -rf ' .. sh_quote(dir))
+  end)
+end)
+
+describe('torch.distributed before init_process_group', function()
+  local dist = torch.distributed
+  it('names its ops and backends, and says what is missing', function()
+    assert.equal('ReduceOp.SUM', tostring(dist.ReduceOp.SUM))
+    assert.equal(dist.ReduceOp, dist.reduce_op)
+    assert.equal('mpi', dist.Backend.MPI)
+    H.errors_with(function() return dist.ReduceOp.MEAN end, "distributed.ReduceOp: has no operation 'MEAN'")
+    H.errors_with(function() return dist.Backend.UCX end, "distributed.Backend: has no backend 'UCX'")
+    assert.is_false(dist.is_nccl_available())
+    assert.is_false(dist.is_gloo_available())
+    assert.is_false(dist.is_initialized())
+    assert.is_nil(dist.group.WORLD)
+    for _, f in ipairs({ 'get_rank', 'get_world_size', 'barrier', 'new_group' }) do
+      H.errors_with(function() dist[f]() end, 'Default process group has not been initialized, please make sure to call init_process_group.')
+    end
+    H.errors_with(function() dist.all_reduce(torch.ones(1)) end, 'Default process group has not been initialized')
+    H.errors_with(function() dist.destroy_process_group() end, 'Default process group has not been initialized')
+    H.errors_with(function() nn.parallel.DistributedDataParallel(nn.Linear(2, 2)) end,
+      'Default process group has not been initialized')
+    local op = dist.P2POp(dist.isend, torch.ones(1), 0)
+    assert.truthy(torch.isinstance(op, dist.P2POp))
+    H.errors_with(function() dist.P2POp(print, torch.ones(1), 0) end, 'Invalid ``op``')
   end)
 end)
 

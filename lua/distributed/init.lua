@@ -92,19 +92,25 @@ local ReduceOp = {}
 for id, name in pairs({ [0] = 'SUM', 'AVG', 'PRODUCT', 'MIN', 'MAX', 'BAND', 'BOR', 'BXOR' }) do
   ReduceOp[name] = setmetatable({ name = name, id = id }, RO)
 end
+-- (an unknown name is an error, not nil)
+setmetatable(ReduceOp, { __index = function(_, k)
+  fail(P .. 'ReduceOp', ("has no operation '%s' (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR)"):format(tostring(k)))
+end })
 M.ReduceOp = ReduceOp
 M.reduce_op = ReduceOp -- PyTorch's deprecated spelling
 
 local function op_id(fn, op)
   if op == nil then return 0 end
   if getmetatable(op) == RO then return op.id end
-  if type(op) == 'string' and ReduceOp[op:upper()] then return ReduceOp[op:upper()].id end
+  if type(op) == 'string' and rawget(ReduceOp, op:upper()) then return rawget(ReduceOp, op:upper()).id end
   fail(P .. fn, ('op must be a distributed.ReduceOp (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR), got %s')
     :format(describe(op)))
 end
 
 ------------------------------------------------------------------------------ backends
-M.Backend = { MPI = 'mpi', NCCL = 'nccl', GLOO = 'gloo', UNDEFINED = 'undefined' }
+M.Backend = setmetatable({ MPI = 'mpi', NCCL = 'nccl', GLOO = 'gloo', UNDEFINED = 'undefined' }, { __index = function(_, k)
+  fail(P .. 'Backend', ("has no backend '%s' (MPI, NCCL, GLOO)"):format(tostring(k)))
+end })
 
 local function mpi_backend() return require 'moontorch.distributed.mpi' end
 

@@ -19,7 +19,7 @@ local floor, ceil = math.floor, math.ceil
 local M = {}
 local OP = 'utils.data.DistributedSampler'
 
-local DistributedSampler = class.class('data.DistributedSampler', data.Sampler, data)
+local DistributedSampler = class.class('data.DistributedSampler', data.Sampler, M)
 M.DistributedSampler = DistributedSampler
 
 local names = { 'num_replicas', 'rank', 'shuffle', 'seed', 'drop_last' }

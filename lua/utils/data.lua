@@ -659,8 +659,9 @@ function DataLoader:__tostring() return '<torch.utils.data.dataloader.DataLoader
 class.homes['data.DistributedSampler'] = 'moontorch.distributed.sampler'
 setmetatable(M, { __index = function(t, k)
   if k == 'DistributedSampler' or k == 'distributed' then
-    rawset(t, 'distributed', require('moontorch.distributed.sampler'))
-    return rawget(t, k)
+    local s = require('moontorch.distributed.sampler')
+    rawset(t, 'distributed', s)
+    return s[k] or s
   end
 end })
 
