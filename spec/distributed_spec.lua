@@ -230,6 +230,10 @@ if arg[1] == 'fail' and dist.get_rank() == 1 then os.exit(5) end
     assert(code == 2 and out:find('unknown option --frob', 1, true), out)
     out, code = run('--help')
     assert(code == 0 and out:find('usage: moontorch -m distributed.run', 1, true), out)
+    out, code = run('--mpirun /nonexistent/mpirun x.lua')
+    assert(code == 2 and out:find("/nonexistent/mpirun was not found: install Debian's openmpi-bin", 1, true), out)
+    out, code = run('--nproc 2')
+    assert(code == 2 and out:find('which script?', 1, true), out)
   end)
 end)
 
