@@ -241,7 +241,7 @@ say(('Fashion-MNIST: %d training and %d test images; %s, lr %g, batch %d, %d epo
     dist and (', %d ranks (batch %d each)'):format(world, opts.batch_size / world) or ''))
 if first_epoch == 1 then say(net) end
 
-local evaluate = torch.no_grad(function()
+local evaluate = torch.no_grad.wrap(function()
   net:eval()
   local loss, correct = 0, 0
   for x, y in test_loader() do

@@ -8,8 +8,7 @@ local H = require 'spec.support.helper'
 local torch = H.torch
 local nn = require 'moontorch.nn'
 local sh_quote = H.sh_quote
-local ffi = require 'ffi'
-pcall(ffi.cdef, 'unsigned int geteuid(void);')
+local libc = require('moontorch.libc').declare { geteuid = 'unsigned int %s(void)' }
 
 local root = io.popen('pwd'):read('*l')
 local build = os.getenv('MOONTORCH_BUILD_DIR') or 'build'
@@ -25,7 +24,7 @@ local mpirun = which('mpirun')
 local lib = io.open(build .. '/lib/moontorch/libmoontorch_mpi.so', 'rb')
 if lib then lib:close() end
 local have_mpi = mpirun ~= nil and lib ~= nil
-local as_root = ffi.C.geteuid() == 0
+local as_root = libc.geteuid() == 0
 
 local function tmpdir()
   local p = os.tmpname()

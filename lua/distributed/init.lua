@@ -26,7 +26,7 @@ local type, select, pairs, ipairs, next, tostring, getmetatable, setmetatable, r
 local floor = math.floor
 local unpack = unpack or table.unpack
 
-pcall(ffi.cdef, 'int setenv(const char *name, const char *value, int overwrite);')
+local libc = require('moontorch.libc').declare { setenv = 'int %s(const char *name, const char *value, int overwrite)' }
 
 local M = {}
 local P = 'distributed.'
@@ -247,10 +247,10 @@ function M.init_process_group(...)
     os.getenv('SLURM_LOCALID') or (size == 1 and '0') or nil
   local local_size = os.getenv('OMPI_COMM_WORLD_LOCAL_SIZE') or os.getenv('MPI_LOCALNRANKS') or
     (size == 1 and '1') or nil
-  ffi.C.setenv('RANK', tostring(rank), 1)
-  ffi.C.setenv('WORLD_SIZE', tostring(size), 1)
-  if local_rank then ffi.C.setenv('LOCAL_RANK', local_rank, 0) end
-  if local_size then ffi.C.setenv('LOCAL_WORLD_SIZE', local_size, 0) end
+  libc.setenv('RANK', tostring(rank), 1)
+  libc.setenv('WORLD_SIZE', tostring(size), 1)
+  if local_rank then libc.setenv('LOCAL_RANK', local_rank, 0) end
+  if local_size then libc.setenv('LOCAL_WORLD_SIZE', local_size, 0) end
 end
 
 -- destroy_process_group([group]): the group, or every group and the default one

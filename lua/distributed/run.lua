@@ -23,11 +23,11 @@ usage: moontorch -m distributed.run [options] script.lua [args...]
 Each process runs `moontorch script.lua args...` with RANK, WORLD_SIZE, LOCAL_RANK and
 LOCAL_WORLD_SIZE set; the script calls dist.init_process_group('mpi').]]
 
-pcall(ffi.cdef, [[
-int execvp(const char *file, char *const argv[]);
-unsigned int geteuid(void);
-long sysconf(int name);
-]])
+local libc = require('moontorch.libc').declare {
+  execvp = 'int %s(const char *file, char *const argv[])',
+  geteuid = 'unsigned int %s(void)',
+  sysconf = 'long %s(int name)',
+}
 
 local function sh_quote(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
 
@@ -52,7 +52,7 @@ end
 
 -- the CPUs this machine has online
 local function cpus()
-  local n = tonumber(ffi.C.sysconf(84)) -- _SC_NPROCESSORS_ONLN
+  local n = tonumber(libc.sysconf(84)) -- _SC_NPROCESSORS_ONLN
   return (n and n > 0) and n or 1
 end
 
@@ -83,7 +83,7 @@ function M.command(opts)
   -- LD_PRELOAD (a profiler, AddressSanitizer's runtime) is for the ranks, not for mpirun itself
   local preload = os.getenv('LD_PRELOAD')
   if preload and preload ~= '' then argv = { '/usr/bin/env', '-u', 'LD_PRELOAD', path, '-np', tostring(n), '-x', 'LD_PRELOAD=' .. preload } end
-  if ffi.C.geteuid() == 0 then argv[#argv + 1] = '--allow-run-as-root' end
+  if libc.geteuid() == 0 then argv[#argv + 1] = '--allow-run-as-root' end
   local ncpu = cpus()
   if n > ncpu then argv[#argv + 1] = '--oversubscribe' end
   local per = math.max(1, math.floor(ncpu / n))
@@ -126,7 +126,7 @@ function M.launch(opts)
     c[i - 1] = keep[i]
   end
   c[#argv] = nil
-  ffi.C.execvp(argv[1], c)
+  libc.execvp(argv[1], c)
   die(('cannot run %s (errno %d)'):format(argv[1], ffi.errno()), 1)
 end
 

@@ -84,6 +84,9 @@ end
 -- parity session: F.rrelu / nn.RReLU, F.gumbel_softmax, F.pdist (lua/nn/parity.lua)
 require('moontorch.nn.parity').install(nn)
 
+-- PyTorch's required constructor arguments accepted by name too (nn.Conv2d(3, 64, {kernel_size = 3}))
+Mod.wrap_required(nn)
+
 -- issue 23: nn.parallel.DistributedDataParallel (lua/distributed/ddp.lua), loaded on first use
 class.homes['nn.parallel.DistributedDataParallel'] = 'moontorch.distributed.ddp'
 nn.parallel = setmetatable({}, { __index = function(t, k)

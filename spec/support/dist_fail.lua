@@ -7,8 +7,8 @@
 local W = dofile((arg[0]:gsub('[^/]*$', '')) .. 'dist_harness.lua')
 local torch, dist = W.torch, W.dist
 local nn, F = require 'moontorch.nn', require 'moontorch.nn.functional'
-local ffi = require 'ffi'
-ffi.cdef 'int usleep(unsigned int); int getpid(void); int kill(int, int);'
+local libc = require('moontorch.libc')
+local C = libc.declare { usleep = 'int %s(unsigned int us)', kill = 'int %s(int pid, int sig)' }
 local clock = require('moontorch.utils.progress').clock
 local DDP = nn.parallel.DistributedDataParallel
 
@@ -64,8 +64,8 @@ local function step(i)
   F.cross_entropy(ddp(x), torch.randint(1, 3, { 4 })):backward()
   if rank == 1 and i == 3 then
     if mode == 'raise' then error('rank 1 gives up at step 3') end
-    if mode == 'hang' then while true do ffi.C.usleep(100000) end end
-    if mode == 'kill' then ffi.C.kill(ffi.C.getpid(), 9) end
+    if mode == 'hang' then while true do C.usleep(100000) end end
+    if mode == 'kill' then C.kill(libc.getpid(), 9) end
   end
 end
 if mode == 'raise' then
