@@ -9,11 +9,16 @@ import resource
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
-import torch.nn as nn
-import torch.nn.functional as F
+# one thread means one: set_num_threads alone leaves the BLAS's own threads running (OpenBLAS
+# took a second core here: 6.1 s of CPU in 5.0 s), so the libraries hear it before they load
+for _v in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
+    os.environ[_v] = os.environ.get('BENCH_THREADS', '1')
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 def run(rank, world, steps, port, out):
