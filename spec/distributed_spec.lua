@@ -285,6 +285,11 @@ print(ok, e)]], { 'WORLD_SIZE=2', 'RANK=0' })
     assert(ok, err)
     assert(out:find('WORLD_SIZE=2 in the environment, but MPI started this process alone', 1, true) and
       out:find('moontorch -m distributed.run --nproc 2 script.lua', 1, true), out)
+    out, ok, err = H.run_lua([[
+local torch = require 'moontorch'
+print(pcall(torch.distributed.init_process_group, 'mpi'))]], { 'SLURM_STEP_ID=0', 'SLURM_NTASKS=4' })
+    assert(ok, err)
+    assert(out:find('srun started 4 tasks, but MPI sees this one alone', 1, true) and out:find('srun --mpi=pmix', 1, true), out)
   end)
   it_mpi('rank= and world_size= must agree with MPI; a timeout is seconds', function()
     local out, ok, err = H.run_lua([[

@@ -236,6 +236,11 @@ function M.init_process_group(...)
       'with `moontorch -m distributed.run --nproc %d script.lua` or `mpirun -np %d moontorch script.lua`')
       :format(env_size, env_size, env_size, env_size))
   end
+  local slurm = os.getenv('SLURM_STEP_ID') and tonumber(os.getenv('SLURM_NTASKS') or '')
+  if slurm and slurm > 1 and size == 1 then
+    fail(P .. fn, ('srun started %d tasks, but MPI sees this one alone: Debian\'s Open MPI joins them through ' ..
+      'PMIx (srun --mpi=pmix), or start them with mpirun'):format(slurm))
+  end
   local ws, rk = int_arg(fn, a.world_size, 'world_size', -1), int_arg(fn, a.rank, 'rank', -1)
   if ws ~= -1 and ws ~= size then
     fail(P .. fn, ('world_size=%d, but MPI started %d process%s'):format(ws, size, size == 1 and '' or 'es'))
