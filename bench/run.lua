@@ -514,7 +514,7 @@ end
 -- process at batch 128, then 2 ranks (mpirun) under nn.parallel.DistributedDataParallel at global
 -- batch 256 (mpirun --bind-to none, as the launcher), beside PyTorch's DDP on gloo in the same setup
 -- (bench/ddp_gloo.py: processes unbound too); the runs
--- alternate 3 times, each keeping its best (`luajit bench/run.lua ddp` runs it alone)
+-- alternate 5 times, each keeping its best (`luajit bench/run.lua ddp` runs it alone)
 local ddp_rows = {}
 if want('ddp') then
   local mpirun = sh('command -v mpirun'):match('(%S+)')
@@ -538,7 +538,7 @@ if want('ddp') then
       t2 = function() return have_torch and figures(pyenv .. 'BENCH_THREADS=1 ' .. python .. ' bench/ddp_gloo.py 2 50') end,
     }
     local best = {}
-    for _ = 1, 3 do
+    for _ = 1, 5 do
       for _, k in ipairs({ 'one', 'two', 'view', 't1', 't2' }) do
         local r = runs[k]()
         if r and r.ms and (not best[k] or r.ms < best[k].ms) then best[k] = r end
