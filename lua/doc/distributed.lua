@@ -42,8 +42,9 @@ doc { 'torch.distributed.group',
 doc { 'torch.distributed.GroupMember',
   does = 'GroupMember.WORLD is group.WORLD; GroupMember.NON_GROUP_MEMBER is false here (a non-member gets a group whose rank is -1).',
   ex = 'print(torch.distributed.GroupMember.NON_GROUP_MEMBER)  --> false' }
-doc { 'torch.distributed.Backend',
-  does = "Backend.MPI ('mpi'), NCCL, GLOO: the names init_process_group takes.",
+doc { 'torch.distributed.Backend', 'torch.distributed.Backend.MPI', 'torch.distributed.Backend.NCCL',
+  'torch.distributed.Backend.GLOO', 'torch.distributed.Backend.UNDEFINED',
+  does = "Backend.MPI ('mpi'), NCCL, GLOO, UNDEFINED: the names init_process_group takes (MPI is moontorch's).",
   ex = 'print(torch.distributed.Backend.MPI)  --> mpi' }
 doc { 'torch.distributed.ProcessGroup', 'torch.distributed.ProcessGroup:rank() -> number',
   'torch.distributed.ProcessGroup:size() -> number', 'torch.distributed.ProcessGroup:name() -> string',
@@ -51,7 +52,9 @@ doc { 'torch.distributed.ProcessGroup', 'torch.distributed.ProcessGroup:rank() -
   ex = INIT .. "if dist.is_available() then print(dist.group.WORLD:name()) end" }
 
 doc.section 'Collectives'
-doc { 'torch.distributed.ReduceOp',
+doc { 'torch.distributed.ReduceOp', 'torch.distributed.ReduceOp.SUM', 'torch.distributed.ReduceOp.AVG',
+  'torch.distributed.ReduceOp.PRODUCT', 'torch.distributed.ReduceOp.MIN', 'torch.distributed.ReduceOp.MAX',
+  'torch.distributed.ReduceOp.BAND', 'torch.distributed.ReduceOp.BOR', 'torch.distributed.ReduceOp.BXOR',
   does = "The reductions: SUM, AVG (floating point), PRODUCT, MIN, MAX, BAND, BOR, BXOR (integer and bool). bool's SUM and MAX are or, PRODUCT and MIN and. A string names one too ('max').",
   ex = 'print(torch.distributed.ReduceOp.MAX)  --> ReduceOp.MAX' }
 doc.alias('torch.distributed.reduce_op', 'torch.distributed.ReduceOp')
@@ -138,7 +141,11 @@ doc { 'nn.parallel.DistributedDataParallel:will_sync_module_buffers() -> boolean
   ex = INIT .. "if dist.is_available() then print(nn.parallel.DistributedDataParallel(nn.BatchNorm1d(2)):will_sync_module_buffers()) end" }
 
 doc { 'torch.utils.data.distributed.DistributedSampler(dataset, {num_replicas=, rank=, shuffle=true, seed=0, drop_last=false}) -> DistributedSampler',
-  'torch.utils.data.distributed.DistributedSampler:set_epoch(epoch)', 'torch.utils.data.distributed.DistributedSampler:indices() -> {number, ...}',
+  'torch.utils.data.distributed.DistributedSampler:set_epoch(epoch)',
   does = "This rank's share of a dataset (num_replicas and rank from the default group when not given): every rank draws the same permutation from seed + epoch (PyTorch's numbers), padded to a multiple of the ranks by repeating its start (drop_last: cut), and takes every num_replicas-th index from its rank. Indices from 1.",
   ex = "local s = data.DistributedSampler(data.TensorDataset(torch.arange(10)), {num_replicas = 3, rank = 1, shuffle = false})\nprint(table.concat(s:indices(), ' '), s:__len())  --> 2 5 8 1 4" }
+doc { 'torch.utils.data.distributed.DistributedSampler:indices() -> {number, ...}',
+  pt = false,
+  does = "This rank's indices for the current epoch, as an array (what iterating the sampler yields).",
+  ex = "local s = data.DistributedSampler(data.TensorDataset(torch.arange(4)), {num_replicas = 2, rank = 0, shuffle = false})\nprint(table.concat(s:indices(), ' '))  --> 1 3" }
 doc.alias('torch.utils.data.DistributedSampler', 'torch.utils.data.distributed.DistributedSampler')
