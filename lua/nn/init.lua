@@ -89,9 +89,13 @@ Mod.wrap_required(nn)
 
 -- issue 23: nn.parallel.DistributedDataParallel (lua/distributed/ddp.lua), loaded on first use
 class.homes['nn.parallel.DistributedDataParallel'] = 'moontorch.distributed.ddp'
-nn.parallel = setmetatable({}, { __index = function(t, k)
-  if k == 'DistributedDataParallel' then
-    local v = require('moontorch.distributed.ddp').DistributedDataParallel
+local parallel_lazy = {
+  DistributedDataParallel = function() return require('moontorch.distributed.ddp').DistributedDataParallel end,
+}
+nn.parallel = setmetatable({ _lazy = parallel_lazy }, { __index = function(t, k)
+  local load = parallel_lazy[k]
+  if load then
+    local v = load()
     rawset(t, k, v)
     return v
   end

@@ -657,6 +657,8 @@ function DataLoader:__tostring() return '<torch.utils.data.dataloader.DataLoader
 -- issue 23: DistributedSampler (lua/distributed/sampler.lua), also as data.distributed.DistributedSampler;
 -- loaded on first use
 class.homes['data.DistributedSampler'] = 'moontorch.distributed.sampler'
+-- (the docs' walk finds `distributed` through _lazy; DistributedSampler's public name is its)
+M._lazy = { distributed = function() return require('moontorch.distributed.sampler') end }
 setmetatable(M, { __index = function(t, k)
   if k == 'DistributedSampler' or k == 'distributed' then
     local s = require('moontorch.distributed.sampler')
