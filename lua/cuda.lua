@@ -235,4 +235,61 @@ function Event:elapsed_time(e)
   return msp[0]
 end
 
+-- Random numbers (s7-numconv): each CUDA device has its own default generator (core/ops/generator.c;
+-- its engine is the backend's: PyTorch's Philox on a real GPU). torch.manual_seed seeds them all already.
+-- As in PyTorch, the seeding calls do nothing where there is no CUDA device (PyTorch queues them until
+-- CUDA starts); reading or setting a state needs the device.
+local function rng() return require 'moontorch.ops.random' end
+local function seed_arg(s, op)
+  if type(s) ~= 'number' and type(s) ~= 'cdata' then fail(op, 'seed must be an integer, got ' .. type(s)) end
+  return s
+end
+function M.manual_seed(s)
+  seed_arg(s, 'cuda.manual_seed')
+  if M.is_available() then rng().device_generator(device_of(nil, 'cuda.manual_seed'), 'cuda.manual_seed'):manual_seed(s) end
+end
+function M.manual_seed_all(s)
+  seed_arg(s, 'cuda.manual_seed_all')
+  for i = 0, M.device_count() - 1 do
+    rng().device_generator(device_of(i, 'cuda.manual_seed_all'), 'cuda.manual_seed_all'):manual_seed(s)
+  end
+end
+-- a fresh seed for the current device (all devices): returns nothing, as PyTorch's
+function M.seed()
+  if M.is_available() then rng().device_generator(device_of(nil, 'cuda.seed'), 'cuda.seed'):seed() end
+end
+function M.seed_all()
+  if M.device_count() == 0 then return end
+  local s = rng().device_generator(device_of(0, 'cuda.seed_all'), 'cuda.seed_all'):seed()
+  for i = 1, M.device_count() - 1 do
+    rng().device_generator(device_of(i, 'cuda.seed_all'), 'cuda.seed_all'):manual_seed(s)
+  end
+end
+function M.initial_seed()
+  return rng().device_generator(device_of(nil, 'cuda.initial_seed'), 'cuda.initial_seed'):initial_seed()
+end
+-- get_rng_state([device]) -> a uint8 CPU tensor; set_rng_state(t [, device])
+function M.get_rng_state(d)
+  return rng().device_generator(device_of(d, 'cuda.get_rng_state'), 'cuda.get_rng_state'):get_state()
+end
+function M.set_rng_state(t, d)
+  rng().device_generator(device_of(d, 'cuda.set_rng_state'), 'cuda.set_rng_state'):set_state(t)
+end
+function M.get_rng_state_all()
+  local r = {}
+  for i = 0, M.device_count() - 1 do r[i + 1] = M.get_rng_state(i) end
+  return r
+end
+function M.set_rng_state_all(states)
+  for i, t in ipairs(states) do M.set_rng_state(t, i - 1) end
+end
+-- torch.cuda.default_generators: the devices' default generators, 1-based as Lua lists are
+setmetatable(M, { __index = function(_, k)
+  if k == 'default_generators' then
+    local r = {}
+    for i = 0, M.device_count() - 1 do r[i + 1] = rng().device_generator(device_of(i, 'cuda.default_generators')) end
+    return r
+  end
+end })
+
 return M
