@@ -79,6 +79,12 @@ struct mt_dist_group {
   MPI_Comm comm;
   int rank, size; /* rank -1: not a member (comm is MPI_COMM_NULL) */
   int world;
+  /* arrival before each collective (arrive()): a duplicate of comm for its messages, the members'
+   * ranks in the world (to name a rank that never arrived), the requests, and who has come */
+  MPI_Comm acomm;
+  int *world_ranks;
+  MPI_Request *areq; /* size - 1 receives, then size - 1 sends */
+  unsigned char *in; /* in[r]: member r has reached the current collective (atomic) */
 };
 
 struct mt_dist_work {
@@ -112,6 +118,8 @@ static struct {
   int init_state;         /* 0 starting, 1 up, 2 failed */
   int finalized;
   int busy;               /* the thread is inside MPI on a collective */
+  mt_dist_group *arriving; /* the group whose ranks the thread waits for (arrive()), or NULL */
+  int arriving_kind;       /* and the collective's kind */
   pid_t pid;
   char init_error[512];
   char broken[640];
@@ -324,6 +332,14 @@ static void divide(void *buf, int64_t n, int dtype, int size) {
 }
 
 /* ------------------------------------------------------------------------------------ groups */
+/* A group's memory (the thread frees its communicators before, while MPI is up). */
+static void group_free(mt_dist_group *g) {
+  free(g->world_ranks);
+  free(g->areq);
+  free(g->in);
+  free(g);
+}
+
 static mt_dist_group *group_new(MPI_Comm comm, int world) {
   mt_dist_group *g = calloc(1, sizeof *g);
   if (!g) return NULL;
@@ -332,9 +348,31 @@ static mt_dist_group *group_new(MPI_Comm comm, int world) {
   g->world = world;
   g->rank = -1;
   g->size = 0;
+  g->acomm = MPI_COMM_NULL;
   if (comm != MPI_COMM_NULL) {
     MPI_Comm_rank(comm, &g->rank);
     MPI_Comm_size(comm, &g->size);
+    int n = g->size;
+    g->world_ranks = malloc(sizeof(int) * (size_t)n);
+    g->areq = malloc(sizeof(MPI_Request) * (size_t)(2 * n));
+    g->in = calloc((size_t)n, 1);
+    int *mine = malloc(sizeof(int) * (size_t)n);
+    if (!g->world_ranks || !g->areq || !g->in || !mine || MPI_Comm_dup(comm, &g->acomm) != MPI_SUCCESS) {
+      free(mine);
+      if (g->acomm != MPI_COMM_NULL) MPI_Comm_free(&g->acomm);
+      group_free(g);
+      return NULL;
+    }
+    MPI_Comm_set_errhandler(g->acomm, MPI_ERRORS_RETURN);
+    MPI_Group a = MPI_GROUP_NULL, b = MPI_GROUP_NULL;
+    for (int i = 0; i < n; i++) mine[i] = i;
+    MPI_Comm_group(comm, &a);
+    MPI_Comm_group(MPI_COMM_WORLD, &b);
+    if (MPI_Group_translate_ranks(a, n, mine, b, g->world_ranks) != MPI_SUCCESS)
+      for (int i = 0; i < n; i++) g->world_ranks[i] = i;
+    MPI_Group_free(&a);
+    MPI_Group_free(&b);
+    free(mine);
   }
   return g;
 }
@@ -352,7 +390,7 @@ static void enqueue_locked(mt_dist_work *w);
 void mt_dist_group_release(mt_dist_group *g) {
   if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   if (g->world || g->comm == MPI_COMM_NULL) {
-    if (!g->world) free(g);
+    if (!g->world) group_free(g);
     return; /* the world lives as long as the process */
   }
   /* the thread frees the communicator (it alone calls MPI); after MPI_Finalize there is nothing to free */
@@ -364,7 +402,7 @@ void mt_dist_group_release(mt_dist_group *g) {
     w->g = g;    /* owned by the work now */
     enqueue_locked(w);
   } else {
-    free(g);
+    group_free(g);
   }
   pthread_mutex_unlock(&S.mu);
 }
@@ -372,7 +410,7 @@ void mt_dist_group_release(mt_dist_group *g) {
 /* ------------------------------------------------------------------------------------ works */
 static void work_free(mt_dist_work *w) {
   if (w->kind == K_FREE_COMM) {
-    free(w->g);
+    group_free(w->g);
   } else {
     mt_dist_group_release(w->g);
   }
@@ -409,29 +447,72 @@ static void mpi_message(mt_dist_work *w, int rc) {
 }
 
 /* ------------------------------------------------------------------------------------ the thread */
-/* Wait until every rank of c has reached this collective, sleeping rather than spinning: a
- * non-blocking barrier tested in a loop that spins 20 us, yields to 200 us, then naps 50 us at a
- * time. MPI's blocking collectives spin while they wait for a late rank, which on a machine with
- * no idle core takes the CPU from the very ranks being waited for; after this they start together
- * and their own waits are short. MOONTORCH_DIST_SPIN=1 leaves it out (MPI's waits alone). */
-static int arrive(MPI_Comm c, int size) {
-  if (size <= 1 || S.spin) return MPI_SUCCESS;
-  MPI_Request r;
-  int rc = MPI_Ibarrier(c, &r), flag = 0;
-  if (rc != MPI_SUCCESS) return rc;
-  double t0 = mt_dist_now();
-  for (;;) {
-    rc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS || flag) return rc;
-    double el = mt_dist_now() - t0;
-    if (el < 20e-6) continue;
-    if (el < 200e-6) {
-      sched_yield();
-      continue;
-    }
-    struct timespec nap = {0, 50000};
-    nanosleep(&nap, NULL);
+/* Wait until every rank of the group has reached this collective, sleeping rather than spinning:
+ * each rank sends an empty message to every other on the group's arrival communicator and tests
+ * for theirs in a loop that spins 20 us, yields to 200 us, then naps 50 us at a time. MPI's blocking
+ * collectives spin while they wait for a late rank, which on a machine with no idle core takes the
+ * CPU from the very ranks being waited for; after this they start together and their own waits are
+ * short. The messages (rather than MPI_Ibarrier) tell who has come: a caller whose wait times out
+ * names the ranks that never did (g->in). Groups of more than 64 ranks wait on MPI_Ibarrier (a
+ * message to every peer would cost more than its log2(size) rounds) and name no one.
+ * MOONTORCH_DIST_SPIN=1 leaves the wait out (MPI's own waits alone). */
+static void nap_after(double t0) {
+  double el = mt_dist_now() - t0;
+  if (el < 20e-6) return;
+  if (el < 200e-6) {
+    sched_yield();
+    return;
   }
+  struct timespec nap = {0, 50000};
+  nanosleep(&nap, NULL);
+}
+
+static int arrive(mt_dist_group *g, int kind) {
+  int n = g->size, me = g->rank, rc = MPI_SUCCESS, flag = 0;
+  if (n <= 1 || S.spin) return MPI_SUCCESS;
+  double t0 = mt_dist_now();
+  if (n > 64) {
+    MPI_Request r;
+    rc = MPI_Ibarrier(g->acomm, &r);
+    while (rc == MPI_SUCCESS && !flag) {
+      rc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+      if (rc == MPI_SUCCESS && !flag) nap_after(t0);
+    }
+    return rc;
+  }
+  int peers = n - 1, left = peers, idx[64];
+  MPI_Request *recv = g->areq, *send = g->areq + peers;
+  for (int i = 0; i < n; i++) __atomic_store_n(&g->in[i], (unsigned char)(i == me), __ATOMIC_RELAXED);
+  pthread_mutex_lock(&S.mu);
+  S.arriving = g;
+  S.arriving_kind = kind;
+  pthread_mutex_unlock(&S.mu);
+  for (int k = 0, p = 0; p < n; p++) {
+    if (p == me) continue;
+    recv[k] = send[k] = MPI_REQUEST_NULL;
+    if (rc == MPI_SUCCESS) rc = MPI_Irecv(NULL, 0, MPI_BYTE, p, 0, g->acomm, &recv[k]);
+    if (rc == MPI_SUCCESS) rc = MPI_Isend(NULL, 0, MPI_BYTE, p, 0, g->acomm, &send[k]);
+    k++;
+  }
+  while (rc == MPI_SUCCESS && left > 0) {
+    int got = 0;
+    rc = MPI_Testsome(peers, recv, &got, idx, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS || got == MPI_UNDEFINED) break;
+    for (int j = 0; j < got; j++) {
+      int p = idx[j] < me ? idx[j] : idx[j] + 1;
+      __atomic_store_n(&g->in[p], (unsigned char)1, __ATOMIC_RELAXED);
+    }
+    left -= got;
+    if (left > 0) nap_after(t0);
+  }
+  while (rc == MPI_SUCCESS && !flag) { /* the empty sends: done at once, or once received */
+    rc = MPI_Testall(peers, send, &flag, MPI_STATUSES_IGNORE);
+    if (rc == MPI_SUCCESS && !flag) nap_after(t0);
+  }
+  pthread_mutex_lock(&S.mu);
+  S.arriving = NULL;
+  pthread_mutex_unlock(&S.mu);
+  return rc;
 }
 
 static int run_collective(mt_dist_work *w) {
@@ -440,7 +521,7 @@ static int run_collective(mt_dist_work *w) {
   MPI_Datatype t = mpi_type(w->dtype);
   size_t isz = item_size(w->dtype);
   int64_t step = S.chunk;
-  int rc = arrive(c, g->size);
+  int rc = arrive(g, w->kind);
   if (rc != MPI_SUCCESS || w->kind == K_BARRIER) goto done;
   switch (w->kind) {
   case K_ALL_REDUCE:
@@ -673,6 +754,7 @@ static void run_one(mt_dist_work *w) {
   switch (w->kind) {
   case K_FREE_COMM:
     MPI_Comm_free(&w->g->comm);
+    if (w->g->acomm != MPI_COMM_NULL) MPI_Comm_free(&w->g->acomm);
     break;
   case K_SPLIT: {
     mt_dist_group *p = w->g;
@@ -696,6 +778,7 @@ static void run_one(mt_dist_work *w) {
     break;
   }
   case K_FINALIZE:
+    if (S.world && S.world->acomm != MPI_COMM_NULL) MPI_Comm_free(&S.world->acomm);
     MPI_Finalize();
     break;
   case K_SEND:
@@ -1099,10 +1182,25 @@ mt_status mt_dist_work_wait(mt_dist_work *w, double timeout_s) {
       const char *name = kind_names[w->kind];
       if (!S.broken[0]) {
         int rank = w->g ? w->g->rank : -1, size = w->g ? w->g->size : 0;
+        char why[400] = "another rank died, hung or never called it";
+        mt_dist_group *a = S.arriving;
+        if (a) { /* the thread waits for ranks to reach a collective: name those that have not */
+          char who[256] = "";
+          int n = 0, len = 0;
+          for (int i = 0; i < a->size && len < (int)sizeof who - 16; i++)
+            if (!__atomic_load_n(&a->in[i], __ATOMIC_RELAXED))
+              len += snprintf(who + len, sizeof who - (size_t)len, "%s%d", n++ ? ", " : "", a->world_ranks[i]);
+          if (n)
+            snprintf(why, sizeof why, "rank%s %s never reached %s%s (died, hung or never called it)", n > 1 ? "s" : "",
+                     who, a == w->g && S.arriving_kind == (int)w->kind ? "it" : kind_names[S.arriving_kind],
+                     a->world ? "" : " (ranks of the world)");
+        } else if (S.busy) {
+          snprintf(why, sizeof why, "every rank reached the collective in progress, but it did not finish: a rank "
+                                    "died or hung inside it");
+        }
         snprintf(S.broken, sizeof S.broken,
-                 "%s timed out after %g s on rank %d of %d: another rank died, hung or never called it; this "
-                 "process can no longer communicate",
-                 name, timeout_s, rank, size);
+                 "%s timed out after %g s on rank %d of %d: %s; this process can no longer communicate", name,
+                 timeout_s, rank, size, why);
       }
       pthread_mutex_unlock(&S.mu);
       return fail(MT_ESTATE, "distributed.%s: %s", name, S.broken);
