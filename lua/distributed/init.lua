@@ -26,7 +26,11 @@ local type, select, pairs, ipairs, next, tostring, getmetatable, setmetatable, r
 local floor = math.floor
 local unpack = unpack or table.unpack
 
-local libc = require('moontorch.libc').declare { setenv = 'int %s(const char *name, const char *value, int overwrite)' }
+local ffi = require 'ffi'
+local libc = require('moontorch.libc').declare {
+  setenv = 'int %s(const char *name, const char *value, int overwrite)',
+  gethostname = 'int %s(char *name, size_t len)',
+}
 
 local M = {}
 local P = 'distributed.'
@@ -140,7 +144,8 @@ function M.is_available() return M.is_mpi_available() end
 function M.is_nccl_available() return false end
 function M.is_gloo_available() return false end
 function M.is_ucc_available() return false end
-function M.is_torchelastic_launched() return false end
+-- (PyTorch's test: torchrun sets TORCHELASTIC_RUN_ID; moontorch's launcher sets it too)
+function M.is_torchelastic_launched() return os.getenv('TORCHELASTIC_RUN_ID') ~= nil end
 
 ------------------------------------------------------------------------------ process groups
 local ProcessGroup = class.class('distributed.ProcessGroup', nil, M)
@@ -256,6 +261,19 @@ function M.init_process_group(...)
   libc.setenv('WORLD_SIZE', tostring(size), 1)
   if local_rank then libc.setenv('LOCAL_RANK', local_rank, 0) end
   if local_size then libc.setenv('LOCAL_WORLD_SIZE', local_size, 0) end
+  -- MASTER_ADDR: rank 0's host name (the launcher sets 127.0.0.1), MASTER_PORT torchrun's 29500; MPI
+  -- needs neither, scripts written for torchrun may read them
+  if not os.getenv('MASTER_ADDR') then
+    local host = '127.0.0.1'
+    if size > 1 then
+      local buf = ffi.new('char[256]')
+      local list = { rank == 0 and libc.gethostname(buf, 255) == 0 and ffi.string(buf) or host }
+      M.broadcast_object_list(list, 0)
+      host = list[1]
+    end
+    libc.setenv('MASTER_ADDR', host, 0)
+  end
+  libc.setenv('MASTER_PORT', '29500', 0)
 end
 
 -- destroy_process_group([group]): the group, or every group and the default one

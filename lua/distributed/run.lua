@@ -2,7 +2,8 @@
 --   moontorch -m distributed.run --nproc 4 train.lua [args...]
 -- starts the script in N processes on this machine through Open MPI's mpirun (which then owns them:
 -- Ctrl-C, a rank that fails or dies ends them all, its exit status is the job's), each with RANK,
--- WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE set as torchrun sets them. The script calls
+-- WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and torchrun's other variables
+-- set as torchrun sets them. The script calls
 -- dist.init_process_group('mpi'). For several machines use mpirun or srun directly (see README).
 -- As root, mpirun needs --allow-run-as-root, which this adds; with more processes than CPUs it adds
 -- --oversubscribe; it binds no process to a core (--bind-to none). Unless MT_NUM_THREADS or
@@ -18,10 +19,15 @@ usage: moontorch -m distributed.run [options] script.lua [args...]
   --nnodes 1         machines (1: for more, run mpirun or srun yourself)
   --mpirun PATH      the mpirun to use (mpirun on PATH; $MOONTORCH_MPIRUN)
   --mpi-arg ARG      pass ARG to mpirun (repeatable), e.g. --mpi-arg --bind-to --mpi-arg none
+  --master-addr A    MASTER_ADDR for the ranks (also --master_addr) (127.0.0.1)
+  --master-port P    MASTER_PORT for the ranks (also --master_port) (29500)
+  --standalone       accepted, as torchrun's (this machine alone is what the launcher does)
   --dry-run          print the command instead of running it
   -h, --help         this text
-Each process runs `moontorch script.lua args...` with RANK, WORLD_SIZE, LOCAL_RANK and
-LOCAL_WORLD_SIZE set; the script calls dist.init_process_group('mpi').]]
+Each process runs `moontorch script.lua args...` with torchrun's variables set (RANK, WORLD_SIZE,
+LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK, ROLE_WORLD_SIZE, ROLE_NAME,
+MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID); the script calls
+dist.init_process_group('mpi'), which takes its rank and world size from MPI.]]
 
 local libc = require('moontorch.libc').declare {
   execvp = 'int %s(const char *file, char *const argv[])',
@@ -71,7 +77,8 @@ local function moontorch_command(a)
   die('cannot find the moontorch command (run through bin/moontorch, or put moontorch on PATH)')
 end
 
--- The command line for mpirun: opts {nproc=, script=, args=, mpirun=, mpi_args=, command=}
+-- The command line for mpirun: opts {nproc=, script=, args=, mpirun=, mpi_args=, command=, master_addr=,
+-- master_port=}
 function M.command(opts)
   local n = opts.nproc or 1
   local mpirun = opts.mpirun or os.getenv('MOONTORCH_MPIRUN') or 'mpirun'
@@ -100,7 +107,12 @@ function M.command(opts)
   argv[#argv + 1] = '-c'
   argv[#argv + 1] = 'RANK=$OMPI_COMM_WORLD_RANK; WORLD_SIZE=$OMPI_COMM_WORLD_SIZE; ' ..
     'LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK; LOCAL_WORLD_SIZE=$OMPI_COMM_WORLD_LOCAL_SIZE; ' ..
-    'export RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE; ' .. threads .. 'exec "$@"'
+    'GROUP_RANK=0; GROUP_WORLD_SIZE=1; ROLE_RANK=$RANK; ROLE_WORLD_SIZE=$WORLD_SIZE; ROLE_NAME=default; ' ..
+    ('MASTER_ADDR=%s; MASTER_PORT=%s; '):format(sh_quote(opts.master_addr or '127.0.0.1'), sh_quote(opts.master_port or '29500')) ..
+    'TORCHELASTIC_RESTART_COUNT=0; TORCHELASTIC_MAX_RESTARTS=0; TORCHELASTIC_RUN_ID=none; ' ..
+    'export RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ROLE_RANK ROLE_WORLD_SIZE ' ..
+    'ROLE_NAME MASTER_ADDR MASTER_PORT TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS TORCHELASTIC_RUN_ID; ' ..
+    threads .. 'exec "$@"'
   argv[#argv + 1] = 'moontorch'
   for _, x in ipairs(opts.command or moontorch_command()) do argv[#argv + 1] = x end
   argv[#argv + 1] = opts.script
@@ -159,6 +171,13 @@ function M.main(argv)
           '`moontorch script.lua`')
       end
     elseif a == '--mpirun' then o.mpirun = value(a)
+    elseif a == '--master-addr' or a == '--master_addr' then o.master_addr = value(a)
+    elseif a == '--master-port' or a == '--master_port' then
+      local v = value(a)
+      local n = tonumber(v)
+      if not n or n < 0 or n > 65535 or n ~= math.floor(n) then die(('%s needs a port number, got %q'):format(a, v)) end
+      o.master_port = v
+    elseif a == '--standalone' then o.standalone = true
     elseif a == '--mpi-arg' then o.mpi_args[#o.mpi_args + 1] = value(a)
     elseif a == '--dry-run' then o.dry_run = true
     elseif a == '--' then

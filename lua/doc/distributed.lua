@@ -10,11 +10,14 @@ doc { 'torch.distributed.is_available() -> boolean', 'torch.distributed.is_mpi_a
   does = 'Whether this build has the MPI backend (libmoontorch_mpi.so, built where CMake found Open MPI).',
   ex = 'print(type(torch.distributed.is_available()))  --> boolean' }
 doc { 'torch.distributed.is_nccl_available() -> boolean', 'torch.distributed.is_gloo_available() -> boolean',
-  'torch.distributed.is_ucc_available() -> boolean', 'torch.distributed.is_torchelastic_launched() -> boolean',
-  does = 'false: moontorch has no NCCL (owed with the CUDA backend), gloo, UCC or torchelastic.',
+  'torch.distributed.is_ucc_available() -> boolean',
+  does = 'false: moontorch has no NCCL (owed with the CUDA backend), gloo or UCC.',
   ex = 'print(torch.distributed.is_gloo_available())  --> false' }
+doc { 'torch.distributed.is_torchelastic_launched() -> boolean',
+  does = "Whether a launcher started this process: PyTorch's test, TORCHELASTIC_RUN_ID in the environment (torchrun sets it, and so does `moontorch -m distributed.run`).",
+  ex = "print(torch.distributed.is_torchelastic_launched() == (os.getenv('TORCHELASTIC_RUN_ID') ~= nil))  --> true" }
 doc { "torch.distributed.init_process_group([backend='mpi'], {timeout=1800, world_size=, rank=, init_method=, group_name=})",
-  does = "Joins this process's world: rank and size come from MPI (mpirun, srun, `moontorch -m distributed.run`; started alone: a world of one); rank= and world_size= must agree with them, and WORLD_SIZE > 1 in the environment of a process started alone is an error saying how to start the others. timeout: seconds (or {seconds=, minutes=}) after which an operation that another rank keeps from finishing raises. Sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE. Twice is an error; after destroy_process_group it may be called again.",
+  does = "Joins this process's world: rank and size come from MPI (mpirun, srun, `moontorch -m distributed.run`; started alone: a world of one); rank= and world_size= must agree with them, and WORLD_SIZE > 1 in the environment of a process started alone is an error saying how to start the others. timeout: seconds (or {seconds=, minutes=}) after which an operation that another rank keeps from finishing raises. Sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, and MASTER_ADDR (rank 0's host name; 127.0.0.1 alone) and MASTER_PORT (29500) where unset. Twice is an error; after destroy_process_group it may be called again.",
   ex = INIT .. "print(dist.is_initialized() == dist.is_available())  --> true" }
 doc { 'torch.distributed.is_initialized() -> boolean',
   does = 'Whether the default process group exists.',

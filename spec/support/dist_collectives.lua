@@ -312,6 +312,10 @@ check('rank, size, backend, environment', function()
   assert(dist.get_backend() == 'mpi', 'backend')
   assert(tonumber(os.getenv('RANK')) == rank and tonumber(os.getenv('WORLD_SIZE')) == ws, 'RANK/WORLD_SIZE set')
   assert(os.getenv('LOCAL_RANK') ~= nil, 'LOCAL_RANK set')
+  -- MASTER_ADDR: rank 0's host name (this machine's: every rank runs here), or 127.0.0.1 alone; MASTER_PORT 29500
+  local hostname = io.popen('hostname'):read('*l')
+  assert(os.getenv('MASTER_ADDR') == (ws == 1 and '127.0.0.1' or hostname), 'MASTER_ADDR ' .. tostring(os.getenv('MASTER_ADDR')))
+  assert(os.getenv('MASTER_PORT') == '29500', 'MASTER_PORT')
   assert(dist.group.WORLD:size() == ws and dist.group.WORLD:rank() == rank, 'group.WORLD')
 end)
 
