@@ -340,5 +340,27 @@ check('construction errors', function()
   raises(function() DDP(nn.Linear(2, 2), { bucket_cap_mb = -1 }) end, 'bucket_cap_mb must be a positive number')
 end)
 
+check('DistributedSampler through a DataLoader with 2 worker processes in each rank: the rank\'s share, nothing on stderr', function()
+  -- (workers forked after MPI_Init never call MPI; the spec checks stderr is empty)
+  local data = torch.utils.data
+  local ds = data.TensorDataset(torch.arange(1, 42):double():view(41, 1))
+  local sampler = data.DistributedSampler(ds, { shuffle = true, seed = 3 })
+  sampler:set_epoch(2)
+  local got = {}
+  for b in data.DataLoader(ds, { batch_size = 4, sampler = sampler, num_workers = 2 })() do
+    local x = torch.is_tensor(b) and b or b[1]
+    for i = 1, x:size(1) do got[#got + 1] = x[i][1]:item() end
+  end
+  local want = sampler:indices()
+  assert(#got == #want and #got == math.ceil(41 / ws), ('%d samples, want %d'):format(#got, #want))
+  for i = 1, #want do assert(got[i] == want[i], ('sample %d: %s, want %s'):format(i, got[i], want[i])) end
+  -- every sample once over the ranks, padded from the start as PyTorch pads
+  local all = {}
+  dist.all_gather_object(all, got)
+  local seen = {}
+  for _, g in ipairs(all) do for _, v in ipairs(g) do seen[v] = (seen[v] or 0) + 1 end end
+  for v = 1, 41 do assert(seen[v], 'sample ' .. v .. ' on no rank') end
+end)
+
 dist.barrier()
 W.say('done')
