@@ -35,6 +35,8 @@ usage: moontorch examples/fashion_mnist.lua [options]
   --subset N         train on the first N training images only (all)
   --ranks N          train data-parallel in N processes (through mpirun); the batch size stays the
                      global one and must divide by N; --ranks 1 samples as the ranks do, in one process
+  --amp              forward and loss under bfloat16 autocast (torch.autocast('cpu'); the weights,
+                     gradients and optimizer stay float32)
   --profile FILE     profile the first 20 training steps (torch.profiler): their trace in FILE (Chrome's
                      Trace Event JSON, for Perfetto or chrome://tracing; gzip'd when FILE ends in .gz)
                      and a table of the ops
@@ -77,6 +79,7 @@ local function parse(argv)
     elseif a == '--threads' then o.threads = count(a, value(a))
     elseif a == '--subset' then o.subset = count(a, value(a))
     elseif a == '--ranks' then o.ranks = count(a, value(a))
+    elseif a == '--amp' then o.amp = true
     elseif a == '--seed' then
       local v = value(a)
       o.seed = tonumber(v)
@@ -279,6 +282,16 @@ local batches = train_loader:__len()
 local window = math.max(1, math.floor(batches / 20))
 for _, k in ipairs({ 'window_x', 'window_loss', 'window_acc' }) do history[k] = history[k] or {} end
 
+-- the training step's forward and loss: under bfloat16 autocast with --amp (issue 25)
+local function forward(x, y)
+  local out = model(x) -- (DistributedDataParallel around net under --ranks)
+  return out, F.cross_entropy(out, y)
+end
+if opts.amp then
+  local plain = forward
+  forward = function(x, y) return torch.autocast('cpu', { dtype = torch.bfloat16 }, plain, x, y) end
+end
+
 local saved = first_epoch - 1 -- the last epoch whose checkpoint is on disk, and its file
 local saved_path = checkpoint and (opts.resume == true and ckpt_path or opts.resume)
 local saving -- the epoch whose checkpoint is being written
@@ -319,8 +332,7 @@ local function train()
       end
     end
     for i, x, y in batches_of do
-      local out = model(x)
-      local loss = F.cross_entropy(out, y)
+      local out, loss = forward(x, y)
       opt:zero_grad()
       loss:backward()
       opt:step()
