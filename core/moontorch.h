@@ -1116,6 +1116,28 @@ MT_API mt_status mt_t7_get(mt_t7_file *f, uint32_t node, mt_t7_value *out);
 MT_API const char *mt_t7_format(const mt_t7_file *f); /* "binary, 8-byte longs", "binary, 4-byte longs", "ascii" */
 MT_API void mt_t7_close(mt_t7_file *f);
 
+/* ---------------------------------------------------------------- programs (core/program/program.c) */
+/* A model exported by torch.export (a .mtp file: the graph of op-table ops with their attributes, and
+ * the weights, in torch.save's checksummed format), run without Lua. load checks the whole program and
+ * plans its memory once; run takes the inputs (CPU tensors of the declared dtypes and shapes, in
+ * order) and gives new references to the outputs. One run at a time per program. Messages:
+ * "program_load: <path>: ..." and "program_run: ...". */
+typedef struct mt_program mt_program;
+typedef struct mt_program_io {
+  const char *name;     /* inputs: the exported module's argument name; outputs: "" */
+  int32_t dtype, ndim;
+  const int64_t *sizes; /* ndim sizes (valid while the program lives) */
+} mt_program_io;
+MT_API mt_status mt_program_load(const char *path, mt_program **out);
+MT_API int mt_program_num_inputs(const mt_program *p);
+MT_API int mt_program_num_outputs(const mt_program *p);
+MT_API mt_status mt_program_input(const mt_program *p, int i, mt_program_io *out);  /* i from 0 */
+MT_API mt_status mt_program_output(const mt_program *p, int i, mt_program_io *out);
+MT_API int mt_program_num_buffers(const mt_program *p); /* the planned buffers results are written into */
+MT_API mt_status mt_program_run(mt_program *p, mt_tensor *const *inputs, int ninputs, mt_tensor **outputs,
+                                int noutputs);
+MT_API void mt_program_free(mt_program *p);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots

@@ -5,7 +5,8 @@
 --   bin/moontorch fuzz/make_seeds.lua [DIR]   writes DIR/fuzz_checkpoint/seed-*,
 --                                             DIR/fuzz_safetensors/seed-* (DIR: fuzz/corpus) and
 --                                             DIR/fuzz_pytorch/seed-* (PyTorch's files, copied),
---                                             DIR/fuzz_t7/seed-* (Torch7's, spec/support/t7_writer.lua)
+--                                             DIR/fuzz_t7/seed-* (Torch7's, spec/support/t7_writer.lua),
+--                                             DIR/fuzz_program/seed-* (torch.export's programs)
 -- As a module (dofile), it gives the objects to fuzz/lua_load_use.lua: M.checkpoints() and
 -- M.safetensors(), lists of { name =, obj =, [module =] function making a module whose
 -- state_dict the object is, [metadata =] }.
@@ -170,6 +171,22 @@ function M.write(dir)
         n = n + 1
       end
     end
+  end
+  -- programs (fuzz_program): torch.export of small models
+  local pg = dir .. '/fuzz_program'
+  mkdir(pg)
+  torch.manual_seed(0)
+  local nn = require 'moontorch.nn'
+  local programs = {
+    mlp = { nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2), nn.Softmax(2)), torch.randn(3, 4) },
+    conv = { nn.Sequential(nn.Conv2d(2, 3, 3, { padding = 1 }), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2),
+      nn.AvgPool2d(2), nn.Flatten(), nn.Linear(3, 2)), torch.randn(1, 2, 4, 4) },
+    encoder = { nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8 }), torch.randn(3, 1, 4) },
+  }
+  for name, e in pairs(programs) do
+    e[1]:eval()
+    torch.export(e[1], { e[2] }, pg .. '/seed-' .. name)
+    n = n + 1
   end
   return n
 end
