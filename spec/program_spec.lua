@@ -121,6 +121,26 @@ describe('programs (torch.export, the C API, moontorch-run)', function()
     assert.are.equal(2, rc3)
   end)
 
+  it('the README\'s C example (examples/program_example.c) runs an exported program', function()
+    local bin = BUILD .. '/bin/program_example'
+    if not io.open(bin, 'rb') then
+      local _, rc = sh('cmake --build ' .. BUILD .. ' --target program_example')
+      assert.are.equal(0, rc)
+    end
+    -- its input: 0.01 * i in the program's input shape
+    local m, x = M.mlp[1], torch.arange(0, 30):mul(0.01):view(5, 6)
+    local want = torch.no_grad(function() return m(x) end)
+    local out, rc = sh(bin .. " '" .. path('mlp.mtp') .. "'")
+    assert.are.equal(0, rc, out)
+    local vals = {}
+    for v in out:match('output 1: 20 values:([^\n]*)'):gmatch('%S+') do vals[#vals + 1] = tonumber(v) end
+    assert.are.equal(4, #vals, out)
+    for i = 1, 4 do assert.is_true(math.abs(vals[i] - want:view(-1)[i]:item()) <= 1e-6, out) end
+    local err, rc2 = sh(bin .. " '" .. path('nothing.mtp') .. "'")
+    assert.are.equal(1, rc2)
+    assert.truthy(err:find('program_example: program_load: ', 1, true), err)
+  end)
+
   it('memory is planned once: results written into a few reused buffers', function()
     local p = torch.load_program(path('encoder.mtp'))
     local pr = rawget(p, '_program')

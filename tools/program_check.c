@@ -98,8 +98,8 @@ int main(int argc, char **argv) {
           mt_tensor_release(outs[k]);
       free(outs);
     }
-    printf("%s: %s (%d inputs, %d outputs, %d planned buffers, largest difference %.3g)\n", name,
-           bad ? "FAILED" : "ok", ni, no, mt_program_num_buffers(p), worst);
+    printf("%s: %s (%d inputs, %d outputs, %d planned buffers, largest difference %.3g)\n", name, bad ? "FAILED" : "ok",
+           ni, no, mt_program_num_buffers(p), worst);
     failed += bad;
     free(ins);
     st_free(&f);

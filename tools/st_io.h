@@ -90,21 +90,32 @@ __attribute__((unused)) static mt_tensor *st_find(const st_file *f, const char *
 
 __attribute__((unused)) static const char *st_code(int dtype) {
   switch (dtype) {
-  case MT_FLOAT32: return "F32";
-  case MT_FLOAT64: return "F64";
-  case MT_FLOAT16: return "F16";
-  case MT_BFLOAT16: return "BF16";
-  case MT_INT64: return "I64";
-  case MT_INT32: return "I32";
-  case MT_INT16: return "I16";
-  case MT_INT8: return "I8";
-  case MT_UINT8: return "U8";
-  default: return "BOOL";
+  case MT_FLOAT32:
+    return "F32";
+  case MT_FLOAT64:
+    return "F64";
+  case MT_FLOAT16:
+    return "F16";
+  case MT_BFLOAT16:
+    return "BF16";
+  case MT_INT64:
+    return "I64";
+  case MT_INT32:
+    return "I32";
+  case MT_INT16:
+    return "I16";
+  case MT_INT8:
+    return "I8";
+  case MT_UINT8:
+    return "U8";
+  default:
+    return "BOOL";
   }
 }
 
 /* tensors (contiguous copies are made as needed) under names[i]; 0 on success */
-__attribute__((unused)) static int st_write(const char *path, int n, char *const *names, mt_tensor **ts, char *err, size_t errn) {
+__attribute__((unused)) static int st_write(const char *path, int n, char *const *names, mt_tensor **ts, char *err,
+                                            size_t errn) {
   mt_tensor **c = calloc(n ? n : 1, sizeof *c);
   size_t cap = 256, len = 0;
   for (int i = 0; i < n; i++)

@@ -208,42 +208,63 @@ static int is_int(const tv *x, int64_t lo, int64_t hi) {
 
 /* ------------------------------------------------------------------ the program */
 enum {
-  PG_UNARY, PG_BINARY, PG_BINARY_SCALAR, PG_MATMUL, PG_BMM, PG_ADDMM, PG_BADDBMM, PG_CONV, PG_MAX_POOL, PG_AVG_POOL,
-  PG_ADAPTIVE_AVG_POOL, PG_LAYER_NORM, PG_SOFTMAX, PG_CAT, PG_VIEW, PG_RESHAPE, PG_FLATTEN, PG_PERMUTE,
-  PG_TRANSPOSE, PG_NARROW, PG_SELECT, PG_UNSQUEEZE, PG_CONTIGUOUS, PG_EXPAND
+  PG_UNARY,
+  PG_BINARY,
+  PG_BINARY_SCALAR,
+  PG_MATMUL,
+  PG_BMM,
+  PG_ADDMM,
+  PG_BADDBMM,
+  PG_CONV,
+  PG_MAX_POOL,
+  PG_AVG_POOL,
+  PG_ADAPTIVE_AVG_POOL,
+  PG_LAYER_NORM,
+  PG_SOFTMAX,
+  PG_CAT,
+  PG_VIEW,
+  PG_RESHAPE,
+  PG_FLATTEN,
+  PG_PERMUTE,
+  PG_TRANSPOSE,
+  PG_NARROW,
+  PG_SELECT,
+  PG_UNSQUEEZE,
+  PG_CONTIGUOUS,
+  PG_EXPAND
 };
 
 typedef struct pg_node {
   int kind;
-  mt_op op;            /* unary, binary: which */
+  mt_op op; /* unary, binary: which */
   int nin;
-  int32_t in[8];       /* value ids (0: absent) */
+  int32_t in[8]; /* value ids (0: absent) */
   int32_t out;
-  int out_planned;     /* writes into its buffer */
-  double p1, p2;       /* unary parameters; binary_scalar: the scalar; addmm: beta, alpha */
+  int out_planned;        /* writes into its buffer */
+  double p1, p2;          /* unary parameters; binary_scalar: the scalar; addmm: beta, alpha */
   int64_t i[MT_MAX_DIMS]; /* sizes, dims, stride / padding / dilation (conv: 3 x 3) ... */
   int ni;
-  int64_t a, b, c;     /* dims, groups, counts, flags */
+  int64_t a, b, c; /* dims, groups, counts, flags */
   mt_pool_params pool;
-  const char *name;    /* the op's name, for messages */
+  const char *name; /* the op's name, for messages */
 } pg_node;
 
 typedef struct pg_value {
   int32_t dtype, ndim;
   int64_t sizes[MT_MAX_DIMS];
   int64_t nbytes;
-  int source;          /* 0 undefined, 1 input, 2 constant, 3 node */
-  int32_t last;        /* the index of the last node that reads it (-1: none; INT32_MAX: an output) */
-  int32_t root;        /* the value whose storage it views (itself when it owns one) */
-  int32_t buffer;      /* planned buffer (-1: none) */
-  int32_t def;         /* the node that makes it (source 3) */
+  int source;     /* 0 undefined, 1 input, 2 constant, 3 node */
+  int32_t last;   /* the index of the last node that reads it (-1: none; INT32_MAX: an output) */
+  int32_t root;   /* the value whose storage it views (itself when it owns one) */
+  int32_t buffer; /* planned buffer (-1: none) */
+  int32_t def;    /* the node that makes it (source 3) */
   mt_tensor *constant;
 } pg_value;
 
 struct mt_program {
   char *path;
   int nvalues, ninputs, noutputs, nnodes, nbuffers;
-  pg_value *values;   /* 1..nvalues */
+  pg_value *values; /* 1..nvalues */
   int32_t *inputs, *outputs;
   char **input_names;
   pg_node *nodes;
@@ -441,8 +462,8 @@ static mt_status load_node(mt_program *p, const tree *t, uint32_t nd, pg_node *n
     MT_TRY(ints(p, t, attrs, "dilation", 1, 3, 1, SZ_HI, v, &k3, name));
     memcpy(n->i + 6, v, sizeof v);
     if (k1 < 1 || k1 != k2 || k1 != k3)
-      return PBAD("node %d (%s): stride, padding and dilation must give 1 to 3 spatial dims alike", p->path,
-                  index + 1, name);
+      return PBAD("node %d (%s): stride, padding and dilation must give 1 to 3 spatial dims alike", p->path, index + 1,
+                  name);
     n->ni = k1;
     n->a = one_int(t, attrs, "groups", 1);
     if (n->a < 1 || n->a > SZ_HI)
@@ -547,30 +568,32 @@ static mt_status load_node(mt_program *p, const tree *t, uint32_t nd, pg_node *n
       return PBAD("node %d (%s): input %d is not a value", p->path, index + 1, name, k + 1);
   /* the name kept for messages: the op table's own string when it is one, else the kind's */
   n->name = info ? info->name
-                 : (const char *[]){"matmul", "bmm", "addmm", "baddbmm", "convolution", "max_pool", "avg_pool", "adaptive_avg_pool",
-                                    "layer_norm", "softmax", "cat", "view", "reshape", "flatten", "permute",
-                                    "transpose", "narrow", "select", "unsqueeze", "contiguous", "expand"}
-                       [n->kind == PG_MATMUL       ? 0
-                        : n->kind == PG_BMM        ? 1
-                        : n->kind == PG_ADDMM      ? 2
-                        : n->kind == PG_BADDBMM    ? 3
-                        : n->kind == PG_CONV       ? 4
-                        : n->kind == PG_MAX_POOL   ? 5
-                        : n->kind == PG_AVG_POOL   ? 6
-                        : n->kind == PG_ADAPTIVE_AVG_POOL ? 7
-                        : n->kind == PG_LAYER_NORM ? 8
-                        : n->kind == PG_SOFTMAX    ? 9
-                        : n->kind == PG_CAT        ? 10
-                        : n->kind == PG_VIEW       ? 11
-                        : n->kind == PG_RESHAPE    ? 12
-                        : n->kind == PG_FLATTEN    ? 13
-                        : n->kind == PG_PERMUTE    ? 14
-                        : n->kind == PG_TRANSPOSE  ? 15
-                        : n->kind == PG_NARROW     ? 16
-                        : n->kind == PG_SELECT     ? 17
-                        : n->kind == PG_UNSQUEEZE  ? 18
-                        : n->kind == PG_CONTIGUOUS ? 19
-                                                   : 20];
+                 : (const char *[]){"matmul",      "bmm",      "addmm",     "baddbmm",
+                                    "convolution", "max_pool", "avg_pool",  "adaptive_avg_pool",
+                                    "layer_norm",  "softmax",  "cat",       "view",
+                                    "reshape",     "flatten",  "permute",   "transpose",
+                                    "narrow",      "select",   "unsqueeze", "contiguous",
+                                    "expand"}[n->kind == PG_MATMUL              ? 0
+                                              : n->kind == PG_BMM               ? 1
+                                              : n->kind == PG_ADDMM             ? 2
+                                              : n->kind == PG_BADDBMM           ? 3
+                                              : n->kind == PG_CONV              ? 4
+                                              : n->kind == PG_MAX_POOL          ? 5
+                                              : n->kind == PG_AVG_POOL          ? 6
+                                              : n->kind == PG_ADAPTIVE_AVG_POOL ? 7
+                                              : n->kind == PG_LAYER_NORM        ? 8
+                                              : n->kind == PG_SOFTMAX           ? 9
+                                              : n->kind == PG_CAT               ? 10
+                                              : n->kind == PG_VIEW              ? 11
+                                              : n->kind == PG_RESHAPE           ? 12
+                                              : n->kind == PG_FLATTEN           ? 13
+                                              : n->kind == PG_PERMUTE           ? 14
+                                              : n->kind == PG_TRANSPOSE         ? 15
+                                              : n->kind == PG_NARROW            ? 16
+                                              : n->kind == PG_SELECT            ? 17
+                                              : n->kind == PG_UNSQUEEZE         ? 18
+                                              : n->kind == PG_CONTIGUOUS        ? 19
+                                                                                : 20];
   return MT_OK;
 }
 
@@ -604,8 +627,8 @@ static mt_status load_value(mt_program *p, const tree *t, uint32_t x, pg_value *
 }
 
 static int is_view_kind(int k) {
-  return k == PG_VIEW || k == PG_RESHAPE || k == PG_FLATTEN || k == PG_PERMUTE || k == PG_TRANSPOSE ||
-         k == PG_NARROW || k == PG_SELECT || k == PG_UNSQUEEZE || k == PG_CONTIGUOUS || k == PG_EXPAND;
+  return k == PG_VIEW || k == PG_RESHAPE || k == PG_FLATTEN || k == PG_PERMUTE || k == PG_TRANSPOSE || k == PG_NARROW ||
+         k == PG_SELECT || k == PG_UNSQUEEZE || k == PG_CONTIGUOUS || k == PG_EXPAND;
 }
 static int writes_out(int k) {
   return k == PG_UNARY || k == PG_BINARY || k == PG_BINARY_SCALAR || k == PG_MATMUL || k == PG_BMM || k == PG_ADDMM ||
@@ -638,7 +661,10 @@ static mt_status plan(mt_program *p) {
   }
   /* buffers: first fit, by bytes, over the nodes in order; results handed to the caller (outputs, and
    * storages outputs view) never take one */
-  typedef struct { int64_t bytes; int32_t free_after; } buf;
+  typedef struct {
+    int64_t bytes;
+    int32_t free_after;
+  } buf;
   buf *bufs = NULL;
   int nb = 0, cb = 0;
   mt_status st = MT_OK;
@@ -766,15 +792,15 @@ static mt_status build(mt_program *p, const tree *t) {
   }
   for (uint32_t v = 0; st == MT_OK && v < nv; v++)
     st = vals[v] ? load_value(p, t, vals[v], &p->values[v + 1], (int)v + 1) : PBAD("value %u is nil", p->path, v + 1);
-  /* define: inputs, constants, then the nodes' outputs in order */
-#define DEFINE(id, src, what)                                                                                         \
-  do {                                                                                                               \
-    if ((id) < 1 || (id) > p->nvalues)                                                                               \
-      st = PBAD("%s names value %d, which does not exist", p->path, what, (int)(id));                              \
-    else if (p->values[id].source)                                                                                   \
-      st = PBAD("value %d is defined twice", p->path, (int)(id));                                                   \
-    else                                                                                                             \
-      p->values[id].source = (src);                                                                                  \
+    /* define: inputs, constants, then the nodes' outputs in order */
+#define DEFINE(id, src, what)                                                                                          \
+  do {                                                                                                                 \
+    if ((id) < 1 || (id) > p->nvalues)                                                                                 \
+      st = PBAD("%s names value %d, which does not exist", p->path, what, (int)(id));                                  \
+    else if (p->values[id].source)                                                                                     \
+      st = PBAD("value %d is defined twice", p->path, (int)(id));                                                      \
+    else                                                                                                               \
+      p->values[id].source = (src);                                                                                    \
   } while (0)
   for (uint32_t i = 0; st == MT_OK && i < nin; i++) {
     uint32_t name = field(t, ins[i], "name"), val = field(t, ins[i], "value");
@@ -877,8 +903,12 @@ mt_status mt_program_load(const char *path, mt_program **out) {
 }
 
 /* ------------------------------------------------------------------ queries */
-int mt_program_num_inputs(const mt_program *p) { return p ? p->ninputs : 0; }
-int mt_program_num_outputs(const mt_program *p) { return p ? p->noutputs : 0; }
+int mt_program_num_inputs(const mt_program *p) {
+  return p ? p->ninputs : 0;
+}
+int mt_program_num_outputs(const mt_program *p) {
+  return p ? p->noutputs : 0;
+}
 
 static void io_of(const mt_program *p, int v, const char *name, mt_program_io *io) {
   io->name = name;
@@ -898,7 +928,9 @@ mt_status mt_program_output(const mt_program *p, int i, mt_program_io *io) {
   io_of(p, p->outputs[i], "", io);
   return MT_OK;
 }
-int mt_program_num_buffers(const mt_program *p) { return p ? p->nbuffers : 0; }
+int mt_program_num_buffers(const mt_program *p) {
+  return p ? p->nbuffers : 0;
+}
 
 /* ------------------------------------------------------------------ running */
 static int same_type(const mt_tensor *x, const pg_value *v) {
@@ -965,8 +997,8 @@ static mt_status run_node(mt_program *p, pg_node *n, mt_tensor **res) {
   }
   case PG_CONV: {
     int64_t zero[3] = {0, 0, 0};
-    st = mt_convolution(a, S[n->in[1]], n->nin > 2 ? S[n->in[2]] : NULL, n->i, n->i + 3, n->i + 6, 0, zero, n->a,
-                        n->ni, res);
+    st = mt_convolution(a, S[n->in[1]], n->nin > 2 ? S[n->in[2]] : NULL, n->i, n->i + 3, n->i + 6, 0, zero, n->a, n->ni,
+                        res);
     break;
   }
   case PG_MAX_POOL:
