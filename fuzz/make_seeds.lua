@@ -6,7 +6,8 @@
 --                                             DIR/fuzz_safetensors/seed-* (DIR: fuzz/corpus) and
 --                                             DIR/fuzz_pytorch/seed-* (PyTorch's files, copied),
 --                                             DIR/fuzz_t7/seed-* (Torch7's, spec/support/t7_writer.lua),
---                                             DIR/fuzz_program/seed-* (torch.export's programs)
+--                                             DIR/fuzz_program/seed-* (torch.export's programs),
+--                                             DIR/fuzz_onnx/seed-* (ONNX files, copied)
 -- As a module (dofile), it gives the objects to fuzz/lua_load_use.lua: M.checkpoints() and
 -- M.safetensors(), lists of { name =, obj =, [module =] function making a module whose
 -- state_dict the object is, [metadata =] }.
@@ -136,6 +137,22 @@ function M.write(dir)
     if src then src:close() end
     if name:match('%.pt$') and bytes and #bytes < 16384 then
       local out = assert(io.open(pt .. '/seed-' .. name, 'wb'))
+      out:write(bytes)
+      out:close()
+      n = n + 1
+    end
+  end
+  ls:close()
+  -- ONNX files (fuzz_onnx): PyTorch 1.13's exports and the refused ones of spec/onnx_spec.lua, under 16 KB
+  local ox = dir .. '/fuzz_onnx'
+  mkdir(ox)
+  ls = io.popen("ls spec/support/onnx/ 2>/dev/null")
+  for name in ls:lines() do
+    local src = io.open('spec/support/onnx/' .. name, 'rb')
+    local bytes = src and src:read('*a')
+    if src then src:close() end
+    if name:match('%.onnx$') and bytes and #bytes < 16384 then
+      local out = assert(io.open(ox .. '/seed-' .. name, 'wb'))
       out:write(bytes)
       out:close()
       n = n + 1

@@ -282,6 +282,12 @@ doc { 'torch.load_program(path) -> torch.Program',
   does = 'Loads a program torch.export wrote and gives a module that runs it through the C runner (mt_program_run): inputs of the exported dtypes and shapes, the outputs as the module gave them. A damaged or hostile file is an error naming what is wrong, never a crash.',
   pt = 'torch.jit.load',
   ex = 'local m = nn.Sequential(nn.Linear(3, 2)):eval()\nlocal x = torch.randn(4, 3)\nlocal path = os.tmpname()\ntorch.export(m, {x}, path)\nlocal p = torch.load_program(path)\nprint(torch.equal(p(x), m(x)))  --> true\nos.remove(path)' }
+doc { 'torch.onnx.load(path) -> GraphModule',
+  does = 'Reads an ONNX model (what PyTorch\'s torch.onnx.export and other frameworks write; decoded by protobuf-c in C, every tensor checked) and builds a torch.fx.GraphModule that runs it, in evaluation mode: each ONNX node a call_function node named onnx.<OpType>, the initializers and Constant nodes buffers of the module. Ops: Gemm, MatMul, Conv, MaxPool, AveragePool, GlobalAveragePool/GlobalMaxPool, BatchNormalization, LayerNormalization, InstanceNormalization, Relu, LeakyRelu, Elu, Sigmoid, Tanh, Gelu, Erf, Softplus, HardSigmoid, Clip, Softmax, LogSoftmax, Add, Sub, Mul, Div, Pow, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Floor, Ceil, Sin, Cos, Sign, Not, Equal, Less, Greater, Where, Max, Min, Flatten, Reshape, Transpose, Concat, Unsqueeze, Squeeze, Shape, Size, Gather, Slice (step 1), Expand, Pad, Cast, Constant, ConstantOfShape, ReduceMean/Sum/Max/Min, Identity, Dropout. Any other op, control flow (If, Loop), external data or a type moontorch has not is an error naming it and the node; a damaged file is an error, never a crash.',
+  pt = false,
+  ex = 'local gm = torch.onnx.load(\'spec/support/onnx/mlp.onnx\')  -- PyTorch\'s export of an MLP\nprint(gm(torch.zeros(5, 6)):size())  --> torch.Size([5, 4])' }
+doc { 'torch.onnx', does = 'ONNX files: torch.onnx.load.', pt = 'torch.onnx',
+  ex = 'print(type(torch.onnx.load))  --> function' }
 doc { 'torch.save_safetensors(tensors, path, metadata, {sync=})',
   does = 'Writes a table of tensors by name to a .safetensors file (byte for byte as the reference writer); metadata an optional table of strings.',
   pt = 'safetensors.torch.save_file',
