@@ -1170,6 +1170,11 @@ MT_API int mt_cpu_count_allowed(void);
 MT_API int mt_cgroup_cpu_limit(const char *root);
 /* The vector level moontorch's own kernels run at here: "avx2" or "scalar". */
 MT_API const char *mt_kernels_simd(void);
+/* The path of the bfloat16 products (issue 25, core/tensor/bf16.c) here: "avx512_bf16" (vdpbf16ps, at the
+ * avx512 level on a CPU with AVX512-BF16), "avx2" (FMAs under flush-to-zero) or "scalar"; every path gives
+ * the same bits. The int8 products' (core/tensor/qgemm.c): "avx512_vnni" (vpdpbusd), "avx2" or "scalar". */
+MT_API const char *mt_kernels_bf16(void);
+MT_API const char *mt_kernels_int8(void);
 
 /* ---------------------------------------------------------------- the BLAS (core/blas.c) */
 /* The BLAS is loaded at first use (a product, mt_blas_load, mt_config_string) with dlopen, after
@@ -1404,6 +1409,41 @@ MT_API const char *mt_proc_signal_name(int sig);
  * indices must be valid (checked: MT_ERANGE). */
 MT_API mt_status mt_csr_mm(mt_tensor *crow_indices, mt_tensor *col_indices, mt_tensor *values, mt_tensor *dense,
                            int64_t ncols, int transposed, int64_t index_base, mt_tensor **result);
+
+/* ---------------------------------------------------------------- quantization (issue 25) */
+/* A quantized tensor lives in Lua (lua/quantization/): its integer values are an int8 / uint8 / int32 tensor
+ * (the storage of qint8 / quint8 / qint32) and its quantizer numbers or tensors; these compute with them, on
+ * the CPU. Per tensor when axis < 0 (scales and zero_points of one element), else per channel along axis
+ * (0-based; float64 scales and int64 zero points of that dim's size).
+ * mt_quantize: q = clamp(zero_point + round_half_even(x * (1 / scale as float32)), [qmin, qmax]), as
+ * PyTorch's quantize_val, in a new contiguous tensor of `dtype` (MT_INT8, MT_UINT8 or MT_INT32); x any
+ * floating dtype. mt_dequantize: float32 (q - zero_point) * scale (the scale rounded to float32). */
+MT_API mt_status mt_quantize(const mt_tensor *x, const mt_tensor *scales, const mt_tensor *zero_points, int axis,
+                             int dtype, int64_t qmin, int64_t qmax, mt_tensor **out);
+MT_API mt_status mt_dequantize(const mt_tensor *q, const mt_tensor *scales, const mt_tensor *zero_points, int axis,
+                               mt_tensor **out);
+/* The quantized linear layer: x (..., K) uint8 (scale x_scale, zero point x_zp) times w^T, w (N, K) int8 with
+ * w_scales / w_zps of 1 or N (per output channel), plus bias (N, float) or NULL: float32 (..., N) when !out_u8
+ * (dynamic quantization), else uint8 requantized with out_scale / out_zp; relu clamps at 0. The int8 product is
+ * exact (vpdpbusd where the CPU has AVX512-VNNI; core/tensor/qgemm.c). */
+MT_API mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w,
+                            const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias,
+                            const mt_tensor *packed, double out_scale, int64_t out_zp, int out_u8, int relu,
+                            mt_tensor **out);
+/* The weight packed once as the int8 product reads it (an int32 tensor), for the `packed` argument of
+ * mt_qlinear / mt_qconv2d / mt_qlinear_dynamic (NULL there: packed at each call). */
+MT_API mt_status mt_qpack(const mt_tensor *w, mt_tensor **out);
+/* Dynamic quantization's linear layer: x (..., K) float quantized to uint8 with its own range (PyTorch's
+ * ChooseQuantizationParams; [0, 127] with reduce_range), then mt_qlinear's product, float out (x's dtype). */
+MT_API mt_status mt_qlinear_dynamic(const mt_tensor *x, const mt_tensor *w, const mt_tensor *w_scales,
+                                    const mt_tensor *w_zps, const mt_tensor *bias, const mt_tensor *packed,
+                                    int reduce_range, mt_tensor **out);
+/* The quantized 2-D convolution: x (N, C, H, W) uint8, w (Co, C, KH, KW) int8; stride, padding, dilation of 2;
+ * groups 1; the result (N, Co, OH, OW) uint8 requantized with out_scale / out_zp (relu: clamped at 0). */
+MT_API mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w,
+                            const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias,
+                            const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                            const mt_tensor *packed, double out_scale, int64_t out_zp, int relu, mt_tensor **out);
 
 /* ---------------------------------------------------------------- parity session */
 /* The in-place view ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): t takes the sizes,
