@@ -150,6 +150,8 @@ local lazy = {
   profiler = function() return require 'moontorch.profiler' end,
   Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
   List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
+  -- issue 23: torch.distributed (lua/distributed/)
+  distributed = function() return require 'moontorch.distributed' end,
   -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)
   amp = function() return require 'moontorch.amp' end,
   cpu = function() return { amp = require('moontorch.amp')._cpu } end,
