@@ -509,6 +509,17 @@ if want('lenet') then
     o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'ms') }
 end
 
+-- (program) issue 26: LeNet-5 inference at batch 1 run by the C runner (torch.export + moontorch-run),
+-- against PyTorch's eager module under no_grad (the target: at most 0.5 of its time); the Lua module's
+-- own time printed beside (`luajit bench/run.lua program`)
+if want('program') then
+  local o, t = ours('program_lenet'), theirs('program_lenet')
+  line('(program) LeNet-5 batch 1, C runner', o and o.runner_us, t and t.us, 'us', 'lower')
+  if o then print(('%-34s ours %10.1f us (the module called from Lua)'):format('(program) LeNet-5 batch 1, Lua', o.lua_us)) end
+  rows[#rows + 1] = { 'LeNet-5 inference, batch 1 (C runner: torch.export + moontorch-run)', o and o.runner_us, t and t.us,
+    'us', 'lower', now = nowv(t, 'us') }
+end
+
 -- (fashion) issue 13: an epoch of the Fashion-MNIST demo (examples/fashion_mnist.lua: LeNet-5, Adam
 -- with a one-cycle schedule, batch 64, 60 000 images, then the 10 000 test images) beside its PyTorch
 -- twin (bench/fashion_mnist.py), each run as a user runs it (one process, data loaded from Debian's

@@ -141,6 +141,9 @@ local lazy = {
   load_safetensors = function() return require('moontorch.safetensors_io').load end,
   load_pytorch = function() return require('moontorch.interop.pytorch').load end, -- PyTorch's .pt files
   load_t7 = function() return require('moontorch.interop.t7').load end, -- Torch7's .t7 files
+  export = function() return require('moontorch.interop.export').export end, -- programs run from C
+  load_program = function() return require('moontorch.interop.export').load_program end,
+  onnx = function() return require 'moontorch.interop.onnx' end, -- torch.onnx.load
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
