@@ -1300,44 +1300,28 @@ M.fns = {
   deg2rad = deg2rad, rad2deg = rad2deg, logaddexp = logaddexp, logaddexp2 = logaddexp2, signbit = signbit,
   isposinf = isposinf, isneginf = isneginf, isreal = isreal, heaviside = heaviside, angle = angle, sgn = sgn,
   asinh = asinh, acosh = acosh, atanh = atanh, arcsinh = asinh, arccosh = acosh, arctanh = atanh, erfinv = erfinv,
-  gcd = gcd, lcm = lcm,
-  take = take, take_along_dim = take_along_dim, rot90 = rot90, kron = kron, diag_embed = diag_embed,
-  diagflat = diagflat, select_scatter = select_scatter, slice_scatter = slice_scatter,
-  diagonal_scatter = diagonal_scatter, hsplit = hsplit, vsplit = vsplit, dsplit = dsplit, vander = nil,
-  diff = diff, trace = trace, cummax = cum_extreme('cummax', true), cummin = cum_extreme('cummin', false),
-  logcumsumexp = logcumsumexp, nanmean = nanmean, histc = histc, quantile = quantile_impl('quantile', false),
+  gcd = gcd, lcm = lcm, take = take, take_along_dim = take_along_dim, rot90 = rot90, kron = kron,
+  diag_embed = diag_embed, diagflat = diagflat, select_scatter = select_scatter, slice_scatter = slice_scatter,
+  diagonal_scatter = diagonal_scatter, hsplit = hsplit, vsplit = vsplit, dsplit = dsplit, diff = diff, trace = trace,
+  cummax = cum_extreme('cummax', true), cummin = cum_extreme('cummin', false), logcumsumexp = logcumsumexp,
+  nanmean = nanmean, histc = histc, quantile = quantile_impl('quantile', false),
   nanquantile = quantile_impl('nanquantile', true), renorm = renorm, unique_consecutive = unique_consecutive,
   inner = inner, cross = cross, addr = addr, addbmm = addbmm, dist = dist, matrix_power = matrix_power,
   positive = function(x) return x end,
-  is_nonzero = function(x)
-    if x:numel() ~= 1 then
-      fail('is_nonzero', x:numel() == 0 and 'Boolean value of Tensor with no values is ambiguous'
-        or 'Boolean value of Tensor with more than one value is ambiguous')
-    end
-    return x:item() ~= 0
-  end,
-  is_same_size = function(a, b) return a:size() == b:size() end,
   sum_to_size = sum_to_size,
 }
 -- torch-only functions
 M.only = {
   broadcast_shapes = broadcast_shapes, broadcast_tensors = broadcast_tensors, meshgrid = meshgrid,
   cartesian_prod = cartesian_prod, combinations = combinations, block_diag = block_diag,
-  tril_indices = tri_indices('tril_indices', true), triu_indices = tri_indices('triu_indices', false),
-  vander = vander, einsum = einsum, cdist = cdist, pdist = pdist, trapz = nil,
-  is_complex = function() return false end, is_storage = function() return false end,
-  FloatTensor = constructor('float32'), DoubleTensor = constructor('float64'),
-  HalfTensor = constructor('float16'), BFloat16Tensor = constructor('bfloat16'),
-  LongTensor = constructor('int64'), IntTensor = constructor('int32'),
-  ShortTensor = constructor('int16'), CharTensor = constructor('int8'),
-  ByteTensor = constructor('uint8'), BoolTensor = constructor('bool'),
+  tril_indices = tri_indices('tril_indices', true), triu_indices = tri_indices('triu_indices', false), vander = vander,
+  einsum = einsum, cdist = cdist, pdist = pdist, FloatTensor = constructor('float32'),
+  DoubleTensor = constructor('float64'), HalfTensor = constructor('float16'), BFloat16Tensor = constructor('bfloat16'),
+  LongTensor = constructor('int64'), IntTensor = constructor('int32'), ShortTensor = constructor('int16'),
+  CharTensor = constructor('int8'), ByteTensor = constructor('uint8'), BoolTensor = constructor('bool'),
 }
 function M.install(tt)
   torch = tt
-  -- memory formats: clone takes {memory_format = torch.contiguous_format}
-  for _, name in ipairs { 'contiguous_format', 'preserve_format', 'channels_last', 'channels_last_3d' } do
-    torch[name] = name
-  end
 
   for name, f in pairs(M.fns) do
     if torch[name] == nil then torch[name] = f end
@@ -1368,9 +1352,9 @@ function M.install(tt)
   if torch.trapezoid == nil then torch.trapezoid = trapezoid end
   if torch.trapz == nil then torch.trapz = trapezoid end
   -- every method PyTorch also has as a torch function (torch.clamp_min(x, 0), torch.swapdims, ...)
-  for _, name in ipairs { 'clamp_min', 'clamp_max', 'float_power', 'swapdims', 'swapaxes', 'moveaxis', 'movedim',
-    'narrow_copy', 'nansum', 'square', 'frac', 'exp2', 'logit', 'nan_to_num', 'copysign', 'fmax', 'fmin', 'msort',
-    'ravel', 'absolute', 'negative', 'fix', 'count_nonzero', 'aminmax', 'hypot', 'sinc', 'true_divide',
+  for _, name in ipairs { 'clamp_min', 'clamp_max', 'float_power', 'swapdims', 'swapaxes', 'moveaxis',
+    'movedim', 'narrow_copy', 'nansum', 'square', 'frac', 'exp2', 'logit', 'nan_to_num', 'copysign', 'fmax', 'fmin',
+    'msort', 'ravel', 'absolute', 'negative', 'fix', 'count_nonzero', 'aminmax', 'hypot', 'sinc', 'true_divide',
     'conj', 'resolve_conj', 'resolve_neg', 'adjoint', 'det', 'std_mean', 'var_mean' } do
     if torch[name] == nil and methods[name] ~= nil then
       local m = methods[name]
@@ -1381,26 +1365,6 @@ function M.install(tt)
   if methods.swapdims == nil and methods.transpose then
     methods.swapdims = methods.transpose
     torch.swapdims = torch.transpose
-  end
-  if torch.result_type == nil then
-    torch.result_type = function(a, b)
-      local ta = is_tensor(a) and a or torch.tensor(a)
-      if is_tensor(a) and is_tensor(b) then return (torch.zeros({}, { dtype = a.dtype }) + torch.zeros({}, { dtype = b.dtype })).dtype end
-      return (ta * (is_tensor(b) and b or b)).dtype
-    end
-  end
-  if torch.promote_types == nil then
-    torch.promote_types = function(a, b)
-      return (torch.zeros({}, { dtype = a }) + torch.zeros({}, { dtype = b })).dtype
-    end
-  end
-  if torch.can_cast == nil then
-    local rank = function(d)
-      if d == torch.bool then return 0 end
-      if d.is_floating_point then return 2 end
-      return 1
-    end
-    torch.can_cast = function(from, to) return rank(from) <= rank(to) end
   end
   -- torch.linalg: the norms and cross (the rest of linalg is not in moontorch yet)
   if torch.linalg == nil then
@@ -1574,10 +1538,11 @@ function M.install(tt)
   inplace_view('squeeze_', function(t, d) if d == nil then return t:squeeze() end return t:squeeze(d) end)
   inplace_view('as_strided_', function(t, size, stride, offset) return t:as_strided(size, stride, offset) end)
   -- torch.relu_(x), torch.sigmoid_(x), ...: the in-place methods PyTorch also has as torch functions
-  for _, name in ipairs { 'relu_', 'sigmoid_', 'tanh_', 'exp_', 'log_', 'sqrt_', 'rsqrt_', 'abs_', 'neg_', 'clamp_',
-    'clamp_min_', 'clamp_max_', 'ceil_', 'floor_', 'round_', 'trunc_', 'frac_', 'sin_', 'cos_', 'reciprocal_',
-    'fill_', 'selu_', 'celu_', 'square_', 'sinh_', 'cosh_', 'tan_', 'asin_', 'acos_', 'atan_', 'erf_', 'erfc_',
-    'expm1_', 'log1p_', 'log2_', 'log10_', 'sign_', 'fix_', 'logit_', 'nan_to_num_', 'index_put_', 'dropout_' } do
+  for _, name in ipairs { 'relu_', 'sigmoid_', 'tanh_', 'exp_', 'log_', 'sqrt_', 'rsqrt_', 'abs_', 'neg_',
+    'clamp_', 'clamp_min_', 'clamp_max_', 'ceil_', 'floor_', 'round_', 'trunc_', 'frac_', 'sin_', 'cos_',
+    'reciprocal_', 'fill_', 'selu_', 'celu_', 'square_', 'sinh_', 'cosh_', 'tan_', 'asin_', 'acos_', 'atan_', 'erf_',
+    'erfc_', 'expm1_', 'log1p_', 'log2_', 'log10_', 'sign_', 'fix_', 'logit_', 'nan_to_num_', 'index_put_',
+    'dropout_' } do
     local m = methods[name]
     if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
   end
@@ -1660,53 +1625,6 @@ function M.install(tt)
     end
     methods.unique = unique
     torch.unique = unique
-  end
-  -- torch.finfo(dtype) / torch.iinfo(dtype): PyTorch 1.13's fields and printing
-  if torch.finfo == nil then
-    local F_INFO = {
-      float32 = { 32, 1.1920928955078125e-07, 3.4028234663852886e+38, 1.1754943508222875e-38, 1e-06 },
-      float64 = { 64, 2.220446049250313e-16, 1.7976931348623157e+308, 2.2250738585072014e-308, 1e-15 },
-      float16 = { 16, 0.0009765625, 65504.0, 6.103515625e-05, 0.001 },
-      bfloat16 = { 16, 0.0078125, 3.3895313892515355e+38, 1.1754943508222875e-38, 0.01 },
-    }
-    local I_INFO = { uint8 = { 8, 0, 255 }, int8 = { 8, -128, 127 }, int16 = { 16, -32768, 32767 },
-      int32 = { 32, -2147483648, 2147483647 }, int64 = { 64, -2 ^ 63, 2 ^ 63 } }
-    local function g6(x) -- C's %g with 6 digits, as PyTorch prints finfo
-      local s = ('%g'):format(x)
-      return s
-    end
-    local finfo_mt = {
-      __tostring = function(f)
-        return ('finfo(resolution=%s, min=%s, max=%s, eps=%s, smallest_normal=%s, tiny=%s, dtype=%s)'):format(
-          g6(f.resolution), g6(f.min), g6(f.max), g6(f.eps), g6(f.smallest_normal), g6(f.tiny), f.dtype)
-      end,
-    }
-    local iinfo_mt = {
-      __tostring = function(i) return ('iinfo(min=%s, max=%s, dtype=%s)'):format(g6(i.min), g6(i.max), i.dtype) end,
-    }
-    local function short(d) return (tostring(d):gsub('^torch%.', '')) end
-    torch.finfo = function(d)
-      d = d or torch.get_default_dtype()
-      local v = F_INFO[short(d)]
-      if not v then fail('finfo', 'torch.finfo() requires a floating point input type. Use torch.iinfo to handle '
-        .. "'torch.finfo'") end
-      return setmetatable({ bits = v[1], eps = v[2], max = v[3], min = -v[3], tiny = v[4], smallest_normal = v[4],
-        resolution = v[5], dtype = short(d) }, finfo_mt)
-    end
-    torch.iinfo = function(d)
-      local v = d and I_INFO[short(d)]
-      if not v then fail('iinfo', 'dtype must be an integer type, got ' .. tostring(d)) end
-      return setmetatable({ bits = v[1], min = v[2], max = v[3], dtype = short(d) }, iinfo_mt)
-    end
-  end
-  -- torch.Size({2, 3}): the sizes' type (compares equal to t:size())
-  if torch.Size == nil then
-    torch.Size = function(s)
-      local size_mt = getmetatable(torch.empty(0):size())
-      local r = {}
-      for i = 1, #(s or {}) do r[i] = s[i] end
-      return setmetatable(r, size_mt)
-    end
   end
 
   -- nn.functional extras (loaded with nn: installed when nn loads, see lua/nn/init.lua's parity block)
