@@ -56,22 +56,6 @@ local broadcast_tensors = require('moontorch.ops.shape').composed.broadcast_tens
 
 
 
-local function rot90(x, k, dims)
-  need('rot90', x)
-  if type(k) == 'table' then k, dims = nil, k end
-  k = k or 1
-  dims = dims or { 1, 2 }
-  if #dims ~= 2 then fail('rot90', 'expected total rotation dims == 2, but got dims = ' .. #dims) end
-  local nd = x:dim()
-  if nd < 2 then fail('rot90', 'expected total dims >= 2, but got total dims = ' .. nd) end
-  local d0, d1 = pdim('rot90', dims[1], nd), pdim('rot90', dims[2], nd)
-  if d0 == d1 then fail('rot90', ('expected rotation dims to be different, but got dim0 = %d and dim1 = %d'):format(dims[1], dims[2])) end
-  k = k % 4
-  if k == 1 then return x:flip(d1):transpose(d0, d1) end
-  if k == 2 then return x:flip({ d0, d1 }) end
-  if k == 3 then return x:flip(d0):transpose(d0, d1) end
-  return x:clone()
-end
 local function kron(a, b)
   need('kron', a) need('kron', b, 'other')
   local nd = math.max(a:dim(), b:dim())
@@ -290,30 +274,6 @@ local function renorm(x, p, dim, maxnorm)
   local norms = #others > 0 and x:norm(p, others, { keepdim = true }) or x:abs()
   local f = torch.where(norms:gt(maxnorm), maxnorm / (norms + 1e-7), torch.ones_like(norms))
   return x * f:detach()
-end
-local function unique_consecutive(x, opts)
-  need('unique_consecutive', x)
-  opts = opts or {}
-  if opts.dim ~= nil then fail('unique_consecutive', 'unique_consecutive with dim is not supported by moontorch yet') end
-  local flat = x:reshape(-1)
-  local n = flat:numel()
-  if n == 0 then
-    local r = { flat:clone() }
-    if opts.return_inverse then r[#r + 1] = torch.empty(sizes(x), { dtype = torch.int64 }) end
-    if opts.return_counts then r[#r + 1] = torch.empty(0, { dtype = torch.int64 }) end
-    return unpack(r)
-  end
-  local starts = torch.ones(n, { dtype = torch.bool })
-  if n > 1 then starts = torch.cat({ torch.ones(1, { dtype = torch.bool }), flat:narrow(1, 2, n - 1):ne(flat:narrow(1, 1, n - 1)) }) end
-  local values = flat:masked_select(starts)
-  local r = { values }
-  if opts.return_inverse then r[#r + 1] = starts:to(torch.int64):cumsum(1):reshape(sizes(x)) end
-  if opts.return_counts then
-    local pos = starts:nonzero():reshape(-1)
-    local ends = torch.cat({ pos:narrow(1, 2, pos:numel() - 1), torch.tensor({ n + 1 }, { dtype = torch.int64 }) })
-    r[#r + 1] = ends - pos
-  end
-  return unpack(r)
 end
 local function sum_to_size(x, ...)
   local s = ...
@@ -905,11 +865,10 @@ local function constructor(name)
 end
 
 M.fns = {
-  rot90 = rot90, kron = kron, diff = diff, trace = trace, cummax = cum_extreme('cummax', true),
-  cummin = cum_extreme('cummin', false), logcumsumexp = logcumsumexp, nanmean = nanmean, histc = histc,
-  quantile = quantile_impl('quantile', false), nanquantile = quantile_impl('nanquantile', true), renorm = renorm,
-  unique_consecutive = unique_consecutive, inner = inner, cross = cross, addr = addr, addbmm = addbmm, dist = dist,
-  matrix_power = matrix_power, sum_to_size = sum_to_size,
+  kron = kron, diff = diff, trace = trace, cummax = cum_extreme('cummax', true), cummin = cum_extreme('cummin', false),
+  logcumsumexp = logcumsumexp, nanmean = nanmean, histc = histc, quantile = quantile_impl('quantile', false),
+  nanquantile = quantile_impl('nanquantile', true), renorm = renorm, inner = inner, cross = cross, addr = addr,
+  addbmm = addbmm, dist = dist, matrix_power = matrix_power, sum_to_size = sum_to_size,
 }
 -- torch-only functions
 M.only = {
@@ -951,8 +910,8 @@ function M.install(tt)
   if torch.trapezoid == nil then torch.trapezoid = trapezoid end
   if torch.trapz == nil then torch.trapz = trapezoid end
   -- every method PyTorch also has as a torch function (torch.clamp_min(x, 0), torch.swapdims, ...)
-  for _, name in ipairs { 'swapdims', 'swapaxes', 'moveaxis', 'movedim', 'narrow_copy', 'nansum', 'msort',
-    'ravel', 'count_nonzero', 'aminmax', 'adjoint', 'det', 'std_mean', 'var_mean' } do
+  for _, name in ipairs { 'swapdims', 'swapaxes', 'moveaxis', 'movedim', 'narrow_copy', 'nansum', 'ravel',
+    'count_nonzero', 'aminmax', 'adjoint', 'det', 'std_mean', 'var_mean' } do
     if torch[name] == nil and methods[name] ~= nil then
       local m = methods[name]
       torch[name] = function(t, ...) return m(t, ...) end
@@ -1000,23 +959,6 @@ function M.install(tt)
     if methods.logdet == nil then methods.logdet = logdet end
   end
   -- smaller torch.* names
-  if torch.bucketize == nil then
-    -- bucketize(input, boundaries, {right=, out_int32=}): searchsorted with the roles swapped (1-based)
-    torch.bucketize = function(input, boundaries, opts)
-      if type(input) == 'number' then input = torch.tensor(input) end
-      return torch.searchsorted(boundaries, input, opts)
-    end
-  end
-  if torch.isin == nil then
-    torch.isin = function(elements, test, opts)
-      local inv = opts and opts.invert or false
-      local e = is_tensor(elements) and elements or torch.tensor(elements)
-      local t = is_tensor(test) and test or torch.tensor({ test })
-      local r = e:unsqueeze(-1):eq(t:reshape(-1)):any(-1)
-      if e:dim() == 0 then r = e:reshape(1):unsqueeze(-1):eq(t:reshape(-1)):any(-1):reshape({}) end
-      return inv and r:logical_not() or r
-    end
-  end
   if torch.cov == nil then
     -- cov(input, {correction=1, fweights=, aweights=}): rows are variables, columns observations
     torch.cov = function(x, opts)
@@ -1131,52 +1073,6 @@ function M.install(tt)
   for _, name in ipairs { 'fill_', 'dropout_' } do
     local m = methods[name]
     if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
-  end
-  -- unique({dim = d}): the distinct slices along d, in sorted (lexicographic) order
-  do
-    local base = methods.unique
-    local function unique_dim(t, opts)
-      local d = pdim('unique', opts.dim, t:dim())
-      local moved = t:movedim(d, 1)
-      local n = moved:size(1)
-      local rows = moved:reshape(n, -1)
-      local list = rows:tolist()
-      local m = rows:size(2)
-      local order = {}
-      for i = 1, n do order[i] = i end
-      local function less(a, b)
-        local ra, rb = list[a], list[b]
-        for k = 1, m do
-          if ra[k] ~= rb[k] then return ra[k] < rb[k] end
-        end
-        return a < b
-      end
-      table.sort(order, less)
-      local keep, inverse, counts = {}, {}, {}
-      for j, i in ipairs(order) do
-        local same = j > 1
-        if same then
-          local prev = list[order[j - 1]]
-          for k = 1, m do if prev[k] ~= list[i][k] then same = false break end end
-        end
-        if not same then keep[#keep + 1] = i counts[#keep] = 0 end
-        counts[#keep] = counts[#keep] + 1
-        inverse[i] = #keep
-      end
-      local values = moved:index_select(1, torch.tensor(keep, { dtype = torch.int64 })):movedim(1, d)
-      local r = { values }
-      if opts.return_inverse then r[#r + 1] = torch.tensor(inverse, { dtype = torch.int64 }) end
-      if opts.return_counts then r[#r + 1] = torch.tensor(counts, { dtype = torch.int64 }) end
-      return unpack(r)
-    end
-    local function unique(t, opts, ...)
-      if type(opts) == 'table' and not is_tensor(opts) and opts.dim ~= nil and is_tensor(t) then
-        return unique_dim(t, opts)
-      end
-      return base(t, opts, ...)
-    end
-    methods.unique = unique
-    torch.unique = unique
   end
 
   -- nn.functional extras (loaded with nn: installed when nn loads, see lua/nn/init.lua's parity block)
