@@ -699,17 +699,11 @@ function M.install(tt)
   end
   for name, f in pairs(M.only) do if torch[name] == nil then torch[name] = f end end
   -- every method PyTorch also has as a torch function (torch.clamp_min(x, 0), torch.swapdims, ...)
-  for _, name in ipairs { 'swapdims', 'swapaxes', 'moveaxis', 'movedim', 'narrow_copy', 'ravel', 'adjoint',
-    'det' } do
+  for _, name in ipairs { 'det' } do
     if torch[name] == nil and methods[name] ~= nil then
       local m = methods[name]
       torch[name] = function(t, ...) return m(t, ...) end
     end
-  end
-  if methods.moveaxis == nil and methods.movedim then methods.moveaxis = methods.movedim torch.moveaxis = torch.movedim end
-  if methods.swapdims == nil and methods.transpose then
-    methods.swapdims = methods.transpose
-    torch.swapdims = torch.transpose
   end
   -- torch.linalg: the norms and cross (the rest of linalg is not in moontorch yet)
   if torch.linalg == nil then
@@ -807,24 +801,6 @@ function M.install(tt)
   if torch.dropout == nil then
     torch.dropout = function(x, p, train) return torch.nn.functional.dropout(x, p, train) end
   end
-  -- the in-place view ops: the tensor itself takes the view's shape (core: mt_set_view_)
-  local C, raise_last = core.C, core.raise_last
-  local function inplace_view(name, f)
-    if methods[name] ~= nil then return end
-    methods[name] = function(t, ...)
-      need(name, t)
-      local v = f(t, ...)
-      if C.mt_set_view_(t, v, name) ~= 0 then raise_last() end
-      return t
-    end
-  end
-  inplace_view('t_', function(t) return t:t() end)
-  inplace_view('transpose_', function(t, a, b) return t:transpose(a, b) end)
-  inplace_view('swapdims_', function(t, a, b) return t:transpose(a, b) end)
-  inplace_view('swapaxes_', function(t, a, b) return t:transpose(a, b) end)
-  inplace_view('unsqueeze_', function(t, d) return t:unsqueeze(d) end)
-  inplace_view('squeeze_', function(t, d) if d == nil then return t:squeeze() end return t:squeeze(d) end)
-  inplace_view('as_strided_', function(t, size, stride, offset) return t:as_strided(size, stride, offset) end)
   -- torch.relu_(x), torch.sigmoid_(x), ...: the in-place methods PyTorch also has as torch functions
   for _, name in ipairs { 'fill_', 'dropout_' } do
     local m = methods[name]
