@@ -103,6 +103,7 @@ require('moontorch.ops.shape').composed.install(torch)
 require('moontorch.ops.sort').composed.install(torch)
 require('moontorch.ops.reduce').composed.install(torch)
 require('moontorch.ops.view').composed.install(torch)
+require('moontorch.ops.functional').install(torch)
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
 require('moontorch.ops.list').install_aliases(torch, T.methods)
 -- torch.polygamma(n, input) and torch.special.polygamma(n, input) take n first, as PyTorch's do
