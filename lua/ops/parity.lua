@@ -54,45 +54,6 @@ end
 
 
 
-local function tri_indices(op, lower)
-  return function(row, col, offset, opts)
-    if type(offset) == 'table' then offset, opts = nil, offset end
-    offset = offset or 0
-    local rs, cs = {}, {}
-    for i = 0, row - 1 do
-      for j = 0, col - 1 do
-        if (lower and j - i <= offset) or (not lower and j - i >= offset) then
-          rs[#rs + 1], cs[#cs + 1] = i + 1, j + 1
-        end
-      end
-    end
-    local dt = opts and opts.dtype or torch.int64
-    if #rs == 0 then return torch.empty(2, 0, { dtype = dt }) end
-    return torch.tensor({ rs, cs }, { dtype = dt })
-  end
-end
-local function vander(x, N, opts)
-  need('vander', x)
-  if type(N) == 'table' then N, opts = nil, N end
-  N = N or (opts and opts.N) or x:size(1)
-  local inc = opts and opts.increasing or false
-  if x:dim() ~= 1 then fail('vander', 'x must be a one-dimensional tensor.') end
-  local cols = {}
-  local dt = x.dtype == torch.bool and torch.int64 or x.dtype
-  local xx = x:to(dt)
-  local p = torch.ones_like(xx)
-  for i = 1, N do
-    cols[i] = p
-    p = p * xx
-  end
-  if not inc then
-    local r = {}
-    for i = 1, N do r[i] = cols[N + 1 - i] end
-    cols = r
-  end
-  if N == 0 then return torch.empty(x:size(1), 0, { dtype = dt }) end
-  return torch.stack(cols, 2)
-end
 
 
 ------------------------------------------------------------------------------ nn.functional extras
@@ -244,31 +205,13 @@ local function grid_sample(input, grid, mode, padding_mode, align_corners)
   return tap(x0, y0, wx0 * wy0) + tap(x1, y0, wx1 * wy0) + tap(x0, y1, wx0 * wy1) + tap(x1, y1, wx1 * wy1)
 end
 
------------------------------------------------------------------------------- Torch7 constructors
-local function constructor(name)
-  return function(...)
-    local dt = torch[name]
-    local a = ...
-    if type(a) == 'table' and not is_tensor(a) and a[1] ~= nil and getmetatable(a) == nil then
-      return torch.tensor(a, { dtype = dt })
-    end
-    if is_tensor(a) then return a:to(dt) end
-    if select('#', ...) == 0 then return torch.empty(0, { dtype = dt }) end
-    local s = type(a) == 'table' and a or { ... }
-    return torch.empty(s, { dtype = dt })
-  end
-end
 
 M.fns = {
 
 }
 -- torch-only functions
 M.only = {
-  tril_indices = tri_indices('tril_indices', true), triu_indices = tri_indices('triu_indices', false), vander = vander,
-  FloatTensor = constructor('float32'), DoubleTensor = constructor('float64'), HalfTensor = constructor('float16'),
-  BFloat16Tensor = constructor('bfloat16'), LongTensor = constructor('int64'), IntTensor = constructor('int32'),
-  ShortTensor = constructor('int16'), CharTensor = constructor('int8'), ByteTensor = constructor('uint8'),
-  BoolTensor = constructor('bool'),
+
 }
 function M.install(tt)
   torch = tt
@@ -279,47 +222,6 @@ function M.install(tt)
   end
   for name, f in pairs(M.only) do if torch[name] == nil then torch[name] = f end end
   -- smaller torch.* names
-  -- windows: hann, hamming, bartlett, blackman (periodic=true by default), computed in the result's
-  -- dtype in PyTorch's order of operations (the same roundings)
-  local function window(name, f)
-    if torch[name] ~= nil then return end
-    torch[name] = function(n, periodic, opts)
-      if type(periodic) == 'table' then periodic, opts = nil, periodic end
-      if periodic == nil then periodic = true end
-      local dt = opts and opts.dtype or torch.get_default_dtype()
-      if n == 0 then return torch.empty(0, { dtype = dt }) end
-      if n == 1 then return torch.ones(1, { dtype = dt }) end
-      local L = periodic and n + 1 or n
-      return f(torch.arange(L):to(dt), L):narrow(1, 1, n)
-    end
-  end
-  local function hamming(alpha, beta)
-    return function(k, L) return (k * (2 * pi / (L - 1))):cos() * -beta + alpha end
-  end
-  window('hann_window', hamming(0.5, 0.5))
-  window('hamming_window', hamming(0.54, 0.46))
-  window('blackman_window', function(k, L)
-    local w = k * (pi / (L - 1))
-    return (w * 4):cos() * 0.08 - (w * 2):cos() * 0.5 + 0.42
-  end)
-  window('bartlett_window', function(k, L)
-    local w = k * (2 / (L - 1))
-    local half = floor((L - 1) / 2) + 1
-    if half >= L then return w end
-    return torch.cat({ w:narrow(1, 1, half), 2 - w:narrow(1, half + 1, L - half) })
-  end)
-  if torch.empty_strided == nil then
-    torch.empty_strided = function(size, stride, opts)
-      local n = 1
-      for i = 1, #size do if size[i] == 0 then n = 0 break end n = n + (size[i] - 1) * stride[i] end
-      return torch.empty(n, opts):as_strided(size, stride)
-    end
-  end
-  -- torch.relu_(x), torch.sigmoid_(x), ...: the in-place methods PyTorch also has as torch functions
-  for _, name in ipairs { 'fill_' } do
-    local m = methods[name]
-    if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
-  end
 
   -- nn.functional extras (loaded with nn: installed when nn loads, see lua/nn/init.lua's parity block)
   local function with_indices(name)
