@@ -93,8 +93,6 @@ require('moontorch.ops.norm').install(torch)
 require('moontorch.ops.loss').install(torch)
 -- issue 24: sparse CSR matrices (torch.sparse_csr_tensor, t:to_sparse_csr(), torch.sparse.mm)
 require('moontorch.ops.sparse').install(torch)
--- parity session: PyTorch names composed from the ops above (memory formats, ...)
-require('moontorch.ops.parity').install(torch)
 -- PyTorch functions composed from the ops above, each in its family's file (the files' "composed in
 -- Lua" sections), installed where torch lacks the name: types.lua and functional.lua whole
 require('moontorch.ops.types').install(torch)

@@ -540,6 +540,8 @@ local function clamped_norm(x, dim, eps)
   local s = (x * x):sum(dim)
   return (s + (s:clamp_min(eps * eps) - s):detach()):sqrt()
 end
+-- pdist(x, p=2): torch.pdist (lua/ops/linalg.lua)
+F.pdist = require('moontorch.ops.linalg').composed.pdist
 function F.cosine_similarity(x1, x2, ...)
   need_tensor('cosine_similarity', x1, 'x1')
   need_tensor('cosine_similarity', x2, 'x2')
