@@ -1116,6 +1116,72 @@ MT_API mt_status mt_t7_get(mt_t7_file *f, uint32_t node, mt_t7_value *out);
 MT_API const char *mt_t7_format(const mt_t7_file *f); /* "binary, 8-byte longs", "binary, 4-byte longs", "ascii" */
 MT_API void mt_t7_close(mt_t7_file *f);
 
+/* ---------------------------------------------------------------- programs (core/program/program.c) */
+/* A model exported by torch.export (a .mtp file: the graph of op-table ops with their attributes, and
+ * the weights, in torch.save's checksummed format), run without Lua. load checks the whole program and
+ * plans its memory once; run takes the inputs (CPU tensors of the declared dtypes and shapes, in
+ * order) and gives new references to the outputs. One run at a time per program. Messages:
+ * "program_load: <path>: ..." and "program_run: ...". */
+typedef struct mt_program mt_program;
+typedef struct mt_program_io {
+  const char *name;     /* inputs: the exported module's argument name; outputs: "" */
+  int32_t dtype, ndim;
+  const int64_t *sizes; /* ndim sizes (valid while the program lives) */
+} mt_program_io;
+MT_API mt_status mt_program_load(const char *path, mt_program **out);
+MT_API int mt_program_num_inputs(const mt_program *p);
+MT_API int mt_program_num_outputs(const mt_program *p);
+MT_API mt_status mt_program_input(const mt_program *p, int i, mt_program_io *out);  /* i from 0 */
+MT_API mt_status mt_program_output(const mt_program *p, int i, mt_program_io *out);
+MT_API int mt_program_num_buffers(const mt_program *p); /* the planned buffers results are written into */
+MT_API mt_status mt_program_run(mt_program *p, mt_tensor *const *inputs, int ninputs, mt_tensor **outputs,
+                                int noutputs);
+MT_API void mt_program_free(mt_program *p);
+
+/* ---------------------------------------------------------------- ONNX files (core/formats/onnx.c) */
+/* torch.onnx.load's reader: an ONNX ModelProto decoded by protobuf-c and flattened; every string and
+ * array lives as long as the model. Initializers and tensor attributes are checked CPU tensors
+ * (borrowed: retain one to keep it). Without protobuf-c at build time mt_onnx_read says so.
+ * Messages: "onnx.load: <path>: <problem>". */
+typedef struct mt_onnx_attr {
+  const char *name;
+  int32_t type;           /* ONNX's AttributeType: 1 float, 2 int, 3 string, 4 tensor, 5 graph, 6 floats, 7 ints, 8 strings */
+  float f;
+  int64_t i;
+  const char *s;          /* string: slen bytes */
+  int64_t slen;
+  mt_tensor *t;           /* tensor */
+  int64_t n;              /* floats, ints, strings: how many */
+  const float *floats;
+  const int64_t *ints;
+} mt_onnx_attr;
+typedef struct mt_onnx_node {
+  const char *op_type, *domain, *name;
+  int32_t ninputs, noutputs, nattrs;
+  const char *const *inputs;  /* "" for an optional input left out */
+  const char *const *outputs;
+  const mt_onnx_attr *attrs;
+} mt_onnx_node;
+typedef struct mt_onnx_value {
+  const char *name;
+  int32_t elem_type;      /* ONNX's element type (0: not a tensor or not given) */
+  int32_t dtype;          /* moontorch's (-1: none) */
+  int32_t ndim;           /* -1: no shape given */
+  const int64_t *dims;    /* ndim sizes, -1 for a symbolic one */
+} mt_onnx_value;
+typedef struct mt_onnx_model {
+  int64_t ir_version, opset; /* opset: the default domain's */
+  const char *producer;
+  int32_t nnodes, ninits, ninputs, noutputs;
+  const mt_onnx_node *nodes;
+  const char *const *init_names;
+  mt_tensor *const *inits;
+  const mt_onnx_value *inputs, *outputs;
+  void *_priv;
+} mt_onnx_model;
+MT_API mt_status mt_onnx_read(const char *path, mt_onnx_model **out);
+MT_API void mt_onnx_free(mt_onnx_model *m);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots
@@ -1170,6 +1236,11 @@ MT_API int mt_cpu_count_allowed(void);
 MT_API int mt_cgroup_cpu_limit(const char *root);
 /* The vector level moontorch's own kernels run at here: "avx2" or "scalar". */
 MT_API const char *mt_kernels_simd(void);
+/* The path of the bfloat16 products (issue 25, core/tensor/bf16.c) here: "avx512_bf16" (vdpbf16ps, at the
+ * avx512 level on a CPU with AVX512-BF16), "avx2" (FMAs under flush-to-zero) or "scalar"; every path gives
+ * the same bits. The int8 products' (core/tensor/qgemm.c): "avx512_vnni" (vpdpbusd), "avx2" or "scalar". */
+MT_API const char *mt_kernels_bf16(void);
+MT_API const char *mt_kernels_int8(void);
 
 /* ---------------------------------------------------------------- the BLAS (core/blas.c) */
 /* The BLAS is loaded at first use (a product, mt_blas_load, mt_config_string) with dlopen, after
@@ -1404,6 +1475,41 @@ MT_API const char *mt_proc_signal_name(int sig);
  * indices must be valid (checked: MT_ERANGE). */
 MT_API mt_status mt_csr_mm(mt_tensor *crow_indices, mt_tensor *col_indices, mt_tensor *values, mt_tensor *dense,
                            int64_t ncols, int transposed, int64_t index_base, mt_tensor **result);
+
+/* ---------------------------------------------------------------- quantization (issue 25) */
+/* A quantized tensor lives in Lua (lua/quantization/): its integer values are an int8 / uint8 / int32 tensor
+ * (the storage of qint8 / quint8 / qint32) and its quantizer numbers or tensors; these compute with them, on
+ * the CPU. Per tensor when axis < 0 (scales and zero_points of one element), else per channel along axis
+ * (0-based; float64 scales and int64 zero points of that dim's size).
+ * mt_quantize: q = clamp(zero_point + round_half_even(x * (1 / scale as float32)), [qmin, qmax]), as
+ * PyTorch's quantize_val, in a new contiguous tensor of `dtype` (MT_INT8, MT_UINT8 or MT_INT32); x any
+ * floating dtype. mt_dequantize: float32 (q - zero_point) * scale (the scale rounded to float32). */
+MT_API mt_status mt_quantize(const mt_tensor *x, const mt_tensor *scales, const mt_tensor *zero_points, int axis,
+                             int dtype, int64_t qmin, int64_t qmax, mt_tensor **out);
+MT_API mt_status mt_dequantize(const mt_tensor *q, const mt_tensor *scales, const mt_tensor *zero_points, int axis,
+                               mt_tensor **out);
+/* The quantized linear layer: x (..., K) uint8 (scale x_scale, zero point x_zp) times w^T, w (N, K) int8 with
+ * w_scales / w_zps of 1 or N (per output channel), plus bias (N, float) or NULL: float32 (..., N) when !out_u8
+ * (dynamic quantization), else uint8 requantized with out_scale / out_zp; relu clamps at 0. The int8 product is
+ * exact (vpdpbusd where the CPU has AVX512-VNNI; core/tensor/qgemm.c). */
+MT_API mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w,
+                            const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias,
+                            const mt_tensor *packed, double out_scale, int64_t out_zp, int out_u8, int relu,
+                            mt_tensor **out);
+/* The weight packed once as the int8 product reads it (an int32 tensor), for the `packed` argument of
+ * mt_qlinear / mt_qconv2d / mt_qlinear_dynamic (NULL there: packed at each call). */
+MT_API mt_status mt_qpack(const mt_tensor *w, mt_tensor **out);
+/* Dynamic quantization's linear layer: x (..., K) float quantized to uint8 with its own range (PyTorch's
+ * ChooseQuantizationParams; [0, 127] with reduce_range), then mt_qlinear's product, float out (x's dtype). */
+MT_API mt_status mt_qlinear_dynamic(const mt_tensor *x, const mt_tensor *w, const mt_tensor *w_scales,
+                                    const mt_tensor *w_zps, const mt_tensor *bias, const mt_tensor *packed,
+                                    int reduce_range, mt_tensor **out);
+/* The quantized 2-D convolution: x (N, C, H, W) uint8, w (Co, C, KH, KW) int8; stride, padding, dilation of 2;
+ * groups 1; the result (N, Co, OH, OW) uint8 requantized with out_scale / out_zp (relu: clamped at 0). */
+MT_API mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w,
+                            const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias,
+                            const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
+                            const mt_tensor *packed, double out_scale, int64_t out_zp, int relu, mt_tensor **out);
 
 /* ---------------------------------------------------------------- parity session */
 /* The in-place view ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): t takes the sizes,
