@@ -11,7 +11,7 @@ local fail = core.fail
 local is_tensor = T.is_tensor
 local methods = T.methods
 local by_id = dtype.by_id
-local type, floor, select, pairs, ipairs = type, math.floor, select, pairs, ipairs
+local type, floor, select, pairs, ipairs, unpack = type, math.floor, select, pairs, ipairs, unpack
 
 local M = {}
 
@@ -64,6 +64,55 @@ function M.functions_of_methods(torch, names)
   for _, name in ipairs(names) do
     local m = methods[name]
     if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
+  end
+end
+
+-- node(name, fn, grad): fn(...) as one autograd node named as PyTorch's (name, e.g.
+-- 'PreluBackward0') instead of the nodes of the ops it is composed of. fn takes its tensors and
+-- plain values by position (no tensors inside tables) and returns one tensor; when grad mode is on
+-- and a tensor argument requires grad, fn runs without recording and grad(g, ...) gets the
+-- output's gradient and fn's arguments and returns one gradient per argument (nil for plain
+-- values), written with ops so that second derivatives work. Otherwise fn runs as it is.
+local function wants_grad(n, ...)
+  for i = 1, n do
+    local a = select(i, ...)
+    if is_tensor(a) and a.requires_grad then return true end
+  end
+  return false
+end
+function M.node(name, fn, grad)
+  local Fn, torch -- made at the first call that records (torch.autograd loads after the op files)
+  return function(...)
+    torch = torch or require 'moontorch'
+    local n = select('#', ...)
+    if not (wants_grad(n, ...) and torch.is_grad_enabled()) then return fn(...) end
+    if not Fn then
+      Fn = torch.autograd.Function('moontorch.' .. name)
+      Fn._backward_name = name
+      function Fn.forward(ctx, ...)
+        local k = select('#', ...)
+        local tensors, plain = {}, { n = k }
+        for i = 1, k do
+          local a = select(i, ...)
+          if is_tensor(a) then tensors[#tensors + 1] = a plain[i] = #tensors else plain[i] = false end
+        end
+        ctx:save_for_backward(unpack(tensors))
+        ctx.args = { ... } -- the plain values (the tensors come back from saved_tensors)
+        for i = 1, k do if plain[i] then ctx.args[i] = nil end end
+        ctx.slots = plain
+        return fn(...)
+      end
+      function Fn.backward(ctx, g)
+        local saved, slots, args = ctx.saved_tensors, ctx.slots, ctx.args
+        for i = 1, slots.n do if slots[i] then args[i] = saved[slots[i]] end end
+        local r = { grad(g, unpack(args, 1, slots.n)) }
+        for i = 1, slots.n do
+          if not ctx.needs_input_grad[i] then r[i] = nil end
+        end
+        return unpack(r, 1, slots.n)
+      end
+    end
+    return Fn.apply(...)
   end
 end
 
