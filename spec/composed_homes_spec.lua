@@ -8,14 +8,17 @@ local observe = require 'moontorch.observe'
 local F = nn.functional
 
 -- the file a function was written in, as 'ops/linalg.lua' (through the fronts that
--- lua/ops/byname.lua and lua/dotcall.lua put around functions: their upvalue f is the function)
+-- lua/ops/byname.lua and lua/dotcall.lua put around functions, their upvalue f, and the named
+-- nodes of lua/ops/compose.lua, their upvalue fn)
+local fronts = { ['ops/byname.lua'] = 'f', ['moontorch/dotcall.lua'] = 'f', ['ops/compose.lua'] = 'fn' }
 local function home(f)
   local file = debug.getinfo(f, 'S').source:match('([%w_]+/[%w_]+%.lua)$')
-  if file == 'ops/byname.lua' or file == 'moontorch/dotcall.lua' then
+  local up = fronts[file]
+  if up then
     for i = 1, 60 do
       local n, v = debug.getupvalue(f, i)
       if n == nil then break end
-      if n == 'f' and type(v) == 'function' then return home(v) end
+      if n == up and type(v) == 'function' then return home(v) end
     end
   end
   return file

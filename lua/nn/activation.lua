@@ -229,6 +229,9 @@ function GLU:extra_repr() return 'dim=' .. tostring(self.dim) end
 -- the tensor ops (autograd follows)
 local functional = {} -- name -> function, put in nn.functional by install
 do
+  -- x times the slopes drawn (1 where x > 0), one node named as PyTorch's
+  local with_noise = require('moontorch.ops.compose').node('RreluWithNoiseBackward0',
+    function(x, slope) return x * slope end, function(g, _, slope) return g * slope end)
   local function rrelu(x, lower, upper, training, inplace)
     if type(lower) == 'table' then
       local o = lower
@@ -244,11 +247,11 @@ do
         local u = torch.empty(k, { dtype = torch.float64 }):uniform_(lower, upper):to(x.dtype)
         slope = slope:masked_scatter(neg, u)
       end
-      local r = x * slope:detach()
+      local r = with_noise(x, slope)
       if inplace then x:copy_(r) return x end
       return r
     end
-    local r = torch.nn.functional.leaky_relu(x, (lower + upper) / 2)
+    local r = with_noise(x, torch.where(x:gt(0), 1, (lower + upper) / 2):to(x.dtype))
     if inplace then x:copy_(r) return x end
     return r
   end

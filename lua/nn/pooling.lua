@@ -205,6 +205,10 @@ local function adaptive_avg(fn, nsp, x, output_size)
       table.concat(x:size(), ', ')))
   end
   out_sizes(fn, x, nsp, output_size)
+  -- PyTorch's adaptive_avg_pool2d to 1 x 1 is the mean over the last two dims (MeanBackward1)
+  if nsp == 2 and sizes3[0] == 1 and sizes3[1] == 1 and x:numel() > 0 then
+    return x:mean({ -2, -1 }, { keepdim = true })
+  end
   if C.mt_adaptive_avg_pool(x, nsp, sizes3, outp) ~= 0 then raise_last() end
   return wrap(outp[0])
 end
