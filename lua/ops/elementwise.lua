@@ -408,8 +408,17 @@ function M.where(cond, a, b)
 end
 methods.where = function(self, cond, other) return M.where(cond, self, other) end
 
+-- lerp by a number: a + (b - a) w, one node named as PyTorch's (LerpBackward0)
+local lerp_number = require('moontorch.ops.compose').node('LerpBackward0',
+  function(a, b, w) return a + (b - a) * w end,
+  function(g, a, b, w)
+    local ga, gb = g * (1 - w), g * w
+    if ga:dim() ~= a:dim() or ga:size() ~= a:size() then ga = ga:sum_to_size(a:size()) end
+    if gb:dim() ~= b:dim() or gb:size() ~= b:size() then gb = gb:sum_to_size(b:size()) end
+    return ga, gb
+  end)
 function M.lerp(a, b, w)
-  if type(w) == 'number' then return a + (b - a) * w end
+  if type(w) == 'number' then return lerp_number(a, b, w) end
   if C.mt_lerp(a, b, w, nil, outp) ~= 0 then raise_last() end
   return take()
 end
@@ -482,25 +491,42 @@ do
     end
   end
 
-  local function deg2rad(x) need('deg2rad', x) return as_float(x) * (pi / 180) end
-  local function rad2deg(x) need('rad2deg', x) return as_float(x) * (180 / pi) end
+  -- x times a constant, one node named as PyTorch's
+  local function scaled(op, node, c)
+    local f = K.node(node, function(x) return x * c end, function(g) return g * c end)
+    return function(x) need(op, x) return f(as_float(x)) end
+  end
+  local deg2rad = scaled('deg2rad', 'Deg2RadBackward0', pi / 180)
+  local rad2deg = scaled('rad2deg', 'Rad2DegBackward0', 180 / pi)
 
-  local function logaddexp(a, b)
-    need('logaddexp', a) need('logaddexp', b, 'other')
+  -- the gradients of a broadcast binary op reduced to each operand's shape
+  local function to_sizes(ga, gb, a, b)
+    if ga:dim() ~= a:dim() or ga:size() ~= a:size() then ga = ga:sum_to_size(a:size()) end
+    if gb:dim() ~= b:dim() or gb:size() ~= b:size() then gb = gb:sum_to_size(b:size()) end
+    return ga, gb
+  end
+  local logaddexp = K.node('LogaddexpBackward0', function(a, b)
     local m = torch.maximum(a, b)
     local r = m + (-(a - b):abs()):exp():log1p()
     -- equal infinities: the infinity itself (the formula gives nan)
     local same_inf = a:eq(b):logical_and(a:isinf())
     if same_inf:any() then r = torch.where(same_inf, a, r) end
     return r
-  end
-  local function logaddexp2(a, b)
-    need('logaddexp2', a) need('logaddexp2', b, 'other')
+  end, function(g, a, b) return to_sizes(g / ((b - a):exp() + 1), g / ((a - b):exp() + 1), a, b) end)
+  local logaddexp2 = K.node('Logaddexp2Backward0', function(a, b)
     local m = torch.maximum(a, b)
     local r = m + (-(a - b):abs() * math.log(2)):exp():log1p() * (1 / math.log(2))
     local same_inf = a:eq(b):logical_and(a:isinf())
     if same_inf:any() then r = torch.where(same_inf, a, r) end
     return r
+  end, function(g, a, b)
+    return to_sizes(g / (((b - a) * math.log(2)):exp() + 1), g / (((a - b) * math.log(2)):exp() + 1), a, b)
+  end)
+  local function checked(name, f)
+    return function(a, b)
+      need(name, a) need(name, b, 'other')
+      return f(a, b)
+    end
   end
   local function signbit(x)
     need('signbit', x)
@@ -518,13 +544,17 @@ do
     end
     return torch.where(x:eq(0), values, x:gt(0):to(x.dtype))
   end
-  local function angle(x)
-    need('angle', x)
-    local fx = as_float(x)
+  -- angle and sgn of real numbers are piecewise constant: their gradient is zero (PyTorch's too)
+  local function zero_grad(g) return torch.zeros_like(g) end
+  local angle_of = K.node('AngleBackward0', function(fx)
     local r = torch.where(fx:lt(0), pi, torch.zeros_like(fx))
     return torch.where(fx:isnan(), fx, r)
+  end, zero_grad)
+  local function angle(x)
+    need('angle', x)
+    return angle_of(as_float(x))
   end
-  local function sgn(x) return x:sign() end
+  local sgn = K.node('SgnBackward0', function(x) return x:sign() end, zero_grad)
 
   local asinh = unary_with_grad('asinh', 'AsinhBackward0', in_f64(function(x)
     local a = x:abs()
@@ -585,7 +615,8 @@ do
   composed.logaddexp = logaddexp -- (logcumsumexp's: lua/ops/reduce.lua)
 
   local fns = { -- torch functions and methods
-    deg2rad = deg2rad, rad2deg = rad2deg, logaddexp = logaddexp, logaddexp2 = logaddexp2, signbit = signbit,
+    deg2rad = deg2rad, rad2deg = rad2deg, logaddexp = checked('logaddexp', logaddexp),
+    logaddexp2 = checked('logaddexp2', logaddexp2), signbit = signbit,
     isposinf = isposinf, isneginf = isneginf, isreal = isreal, heaviside = heaviside, angle = angle, sgn = sgn,
     asinh = asinh, acosh = acosh, atanh = atanh, arcsinh = asinh, arccosh = acosh, arctanh = atanh, erfinv = erfinv,
     gcd = gcd, lcm = lcm,

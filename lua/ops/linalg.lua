@@ -219,8 +219,26 @@ do
     local r = a:reshape(-1, K):matmul(b:reshape(-1, K):t())
     return r:reshape(out)
   end
+  -- a x b along dim d of two tensors of one shape
+  local function cross3(a, b, d)
+    local function c(t, i) return t:narrow(d, i, 1) end
+    return torch.cat({ c(a, 2) * c(b, 3) - c(a, 3) * c(b, 2), c(a, 3) * c(b, 1) - c(a, 1) * c(b, 3),
+      c(a, 1) * c(b, 2) - c(a, 2) * c(b, 1) }, d)
+  end
+  -- one node named as PyTorch's; the gradients come back to the operands' own shapes (sa, sb)
+  local cross_node = K.node('LinalgCrossBackward0', function(a, b, d)
+    local bt = broadcast_tensors(a, b)
+    return cross3(bt[1], bt[2], d)
+  end, function(g, a, b, d)
+    local bt = broadcast_tensors(a, b)
+    local ga, gb = cross3(bt[2], g, d), cross3(g, bt[1], d)
+    if ga:size() ~= a:size() then ga = ga:sum_to_size(a:size()) end
+    if gb:size() ~= b:size() then gb = gb:sum_to_size(b:size()) end
+    return ga, gb
+  end)
   local function cross(a, b, dim)
     need('cross', a) need('cross', b, 'other')
+    local a0, b0 = a, b
     local bt = broadcast_tensors(a, b)
     a, b = bt[1], bt[2]
     local nd = a:dim()
@@ -234,9 +252,7 @@ do
         fail('cross', ('linalg.cross: inputs dimension %d must have length 3. Got %d and %d'):format(dim, a:size(d), b:size(d)))
       end
     end
-    local function c(t, i) return t:narrow(d, i, 1) end
-    return torch.cat({ c(a, 2) * c(b, 3) - c(a, 3) * c(b, 2), c(a, 3) * c(b, 1) - c(a, 1) * c(b, 3),
-      c(a, 1) * c(b, 2) - c(a, 2) * c(b, 1) }, d)
+    return cross_node(a0, b0, d)
   end
   local function cdist(x1, x2, p)
     need('cdist', x1) need('cdist', x2, 'x2')
@@ -263,22 +279,55 @@ do
     local I, J = torch.tensor(ii, { dtype = torch.int64 }), torch.tensor(jj, { dtype = torch.int64 })
     return (x:index_select(1, I) - x:index_select(1, J)):norm(p, 2)
   end
-  local function addr(m, v1, v2, opts)
-    opts = opts or {}
-    local beta, alpha = opts.beta or 1, opts.alpha or 1
+  -- g reduced to the shape of t (t broadcast in the op)
+  local function to_size(g, t)
+    if g:size() ~= t:size() then return g:sum_to_size(t:size()) end
+    return g
+  end
+  -- addr and addbmm, one node each named as PyTorch's
+  local addr_node = K.node('AddrBackward0', function(m, v1, v2, beta, alpha)
     local o = torch.outer(v1, v2)
     if alpha ~= 1 then o = o * alpha end
     if beta == 0 then return o + m * 0 end
     return (beta ~= 1 and m * beta or m) + o
-  end
-  local function addbmm(m, b1, b2, opts)
+  end, function(g, m, v1, v2, beta, alpha)
+    return to_size(g * beta, m), g:mv(v2) * alpha, g:t():mv(v1) * alpha
+  end)
+  local function addr(m, v1, v2, opts)
     opts = opts or {}
-    local beta, alpha = opts.beta or 1, opts.alpha or 1
+    return addr_node(m, v1, v2, opts.beta or 1, opts.alpha or 1)
+  end
+  local addbmm_node = K.node('AddbmmBackward0', function(m, b1, b2, beta, alpha)
     local s = torch.bmm(b1, b2):sum(1)
     if alpha ~= 1 then s = s * alpha end
     return (beta ~= 1 and m * beta or m) + s
+  end, function(g, m, b1, b2, beta, alpha)
+    local ge = g:unsqueeze(1):expand(b1:size(1), g:size(1), g:size(2))
+    return to_size(g * beta, m), ge:bmm(b2:transpose(2, 3)) * alpha, b1:transpose(2, 3):bmm(ge) * alpha
+  end)
+  local function addbmm(m, b1, b2, opts)
+    opts = opts or {}
+    return addbmm_node(m, b1, b2, opts.beta or 1, opts.alpha or 1)
   end
-  local function dist(a, b, p) return (a - b):norm(p or 2) end
+  -- dist(a, b, p=2): the p-norm of a - b, one node named as PyTorch's for a finite p
+  local dist_node = K.node('DistBackward0', function(a, b, p) return (a - b):norm(p) end, function(g, a, b, p)
+    local diff = a - b
+    local gd
+    if p == 0 then gd = torch.zeros_like(diff)
+    elseif p == 1 then gd = diff:sign() * g
+    else
+      local d = diff:norm(p)
+      local safe = torch.where(d:eq(0), 1, d)
+      gd = p == 2 and diff / safe * g or diff:sign() * diff:abs():pow(p - 1) / safe:pow(p - 1) * g
+      gd = torch.where(d:eq(0), torch.zeros_like(gd), gd)
+    end
+    return to_size(gd, a), to_size(-gd, b)
+  end)
+  local function dist(a, b, p)
+    p = p or 2
+    if p == huge or p == -huge or p < 0 then return (a - b):norm(p) end
+    return dist_node(a, b, p)
+  end
   local matrix_power
   function matrix_power(x, n)
     need('matrix_power', x)
@@ -529,7 +578,7 @@ do
     local _, det = gauss_jordan('linalg.det', A, nil) -- the pivots' product with the permutation's sign
     return det
   end
-  local function linalg_solve(A, B)
+  local function solve_raw(A, B)
     need('linalg.solve', B, 'B')
     local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
     local Bm = vec and B:unsqueeze(-1) or B
@@ -537,7 +586,7 @@ do
     if zero_at then fail('linalg.solve', 'The solver failed because the input matrix is singular.') end
     return vec and X:squeeze(-1) or X
   end
-  local function linalg_inv(A)
+  local function inv_raw(A)
     need('linalg.inv', A, 'A')
     local n = A:size(-1)
     local I = torch.eye(n, { dtype = A.dtype }):expand(sizes(A))
@@ -548,6 +597,18 @@ do
     end
     return X
   end
+  -- inv and solve as one node each, named as PyTorch's; their gradients solve again (so they
+  -- record under create_graph)
+  local linalg_inv = K.node('LinalgInvExBackward0', inv_raw, function(g, A)
+    local Xt = inv_raw(A):transpose(-2, -1)
+    return -Xt:matmul(g):matmul(Xt)
+  end)
+  local linalg_solve = K.node('LinalgSolveExBackward0', solve_raw, function(g, A, B)
+    local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
+    local X, gB = solve_raw(A, B), solve_raw(A:transpose(-2, -1), g)
+    local Xm, gBm = vec and X:unsqueeze(-1) or X, vec and gB:unsqueeze(-1) or gB
+    return -gBm:matmul(Xm:transpose(-2, -1)), gB
+  end)
   local function linalg_slogdet(A)
     local _, _, logabs, sign = gauss_jordan('linalg.slogdet', A, nil)
     return sign:detach(), logabs
@@ -557,7 +618,7 @@ do
   -- matrix_exp(A): e^A of each square matrix of (..., n, n), by scaling and squaring around a Taylor
   -- polynomial of degree 18 (whose remainder is below float64's eps for a norm up to 1/2), written
   -- with matmuls, so autograd follows.
-  local function matrix_exp(A)
+  local function mexp_raw(A)
     need('matrix_exp', A, 'A')
     if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
       fail('matrix_exp', ('Expected a square matrix or batch of square matrices, but got a tensor of shape %s')
@@ -580,6 +641,13 @@ do
     for _ = 1, s do P = P:matmul(P) end
     return P
   end
+
+  -- one node named as PyTorch's: the gradient is the top right block of e^[[A^T, g], [0, A^T]]
+  local matrix_exp = K.node('LinalgMatrixExpBackward0', mexp_raw, function(g, A)
+    local n, At = A:size(-1), A:transpose(-2, -1)
+    local M = torch.cat({ torch.cat({ At, g }, -1), torch.cat({ torch.zeros_like(At), At }, -1) }, -2)
+    return mexp_raw(M):narrow(-2, 1, n):narrow(-1, n + 1, n)
+  end)
 
   -- householder_product(A, tau): the first n columns of H_1 H_2 ... H_k for A (..., m, n) and tau
   -- (..., k), H_i = I - tau_i v_i v_i^T with v_i = (0, ..., 0, 1, A[i+1:, i]) (LAPACK's orgqr), as

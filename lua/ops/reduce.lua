@@ -458,10 +458,12 @@ do
     end
     return y
   end
+  local trace_of = K.node('TraceBackward0', function(x) return x:diagonal():sum() end,
+    function(g, x) return torch.eye(x:size(1), x:size(2), { dtype = g.dtype, device = g.device }) * g end)
   local function trace(x)
     need('trace', x)
     if x:dim() ~= 2 then fail('trace', 'trace: expected a matrix, but got tensor with dim ' .. x:dim()) end
-    return x:diagonal():sum()
+    return trace_of(x)
   end
   local function cum_extreme(op, ge)
     return function(x, dim)

@@ -672,9 +672,15 @@ do
     return torch.stack(cols, 2)
   end
 
+  -- take: one node named as PyTorch's, whose gradient adds into the places taken
+  local take_node = K.node('TakeBackward0', function(x, index)
+    return x:reshape(-1):gather(1, index:reshape(-1)):reshape(sizes(index))
+  end, function(g, x, index)
+    return torch.zeros_like(x):reshape(-1):index_add(1, index:reshape(-1), g:reshape(-1)):reshape(sizes(x))
+  end)
   local function take(x, index)
     need('take', x) need('take', index, 'index')
-    return x:reshape(-1):gather(1, index:reshape(-1)):reshape(sizes(index))
+    return take_node(x, index)
   end
   local function take_along_dim(x, index, dim)
     need('take_along_dim', x) need('take_along_dim', index, 'indices')
@@ -726,8 +732,15 @@ do
     return torch.cat(parts, 1)
   end
   -- diag_embed(x, offset=0, dim1=-2, dim2=-1)
+  local diag_embed_raw
+  -- one node named as PyTorch's: the gradient is the diagonal
+  local diag_embed_node = K.node('DiagEmbedBackward0', function(...) return diag_embed_raw(...) end,
+    function(g, _, offset, dim1, dim2) return g:diagonal(offset, dim1, dim2) end)
   local function diag_embed(x, offset, dim1, dim2)
     need('diag_embed', x)
+    return diag_embed_node(x, offset or 0, dim1 or -2, dim2 or -1)
+  end
+  function diag_embed_raw(x, offset, dim1, dim2)
     offset = offset or 0
     local n = x:size(-1)
     local m = n + math.abs(offset)
@@ -756,11 +769,18 @@ do
     need('diagflat', x)
     return diag_embed(x:reshape(-1), offset or 0)
   end
+  local select_scatter_raw
+  -- one node named as PyTorch's: x's gradient is g without the slice, src's the slice
+  local select_scatter_node = K.node('SelectScatterBackward0', function(...) return select_scatter_raw(...) end,
+    function(g, _, _, d, i) return select_scatter_raw(g, torch.zeros_like(g:select(d, i)), d, i), g:select(d, i) end)
   local function select_scatter(x, src, dim, index)
     need('select_scatter', x)
     local d = pdim('select_scatter', dim, x:dim())
     local n = x:size(d)
-    local i = index < 0 and index + n + 1 or index
+    return select_scatter_node(x, src, d, index < 0 and index + n + 1 or index)
+  end
+  function select_scatter_raw(x, src, d, i)
+    local n = x:size(d)
     local parts = {}
     if i > 1 then parts[#parts + 1] = x:narrow(d, 1, i - 1) end
     parts[#parts + 1] = src:unsqueeze(d):to(x.dtype)

@@ -430,11 +430,16 @@ do
   local need, pdim, sizes = K.need, K.pdim, K.sizes
   local type, unpack, ipairs = type, unpack, ipairs
 
+  local rot90_raw
+  -- one node named as PyTorch's: the gradient turns back
+  local rot90_node = K.node('Rot90Backward0', function(x, k, dims) return rot90_raw(x, k, dims) end,
+    function(g, _, k, dims) return rot90_raw(g, -k, dims) end)
   local function rot90(x, k, dims)
     need('rot90', x)
     if type(k) == 'table' then k, dims = nil, k end
-    k = k or 1
-    dims = dims or { 1, 2 }
+    return rot90_node(x, k or 1, dims or { 1, 2 })
+  end
+  function rot90_raw(x, k, dims)
     if #dims ~= 2 then fail('rot90', 'expected total rotation dims == 2, but got dims = ' .. #dims) end
     local nd = x:dim()
     if nd < 2 then fail('rot90', 'expected total dims >= 2, but got total dims = ' .. nd) end
