@@ -33,9 +33,11 @@ end
 -- no loop unless there is something to forget: hot callers (backward) stay compilable
 local function drain()
   local id = tonumber(C.mt_grad_pop_dead_id())
-  if id ~= 0 then drain_from(id) end
+  if id ~= 0 then drain_from(id) return true end
+  return false
 end
 M.new_id, M.drain = new_id, drain
+T.drain = drain -- (tensor.sweep's)
 -- A table of per-id state (Function contexts, anomaly tracebacks) that drain() clears when the
 -- owner of an id dies.
 function M.per_id(t)

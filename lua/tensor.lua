@@ -142,12 +142,16 @@ end
 -- Release the references of every handle the GC can collect (for leak checks and tests).
 -- Compiled traces keep the values of immutable upvalues they specialised on (a tensor captured
 -- by a closure, say) as constants: they are flushed first, or such tensors would look leaked.
+-- Then again while the state of dead autograd Functions (their saved tensors) was forgotten
+-- (M.drain: autograd's drain, true when it forgot some), which may free more.
 M.sweep = function()
   jit.flush()
-  collectgarbage(); collectgarbage()
-  cycle_ended = false
-  scan()
-  C.mt_gc_done()
+  repeat
+    collectgarbage(); collectgarbage()
+    cycle_ended = false
+    scan()
+    C.mt_gc_done()
+  until not (M.drain and M.drain())
 end
 -- Collect every dead tensor now (torch.cuda.empty_cache does, before the backend gives memory back).
 M.collect = function()

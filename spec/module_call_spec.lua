@@ -41,7 +41,7 @@ end
 for _, name in ipairs({ 'ConstantPad1d', 'ConstantPad2d', 'ConstantPad3d' }) do
   builtins[name] = function() return nn[name](1, 0) end
 end
--- parity session: nn.RReLU (lua/nn/parity.lua)
+-- parity session: nn.RReLU (lua/nn/activation.lua)
 builtins.RReLU = function() return nn.RReLU() end
 for _, name in ipairs({ 'Upsample', 'UpsamplingNearest2d', 'UpsamplingBilinear2d' }) do
   builtins[name] = function() return nn[name]({ scale_factor = 2 }) end

@@ -220,7 +220,7 @@ describe('pixel_shuffle / pixel_unshuffle with autograd', function()
   end)
 end)
 
-describe('PyTorch functions composed in lua/ops/parity.lua', function()
+describe('PyTorch functions composed in Lua (lua/ops/<family>.lua)', function()
   -- Each case's value, printed with 4 decimals, its dtype and its shape, as PyTorch 1.13 printed them
   -- for the same expression in Python (/usr/bin/python3; positions there + 1, Lua's 1-based dims).
   local want = {

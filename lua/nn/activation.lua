@@ -1,7 +1,8 @@
 -- Activation modules (issue 12): ReLU6, ELU, SELU, CELU, GELU, SiLU, Mish, PReLU, Hardtanh,
 -- Hardsigmoid, Hardswish, Softplus, Softsign, Threshold, Softmin, Softmax2d, GLU, LogSigmoid,
--- Tanhshrink, Hardshrink, Softshrink. PyTorch's constructor arguments (by position or in a
--- trailing options table), each forward one nn.functional call, extra_repr as PyTorch prints.
+-- Tanhshrink, Hardshrink, Softshrink, RReLU (and F.rrelu, F.gumbel_softmax). PyTorch's constructor
+-- arguments (by position or in a trailing options table), each forward one nn.functional call,
+-- extra_repr as PyTorch prints.
 -- (ReLU, LeakyReLU, Sigmoid, Tanh, Softmax, LogSoftmax are in layers.lua.)
 local torch = require 'moontorch'
 local class = require 'moontorch.class'
@@ -223,9 +224,78 @@ function GLU:forward(input) return F.glu(input, self.dim) end
 declare_forward(GLU, { 'input' })
 function GLU:extra_repr() return 'dim=' .. tostring(self.dim) end
 
+------------------------------------------------------------------------------ RReLU, gumbel_softmax
+-- F.rrelu (PyTorch's draws under the same seed), F.rrelu_, nn.RReLU, F.gumbel_softmax: composed from
+-- the tensor ops (autograd follows)
+local functional = {} -- name -> function, put in nn.functional by install
+do
+  -- x times the slopes drawn (1 where x > 0), one node named as PyTorch's
+  local with_noise = require('moontorch.ops.compose').node('RreluWithNoiseBackward0',
+    function(x, slope) return x * slope end, function(g, _, slope) return g * slope end)
+  local function rrelu(x, lower, upper, training, inplace)
+    if type(lower) == 'table' then
+      local o = lower
+      lower, upper, training, inplace = o.lower, o.upper, o.training, o.inplace
+    end
+    lower, upper = lower or 1 / 8, upper or 1 / 3
+    if training then
+      -- PyTorch draws one uniform double per non-positive element, in order
+      local neg = x:le(0)
+      local k = neg:sum():item()
+      local slope = torch.ones_like(x)
+      if k > 0 then
+        local u = torch.empty(k, { dtype = torch.float64 }):uniform_(lower, upper):to(x.dtype)
+        slope = slope:masked_scatter(neg, u)
+      end
+      local r = with_noise(x, slope)
+      if inplace then x:copy_(r) return x end
+      return r
+    end
+    local r = with_noise(x, torch.where(x:gt(0), 1, (lower + upper) / 2):to(x.dtype))
+    if inplace then x:copy_(r) return x end
+    return r
+  end
+  local function gumbel_softmax(logits, tau, hard, eps, dim)
+    if type(tau) == 'table' then
+      local o = tau
+      tau, hard, dim = o.tau, o.hard, o.dim
+    end
+    tau, dim = tau or 1, dim or -1
+    local g = -torch.empty_like(logits):exponential_():log()
+    local y = ((logits + g) / tau):softmax(dim)
+    if hard then
+      local _, idx = y:max(dim, { keepdim = true })
+      local y_hard = torch.zeros_like(logits):scatter(dim, idx, 1.0)
+      return y_hard - y:detach() + y
+    end
+    return y
+  end
+  functional.rrelu, functional.gumbel_softmax = rrelu, gumbel_softmax
+end
+-- nn.RReLU(lower=1/8, upper=1/3, inplace=false)
+local RReLU = define('RReLU')
+function RReLU:__init(...)
+  Module.__init(self)
+  local v = A.parse('nn.RReLU', { 'lower', 'upper', 'inplace' }, false, ...)
+  self.lower = A.number('nn.RReLU', 'lower', v.lower, 1 / 8)
+  self.upper = A.number('nn.RReLU', 'upper', v.upper, 1 / 3)
+  self.inplace = A.bool('nn.RReLU', 'inplace', v.inplace, false)
+end
+function RReLU:forward(input) return F.rrelu(input, self.lower, self.upper, self.training, self.inplace) end
+declare_forward(RReLU, { 'input' })
+function RReLU:extra_repr()
+  return ('lower=%s, upper=%s%s'):format(pyfloat(self.lower), pyfloat(self.upper), self.inplace and ', inplace=True' or '')
+end
+
 function M.install(nn_)
   nn, F = nn_, nn_.functional
   class.export(M, nn)
+  for name, f in pairs(functional) do
+    if F[name] == nil then F[name] = f end
+  end
+  if F.rrelu_ == nil then
+    F.rrelu_ = function(x, lower, upper, training) return F.rrelu(x, lower, upper, training, true) end
+  end
 end
 
 return M

@@ -17,6 +17,8 @@ local type, select, tostring, pairs = type, select, tostring, pairs
 local sqrt, log, pi, max = math.sqrt, math.log, math.pi, math.max
 
 local F = {}
+-- one autograd node named as PyTorch's for a function composed of several ops (lua/ops/compose.lua)
+local node = require('moontorch.ops.compose').node
 
 ------------------------------------------------------------------------------ helpers
 local function bad(fn, msg) fail('nn.functional.' .. fn, msg) end
@@ -146,28 +148,53 @@ function F.elu_(x, alpha) return F.elu(x, alpha, true) end
 
 local SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 -- selu(x, inplace=false): scale * elu(x, alpha) with PyTorch's constants
+local selu = node('EluBackward0', function(x) return torch.elu(x, SELU_ALPHA) * SELU_SCALE end,
+  function(g, x) return torch.where(x:gt(0), g * SELU_SCALE, g * (x:exp() * (SELU_SCALE * SELU_ALPHA))) end)
 function F.selu(x, inplace)
   need_tensor('selu', x)
-  return into(x, torch.elu(x, SELU_ALPHA) * SELU_SCALE, inplace_of(inplace))
+  return into(x, selu(x), inplace_of(inplace))
 end
 function F.selu_(x) return F.selu(x, true) end
 
 -- celu(x, alpha=1, inplace=false): max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+local celu = node('CeluBackward0', function(x, alpha)
+  return alpha == 1 and torch.elu(x, 1) or torch.elu(x / alpha, 1) * alpha
+end, function(g, x, alpha) return torch.where(x:gt(0), g, g * (x / alpha):exp()) end)
 function F.celu(x, ...)
   need_tensor('celu', x)
   local v = args('celu', { 'alpha', 'inplace' }, ...)
   local alpha = num('celu', 'alpha', v[1], 1.0)
   if alpha == 0 then bad('celu', 'ZeroDivisionError: alpha cannot be 0 for CELU') end
-  local r = alpha == 1 and torch.elu(x, 1) or torch.elu(x / alpha, 1) * alpha
-  return into(x, r, v[2] == true)
+  return into(x, celu(x, alpha), v[2] == true)
 end
 function F.celu_(x, alpha) return F.celu(x, alpha, true) end
 
 -- prelu(x, weight): x where x >= 0, else weight * x; weight has 1 element or one per channel (dim 2)
+local function prelu_weight(x, weight) -- weight shaped to broadcast over x
+  if weight:numel() == 1 then return weight:reshape({}) end
+  if x:dim() < 2 then return weight end
+  local shape = { 1, weight:numel() }
+  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+  return weight:reshape(shape)
+end
+local prelu = node('PreluBackward0', function(x, weight)
+  return torch.where(x:gt(0), x, x * prelu_weight(x, weight))
+end, function(g, x, weight)
+  local pos = x:gt(0)
+  local gx = torch.where(pos, g, g * prelu_weight(x, weight))
+  local gw = torch.where(pos, torch.zeros_like(x), g * x)
+  if weight:numel() == 1 or x:dim() < 2 then
+    gw = weight:numel() == 1 and gw:sum():reshape(weight:size()) or gw
+  else
+    local dims = { 1 }
+    for d = 3, x:dim() do dims[#dims + 1] = d end
+    gw = gw:sum(dims):reshape(weight:size())
+  end
+  return gx, gw
+end)
 function F.prelu(x, weight)
   need_tensor('prelu', x)
   need_tensor('prelu', weight, 'weight')
-  local w = weight
   local nw = weight:numel()
   if nw ~= 1 then
     local c = x:dim() >= 2 and x:size(2) or 1
@@ -175,18 +202,19 @@ function F.prelu(x, weight)
       bad('prelu', ('Mismatch of parameter numbers and input channel size. Found parameter numbers = %d and channel size = %d.')
         :format(nw, c))
     end
-    if x:dim() >= 2 then
-      local shape = { 1, nw }
-      for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-      w = weight:reshape(shape)
-    end
-  else
-    w = weight:reshape({})
   end
-  return torch.where(x:gt(0), x, x * w)
+  return prelu(x, weight)
 end
 
 -- glu(x, dim=-1): a * sigmoid(b) for the two halves a, b of x along dim
+local glu = node('GluBackward0', function(x, d)
+  local h = x:size(d) / 2
+  return x:narrow(d, 1, h) * x:narrow(d, h + 1, h):sigmoid()
+end, function(g, x, d)
+  local h = x:size(d) / 2
+  local a, s = x:narrow(d, 1, h), x:narrow(d, h + 1, h):sigmoid()
+  return torch.cat({ g * s, g * a * s * (1 - s) }, d)
+end)
 function F.glu(x, dim)
   need_tensor('glu', x)
   if is_opts(dim) then dim = dim.dim end
@@ -195,8 +223,7 @@ function F.glu(x, dim)
   local d = dim < 0 and x:dim() + dim + 1 or dim
   local n = x:size(d)
   if n % 2 ~= 0 then bad('glu', ('Halving dimension must be even, but dimension %d is size %d'):format(d, n)) end
-  local a, b = x:narrow(d, 1, n / 2), x:narrow(d, n / 2 + 1, n / 2)
-  return a * b:sigmoid()
+  return glu(x, d)
 end
 
 -- gelu(x, approximate='none'|'tanh')
@@ -215,24 +242,31 @@ function F.sigmoid(x) need_tensor('sigmoid', x) return x:sigmoid() end
 function F.tanh(x) need_tensor('tanh', x) return x:tanh() end
 
 -- logsigmoid(x) = -softplus(-x)
+local logsigmoid = node('LogSigmoidBackward0', function(x) return -torch.softplus_unit(-x) end,
+  function(g, x) return g * (-x):sigmoid() end)
 function F.logsigmoid(x)
   need_tensor('logsigmoid', x)
-  return -torch.softplus_unit(-x)
+  return logsigmoid(x)
 end
 
 -- hardsigmoid(x, inplace=false) = relu6(x + 3) / 6
+local hardsigmoid = node('HardsigmoidBackward0', function(x) return torch.hardtanh(x + 3, 0, 6) / 6 end,
+  function(g, x) return torch.where(x:gt(-3):logical_and(x:lt(3)), g / 6, torch.zeros_like(g)) end)
 function F.hardsigmoid(x, inplace)
   need_tensor('hardsigmoid', x)
-  return into(x, torch.hardtanh(x + 3, 0, 6) / 6, inplace_of(inplace))
+  return into(x, hardsigmoid(x), inplace_of(inplace))
 end
 
 -- hardswish(x, inplace=false) = x * relu6(x + 3) / 6; written piecewise so that the gradient at
 -- x = -3 and x = 3 is PyTorch's (the middle piece's, x / 3 + 1 / 2)
+local hardswish = node('HardswishBackward0', function(x)
+  return torch.where(x:lt(-3), torch.zeros_like(x), torch.where(x:gt(3), x, x * (x + 3) / 6))
+end, function(g, x)
+  return torch.where(x:lt(-3), torch.zeros_like(g), torch.where(x:le(3), g * (x / 3 + 0.5), g))
+end)
 function F.hardswish(x, inplace)
   need_tensor('hardswish', x)
-  local mid = x * (x + 3) / 6
-  local r = torch.where(x:lt(-3), torch.zeros_like(x), torch.where(x:gt(3), x, mid))
-  return into(x, r, inplace_of(inplace))
+  return into(x, hardswish(x), inplace_of(inplace))
 end
 
 function F.silu(x, inplace)
@@ -242,41 +276,59 @@ function F.silu(x, inplace)
 end
 
 -- mish(x, inplace=false) = x * tanh(softplus(x))
+local mish = node('MishBackward0', function(x) return x * torch.softplus_unit(x):tanh() end,
+  function(g, x)
+    local t = torch.softplus_unit(x):tanh()
+    return g * (t + x * x:sigmoid() * (1 - t * t))
+  end)
 function F.mish(x, inplace)
   need_tensor('mish', x)
-  return into(x, x * torch.softplus_unit(x):tanh(), inplace_of(inplace))
+  return into(x, mish(x), inplace_of(inplace))
 end
 
 -- softplus(x, beta=1, threshold=20): log(1 + exp(beta x)) / beta, x itself where beta x > threshold
-function F.softplus(x, ...)
-  need_tensor('softplus', x)
-  local v = args('softplus', { 'beta', 'threshold' }, ...)
-  local beta, threshold = num('softplus', 'beta', v[1], 1), num('softplus', 'threshold', v[2], 20)
+local softplus = node('SoftplusBackward0', function(x, beta, threshold)
   local bx = beta == 1 and x or x * beta
   local soft = torch.softplus_unit(bx)
   if beta ~= 1 then soft = soft / beta end
   return torch.where(bx:gt(threshold), x, soft)
+end, function(g, x, beta, threshold)
+  local bx = beta == 1 and x or x * beta
+  return torch.where(bx:gt(threshold), g, g * bx:sigmoid())
+end)
+function F.softplus(x, ...)
+  need_tensor('softplus', x)
+  local v = args('softplus', { 'beta', 'threshold' }, ...)
+  local beta, threshold = num('softplus', 'beta', v[1], 1), num('softplus', 'threshold', v[2], 20)
+  return softplus(x, beta, threshold)
 end
 
 function F.softsign(x) need_tensor('softsign', x) return x / (x:abs() + 1) end
 function F.tanhshrink(x) need_tensor('tanhshrink', x) return x - x:tanh() end
 
+-- the gradient of hardshrink and softshrink: g where |x| > lambd, else 0
+local function shrink_grad(g, x, lambd) return torch.where(x:abs():gt(lambd), g, torch.zeros_like(g)) end
 -- hardshrink(x, lambd=0.5): x where |x| > lambd, else 0
+local hardshrink = node('HardshrinkBackward0', function(x, lambd)
+  return torch.where(x:abs():gt(lambd), x, torch.zeros_like(x))
+end, shrink_grad)
 function F.hardshrink(x, lambd)
   need_tensor('hardshrink', x)
   if is_opts(lambd) then lambd = lambd.lambd end
   lambd = num('hardshrink', 'lambd', lambd, 0.5)
-  return torch.where(x:abs():gt(lambd), x, torch.zeros_like(x))
+  return hardshrink(x, lambd)
 end
 
 -- softshrink(x, lambd=0.5): x - lambd above lambd, x + lambd below -lambd, else 0
+local softshrink = node('SoftshrinkBackward0', function(x, lambd)
+  return torch.where(x:gt(lambd), x - lambd, torch.where(x:lt(-lambd), x + lambd, torch.zeros_like(x)))
+end, shrink_grad)
 function F.softshrink(x, lambd)
   need_tensor('softshrink', x)
   if is_opts(lambd) then lambd = lambd.lambd end
   lambd = num('softshrink', 'lambd', lambd, 0.5)
   if lambd < 0 then bad('softshrink', ('lambda must be greater or equal to 0, but found to be %s.'):format(lambd)) end
-  local zero = torch.zeros_like(x)
-  return torch.where(x:gt(lambd), x - lambd, torch.where(x:lt(-lambd), x + lambd, zero))
+  return softshrink(x, lambd)
 end
 
 -- the dim softmax-like functions take: given, or PyTorch's old implicit choice (deprecated there)
@@ -337,6 +389,35 @@ function F.layer_norm(x, normalized_shape, ...)
 end
 
 -- group_norm(x, num_groups, weight=nil, bias=nil, eps=1e-5): x (N, C, *), C split in groups
+-- x normalised by group (its (N, groups, -1) view's statistics) and xhat, the groups' invstd
+local function group_stats(x, groups, eps)
+  local gx = x:reshape(x:size(1), groups, -1)
+  local var, mean = gx:var_mean(3, { correction = 0, keepdim = true })
+  local invstd = (var + eps):rsqrt()
+  return (gx - mean) * invstd, invstd
+end
+local function channel_shape(x)
+  local shape = { 1, x:size(2) }
+  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
+  return shape
+end
+local group_norm = node('NativeGroupNormBackward0', function(x, weight, bias, groups, eps)
+  local y = group_stats(x, groups, eps):reshape(x:size())
+  local shape = channel_shape(x)
+  if weight ~= nil then y = y * weight:reshape(shape) end
+  if bias ~= nil then y = y + bias:reshape(shape) end
+  return y
+end, function(g, x, weight, bias, groups, eps)
+  local xhat, invstd = group_stats(x, groups, eps)
+  local shape, n = channel_shape(x), x:size(1)
+  local dims = { 1 }
+  for d = 3, x:dim() do dims[#dims + 1] = d end
+  local gxhat = (weight ~= nil and g * weight:reshape(shape) or g):reshape(n, groups, -1)
+  local gx = (gxhat - gxhat:mean(3, { keepdim = true }) - xhat * (gxhat * xhat):mean(3, { keepdim = true })) * invstd
+  local gw = weight ~= nil and (g * xhat:reshape(x:size())):sum(dims):reshape(weight:size()) or nil
+  local gb = bias ~= nil and g:sum(dims):reshape(bias:size()) or nil
+  return gx:reshape(x:size()), gw, gb
+end)
 function F.group_norm(x, num_groups, ...)
   need_tensor('group_norm', x)
   local v = args('group_norm', { 'weight', 'bias', 'eps' }, ...)
@@ -350,15 +431,7 @@ function F.group_norm(x, num_groups, ...)
       :format(size_str(x), tostring(num_groups)))
   end
   local eps = num('group_norm', 'eps', v[3], 1e-5)
-  local g = x:reshape(n, num_groups, -1)
-  local mean = g:mean(3, { keepdim = true })
-  local var = g:var(3, { correction = 0, keepdim = true })
-  local y = ((g - mean) * (var + eps):rsqrt()):reshape(x:size())
-  local shape = { 1, c }
-  for _ = 3, x:dim() do shape[#shape + 1] = 1 end
-  if v[1] ~= nil then y = y * v[1]:reshape(shape) end
-  if v[2] ~= nil then y = y + v[2]:reshape(shape) end
-  return y
+  return group_norm(x, v[1], v[2], num_groups, eps)
 end
 
 -- normalize(x, p=2, dim=2, eps=1e-12): x / max(||x||_p, eps) along dim (PyTorch's dim 1)
@@ -545,6 +618,8 @@ local function clamped_norm(x, dim, eps)
   local s = (x * x):sum(dim)
   return (s + (s:clamp_min(eps * eps) - s):detach()):sqrt()
 end
+-- pdist(x, p=2): torch.pdist (lua/ops/linalg.lua)
+F.pdist = require('moontorch.ops.linalg').composed.pdist
 function F.cosine_similarity(x1, x2, ...)
   need_tensor('cosine_similarity', x1, 'x1')
   need_tensor('cosine_similarity', x2, 'x2')
@@ -610,6 +685,78 @@ end
 
 local pointwise_names = { 'size_average', 'reduce', 'reduction' }
 
+-- a loss made of one per-element loss, as one node named as PyTorch's: elem(input, target, a) the
+-- loss of each element (a: the loss's parameter), grad(input, target, a) its derivatives in input
+-- and target (same shape as the loss; target's may be nil); w: weights of the elements or nil.
+-- Where a weight needs a gradient itself, the loss is left to its ops (PyTorch has no derivative
+-- for a loss's weight either).
+local function loss_node(name, elem, grad)
+  local fn = node(name, function(input, target, r, a, w)
+    local loss = elem(input, target, a)
+    if w ~= nil then loss = loss * w end
+    return reduce(name, loss, r)
+  end, function(g, input, target, r, a, w)
+    local di, dt = grad(input, target, a)
+    local gl = g
+    if r ~= 'none' then
+      gl = g:expand(di:size())
+      if r == 'mean' then gl = gl / di:numel() end
+    end
+    if w ~= nil then gl = gl * w end
+    local gi, gt = gl * di, dt ~= nil and gl * dt or nil
+    if not same_size(gi, input) then gi = gi:sum_to_size(input:size()) end
+    if gt ~= nil and not same_size(gt, target) then gt = gt:sum_to_size(target:size()) end
+    return gi, gt
+  end)
+  return function(input, target, r, a, w)
+    if is_tensor(w) and w.requires_grad or is_tensor(a) and a.requires_grad then
+      local loss = elem(input, target, a)
+      if w ~= nil then loss = loss * w end
+      return reduce(name, loss, r)
+    end
+    return fn(input, target, r, a, w)
+  end
+end
+local mse_loss = loss_node('MseLossBackward0', function(i, t) return (i - t):square() end,
+  function(i, t) local d = (i - t) * 2 return d, -d end)
+local smooth_l1_loss = loss_node('SmoothL1LossBackward0', function(i, t, beta)
+  local d = (i - t):abs()
+  return beta == 0 and d or torch.where(d:lt(beta), d:square() * (0.5 / beta), d - 0.5 * beta)
+end, function(i, t, beta)
+  local d = i - t
+  local gd = beta == 0 and d:sign() or torch.where(d:abs():lt(beta), d / beta, d:sign())
+  return gd, -gd
+end)
+local huber_loss = loss_node('HuberLossBackward0', function(i, t, delta)
+  local d = (i - t):abs()
+  return torch.where(d:lt(delta), d:square() * 0.5, (d - 0.5 * delta) * delta)
+end, function(i, t, delta)
+  local d = i - t
+  local gd = torch.where(d:abs():lt(delta), d, d:sign() * delta)
+  return gd, -gd
+end)
+-- PyTorch clamps the logs at -100 and the derivative's denominator at 1e-12
+local bce_loss = loss_node('BinaryCrossEntropyBackward0', function(i, t)
+  return -(t * i:log():clamp_min(-100) + (1 - t) * (1 - i):log():clamp_min(-100))
+end, function(i, t)
+  return (i - t) / ((1 - i) * i):clamp_min(1e-12), (1 - i):log():clamp_min(-100) - i:log():clamp_min(-100)
+end)
+-- (1 - t) x + lw (log(1 + exp(-|x|)) + max(-x, 0)), lw = 1 + (pos_weight - 1) t
+local bce_logits_loss = loss_node('BinaryCrossEntropyWithLogitsBackward0', function(x, t, pw)
+  local tail = torch.softplus_unit(-x:abs()) + (-x):clamp_min(0)
+  if pw ~= nil then tail = tail * ((pw - 1) * t + 1) end
+  return (1 - t) * x + tail
+end, function(x, t, pw)
+  if pw == nil then return x:sigmoid() - t, -x end
+  local lw = (pw - 1) * t + 1
+  return (1 - t) + lw * (x:sigmoid() - 1), -x + (pw - 1) * (torch.softplus_unit(-x:abs()) + (-x):clamp_min(0))
+end)
+local soft_margin = loss_node('SoftMarginLossBackward0', function(i, t) return torch.softplus_unit(-t * i) end,
+  function(i, t)
+    local s = (-t * i):sigmoid()
+    return -t * s, -i * s
+  end)
+
 -- l1_loss(input, target, reduction='mean'), mse_loss
 function F.l1_loss(input, target, ...)
   need_tensor('l1_loss', input); need_tensor('l1_loss', target, 'target')
@@ -621,7 +768,7 @@ function F.mse_loss(input, target, ...)
   need_tensor('mse_loss', input); need_tensor('mse_loss', target, 'target')
   local r = reduction_of('mse_loss', loss_args('mse_loss', pointwise_names, ...))
   warn_target_size('mse_loss', input, target)
-  return reduce('mse_loss', (input - target):square(), r)
+  return mse_loss(input, target, r)
 end
 
 -- smooth_l1_loss(input, target, reduction='mean', beta=1)
@@ -631,9 +778,7 @@ function F.smooth_l1_loss(input, target, ...)
   local r, beta = reduction_of('smooth_l1_loss', v), num('smooth_l1_loss', 'beta', v[4], 1.0)
   if beta < 0 then bad('smooth_l1_loss', 'smooth_l1_loss does not support negative values for beta.') end
   warn_target_size('smooth_l1_loss', input, target)
-  local d = (input - target):abs()
-  local loss = beta == 0 and d or torch.where(d:lt(beta), d:square() * (0.5 / beta), d - 0.5 * beta)
-  return reduce('smooth_l1_loss', loss, r)
+  return smooth_l1_loss(input, target, r, beta)
 end
 
 -- huber_loss(input, target, reduction='mean', delta=1)
@@ -643,8 +788,7 @@ function F.huber_loss(input, target, ...)
   local r, delta = reduction_of('huber_loss', v), num('huber_loss', 'delta', v[2], 1.0)
   if delta <= 0 then bad('huber_loss', 'huber_loss does not support non-positive values for delta.') end
   warn_target_size('huber_loss', input, target)
-  local d = (input - target):abs()
-  return reduce('huber_loss', torch.where(d:lt(delta), d:square() * 0.5, (d - 0.5 * delta) * delta), r)
+  return huber_loss(input, target, r, delta)
 end
 
 -- the class weights shaped to broadcast against an input whose classes are along cdim
@@ -800,10 +944,7 @@ function F.binary_cross_entropy(input, target, ...)
   if input:numel() > 0 and (input:lt(0):any() or input:gt(1):any()) then
     bad('binary_cross_entropy', 'all elements of input should be between 0 and 1')
   end
-  -- PyTorch clamps the logs at -100
-  local loss = -(target * input:log():clamp_min(-100) + (1 - target) * (1 - input):log():clamp_min(-100))
-  if v[1] ~= nil then loss = loss * v[1] end
-  return reduce('binary_cross_entropy', loss, r)
+  return bce_loss(input, target, r, nil, v[1])
 end
 
 -- binary_cross_entropy_with_logits(input, target, weight=nil, {reduction=, pos_weight=})
@@ -815,12 +956,7 @@ function F.binary_cross_entropy_with_logits(input, target, ...)
   if not same_size(input, target) then
     bad(fn, ('Target size (%s) must be the same as input size (%s)'):format(torch_size(target), torch_size(input)))
   end
-  -- (1 - t) x + lw (log(1 + exp(-|x|)) + max(-x, 0)), lw = 1 + (pos_weight - 1) t
-  local tail = torch.softplus_unit(-input:abs()) + (-input):clamp_min(0)
-  if v[5] ~= nil then tail = tail * ((v[5] - 1) * target + 1) end
-  local loss = (1 - target) * input + tail
-  if v[1] ~= nil then loss = loss * v[1] end
-  return reduce(fn, loss, r)
+  return bce_logits_loss(input, target, r, v[5], v[1])
 end
 
 -- kl_div(input, target, reduction='mean', log_target=false): input holds log-probabilities;
@@ -896,7 +1032,7 @@ end
 function F.soft_margin_loss(input, target, ...)
   need_tensor('soft_margin_loss', input); need_tensor('soft_margin_loss', target, 'target')
   local r = reduction_of('soft_margin_loss', loss_args('soft_margin_loss', { 'size_average', 'reduce', 'reduction' }, ...))
-  return reduce('soft_margin_loss', torch.softplus_unit(-target * input), r)
+  return soft_margin(input, target, r)
 end
 
 -- multilabel_soft_margin_loss(input (N, C), target (N, C) of 0/1, weight=nil, reduction='mean')
@@ -1004,6 +1140,47 @@ end
 
 -- pad(x, {left, right [, top, bottom [, front, back]]}, mode='constant', value=0): pads the last
 -- dims, the last dim first; negative amounts crop. Modes: constant, reflect, replicate, circular.
+-- constant padding (negative amounts crop), one node named as PyTorch's: its gradient is the
+-- gradient padded by the negated amounts
+local function pad_constant(x, pad, value)
+  local npad, nd = #pad / 2, x:dim()
+  local out = x
+  for i = 1, npad do
+    local d = nd - i + 1
+    local before, after = pad[2 * i - 1], pad[2 * i]
+    local n = out:size(d)
+    if before < 0 or after < 0 then
+      local lo, hi = before < 0 and -before or 0, after < 0 and -after or 0
+      if n - lo - hi < 0 then
+        bad('pad', ('The input size %d, plus negative padding %d and %d resulted in a negative output size, ' ..
+          'which is invalid. Check dimension %d of your input.'):format(n, before, after, d))
+      end
+      out = out:narrow(d, lo + 1, n - lo - hi)
+      before, after = before > 0 and before or 0, after > 0 and after or 0
+    end
+    if before > 0 or after > 0 then
+      local parts = {}
+      local s = out:size()
+      if before > 0 then
+        s[d] = before
+        parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
+      end
+      parts[#parts + 1] = out
+      if after > 0 then
+        s[d] = after
+        parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
+      end
+      out = torch.cat(parts, d)
+    end
+  end
+  return out
+end
+local constant_pad
+constant_pad = node('ConstantPadNdBackward0', pad_constant, function(g, _, pad)
+  local neg = {}
+  for i = 1, #pad do neg[i] = -pad[i] end
+  return constant_pad(g, neg, 0)
+end)
 function F.pad(x, pad, ...)
   need_tensor('pad', x)
   local v = args('pad', { 'mode', 'value' }, ...)
@@ -1016,36 +1193,7 @@ function F.pad(x, pad, ...)
   if npad > nd then bad('pad', 'Padding length too large') end
   local out = x
   if mode == 'constant' then
-    value = num('pad', 'value', value, 0)
-    for i = 1, npad do
-      local d = nd - i + 1
-      local before, after = pad[2 * i - 1], pad[2 * i]
-      local n = out:size(d)
-      if before < 0 or after < 0 then
-        local lo, hi = before < 0 and -before or 0, after < 0 and -after or 0
-        if n - lo - hi < 0 then
-          bad('pad', ('The input size %d, plus negative padding %d and %d resulted in a negative output size, ' ..
-            'which is invalid. Check dimension %d of your input.'):format(n, before, after, d))
-        end
-        out = out:narrow(d, lo + 1, n - lo - hi)
-        before, after = before > 0 and before or 0, after > 0 and after or 0
-      end
-      if before > 0 or after > 0 then
-        local parts = {}
-        local s = out:size()
-        if before > 0 then
-          s[d] = before
-          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
-        end
-        parts[#parts + 1] = out
-        if after > 0 then
-          s[d] = after
-          parts[#parts + 1] = torch.full(s, value, { dtype = out.dtype, device = out.device })
-        end
-        out = torch.cat(parts, d)
-      end
-    end
-    return out
+    return constant_pad(x, pad, num('pad', 'value', value, 0))
   end
   local src = pad_src[mode]
   if not src then bad('pad', ('Unrecognised padding mode %s'):format(tostring(mode))) end

@@ -81,8 +81,8 @@ for _, name in ipairs({ 'activation', 'loss', 'normalization', 'sparse', 'misc' 
   require('moontorch.nn.' .. name).install(nn)
 end
 
--- parity session: F.rrelu / nn.RReLU, F.gumbel_softmax, F.pdist (lua/nn/parity.lua)
-require('moontorch.nn.parity').install(nn)
+-- nn.utils.weight_norm / spectral_norm, the hook-based ones (lua/nn/weight_norm.lua)
+require('moontorch.nn.weight_norm').install(nn)
 
 -- issue 24: nn.utils.parametrize, nn.utils.parametrizations (orthogonal, spectral_norm, weight_norm)
 -- and nn.utils.prune, loaded on first use (a smaller heap for programs that use none)

@@ -290,6 +290,63 @@ batchnorm('BatchNorm1d', { 2, 3 })
 batchnorm('BatchNorm2d', { 4 })
 batchnorm('BatchNorm3d', { 5 })
 
+-- the batch-norm computation, one node named as PyTorch's (NativeBatchNormBackward0): stats holds
+-- the running mean and variance (updated here in training mode, read in eval mode)
+local function bn_dims(x)
+  local nd, c = x:dim(), x:size(2)
+  local shape, dims = { 1, c }, { 1 }
+  for d = 3, nd do shape[#shape + 1] = 1 dims[#dims + 1] = d end
+  return shape, dims, c
+end
+local batch_norm = require('moontorch.ops.compose').node('NativeBatchNormBackward0',
+  function(input, weight, bias, stats, training, momentum, eps)
+    local running_mean, running_var = stats[1], stats[2]
+    local shape, dims, c = bn_dims(input)
+    local mean, var
+    if training then
+      local n = input:numel() / c
+      var, mean = input:var_mean(dims, { correction = 0, keepdim = true })
+      if running_mean ~= nil or running_var ~= nil then
+        torch.no_grad(function()
+          if running_mean ~= nil then
+            running_mean:mul_(1 - momentum):add_(mean:detach():reshape(c):to(running_mean.dtype) * momentum)
+          end
+          if running_var ~= nil then
+            running_var:mul_(1 - momentum):add_(var:detach():reshape(c):to(running_var.dtype) * (momentum * n / (n - 1)))
+          end
+        end)
+      end
+    else
+      mean, var = running_mean:reshape(shape), running_var:reshape(shape)
+    end
+    local out = (input - mean) * (var + eps):rsqrt()
+    if weight ~= nil then out = out * weight:reshape(shape) end
+    if bias ~= nil then out = out + bias:reshape(shape) end
+    return out
+  end,
+  -- training: the gradient through the batch's mean and variance too; eval: the running ones are constants
+  function(g, input, weight, bias, stats, training, momentum, eps)
+    local shape, dims, c = bn_dims(input)
+    local mean, var
+    if training then
+      var, mean = input:var_mean(dims, { correction = 0, keepdim = true })
+    else
+      mean, var = stats[1]:reshape(shape), stats[2]:reshape(shape)
+    end
+    local invstd = (var + eps):rsqrt()
+    local xhat = (input - mean) * invstd
+    local gxhat = weight ~= nil and g * weight:reshape(shape) or g
+    local gx
+    if training then
+      gx = (gxhat - gxhat:mean(dims, { keepdim = true }) - xhat * (gxhat * xhat):mean(dims, { keepdim = true })) * invstd
+    else
+      gx = gxhat * invstd
+    end
+    local gw = weight ~= nil and (g * xhat):sum(dims):reshape(weight:size()) or nil
+    local gb = bias ~= nil and g:sum(dims):reshape(bias:size()) or nil
+    return gx, gw, gb
+  end)
+
 -- F.batch_norm(input, running_mean, running_var, weight, bias, training=false, momentum=0.1, eps=1e-5)
 -- over dim 2 (channels) of an (N, C, ...) input; in training the batch statistics normalise and
 -- update the running ones (unbiased variance), otherwise the running ones normalise
@@ -308,39 +365,15 @@ function M.batch_norm(input, running_mean, running_var, ...)
   eps = eps or 1e-5
   local nd = input:dim()
   if nd < 2 then fail('nn.functional.batch_norm', ('expected at least 2D input (got %dD input)'):format(nd)) end
-  local c = input:size(2)
-  local shape = { 1, c }
-  for _ = 3, nd do shape[#shape + 1] = 1 end
-  local dims = { 1 }
-  for d = 3, nd do dims[#dims + 1] = d end
-  local mean, var
   if training then
-    local n = input:numel() / c
-    if n <= 1 then
+    if input:numel() / input:size(2) <= 1 then
       fail('nn.functional.batch_norm', ('Expected more than 1 value per channel when training, got input size ' ..
         'torch.Size([%s])'):format(table.concat(input:size(), ', ')))
     end
-    var, mean = input:var_mean(dims, { correction = 0, keepdim = true })
-    if running_mean ~= nil or running_var ~= nil then
-      torch.no_grad(function()
-        if running_mean ~= nil then
-          running_mean:mul_(1 - momentum):add_(mean:detach():reshape(c):to(running_mean.dtype) * momentum)
-        end
-        if running_var ~= nil then
-          running_var:mul_(1 - momentum):add_(var:detach():reshape(c):to(running_var.dtype) * (momentum * n / (n - 1)))
-        end
-      end)
-    end
-  else
-    if running_mean == nil or running_var == nil then
-      fail('nn.functional.batch_norm', 'running_mean and running_var are needed when not training')
-    end
-    mean, var = running_mean:reshape(shape), running_var:reshape(shape)
+  elseif running_mean == nil or running_var == nil then
+    fail('nn.functional.batch_norm', 'running_mean and running_var are needed when not training')
   end
-  local out = (input - mean) * (var + eps):rsqrt()
-  if weight ~= nil then out = out * weight:reshape(shape) end
-  if bias ~= nil then out = out + bias:reshape(shape) end
-  return out
+  return batch_norm(input, weight, bias, { running_mean, running_var }, training and true or false, momentum, eps)
 end
 
 function M.install(nn_)

@@ -1,7 +1,7 @@
 -- nn.utils.parametrizations: orthogonal, spectral_norm (PyTorch 1.13's) and weight_norm (PyTorch
 -- 2.1's, with 1.13's numbers: torch._weight_norm), each a parametrization registered with
 -- nn.utils.parametrize. Dimensions count from 1 (`dim=1` is PyTorch's `dim=0`; `false` is None).
--- The older hook-based nn.utils.weight_norm / spectral_norm stay in lua/nn/parity.lua.
+-- The older hook-based nn.utils.weight_norm / spectral_norm are in lua/nn/weight_norm.lua.
 local ffi = require 'ffi'
 local torch = require 'moontorch'
 local class = require 'moontorch.class'
@@ -10,7 +10,7 @@ local T = require 'moontorch.tensor'
 local Mod = require 'moontorch.nn.Module'
 local P = require 'moontorch.nn.parametrize'
 local init = require 'moontorch.nn.initialization'
-local nn_parity = require 'moontorch.nn.parity'
+local hooked_norms = require 'moontorch.nn.weight_norm'
 
 local fail = core.fail
 local is_tensor = T.is_tensor
@@ -311,7 +311,7 @@ function M.spectral_norm(module, name, n_power_iterations, eps, dim)
 end
 
 ------------------------------------------------------------------------------ weight_norm
-local norm_except_dim = nn_parity.norm_except_dim
+local norm_except_dim = hooked_norms.norm_except_dim
 
 local WeightNorm = class.class('nn.utils.parametrizations._WeightNorm', Module)
 M._WeightNorm = WeightNorm

@@ -205,6 +205,10 @@ local function adaptive_avg(fn, nsp, x, output_size)
       table.concat(x:size(), ', ')))
   end
   out_sizes(fn, x, nsp, output_size)
+  -- PyTorch's adaptive_avg_pool2d to 1 x 1 is the mean over the last two dims (MeanBackward1)
+  if nsp == 2 and sizes3[0] == 1 and sizes3[1] == 1 and x:numel() > 0 then
+    return x:mean({ -2, -1 }, { keepdim = true })
+  end
   if C.mt_adaptive_avg_pool(x, nsp, sizes3, outp) ~= 0 then raise_last() end
   return wrap(outp[0])
 end
@@ -792,6 +796,144 @@ module('ChannelShuffle', { 'groups' }, function(self, v)
 end, function(self, x) return M.channel_shuffle(x, self.groups) end,
   function(self) return 'groups=' .. pyrepr(self.groups) end)
 
+------------------------------------------------------------------------------ affine_grid, grid_sample
+-- composed from the tensor ops (gathers), so that both the input and the grid get gradients; and
+-- F.max_pool2d_with_indices / max_pool3d_with_indices
+local composed = {} -- name -> function, put in nn.functional by install
+do
+  local K = require 'moontorch.ops.compose'
+  local need, is_float, sizes = K.need, K.is_float, K.sizes
+  local unpack = unpack
+
+  -- affine_grid(theta, size, align_corners=false): theta (N, 2, 3) and size (N, C, H, W), or (N, 3, 4)
+  -- and (N, C, D, H, W); the grid (N, H, W, 2) / (N, D, H, W, 3) of theta applied to the pixels' centres
+  local function base_coords(n, align, dtype)
+    if align then return n > 1 and torch.linspace(-1, 1, n, { dtype = dtype }) or torch.zeros(1, { dtype = dtype }) end
+    return (torch.arange(n):to(dtype) * 2 + 1) / n - 1
+  end
+  local function affine_grid(theta, size, align_corners)
+    need('affine_grid', theta, 'theta')
+    if type(align_corners) == 'table' then align_corners = align_corners.align_corners end
+    local align = align_corners or false
+    if not is_float(theta) then
+      fail('affine_grid', 'Expected theta to have floating point type, but got ' .. tostring(theta.dtype))
+    end
+    local ns = #size
+    local dt = theta.dtype
+    if ns == 4 then
+      if theta:dim() ~= 3 or theta:size(2) ~= 2 or theta:size(3) ~= 3 then
+        fail('affine_grid', ('Expected a batch of 2D affine matrices of shape Nx2x3 for size [%s]. Got [%s].')
+          :format(table.concat(size, ', '), table.concat(sizes(theta), ', ')))
+      end
+      local N, H, W = size[1], size[3], size[4]
+      local xs = base_coords(W, align, dt):view(1, W):expand(H, W)
+      local ys = base_coords(H, align, dt):view(H, 1):expand(H, W)
+      local base = torch.stack({ xs, ys, torch.ones(H, W, { dtype = dt }) }, 3):view(1, H * W, 3)
+      return base:expand(N, H * W, 3):bmm(theta:transpose(2, 3)):view(N, H, W, 2)
+    elseif ns == 5 then
+      if theta:dim() ~= 3 or theta:size(2) ~= 3 or theta:size(3) ~= 4 then
+        fail('affine_grid', ('Expected a batch of 3D affine matrices of shape Nx3x4 for size [%s]. Got [%s].')
+          :format(table.concat(size, ', '), table.concat(sizes(theta), ', ')))
+      end
+      local N, D, H, W = size[1], size[3], size[4], size[5]
+      local xs = base_coords(W, align, dt):view(1, 1, W):expand(D, H, W)
+      local ys = base_coords(H, align, dt):view(1, H, 1):expand(D, H, W)
+      local zs = base_coords(D, align, dt):view(D, 1, 1):expand(D, H, W)
+      local base = torch.stack({ xs, ys, zs, torch.ones(D, H, W, { dtype = dt }) }, 4):view(1, D * H * W, 4)
+      return base:expand(N, D * H * W, 4):bmm(theta:transpose(2, 3)):view(N, D, H, W, 3)
+    end
+    fail('affine_grid', 'affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. Got size '
+      .. '[' .. table.concat(size, ', ') .. '].')
+  end
+
+  -- a coordinate in [-1, 1] to pixels, then padding_mode's treatment (PyTorch's grid_sampler_compute_source_index)
+  local function reflect(x, lo2, hi2) -- reflect x into [lo2 / 2, hi2 / 2] (twice the bounds, as PyTorch)
+    if lo2 == hi2 then return torch.zeros_like(x) end
+    local mn, span = lo2 / 2, (hi2 - lo2) / 2
+    local d = (x - mn):abs()
+    local extra = d:fmod(span)
+    local flips = (d / span):floor()
+    return torch.where(flips:remainder(2):eq(0), extra + mn, span - extra + mn)
+  end
+  local function source_index(c, n, padding, align)
+    local x = align and (c + 1) / 2 * (n - 1) or ((c + 1) * n - 1) / 2
+    if padding == 'border' then
+      x = x:clamp(0, n - 1)
+    elseif padding == 'reflection' then
+      if align then x = reflect(x, 0, 2 * (n - 1)) else x = reflect(x, -1, 2 * n - 1) end
+      x = x:clamp(0, n - 1)
+    end
+    return x
+  end
+  -- grid_sample(input, grid, mode='bilinear', padding_mode='zeros', align_corners=false): 4-D input
+  -- (bilinear and nearest); composed of gathers, so both input and grid get gradients
+  local function grid_sample(input, grid, mode, padding_mode, align_corners)
+    need('grid_sample', input) need('grid_sample', grid, 'grid')
+    if type(mode) == 'table' then
+      local o = mode
+      mode, padding_mode, align_corners = o.mode, o.padding_mode, o.align_corners
+    end
+    mode, padding_mode = mode or 'bilinear', padding_mode or 'zeros'
+    local align = align_corners or false
+    if mode ~= 'bilinear' and mode ~= 'nearest' and mode ~= 'bicubic' then
+      fail('grid_sample', ("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '%s'"):format(tostring(mode)))
+    end
+    if padding_mode ~= 'zeros' and padding_mode ~= 'border' and padding_mode ~= 'reflection' then
+      fail('grid_sample', ("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '%s'"):format(tostring(padding_mode)))
+    end
+    if input:dim() ~= 4 then
+      fail('grid_sample', 'grid_sample of a ' .. input:dim() .. '-D input is not supported by moontorch yet (4-D only)')
+    end
+    if mode == 'bicubic' then fail('grid_sample', "grid_sample mode 'bicubic' is not supported by moontorch yet") end
+    if grid:dim() ~= 4 or grid:size(4) ~= 2 or grid:size(1) ~= input:size(1) then
+      fail('grid_sample', ('grid_sampler(): expected grid to have size 2 in last dimension and the same batch size as input, '
+        .. 'but got input with sizes [%s] and grid with sizes [%s]'):format(table.concat(sizes(input), ', '),
+        table.concat(sizes(grid), ', ')))
+    end
+    local N, Cc, H, W = input:size(1), input:size(2), input:size(3), input:size(4)
+    local Ho, Wo = grid:size(2), grid:size(3)
+    local x = source_index(grid:select(4, 1), W, padding_mode, align)
+    local y = source_index(grid:select(4, 2), H, padding_mode, align)
+    local flat = input:reshape(N, Cc, H * W)
+    local function tap(ix, iy, w)
+      -- value at integer (ix, iy) times w, zero outside the image
+      local inside = ix:ge(0):logical_and(ix:le(W - 1)):logical_and(iy:ge(0)):logical_and(iy:le(H - 1))
+      local pos = (iy:clamp(0, H - 1) * W + ix:clamp(0, W - 1) + 1):to(torch.int64):reshape(N, 1, Ho * Wo) -- 1-based
+      local v = flat:gather(3, pos:expand(N, Cc, Ho * Wo)):view(N, Cc, Ho, Wo)
+      return v * (w * inside:to(w.dtype)):unsqueeze(2)
+    end
+    if mode == 'nearest' then
+      local ix, iy = x:detach():round(), y:detach():round()
+      return tap(ix, iy, torch.ones_like(x))
+    end
+    local x0, y0 = x:detach():floor(), y:detach():floor()
+    local x1, y1 = x0 + 1, y0 + 1
+    local wx1, wy1 = x - x0, y - y0
+    local wx0, wy0 = 1 - wx1, 1 - wy1
+    return tap(x0, y0, wx0 * wy0) + tap(x1, y0, wx1 * wy0) + tap(x0, y1, wx0 * wy1) + tap(x1, y1, wx1 * wy1)
+  end
+  local function with_indices(name)
+    return function(x, k, ...)
+      local args = { ... }
+      local n = select('#', ...)
+      local last = args[n]
+      if type(last) == 'table' and not is_tensor(last) and last[1] == nil then
+        local o = {}
+        for key, v in pairs(last) do o[key] = v end
+        o.return_indices = true
+        args[n] = o
+      else
+        n = n + 1
+        args[n] = { return_indices = true }
+      end
+      return torch.nn.functional[name](x, k, unpack(args, 1, n))
+    end
+  end
+  composed.affine_grid, composed.grid_sample = affine_grid, grid_sample
+  composed.max_pool2d_with_indices = with_indices('max_pool2d')
+  composed.max_pool3d_with_indices = with_indices('max_pool3d')
+end
+
 -- installs the functions into nn.functional and the modules into nn
 function M.install(nn)
   local F = nn.functional
@@ -802,6 +944,9 @@ function M.install(nn)
     'lp_pool2d', 'interpolate', 'upsample', 'upsample_nearest', 'upsample_bilinear', 'pixel_shuffle',
     'pixel_unshuffle', 'channel_shuffle' }) do
     F[k] = M[k]
+  end
+  for name, f in pairs(composed) do
+    if F[name] == nil then F[name] = f end
   end
   class.export(M, nn)
   torch.pixel_shuffle, torch.pixel_unshuffle, torch.channel_shuffle = M.pixel_shuffle, M.pixel_unshuffle,

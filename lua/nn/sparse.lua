@@ -77,6 +77,15 @@ end
 -- embedding(input, weight, padding_idx=nil, max_norm=nil, norm_type=2, scale_grad_by_freq=false,
 -- sparse=false): the rows of weight at the (1-based) indices of input; the padding_idx row gets no
 -- gradient; with max_norm the rows used are first renormalised in place (as PyTorch does)
+-- the rows of weight at flat (1-based), shaped, as one node named as PyTorch's: the gradient
+-- adds each row's gradients into its row, none into padding_idx's
+local embedding_rows = require('moontorch.ops.compose').node('EmbeddingBackward0',
+  function(weight, flat, shape) return weight:index_select(1, flat):reshape(shape) end,
+  function(g, weight, flat, _, padding_idx)
+    local gf = g:reshape(flat:numel(), weight:size(2))
+    if padding_idx ~= nil then gf = torch.where(flat:eq(padding_idx):unsqueeze(2), torch.zeros_like(gf), gf) end
+    return torch.zeros_like(weight):index_add(1, flat, gf)
+  end)
 function M.embedding(input, weight, ...)
   local fn = 'nn.functional.embedding'
   if not is_tensor(input) then fail(fn, ('input must be a tensor (got %s)'):format(type(input))) end
@@ -96,14 +105,14 @@ function M.embedding(input, weight, ...)
     end
   end
   if v.max_norm ~= nil then renorm_(weight, flat, A.number(fn, 'max_norm', v.max_norm), A.number(fn, 'norm_type', v.norm_type, 2)) end
-  local out = weight:index_select(1, flat)
-  if v.scale_grad_by_freq then out = scale_by_freq(out, flat) end
+  local shape = input:size()
+  shape[#shape + 1] = weight:size(2)
+  if not v.scale_grad_by_freq then return embedding_rows(weight, flat, shape, padding_idx) end
+  local out = scale_by_freq(weight:index_select(1, flat), flat)
   if padding_idx ~= nil and out.requires_grad then
     -- the padding row's value, but no gradient flows back to it
     out = torch.where(flat:eq(padding_idx):unsqueeze(2), out:detach(), out)
   end
-  local shape = input:size()
-  shape[#shape + 1] = weight:size(2)
   return out:reshape(shape)
 end
 

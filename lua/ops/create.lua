@@ -498,4 +498,121 @@ function M.install(t)
   M.install_casters()
 end
 
+------------------------------------------------------------------------------ composed in Lua
+-- tril_indices/triu_indices, vander, the Torch7 constructors (torch.FloatTensor, ...),
+-- the windows (hann, hamming, blackman, bartlett), empty_strided.
+-- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
+-- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
+-- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
+M.composed = {}
+do
+  local K = require 'moontorch.ops.compose'
+  local composed = M.composed
+  local need = K.need
+  local type, floor, pi, select = type, math.floor, math.pi, select
+
+  local function tri_indices(op, lower)
+    return function(row, col, offset, opts)
+      if type(offset) == 'table' then offset, opts = nil, offset end
+      offset = offset or 0
+      local rs, cs = {}, {}
+      for i = 0, row - 1 do
+        for j = 0, col - 1 do
+          if (lower and j - i <= offset) or (not lower and j - i >= offset) then
+            rs[#rs + 1], cs[#cs + 1] = i + 1, j + 1
+          end
+        end
+      end
+      local dt = opts and opts.dtype or torch.int64
+      if #rs == 0 then return torch.empty(2, 0, { dtype = dt }) end
+      return torch.tensor({ rs, cs }, { dtype = dt })
+    end
+  end
+  local function vander(x, N, opts)
+    need('vander', x)
+    if type(N) == 'table' then N, opts = nil, N end
+    N = N or (opts and opts.N) or x:size(1)
+    local inc = opts and opts.increasing or false
+    if x:dim() ~= 1 then fail('vander', 'x must be a one-dimensional tensor.') end
+    local cols = {}
+    local dt = x.dtype == torch.bool and torch.int64 or x.dtype
+    local xx = x:to(dt)
+    local p = torch.ones_like(xx)
+    for i = 1, N do
+      cols[i] = p
+      p = p * xx
+    end
+    if not inc then
+      local r = {}
+      for i = 1, N do r[i] = cols[N + 1 - i] end
+      cols = r
+    end
+    if N == 0 then return torch.empty(x:size(1), 0, { dtype = dt }) end
+    return torch.stack(cols, 2)
+  end
+  local function constructor(name)
+    return function(...)
+      local dt = torch[name]
+      local a = ...
+      if type(a) == 'table' and not is_tensor(a) and a[1] ~= nil and getmetatable(a) == nil then
+        return torch.tensor(a, { dtype = dt })
+      end
+      if is_tensor(a) then return a:to(dt) end
+      if select('#', ...) == 0 then return torch.empty(0, { dtype = dt }) end
+      local s = type(a) == 'table' and a or { ... }
+      return torch.empty(s, { dtype = dt })
+    end
+  end
+
+  local only = { -- torch functions only
+    tril_indices = tri_indices('tril_indices', true), triu_indices = tri_indices('triu_indices', false),
+    vander = vander, FloatTensor = constructor('float32'), DoubleTensor = constructor('float64'),
+    HalfTensor = constructor('float16'), BFloat16Tensor = constructor('bfloat16'), LongTensor = constructor('int64'),
+    IntTensor = constructor('int32'), ShortTensor = constructor('int16'), CharTensor = constructor('int8'),
+    ByteTensor = constructor('uint8'), BoolTensor = constructor('bool'),
+  }
+  function composed.install(tt)
+    torch = tt
+    K.install_functions(torch, only, false)
+    -- windows: hann, hamming, bartlett, blackman (periodic=true by default), computed in the result's
+    -- dtype in PyTorch's order of operations (the same roundings)
+    local function window(name, f)
+      if torch[name] ~= nil then return end
+      torch[name] = function(n, periodic, opts)
+        if type(periodic) == 'table' then periodic, opts = nil, periodic end
+        if periodic == nil then periodic = true end
+        local dt = opts and opts.dtype or torch.get_default_dtype()
+        if n == 0 then return torch.empty(0, { dtype = dt }) end
+        if n == 1 then return torch.ones(1, { dtype = dt }) end
+        local L = periodic and n + 1 or n
+        return f(torch.arange(L):to(dt), L):narrow(1, 1, n)
+      end
+    end
+    local function hamming(alpha, beta)
+      return function(k, L) return (k * (2 * pi / (L - 1))):cos() * -beta + alpha end
+    end
+    window('hann_window', hamming(0.5, 0.5))
+    window('hamming_window', hamming(0.54, 0.46))
+    window('blackman_window', function(k, L)
+      local w = k * (pi / (L - 1))
+      return (w * 4):cos() * 0.08 - (w * 2):cos() * 0.5 + 0.42
+    end)
+    window('bartlett_window', function(k, L)
+      local w = k * (2 / (L - 1))
+      local half = floor((L - 1) / 2) + 1
+      if half >= L then return w end
+      return torch.cat({ w:narrow(1, 1, half), 2 - w:narrow(1, half + 1, L - half) })
+    end)
+    if torch.empty_strided == nil then
+      torch.empty_strided = function(size, stride, opts)
+        local n = 1
+        for i = 1, #size do if size[i] == 0 then n = 0 break end n = n + (size[i] - 1) * stride[i] end
+        return torch.empty(n, opts):as_strided(size, stride)
+      end
+    end
+    -- the in-place methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'fill_' })
+  end
+end
+
 return M

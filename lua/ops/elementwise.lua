@@ -408,8 +408,17 @@ function M.where(cond, a, b)
 end
 methods.where = function(self, cond, other) return M.where(cond, self, other) end
 
+-- lerp by a number: a + (b - a) w, one node named as PyTorch's (LerpBackward0)
+local lerp_number = require('moontorch.ops.compose').node('LerpBackward0',
+  function(a, b, w) return a + (b - a) * w end,
+  function(g, a, b, w)
+    local ga, gb = g * (1 - w), g * w
+    if ga:dim() ~= a:dim() or ga:size() ~= a:size() then ga = ga:sum_to_size(a:size()) end
+    if gb:dim() ~= b:dim() or gb:size() ~= b:size() then gb = gb:sum_to_size(b:size()) end
+    return ga, gb
+  end)
 function M.lerp(a, b, w)
-  if type(w) == 'number' then return a + (b - a) * w end
+  if type(w) == 'number' then return lerp_number(a, b, w) end
   if C.mt_lerp(a, b, w, nil, outp) ~= 0 then raise_last() end
   return take()
 end
@@ -434,6 +443,238 @@ function M.install(t)
   torch = t
   for k, v in pairs(M) do
     if type(v) == 'function' and k ~= 'install' and k ~= 'binary' and k ~= 'unary' and t[k] == nil then t[k] = v end
+  end
+end
+
+------------------------------------------------------------------------------ composed in Lua
+-- deg2rad/rad2deg, logaddexp(2), signbit, isposinf/isneginf, isreal, heaviside, angle, sgn,
+-- asinh/acosh/atanh and erfinv with derivatives of their own, gcd/lcm, positive, rsub, ldexp,
+-- the methods and in-place methods PyTorch also has as torch functions, t:apply_ / t:map_.
+-- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
+-- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
+-- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
+M.composed = {}
+do
+  local K = require 'moontorch.ops.compose'
+  local composed = M.composed
+  local need, sizes, size_of, is_float, as_float = K.need, K.sizes, K.size_of, K.is_float, K.as_float
+  local type, huge, pi = type, math.huge, math.pi
+  local ipairs = ipairs
+
+  -- a function of one tensor computed without autograd, with its own derivative: one node named
+  -- as PyTorch's (AsinhBackward0, ...); `grad(x, g)` is written with ops, so second derivatives work
+  local function unary_with_grad(name, node, value, grad)
+    local Fn -- made at the first call that records (torch.autograd loads after this file)
+    return function(x)
+      need(name, x)
+      if x.requires_grad and torch.is_grad_enabled() then
+        if not Fn then
+          Fn = torch.autograd.Function(name)
+          Fn._backward_name = node
+          function Fn.forward(ctx, t)
+            ctx:save_for_backward(t)
+            return value(t)
+          end
+          function Fn.backward(ctx, g) return grad(ctx.saved_tensors[1], g) end
+        end
+        return Fn.apply(x)
+      end
+      return value(x)
+    end
+  end
+  -- float32 (and half) inputs computed in float64, rounded once
+  local function in_f64(f)
+    return function(x)
+      local fx = as_float(x)
+      if fx.dtype == torch.float64 then return f(fx) end
+      return f(fx:to(torch.float64)):to(fx.dtype)
+    end
+  end
+
+  -- x times a constant, one node named as PyTorch's
+  local function scaled(op, node, c)
+    local f = K.node(node, function(x) return x * c end, function(g) return g * c end)
+    return function(x) need(op, x) return f(as_float(x)) end
+  end
+  local deg2rad = scaled('deg2rad', 'Deg2RadBackward0', pi / 180)
+  local rad2deg = scaled('rad2deg', 'Rad2DegBackward0', 180 / pi)
+
+  -- the gradients of a broadcast binary op reduced to each operand's shape
+  local function to_sizes(ga, gb, a, b)
+    if ga:dim() ~= a:dim() or ga:size() ~= a:size() then ga = ga:sum_to_size(a:size()) end
+    if gb:dim() ~= b:dim() or gb:size() ~= b:size() then gb = gb:sum_to_size(b:size()) end
+    return ga, gb
+  end
+  local logaddexp = K.node('LogaddexpBackward0', function(a, b)
+    local m = torch.maximum(a, b)
+    local r = m + (-(a - b):abs()):exp():log1p()
+    -- equal infinities: the infinity itself (the formula gives nan)
+    local same_inf = a:eq(b):logical_and(a:isinf())
+    if same_inf:any() then r = torch.where(same_inf, a, r) end
+    return r
+  end, function(g, a, b) return to_sizes(g / ((b - a):exp() + 1), g / ((a - b):exp() + 1), a, b) end)
+  local logaddexp2 = K.node('Logaddexp2Backward0', function(a, b)
+    local m = torch.maximum(a, b)
+    local r = m + (-(a - b):abs() * math.log(2)):exp():log1p() * (1 / math.log(2))
+    local same_inf = a:eq(b):logical_and(a:isinf())
+    if same_inf:any() then r = torch.where(same_inf, a, r) end
+    return r
+  end, function(g, a, b)
+    return to_sizes(g / (((b - a) * math.log(2)):exp() + 1), g / (((a - b) * math.log(2)):exp() + 1), a, b)
+  end)
+  local function checked(name, f)
+    return function(a, b)
+      need(name, a) need(name, b, 'other')
+      return f(a, b)
+    end
+  end
+  local function signbit(x)
+    need('signbit', x)
+    if not is_float(x) then return x:lt(0) end
+    -- -0.0 too: 1 / x is -inf there
+    return x:lt(0):logical_or(x:eq(0):logical_and((1 / x):lt(0)))
+  end
+  local function isposinf(x) need('isposinf', x) return x:eq(huge) end
+  local function isneginf(x) need('isneginf', x) return x:eq(-huge) end
+  local function isreal(x) need('isreal', x) return torch.ones(size_of(x), { dtype = torch.bool, device = x.device }) end
+  local function heaviside(x, values)
+    need('heaviside', x) need('heaviside', values, 'values')
+    if x.dtype ~= values.dtype then
+      fail('heaviside', 'heaviside is not yet implemented for tensors with different dtypes')
+    end
+    return torch.where(x:eq(0), values, x:gt(0):to(x.dtype))
+  end
+  -- angle and sgn of real numbers are piecewise constant: their gradient is zero (PyTorch's too)
+  local function zero_grad(g) return torch.zeros_like(g) end
+  local angle_of = K.node('AngleBackward0', function(fx)
+    local r = torch.where(fx:lt(0), pi, torch.zeros_like(fx))
+    return torch.where(fx:isnan(), fx, r)
+  end, zero_grad)
+  local function angle(x)
+    need('angle', x)
+    return angle_of(as_float(x))
+  end
+  local sgn = K.node('SgnBackward0', function(x) return x:sign() end, zero_grad)
+
+  local asinh = unary_with_grad('asinh', 'AsinhBackward0', in_f64(function(x)
+    local a = x:abs()
+    return (a + a * a / ((a * a + 1):sqrt() + 1)):log1p() * x:sign()
+  end), function(x, g) return g / (x * x + 1):sqrt() end)
+  local acosh = unary_with_grad('acosh', 'AcoshBackward0', in_f64(function(x)
+    local t = x - 1
+    return (t + (t * (x + 1)):sqrt()):log1p()
+  end), function(x, g) return g / (x * x - 1):sqrt() end)
+  local atanh = unary_with_grad('atanh', 'AtanhBackward0', in_f64(function(x)
+    return (2 * x / (1 - x)):log1p() * 0.5
+  end), function(x, g) return g / (1 - x * x) end)
+
+  -- erfinv: Giles' single-precision approximation, then Newton steps on erf in float64
+  local erfinv
+  erfinv = unary_with_grad('erfinv', 'ErfinvBackward0', in_f64(function(x)
+    local w = -((1 - x) * (1 + x)):log()
+    local small = w:lt(5)
+    local ws, wl = w - 2.5, w:sqrt() - 3
+    local p1 = torch.full_like(w, 2.81022636e-08)
+    for _, c in ipairs { 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+      -0.00417768164, 0.246640727, 1.50140941 } do p1 = p1 * ws + c end
+    local p2 = torch.full_like(w, -0.000200214257)
+    for _, c in ipairs { 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+      0.00943887047, 1.00167406, 2.83297682 } do p2 = p2 * wl + c end
+    local y = torch.where(small, p1, p2) * x
+    local k = 2 / math.sqrt(pi)
+    for _ = 1, 3 do
+      local ok = y:isfinite()
+      local step = (y:erf() - x) / ((-(y * y)):exp() * k)
+      y = torch.where(ok, y - step, y)
+    end
+    y = torch.where(x:eq(1), huge, y)
+    y = torch.where(x:eq(-1), -huge, y)
+    return torch.where(x:abs():gt(1), 0 / 0, y)
+  end), function(x, g)
+    local y = erfinv(x) -- PyTorch's formula: sqrt(pi) / 2 * exp(erfinv(x)^2) * grad
+    return g * (y * y):exp() * (math.sqrt(pi) / 2)
+  end)
+
+  local function gcd(a, b)
+    need('gcd', a) need('gcd', b, 'other')
+    if is_float(a) or is_float(b) then fail('gcd', '"gcd_cpu" not implemented for \'' .. tostring(a.dtype) .. "'") end
+    a, b = torch.broadcast_tensors(a, b)[1]:abs(), torch.broadcast_tensors(a, b)[2]:abs()
+    while b:ne(0):any() do
+      local nz = b:ne(0)
+      local safe = torch.where(nz, b, 1)
+      local r = a:remainder(safe)
+      a, b = torch.where(nz, b, a), torch.where(nz, r, 0)
+    end
+    return a
+  end
+  local function lcm(a, b)
+    local g = gcd(a, b)
+    local safe = torch.where(g:eq(0), 1, g)
+    return torch.where(g:eq(0), 0, (a:abs() / safe):floor():to(g.dtype) * b:abs()):to(g.dtype)
+  end
+  composed.logaddexp = logaddexp -- (logcumsumexp's: lua/ops/reduce.lua)
+
+  local fns = { -- torch functions and methods
+    deg2rad = deg2rad, rad2deg = rad2deg, logaddexp = checked('logaddexp', logaddexp),
+    logaddexp2 = checked('logaddexp2', logaddexp2), signbit = signbit,
+    isposinf = isposinf, isneginf = isneginf, isreal = isreal, heaviside = heaviside, angle = angle, sgn = sgn,
+    asinh = asinh, acosh = acosh, atanh = atanh, arcsinh = asinh, arccosh = acosh, arctanh = atanh, erfinv = erfinv,
+    gcd = gcd, lcm = lcm,
+    positive = function(x) return x end,
+  }
+  function composed.install(tt)
+    torch = tt
+    K.install_functions(torch, fns, true)
+    -- the methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'clamp_min', 'clamp_max', 'float_power', 'square', 'frac', 'exp2', 'logit',
+    'nan_to_num', 'copysign', 'fmax', 'fmin', 'absolute', 'negative', 'fix', 'hypot', 'sinc', 'true_divide', 'conj',
+    'resolve_conj', 'resolve_neg' })
+    if torch.rsub == nil then
+      torch.rsub = function(a, b, opts)
+        local alpha = opts and opts.alpha or 1
+        return b - (alpha ~= 1 and a * alpha or a)
+      end
+    end
+    if torch.ldexp == nil then torch.ldexp = function(x, e) return x * torch.pow(2, e) end end
+    -- the in-place methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'relu_', 'sigmoid_', 'tanh_', 'exp_', 'log_', 'sqrt_', 'rsqrt_', 'abs_', 'neg_',
+    'clamp_', 'clamp_min_', 'clamp_max_', 'ceil_', 'floor_', 'round_', 'trunc_', 'frac_', 'sin_', 'cos_',
+    'reciprocal_', 'selu_', 'celu_', 'square_', 'sinh_', 'cosh_', 'tan_', 'asin_', 'acos_', 'atan_', 'erf_', 'erfc_',
+    'expm1_', 'log1p_', 'log2_', 'log10_', 'sign_', 'fix_', 'logit_', 'nan_to_num_' })
+    -- t:apply_(fn) / t:map_(other, fn): a Lua function over every element in order (PyTorch's CPU
+    -- apply_ / map_, Torch7's apply / map), written back in place
+    local function flat_values(t) return t:contiguous():reshape(-1):tolist() end
+    local function write_back(t, vals, op)
+      local src = torch.tensor(vals, { dtype = t.dtype }):reshape(sizes(t))
+      t:copy_(src)
+      return t
+    end
+    if methods.apply_ == nil then
+      methods.apply_ = function(t, fn)
+        need('apply_', t)
+        if type(fn) ~= 'function' then fail('apply_', 'expected a function') end
+        if t.requires_grad then fail('apply_', "apply_ is only implemented on CPU tensors that don't require grad") end
+        local v = flat_values(t)
+        for i = 1, #v do
+          local r = fn(v[i])
+          if r ~= nil then v[i] = r end
+        end
+        return write_back(t, v, 'apply_')
+      end
+    end
+    if methods.map_ == nil then
+      methods.map_ = function(t, other, fn)
+        need('map_', t) need('map_', other, 'other')
+        if type(fn) ~= 'function' then fail('map_', 'expected a function') end
+        if t.requires_grad then fail('map_', "map_ is only implemented on CPU tensors that don't require grad") end
+        local v, o = flat_values(t), flat_values(other:expand_as(t))
+        for i = 1, #v do
+          local r = fn(v[i], o[i])
+          if r ~= nil then v[i] = r end
+        end
+        return write_back(t, v, 'map_')
+      end
+    end
   end
 end
 

@@ -174,4 +174,568 @@ function M.install(torch)
   end
 end
 
+------------------------------------------------------------------------------ composed in Lua
+-- kron, inner, cross, cdist/pdist, addr, addbmm, dist, matrix_power, einsum,
+-- chain_matmul; torch.linalg: vector/matrix norms, det, solve, inv, slogdet (Gauss-Jordan elimination in
+-- tensor ops), matrix_exp, householder_product; torch.det/inverse/slogdet/logdet/matrix_exp.
+-- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
+-- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
+-- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
+M.composed = {}
+do
+  local K = require 'moontorch.ops.compose'
+  local composed = M.composed
+  local need, pdim, sizes, is_float = K.need, K.pdim, K.sizes, K.is_float
+  local type, floor, huge = type, math.floor, math.huge
+  local ipairs, pairs, next = ipairs, pairs, next
+  local broadcast_tensors = require('moontorch.ops.shape').composed.broadcast_tensors
+  local torch -- set by composed.install
+
+  local function kron(a, b)
+    need('kron', a) need('kron', b, 'other')
+    local nd = math.max(a:dim(), b:dim())
+    local as, bs = sizes(a), sizes(b)
+    while #as < nd do table.insert(as, 1, 1) end
+    while #bs < nd do table.insert(bs, 1, 1) end
+    local va, vb, out = {}, {}, {}
+    for i = 1, nd do
+      va[2 * i - 1], va[2 * i] = as[i], 1
+      vb[2 * i - 1], vb[2 * i] = 1, bs[i]
+      out[i] = as[i] * bs[i]
+    end
+    return (a:reshape(va) * b:reshape(vb)):reshape(out)
+  end
+  local function inner(a, b)
+    need('inner', a) need('inner', b, 'other')
+    if a:dim() == 0 or b:dim() == 0 then return a * b end
+    local K = a:size(-1)
+    if b:size(-1) ~= K then
+      fail('inner', ('inner() the last dimension must match on both input tensors but got shapes [%s] and [%s]')
+        :format(table.concat(sizes(a), ', '), table.concat(sizes(b), ', ')))
+    end
+    local out = {}
+    for i = 1, a:dim() - 1 do out[#out + 1] = a:size(i) end
+    for i = 1, b:dim() - 1 do out[#out + 1] = b:size(i) end
+    local r = a:reshape(-1, K):matmul(b:reshape(-1, K):t())
+    return r:reshape(out)
+  end
+  -- a x b along dim d of two tensors of one shape
+  local function cross3(a, b, d)
+    local function c(t, i) return t:narrow(d, i, 1) end
+    return torch.cat({ c(a, 2) * c(b, 3) - c(a, 3) * c(b, 2), c(a, 3) * c(b, 1) - c(a, 1) * c(b, 3),
+      c(a, 1) * c(b, 2) - c(a, 2) * c(b, 1) }, d)
+  end
+  -- one node named as PyTorch's; the gradients come back to the operands' own shapes (sa, sb)
+  local cross_node = K.node('LinalgCrossBackward0', function(a, b, d)
+    local bt = broadcast_tensors(a, b)
+    return cross3(bt[1], bt[2], d)
+  end, function(g, a, b, d)
+    local bt = broadcast_tensors(a, b)
+    local ga, gb = cross3(bt[2], g, d), cross3(g, bt[1], d)
+    if ga:size() ~= a:size() then ga = ga:sum_to_size(a:size()) end
+    if gb:size() ~= b:size() then gb = gb:sum_to_size(b:size()) end
+    return ga, gb
+  end)
+  local function cross(a, b, dim)
+    need('cross', a) need('cross', b, 'other')
+    local a0, b0 = a, b
+    local bt = broadcast_tensors(a, b)
+    a, b = bt[1], bt[2]
+    local nd = a:dim()
+    local d
+    if dim == nil then
+      for i = 1, nd do if a:size(i) == 3 then d = i break end end
+      if not d then fail('cross', 'no dimension of size 3 in input') end
+    else
+      d = pdim('cross', dim, nd)
+      if a:size(d) ~= 3 then
+        fail('cross', ('linalg.cross: inputs dimension %d must have length 3. Got %d and %d'):format(dim, a:size(d), b:size(d)))
+      end
+    end
+    return cross_node(a0, b0, d)
+  end
+  local function cdist(x1, x2, p)
+    need('cdist', x1) need('cdist', x2, 'x2')
+    if type(p) == 'table' then p = p.p end
+    p = p or 2
+    if x1:dim() < 2 or x2:dim() < 2 then
+      fail('cdist', ('cdist only supports at least 2D tensors, X1 got: %dD'):format(x1:dim()))
+    end
+    if x1:size(-1) ~= x2:size(-1) then
+      fail('cdist', ('X1 and X2 must have the same number of columns. X1: %d X2: %d'):format(x1:size(-1), x2:size(-1)))
+    end
+    local diffs = x1:unsqueeze(-2) - x2:unsqueeze(-3)
+    if p == 0 then return diffs:ne(0):sum(-1):to(x1.dtype) end
+    return diffs:norm(p, -1)
+  end
+  local function pdist(x, p)
+    need('pdist', x)
+    p = p or 2
+    if x:dim() ~= 2 then fail('pdist', 'pdist only supports 2D tensors, got: ' .. x:dim() .. 'D') end
+    local n = x:size(1)
+    if n < 2 then return torch.empty(0, { dtype = x.dtype }) end
+    local ii, jj = {}, {}
+    for i = 1, n - 1 do for j = i + 1, n do ii[#ii + 1], jj[#jj + 1] = i, j end end
+    local I, J = torch.tensor(ii, { dtype = torch.int64 }), torch.tensor(jj, { dtype = torch.int64 })
+    return (x:index_select(1, I) - x:index_select(1, J)):norm(p, 2)
+  end
+  -- g reduced to the shape of t (t broadcast in the op)
+  local function to_size(g, t)
+    if g:size() ~= t:size() then return g:sum_to_size(t:size()) end
+    return g
+  end
+  -- addr and addbmm, one node each named as PyTorch's
+  local addr_node = K.node('AddrBackward0', function(m, v1, v2, beta, alpha)
+    local o = torch.outer(v1, v2)
+    if alpha ~= 1 then o = o * alpha end
+    if beta == 0 then return o + m * 0 end
+    return (beta ~= 1 and m * beta or m) + o
+  end, function(g, m, v1, v2, beta, alpha)
+    return to_size(g * beta, m), g:mv(v2) * alpha, g:t():mv(v1) * alpha
+  end)
+  local function addr(m, v1, v2, opts)
+    opts = opts or {}
+    return addr_node(m, v1, v2, opts.beta or 1, opts.alpha or 1)
+  end
+  local addbmm_node = K.node('AddbmmBackward0', function(m, b1, b2, beta, alpha)
+    local s = torch.bmm(b1, b2):sum(1)
+    if alpha ~= 1 then s = s * alpha end
+    return (beta ~= 1 and m * beta or m) + s
+  end, function(g, m, b1, b2, beta, alpha)
+    local ge = g:unsqueeze(1):expand(b1:size(1), g:size(1), g:size(2))
+    return to_size(g * beta, m), ge:bmm(b2:transpose(2, 3)) * alpha, b1:transpose(2, 3):bmm(ge) * alpha
+  end)
+  local function addbmm(m, b1, b2, opts)
+    opts = opts or {}
+    return addbmm_node(m, b1, b2, opts.beta or 1, opts.alpha or 1)
+  end
+  -- dist(a, b, p=2): the p-norm of a - b, one node named as PyTorch's for a finite p
+  local dist_node = K.node('DistBackward0', function(a, b, p) return (a - b):norm(p) end, function(g, a, b, p)
+    local diff = a - b
+    local gd
+    if p == 0 then gd = torch.zeros_like(diff)
+    elseif p == 1 then gd = diff:sign() * g
+    else
+      local d = diff:norm(p)
+      local safe = torch.where(d:eq(0), 1, d)
+      gd = p == 2 and diff / safe * g or diff:sign() * diff:abs():pow(p - 1) / safe:pow(p - 1) * g
+      gd = torch.where(d:eq(0), torch.zeros_like(gd), gd)
+    end
+    return to_size(gd, a), to_size(-gd, b)
+  end)
+  local function dist(a, b, p)
+    p = p or 2
+    if p == huge or p == -huge or p < 0 then return (a - b):norm(p) end
+    return dist_node(a, b, p)
+  end
+  local matrix_power
+  function matrix_power(x, n)
+    need('matrix_power', x)
+    if x:dim() < 2 or x:size(-1) ~= x:size(-2) then
+      fail('matrix_power', 'matrix_power: expected a tensor of square matrices')
+    end
+    if n < 0 then return matrix_power(torch.linalg.inv(x), -n) end
+    if n == 0 then
+      local e = torch.eye(x:size(-1), { dtype = x.dtype })
+      return e:expand(sizes(x)):clone()
+    end
+    local r, base = nil, x
+    while n > 0 do
+      if n % 2 == 1 then r = r and r:matmul(base) or base end
+      n = floor(n / 2)
+      if n > 0 then base = base:matmul(base) end
+    end
+    return r
+  end
+
+  -- einsum(equation, operands...): operands brought to one order of letters, multiplied pairwise
+  -- left to right, each letter summed away once no later operand and not the output has it
+  local function einsum(eq, ...)
+    local ops = { ... }
+    if #ops == 1 and type(ops[1]) == 'table' and not is_tensor(ops[1]) then ops = ops[1] end
+    if type(eq) ~= 'string' then fail('einsum', 'einsum(): expected an equation string') end
+    eq = eq:gsub('%s', '')
+    local lhs, rhs = eq:match('^(.-)%->(.*)$')
+    if not lhs then lhs = eq end
+    local terms = {}
+    for term in (lhs .. ','):gmatch('([^,]*),') do terms[#terms + 1] = term end
+    if #terms ~= #ops then
+      fail('einsum', ('einsum(): more operands were provided than specified in the equation'):gsub('more', #terms < #ops and 'more' or 'fewer'))
+    end
+    local has_ell = lhs:find('...', 1, true) ~= nil
+    -- expand '...' into fresh letters (uppercase Greek-free placeholders: digits)
+    local ell_dims = 0
+    for i, term in ipairs(terms) do
+      need('einsum', ops[i], 'operand ' .. i)
+      if term:find('...', 1, true) then
+        local nl = #term:gsub('%.%.%.', '')
+        ell_dims = math.max(ell_dims, ops[i]:dim() - nl)
+      end
+    end
+    local ell = {}
+    for k = 1, ell_dims do ell[k] = string.char(48 + k) end -- '1', '2', ...
+    local function expand_term(term, nd)
+      if not term:find('...', 1, true) then return term end
+      local nl = #term:gsub('%.%.%.', '')
+      local e = table.concat(ell, '', ell_dims - (nd - nl) + 1, ell_dims)
+      return (term:gsub('%.%.%.', e, 1))
+    end
+    for i, term in ipairs(terms) do
+      terms[i] = expand_term(term, ops[i]:dim())
+      if #terms[i] ~= ops[i]:dim() then
+        fail('einsum', ('einsum(): the number of subscripts in the equation (%d) does not match the number of dimensions '
+          .. '(%d) for operand %d%s'):format(#terms[i], ops[i]:dim(), i - 1, has_ell and '' or ' and no ellipsis was given'))
+      end
+    end
+    -- the output's letters
+    local out
+    if rhs then
+      out = rhs:gsub('%.%.%.', table.concat(ell))
+    else
+      local count = {}
+      for _, term in ipairs(terms) do for ch in term:gmatch('.') do count[ch] = (count[ch] or 0) + 1 end end
+      local letters = {}
+      for ch, c in pairs(count) do if c == 1 and not ch:match('%d') then letters[#letters + 1] = ch end end
+      table.sort(letters)
+      out = table.concat(ell) .. table.concat(letters)
+    end
+    -- every letter's size
+    local size = {}
+    for i, term in ipairs(terms) do
+      for k = 1, #term do
+        local ch, s = term:sub(k, k), ops[i]:size(k)
+        if size[ch] == nil or size[ch] == 1 then size[ch] = s
+        elseif s ~= 1 and s ~= size[ch] then
+          fail('einsum', ('einsum(): operands do not broadcast with remapped shapes (original->remapped)'))
+        end
+      end
+    end
+    for k = 1, #out do
+      if size[out:sub(k, k)] == nil then
+        fail('einsum', ("einsum(): output subscript %s does not appear in the equation for any input operand"):format(out:sub(k, k)))
+      end
+    end
+    -- all letters in one order: the output's first, then the rest as met
+    local order, pos = {}, {}
+    local function add_letter(ch) if not pos[ch] then order[#order + 1] = ch pos[ch] = #order end end
+    for k = 1, #out do add_letter(out:sub(k, k)) end
+    for _, term in ipairs(terms) do for k = 1, #term do add_letter(term:sub(k, k)) end end
+    -- an operand over all letters: its repeated letters' diagonal taken, then unsqueezed and permuted
+    local function aligned(t, term)
+      local seen = {}
+      local k = 1
+      while k <= #term do
+        local ch = term:sub(k, k)
+        if seen[ch] then
+          t = t:diagonal(0, seen[ch], k):movedim(-1, seen[ch])
+          term = term:sub(1, k - 1) .. term:sub(k + 1)
+        else
+          seen[ch] = k
+          k = k + 1
+        end
+      end
+      local perm, view = {}, {}
+      local present = {}
+      for i = 1, #term do present[term:sub(i, i)] = i end
+      local letters = {}
+      for _, ch in ipairs(order) do if present[ch] then letters[#letters + 1] = ch end end
+      for i, ch in ipairs(letters) do perm[i] = present[ch] end
+      if #perm > 0 then t = t:permute(perm) end
+      local j = 0
+      for i, ch in ipairs(order) do
+        if present[ch] then j = j + 1 view[i] = t:size(j) else view[i] = 1 end
+      end
+      return t:reshape(view)
+    end
+    local cur = aligned(ops[1], terms[1])
+    local function needed_after(i)
+      local need_set = {}
+      for k = 1, #out do need_set[out:sub(k, k)] = true end
+      for j = i + 1, #terms do for k = 1, #terms[j] do need_set[terms[j]:sub(k, k)] = true end end
+      return need_set
+    end
+    local function sum_unneeded(t, i)
+      local keep = needed_after(i)
+      local dims = {}
+      for k, ch in ipairs(order) do if not keep[ch] and t:size(k) > 1 then dims[#dims + 1] = k end end
+      if #dims > 0 then t = t:sum(dims, { keepdim = true }) end
+      return t
+    end
+    cur = sum_unneeded(cur, 1)
+    for i = 2, #ops do
+      cur = sum_unneeded(cur * aligned(ops[i], terms[i]), i)
+    end
+    -- drop the summed letters (now size 1) and broadcast the output's to their sizes
+    local shape = {}
+    for k = 1, #out do shape[k] = size[out:sub(k, k)] end
+    local r = cur:reshape(#order > 0 and (function()
+      local v = {}
+      for k = 1, #out do v[k] = cur:size(k) end
+      return v
+    end)() or {})
+    if #out > 0 then r = r:expand(shape) end
+    if r:dim() == 0 and #out == 0 then return r end
+    return r
+  end
+
+  ------------------------------------------------------------------------------ torch.linalg (norms)
+  local function vector_norm(x, ord, dim, keepdim, opts)
+    need('linalg.vector_norm', x)
+    if type(ord) == 'table' and not is_tensor(ord) and ord[1] == nil then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    if type(dim) == 'table' and dim[1] == nil and next(dim) ~= nil then dim, keepdim, opts = nil, nil, dim end
+    if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+    opts = opts or {}
+    ord = ord or opts.ord or 2
+    if dim == nil then dim = opts.dim end
+    if keepdim == nil then keepdim = opts.keepdim or false end
+    local y = x
+    if opts.dtype then y = y:to(opts.dtype) end
+    if not y:is_floating_point() then
+      fail('linalg.vector_norm', 'Expected a floating point or complex tensor as input. Got ' .. tostring(y.dtype):gsub('^torch%.', ''))
+    end
+    if dim == nil then
+      local r = y:reshape(-1):norm(ord)
+      if keepdim then
+        local one = {}
+        for i = 1, x:dim() do one[i] = 1 end
+        r = r:reshape(one)
+      end
+      return r
+    end
+    return y:norm(ord, dim, { keepdim = keepdim })
+  end
+  local function matrix_norm(x, ord, dim, keepdim, opts)
+    need('linalg.matrix_norm', x)
+    if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    opts = opts or {}
+    ord = ord or opts.ord or 'fro'
+    dim = dim or opts.dim or { -2, -1 }
+    if keepdim == nil then keepdim = opts.keepdim or false end
+    local d1, d2 = pdim('linalg.matrix_norm', dim[1], x:dim()), pdim('linalg.matrix_norm', dim[2], x:dim())
+    if ord == 'fro' then return x:norm(2, { d1, d2 }, { keepdim = keepdim }) end
+    if ord == 1 or ord == -1 or ord == huge or ord == -huge then
+      local sum_d, red_d = d1, d2
+      if ord == huge or ord == -huge then sum_d, red_d = d2, d1 end
+      local s = x:abs():sum(sum_d, { keepdim = true })
+      local r = (ord > 0) and s:amax(red_d, { keepdim = true }) or s:amin(red_d, { keepdim = true })
+      if not keepdim then r = r:squeeze(math.max(d1, d2)):squeeze(math.min(d1, d2)) end
+      return r
+    end
+    fail('linalg.matrix_norm', 'ord ' .. tostring(ord) .. ' is not supported by moontorch yet (fro, 1, -1, inf, -inf are)')
+  end
+
+  ------------------------------------------------------------------------------ torch.linalg: solve, inv, det
+  -- Gauss-Jordan elimination with partial pivoting over a batch (..., n, n), written with tensor ops
+  -- (autograd follows). Returns X solving A X = B (B nil: none), det(A), log|det(A)|, sign, and the
+  -- 1-based step whose pivot was zero (nil: none).
+  local function gauss_jordan(op, A, B)
+    need(op, A, 'A')
+    if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
+      fail(op, ('A must be batches of square matrices, but they are %d by %d matrices'):format(
+        A:dim() >= 2 and A:size(-2) or 0, A:dim() >= 1 and A:size(-1) or 0))
+    end
+    if not is_float(A) then
+      fail(op, ('Expected a floating point or complex tensor as input. Got %s'):format((tostring(A.dtype):gsub('^torch%.', ''))))
+    end
+    local n = A:size(-1)
+    local M = B and torch.cat({ A, B:to(A.dtype) }, -1) or A
+    local width = M:size(-1)
+    local bs = sizes(A)
+    bs[#bs], bs[#bs - 1] = nil, nil
+    local sign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's sign times the pivots' signs
+    local psign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's
+    local logabs = torch.zeros(bs, { dtype = A.dtype })
+    local det = torch.ones(bs, { dtype = A.dtype })
+    local rows = torch.arange(1, n + 1):to(torch.int64)
+    local zero_at
+    for k = 1, n do
+      local col = M:narrow(-2, k, n - k + 1):select(-1, k):abs()
+      local _, p = col:detach():max(-1, { keepdim = true })
+      p = p + (k - 1)
+      -- swap rows k and p (a gather, so gradients follow the rows)
+      local perm = torch.where(rows:eq(k), p, torch.where(rows:eq(p), k, rows))
+      local shape = sizes(M)
+      M = M:gather(-2, perm:unsqueeze(-1):expand(shape))
+      local swapped = p:squeeze(-1):ne(k)
+      sign = torch.where(swapped, -sign, sign)
+      psign = torch.where(swapped, -psign, psign)
+      local pivot = M:select(-2, k):select(-1, k)
+      det = det * pivot
+      logabs = logabs + pivot:abs():log()
+      sign = sign * pivot:sign()
+      if not zero_at and pivot:eq(0):any() then zero_at = k end
+      local safe = torch.where(pivot:eq(0), 1, pivot)
+      local rowk = M:select(-2, k) / safe:unsqueeze(-1)
+      local factors = M:select(-1, k)
+      M = M - factors:unsqueeze(-1) * rowk:unsqueeze(-2)
+      local is_k = rows:eq(k):view(n, 1):expand(n, width)
+      M = torch.where(is_k, rowk:unsqueeze(-2):expand(shape), M)
+    end
+    local X = B and M:narrow(-1, n + 1, width - n) or nil
+    return X, det * psign, logabs, sign, zero_at
+  end
+  local function linalg_det(A)
+    local _, det = gauss_jordan('linalg.det', A, nil) -- the pivots' product with the permutation's sign
+    return det
+  end
+  local function solve_raw(A, B)
+    need('linalg.solve', B, 'B')
+    local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
+    local Bm = vec and B:unsqueeze(-1) or B
+    local X, _, _, _, zero_at = gauss_jordan('linalg.solve', A, Bm)
+    if zero_at then fail('linalg.solve', 'The solver failed because the input matrix is singular.') end
+    return vec and X:squeeze(-1) or X
+  end
+  local function inv_raw(A)
+    need('linalg.inv', A, 'A')
+    local n = A:size(-1)
+    local I = torch.eye(n, { dtype = A.dtype }):expand(sizes(A))
+    local X, _, _, _, zero_at = gauss_jordan('linalg.inv', A, I)
+    if zero_at then
+      fail('linalg.inv', ('The diagonal element %d is zero, the inversion could not be completed because the '
+        .. 'input matrix is singular.'):format(zero_at))
+    end
+    return X
+  end
+  -- inv and solve as one node each, named as PyTorch's; their gradients solve again (so they
+  -- record under create_graph)
+  local linalg_inv = K.node('LinalgInvExBackward0', inv_raw, function(g, A)
+    local Xt = inv_raw(A):transpose(-2, -1)
+    return -Xt:matmul(g):matmul(Xt)
+  end)
+  local linalg_solve = K.node('LinalgSolveExBackward0', solve_raw, function(g, A, B)
+    local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
+    local X, gB = solve_raw(A, B), solve_raw(A:transpose(-2, -1), g)
+    local Xm, gBm = vec and X:unsqueeze(-1) or X, vec and gB:unsqueeze(-1) or gB
+    return -gBm:matmul(Xm:transpose(-2, -1)), gB
+  end)
+  local function linalg_slogdet(A)
+    local _, _, logabs, sign = gauss_jordan('linalg.slogdet', A, nil)
+    return sign:detach(), logabs
+  end
+
+  ------------------------------------------------------------------------------ torch.linalg: matrix_exp, householder_product
+  -- matrix_exp(A): e^A of each square matrix of (..., n, n), by scaling and squaring around a Taylor
+  -- polynomial of degree 18 (whose remainder is below float64's eps for a norm up to 1/2), written
+  -- with matmuls, so autograd follows.
+  local function mexp_raw(A)
+    need('matrix_exp', A, 'A')
+    if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
+      fail('matrix_exp', ('Expected a square matrix or batch of square matrices, but got a tensor of shape %s')
+        :format(tostring(A:size())))
+    end
+    if not is_float(A) then
+      fail('matrix_exp', ('Expected a floating point tensor as input. Got %s'):format((tostring(A.dtype):gsub('^torch%.', ''))))
+    end
+    local n = A:size(-1)
+    if A:numel() == 0 then return A:clone() end
+    local I = torch.eye(n, { dtype = A.dtype, device = A.device })
+    if A.device.type == 'meta' then return A + I end
+    -- the 1-norm (largest column sum of |A|) of the largest matrix
+    local norm1 = A:detach():abs():sum(-2):max():item()
+    local s = 0
+    if norm1 > 0.5 then s = math.max(0, math.ceil(math.log(norm1 / 0.5) / math.log(2))) end
+    local X = s > 0 and A / (2 ^ s) or A
+    local P = I + X / 18
+    for k = 17, 1, -1 do P = I + X:matmul(P) / k end
+    for _ = 1, s do P = P:matmul(P) end
+    return P
+  end
+
+  -- one node named as PyTorch's: the gradient is the top right block of e^[[A^T, g], [0, A^T]]
+  local matrix_exp = K.node('LinalgMatrixExpBackward0', mexp_raw, function(g, A)
+    local n, At = A:size(-1), A:transpose(-2, -1)
+    local M = torch.cat({ torch.cat({ At, g }, -1), torch.cat({ torch.zeros_like(At), At }, -1) }, -2)
+    return mexp_raw(M):narrow(-2, 1, n):narrow(-1, n + 1, n)
+  end)
+
+  -- householder_product(A, tau): the first n columns of H_1 H_2 ... H_k for A (..., m, n) and tau
+  -- (..., k), H_i = I - tau_i v_i v_i^T with v_i = (0, ..., 0, 1, A[i+1:, i]) (LAPACK's orgqr), as
+  -- tensor ops (autograd follows)
+  local function householder_product(A, tau)
+    local op = 'linalg.householder_product'
+    need(op, A, 'input')
+    need(op, tau, 'tau')
+    if A:dim() < 2 then fail(op, 'input must have at least 2 dimensions.') end
+    local m, n = A:size(-2), A:size(-1)
+    if m < n then fail(op, 'input.shape[-2] must be greater than or equal to input.shape[-1]') end
+    if tau:dim() ~= A:dim() - 1 then fail(op, 'input.dim() - tau.dim() must be equal to 1') end
+    local k = tau:size(-1)
+    if k > n then fail(op, 'input.shape[-1] must be greater than or equal to tau.shape[-1]') end
+    if tau.dtype ~= A.dtype then
+      fail(op, ('tau dtype %s does not match input dtype %s'):format(tostring(tau.dtype), tostring(A.dtype)))
+    end
+    local shape = sizes(A)
+    local Q = torch.eye(m, n, { dtype = A.dtype, device = A.device }):expand(shape)
+    local rows = torch.arange(1, m + 1, { device = A.device }):to(A.dtype):unsqueeze(-1) -- (m, 1)
+    for i = k, 1, -1 do
+      local col = A:narrow(-1, i, 1) -- (..., m, 1)
+      local v = torch.where(rows:lt(i), 0, torch.where(rows:eq(i), 1, col))
+      local t = tau:narrow(-1, i, 1):unsqueeze(-1) -- (..., 1, 1)
+      Q = Q - (v * t):matmul(v:transpose(-2, -1):matmul(Q))
+    end
+    return Q
+  end
+  composed.pdist = pdist -- (F.pdist too: lua/nn/functional.lua)
+
+  local fns = { -- torch functions and methods
+    kron = kron, inner = inner, cross = cross, addr = addr, addbmm = addbmm, dist = dist, matrix_power = matrix_power,
+  }
+  local only = { -- torch functions only
+    einsum = einsum, cdist = cdist, pdist = pdist,
+  }
+  function composed.install(tt)
+    torch = tt
+    K.install_functions(torch, fns, true)
+    K.install_functions(torch, only, false)
+    -- the methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'det' })
+    -- torch.linalg: the norms and cross (the rest of linalg is not in moontorch yet)
+    if torch.linalg == nil then
+      torch.linalg = {
+        vector_norm = vector_norm, matrix_norm = matrix_norm,
+        norm = function(x, ord, dim, keepdim, opts)
+          if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
+          opts = opts or {}
+          ord = ord or opts.ord
+          dim = dim or opts.dim
+          if type(ord) == 'string' or (ord ~= nil and type(dim) == 'table' and #dim == 2) then
+            return matrix_norm(x, ord, dim, keepdim, opts)
+          end
+          if ord == nil and dim == nil and x:dim() == 2 then return matrix_norm(x, 'fro', nil, keepdim, opts) end
+          return vector_norm(x, ord or 2, dim, keepdim, opts)
+        end,
+        cross = function(a, b, dim) return cross(a, b, dim or -1) end,
+        matrix_power = matrix_power,
+        vecdot = function(a, b, dim) return (a * b):sum(dim or -1) end,
+        det = linalg_det, solve = linalg_solve, inv = linalg_inv, slogdet = linalg_slogdet,
+        matrix_exp = matrix_exp, householder_product = householder_product,
+      }
+      if torch.matrix_exp == nil then torch.matrix_exp = matrix_exp end
+      if methods.matrix_exp == nil then methods.matrix_exp = matrix_exp end
+      if torch.det == nil then torch.det = linalg_det end
+      if methods.det == nil then methods.det = linalg_det end
+      if torch.inverse == nil then torch.inverse = linalg_inv end
+      if methods.inverse == nil then methods.inverse = linalg_inv end
+      if torch.slogdet == nil then torch.slogdet = linalg_slogdet end
+      if methods.slogdet == nil then methods.slogdet = linalg_slogdet end
+      local function logdet(A)
+        local sign, la = linalg_slogdet(A)
+        return torch.where(sign:lt(0), 0 / 0, torch.where(sign:eq(0), -huge, la))
+      end
+      if torch.logdet == nil then torch.logdet = logdet end
+      if methods.logdet == nil then methods.logdet = logdet end
+    end
+    if torch.chain_matmul == nil then
+      torch.chain_matmul = function(...)
+        local ms = { ... }
+        if #ms == 1 and not is_tensor(ms[1]) then ms = ms[1] end
+        local r = ms[1]
+        for i = 2, #ms do r = r:matmul(ms[i]) end
+        return r
+      end
+    end
+  end
+end
+
 return M

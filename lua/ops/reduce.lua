@@ -422,4 +422,272 @@ function M.install(t)
   end
 end
 
+------------------------------------------------------------------------------ composed in Lua
+-- diff, trace, cummax/cummin, logcumsumexp, nanmean, histc, quantile/nanquantile,
+-- renorm, sum_to_size, trapezoid/trapz, cov/corrcoef.
+-- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
+-- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
+-- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
+M.composed = {}
+do
+  local K = require 'moontorch.ops.compose'
+  local composed = M.composed
+  local need, pdim, sizes, is_float = K.need, K.pdim, K.sizes, K.is_float
+  local type, floor = type, math.floor
+  local logaddexp = require('moontorch.ops.elementwise').composed.logaddexp
+
+  local function diff(x, n, dim, prepend, append)
+    need('diff', x)
+    if type(n) == 'table' and not is_tensor(n) then
+      local o = n
+      n, dim, prepend, append = o.n, o.dim, o.prepend, o.append
+    end
+    n, dim = n or 1, dim or -1
+    if x:dim() == 0 then fail('diff', 'diff expects input to be at least one-dimensional') end
+    local d = pdim('diff', dim, x:dim())
+    local parts = {}
+    if prepend ~= nil then parts[#parts + 1] = prepend end
+    parts[#parts + 1] = x
+    if append ~= nil then parts[#parts + 1] = append end
+    local y = #parts > 1 and torch.cat(parts, d) or x
+    for _ = 1, n do
+      local L = y:size(d)
+      if L == 0 then break end
+      local a, b = y:narrow(d, 2, L - 1), y:narrow(d, 1, L - 1)
+      y = y.dtype == torch.bool and a:logical_xor(b) or a - b
+    end
+    return y
+  end
+  local trace_of = K.node('TraceBackward0', function(x) return x:diagonal():sum() end,
+    function(g, x) return torch.eye(x:size(1), x:size(2), { dtype = g.dtype, device = g.device }) * g end)
+  local function trace(x)
+    need('trace', x)
+    if x:dim() ~= 2 then fail('trace', 'trace: expected a matrix, but got tensor with dim ' .. x:dim()) end
+    return trace_of(x)
+  end
+  local function cum_extreme(op, ge)
+    return function(x, dim)
+      need(op, x)
+      if dim == nil then fail(op, op .. '() missing 1 required positional argument: "dim"') end
+      if x:dim() == 0 then return x:clone(), torch.ones({}, { dtype = torch.int64 }) end
+      local d = pdim(op, dim, x:dim())
+      local L = x:size(d)
+      if L == 0 then return x:clone(), torch.empty(sizes(x), { dtype = torch.int64 }) end
+      local cur = x:select(d, 1)
+      local idx = torch.ones(sizes(cur), { dtype = torch.int64 })
+      local vals, idxs = { cur }, { idx }
+      for i = 2, L do
+        local s = x:select(d, i)
+        local take_it = (ge and s:ge(cur) or s:le(cur))
+        if is_float(x) then take_it = take_it:logical_or(s:isnan()):logical_and(cur:isnan():logical_not():logical_or(s:isnan())) end
+        cur = torch.where(take_it, s, cur)
+        idx = torch.where(take_it, i, idx)
+        vals[i], idxs[i] = cur, idx
+      end
+      return torch.stack(vals, d), torch.stack(idxs, d)
+    end
+  end
+  local function logcumsumexp(x, dim)
+    need('logcumsumexp', x)
+    local d = pdim('logcumsumexp', dim, x:dim())
+    local L = x:size(d)
+    if L == 0 then return x:clone() end
+    local cur = x:select(d, 1)
+    local outs = { cur }
+    for i = 2, L do
+      cur = logaddexp(cur, x:select(d, i))
+      outs[i] = cur
+    end
+    return torch.stack(outs, d)
+  end
+  -- nanmean(dim, keepdim, {dtype =}): dim and keepdim by position or in the options
+  local function nanmean(x, dim, keepdim, opts)
+    need('nanmean', x)
+    if type(dim) == 'table' and dim[1] == nil then dim, keepdim, opts = nil, nil, dim end
+    if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+    if opts and opts.dim ~= nil then dim = opts.dim end
+    if opts and opts.dtype ~= nil then x = x:to(opts.dtype) end
+    if not is_float(x) then
+      fail('nanmean', 'nanmean(): expected input to have floating point dtype but got ' .. tostring(x.dtype):gsub('^torch%.', ''))
+    end
+    local keep = keepdim == true or (keepdim == nil and opts and opts.keepdim) or false
+    local ok = x:isnan():logical_not()
+    if dim == nil then return x:nansum() / ok:sum() end
+    return x:nansum(dim, { keepdim = keep }) / ok:sum(dim, { keepdim = keep })
+  end
+  local function histc(x, bins, lo, hi)
+    need('histc', x)
+    if type(bins) == 'table' then
+      local o = bins
+      bins, lo, hi = o.bins, o.min, o.max
+    end
+    bins, lo, hi = bins or 100, lo or 0, hi or 0
+    if not is_float(x) then fail('histc', '"histogram_cpu" not implemented for \'' .. tostring(x.dtype):gsub('^torch%.', '') .. "'") end
+    if bins <= 0 then fail('histc', 'torch.histc: bins must be > 0, but got ' .. bins .. ' for dimension 0') end
+    if lo == hi and x:numel() > 0 then lo, hi = x:min():item(), x:max():item() end
+    if lo == hi then lo, hi = lo - 1, hi + 1 end
+    if lo > hi then fail('histc', ('torch.histc: min must be less than max, but got min %s, max %s'):format(lo, hi)) end
+    local flat = x:detach():reshape(-1)
+    local inside = flat:ge(lo):logical_and(flat:le(hi))
+    local v = flat:masked_select(inside)
+    local pos = ((v - lo) * bins / (hi - lo)):floor():to(torch.int64):clamp(0, bins - 1)
+    local r = torch.zeros(bins, { dtype = x.dtype })
+    if v:numel() > 0 then r:index_add_(1, pos + 1, torch.ones_like(v)) end
+    return r
+  end
+  -- quantile(x, q, dim=nil, keepdim=false, {interpolation='linear'})
+  local function quantile_impl(op, ignore_nan)
+    return function(x, q, dim, keepdim, opts)
+      need(op, x)
+      if type(dim) == 'table' then dim, keepdim, opts = nil, nil, dim end
+      if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+      opts = opts or {}
+      if keepdim == nil then keepdim = opts.keepdim or false end
+      if dim == nil then dim = opts.dim end
+      local interp = opts.interpolation or 'linear'
+      if not is_float(x) then fail(op, 'quantile() input tensor must be either float or double dtype') end
+      local scalar_q = type(q) == 'number'
+      local qt = scalar_q and torch.tensor({ q }, { dtype = x.dtype }) or q:to(x.dtype)
+      if qt:dim() > 1 then fail(op, 'quantile() q must be a scalar or 1D tensor') end
+      if qt:lt(0):any() or qt:gt(1):any() then fail(op, 'quantile() q values must be in the range [0, 1]') end
+      local y, d
+      if dim == nil then
+        y, d = x:reshape(-1), 1
+      else
+        d = pdim(op, dim, x:dim())
+        y = x
+      end
+      local sorted = y:sort(d)
+      local n = y:size(d)
+      local nq = qt:numel()
+      local outs = {}
+      -- positions per slice: nan sorts last; a slice with a nan gives nan (quantile) or ignores them (nanquantile)
+      local valid = sorted:isnan():logical_not():sum(d, { keepdim = true })
+      local has_nan = valid:lt(n)
+      for k = 1, nq do
+        local qk = qt[k]:item()
+        local cnt = ignore_nan and valid or torch.full_like(valid, n)
+        local rank = (cnt - 1):to(x.dtype) * qk
+        local lo_i, hi_i = rank:floor(), rank:ceil()
+        if interp == 'lower' then hi_i = lo_i
+        elseif interp == 'higher' then lo_i = hi_i
+        elseif interp == 'nearest' then lo_i = rank:round(); hi_i = lo_i end
+        local li = lo_i:clamp(0, math.max(n - 1, 0)):to(torch.int64) + 1
+        local hi2 = hi_i:clamp(0, math.max(n - 1, 0)):to(torch.int64) + 1
+        local a, b = sorted:gather(d, li), sorted:gather(d, hi2)
+        local r
+        if interp == 'midpoint' then r = a + (b - a) * 0.5
+        elseif interp == 'linear' then r = torch.lerp(a, b, rank - lo_i)
+        else r = a end
+        if not ignore_nan then r = torch.where(has_nan, 0 / 0, r)
+        else r = torch.where(valid:eq(0), 0 / 0, r) end
+        if not keepdim or dim == nil then r = r:squeeze(d) end
+        if dim == nil and keepdim then
+          local one = {}
+          for i = 1, x:dim() do one[i] = 1 end
+          r = r:reshape(one)
+        end
+        outs[k] = r
+      end
+      if scalar_q then return outs[1] end
+      return torch.stack(outs, 1)
+    end
+  end
+  local function renorm(x, p, dim, maxnorm)
+    need('renorm', x)
+    local d = pdim('renorm', dim, x:dim())
+    local others = {}
+    for i = 1, x:dim() do if i ~= d then others[#others + 1] = i end end
+    local norms = #others > 0 and x:norm(p, others, { keepdim = true }) or x:abs()
+    local f = torch.where(norms:gt(maxnorm), maxnorm / (norms + 1e-7), torch.ones_like(norms))
+    return x * f:detach()
+  end
+  local function sum_to_size(x, ...)
+    local s = ...
+    if type(s) ~= 'table' then s = { ... } end
+    local nd, k = x:dim(), #s
+    local lead = nd - k
+    local y = x
+    if lead > 0 then
+      local dims = {}
+      for i = 1, lead do dims[i] = i end
+      y = y:sum(dims)
+    end
+    local dims = {}
+    for i = 1, k do
+      if s[i] == 1 and y:size(i) ~= 1 then dims[#dims + 1] = i end
+    end
+    if #dims > 0 then y = y:sum(dims, { keepdim = true }) end
+    return y
+  end
+
+  local fns = { -- torch functions and methods
+    diff = diff, trace = trace, cummax = cum_extreme('cummax', true), cummin = cum_extreme('cummin', false),
+    logcumsumexp = logcumsumexp, nanmean = nanmean, histc = histc, quantile = quantile_impl('quantile', false),
+    nanquantile = quantile_impl('nanquantile', true), renorm = renorm, sum_to_size = sum_to_size,
+  }
+  function composed.install(tt)
+    torch = tt
+    K.install_functions(torch, fns, true)
+    -- trapezoid(y, x=nil, {dx=1, dim=-1}) / trapz
+    local function trapezoid(y, x, opts)
+      need('trapezoid', y)
+      if type(x) == 'table' and not is_tensor(x) then x, opts = nil, x end
+      if type(x) == 'number' then opts = { dx = x } x = nil end
+      opts = opts or {}
+      local d = pdim('trapezoid', opts.dim or -1, y:dim())
+      local n = y:size(d)
+      if n == 0 then return y:sum(d) * 0 end
+      local s = y:narrow(d, 2, n - 1) + y:narrow(d, 1, n - 1)
+      if x ~= nil then
+        local dx = diff(x, 1, x:dim() == 1 and 1 or d)
+        if x:dim() == 1 then
+          local view = {}
+          for i = 1, y:dim() do view[i] = i == d and n - 1 or 1 end
+          dx = dx:reshape(view)
+        end
+        return (s * dx):sum(d) / 2
+      end
+      return s:sum(d) * ((opts.dx or 1) / 2)
+    end
+    if torch.trapezoid == nil then torch.trapezoid = trapezoid end
+    if torch.trapz == nil then torch.trapz = trapezoid end
+    -- the methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'nansum', 'count_nonzero', 'aminmax', 'std_mean', 'var_mean' })
+    if torch.cov == nil then
+      -- cov(input, {correction=1, fweights=, aweights=}): rows are variables, columns observations
+      torch.cov = function(x, opts)
+        need('cov', x)
+        opts = opts or {}
+        local c = opts.correction == nil and 1 or opts.correction
+        local m = x:dim() == 1 and x:view(1, -1) or x
+        if not is_float(m) then m = m:to(torch.get_default_dtype()) end
+        local n = m:size(2)
+        local w = opts.fweights
+        if opts.aweights then w = w and w * opts.aweights or opts.aweights end
+        local r
+        if w then
+          w = w:to(m.dtype)
+          local ws = w:sum()
+          local avg = (m * w):sum(2, { keepdim = true }) / ws
+          local xm = m - avg
+          local norm = c == 0 and ws or (opts.aweights and ws - c * (w * opts.aweights:to(m.dtype)):sum() / ws or ws - c)
+          r = (xm * w):matmul(xm:t()) / norm
+        else
+          local xm = m - m:mean(2, { keepdim = true })
+          r = xm:matmul(xm:t()) / math.max(n - c, 0)
+        end
+        if x:dim() == 1 then return r:reshape({}) end
+        return r
+      end
+      torch.corrcoef = function(x)
+        local c = torch.cov(x)
+        if c:dim() == 0 then return c / c end
+        local d = c:diagonal():sqrt()
+        return (c / d:view(-1, 1) / d:view(1, -1)):clamp(-1, 1)
+      end
+    end
+  end
+end
+
 return M

@@ -548,4 +548,320 @@ function M.install(tt)
   end
 end
 
+------------------------------------------------------------------------------ composed in Lua
+-- broadcast_shapes/broadcast_tensors, meshgrid, cartesian_prod, combinations, take,
+-- take_along_dim, block_diag, diag_embed, diagflat, select/slice/diagonal_scatter, h/v/dsplit.
+-- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
+-- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
+-- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
+M.composed = {}
+do
+  local K = require 'moontorch.ops.compose'
+  local composed = M.composed
+  local need, pdim, opts_of, sizes = K.need, K.pdim, K.opts_of, K.sizes
+  local type, select, ipairs, unpack = type, select, ipairs, unpack
+
+  local function broadcast_shapes(...)
+    local n = select('#', ...)
+    local out = {}
+    local nd = 0
+    local shapes = {}
+    for i = 1, n do
+      local s = select(i, ...)
+      if is_tensor(s) then s = sizes(s) elseif type(s) == 'number' then s = { s } end
+      shapes[i] = s
+      if #s > nd then nd = #s end
+    end
+    for d = 1, nd do out[d] = 1 end
+    for i = 1, n do
+      local s = shapes[i]
+      for k = 1, #s do
+        local d = nd - #s + k
+        local v = s[k]
+        if v ~= 1 then
+          if out[d] ~= 1 and out[d] ~= v then
+            fail('broadcast_shapes', ('Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is '
+              .. 'between arg %d and arg %d.'):format(i - 1, i - 1))
+          end
+          out[d] = v
+        end
+      end
+    end
+    return setmetatable(out, getmetatable(torch.empty(0):size()))
+  end
+  local function broadcast_tensors(...)
+    local ts = ...
+    if select('#', ...) ~= 1 or is_tensor(ts) then ts = { ... } end
+    for i, t in ipairs(ts) do need('broadcast_tensors', t, 'tensor ' .. i) end
+    local shape = broadcast_shapes(unpack(ts))
+    local r = {}
+    for i, t in ipairs(ts) do r[i] = t:expand(shape) end
+    return r
+  end
+
+  local function meshgrid(...)
+    local opts, n = opts_of(...)
+    local ts = ...
+    if n ~= 1 or is_tensor(ts) then ts = { ... } ts[n + 1] = nil end
+    local indexing = opts and opts.indexing or 'ij'
+    if indexing ~= 'ij' and indexing ~= 'xy' then
+      fail('meshgrid', 'torch.meshgrid: indexing must be one of "xy" or "ij", but received: ' .. tostring(indexing))
+    end
+    local k = #ts
+    if k == 0 then fail('meshgrid', 'meshgrid expects a non-empty TensorList') end
+    for i, t in ipairs(ts) do
+      need('meshgrid', t, 'tensor ' .. i)
+      if t:dim() > 1 then
+        fail('meshgrid', ('torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: %dD'):format(t:dim()))
+      end
+    end
+    local order = {}
+    for i = 1, k do order[i] = i end
+    if indexing == 'xy' and k >= 2 then order[1], order[2] = 2, 1 end
+    local shape = {}
+    for i = 1, k do shape[i] = ts[order[i]]:numel() end
+    local r = {}
+    for i = 1, k do
+      local view = {}
+      for j = 1, k do view[j] = 1 end
+      local pos
+      for j = 1, k do if order[j] == i then pos = j end end
+      view[pos] = ts[i]:numel()
+      r[i] = ts[i]:reshape(view):expand(shape)
+    end
+    return r
+  end
+  local function cartesian_prod(...)
+    local ts = ...
+    if select('#', ...) ~= 1 or is_tensor(ts) then ts = { ... } end
+    if #ts == 1 then return ts[1] end
+    local g = meshgrid(ts)
+    local cols = {}
+    for i = 1, #g do cols[i] = g[i]:reshape(-1) end
+    return torch.stack(cols, 2)
+  end
+  local function combinations(x, r, opts)
+    need('combinations', x)
+    if type(r) == 'table' then r, opts = nil, r end
+    r = r or (opts and opts.r) or 2
+    local rep = opts and opts.with_replacement or false
+    if x:dim() ~= 1 then fail('combinations', ('Expect a 1D vector, but got shape [%s]'):format(table.concat(sizes(x), ', '))) end
+    local n = x:size(1)
+    local rows = {}
+    local cur = {}
+    local function rec(start, depth)
+      if depth > r then
+        local c = {}
+        for i = 1, r do c[i] = cur[i] end
+        rows[#rows + 1] = c
+        return
+      end
+      for i = start, n do
+        cur[depth] = i
+        rec(rep and i or i + 1, depth + 1)
+      end
+    end
+    if r > 0 then rec(1, 1) end
+    if #rows == 0 then return torch.empty(0, r, { dtype = x.dtype }) end
+    local cols = {}
+    for j = 1, r do
+      local idx = {}
+      for i = 1, #rows do idx[i] = rows[i][j] end
+      cols[j] = x:index_select(1, torch.tensor(idx, { dtype = torch.int64 }))
+    end
+    return torch.stack(cols, 2)
+  end
+
+  -- take: one node named as PyTorch's, whose gradient adds into the places taken
+  local take_node = K.node('TakeBackward0', function(x, index)
+    return x:reshape(-1):gather(1, index:reshape(-1)):reshape(sizes(index))
+  end, function(g, x, index)
+    return torch.zeros_like(x):reshape(-1):index_add(1, index:reshape(-1), g:reshape(-1)):reshape(sizes(x))
+  end)
+  local function take(x, index)
+    need('take', x) need('take', index, 'index')
+    return take_node(x, index)
+  end
+  local function take_along_dim(x, index, dim)
+    need('take_along_dim', x) need('take_along_dim', index, 'indices')
+    if dim == nil then return x:reshape(-1):gather(1, index:reshape(-1)) end
+    local nd = x:dim()
+    local d = pdim('take_along_dim', dim, nd)
+    if index:dim() ~= nd then
+      fail('take_along_dim', ('torch.take_along_dim(): input and indices should have the same number of dimensions, '
+        .. 'but got %d dimensions for input, and %d dimensions for indices'):format(nd, index:dim()))
+    end
+    local xs, is = sizes(x), sizes(index)
+    local bx, bi = {}, {}
+    for i = 1, nd do
+      if i == d then
+        bx[i], bi[i] = xs[i], is[i]
+      else
+        local s = broadcast_shapes({ xs[i] }, { is[i] })[1]
+        bx[i], bi[i] = s, s
+      end
+    end
+    return x:expand(bx):gather(d, index:expand(bi))
+  end
+  local function block_diag(...)
+    local ts = { ... }
+    if #ts == 0 then return torch.empty(1, 0) end
+    local mats, rows, cols = {}, 0, 0
+    local dt = ts[1].dtype
+    for i, t in ipairs(ts) do
+      need('block_diag', t, 'tensor ' .. i)
+      if t:dim() > 2 then
+        fail('block_diag', ('torch.block_diag: Input tensors must have 2 or fewer dimensions. Input %d has %d dimensions')
+          :format(i - 1, t:dim()))
+      end
+      local m = t:dim() == 0 and t:reshape(1, 1) or t:dim() == 1 and t:reshape(1, -1) or t
+      mats[i] = m
+      rows, cols = rows + m:size(1), cols + m:size(2)
+      dt = torch.promote_types(dt, t.dtype)
+    end
+    local parts, left = {}, 0
+    for i, m in ipairs(mats) do
+      local h, w = m:size(1), m:size(2)
+      local row = {}
+      if left > 0 then row[#row + 1] = torch.zeros(h, left, { dtype = dt }) end
+      row[#row + 1] = m:to(dt)
+      if cols - left - w > 0 then row[#row + 1] = torch.zeros(h, cols - left - w, { dtype = dt }) end
+      parts[i] = #row == 1 and row[1] or torch.cat(row, 2)
+      left = left + w
+    end
+    return torch.cat(parts, 1)
+  end
+  -- diag_embed(x, offset=0, dim1=-2, dim2=-1)
+  local diag_embed_raw
+  -- one node named as PyTorch's: the gradient is the diagonal
+  local diag_embed_node = K.node('DiagEmbedBackward0', function(...) return diag_embed_raw(...) end,
+    function(g, _, offset, dim1, dim2) return g:diagonal(offset, dim1, dim2) end)
+  local function diag_embed(x, offset, dim1, dim2)
+    need('diag_embed', x)
+    return diag_embed_node(x, offset or 0, dim1 or -2, dim2 or -1)
+  end
+  function diag_embed_raw(x, offset, dim1, dim2)
+    offset = offset or 0
+    local n = x:size(-1)
+    local m = n + math.abs(offset)
+    -- P[i, r, c] = 1 where (r, c) is the i-th place of the diagonal
+    local P = torch.zeros(n, m, m, { dtype = x.dtype, device = x.device })
+    for i = 1, n do
+      local r, c = offset >= 0 and i or i - offset, offset >= 0 and i + offset or i
+      P[i][r][c] = 1
+    end
+    local r = (x:unsqueeze(-1):unsqueeze(-1) * P):sum(-3)
+    local nd = r:dim()
+    local a, b = pdim('diag_embed', dim1 or -2, nd), pdim('diag_embed', dim2 or -1, nd)
+    if a == b then fail('diag_embed', ('diagonal dimensions cannot be identical %d, %d'):format(dim1, dim2)) end
+    if a ~= nd - 1 or b ~= nd then -- the diagonal's two dims (r's last two) go to a and b, the others keep their order
+      local perm, k = {}, 1
+      for i = 1, nd do
+        if i == a then perm[i] = nd - 1
+        elseif i == b then perm[i] = nd
+        else perm[i] = k; k = k + 1 end
+      end
+      r = r:permute(perm)
+    end
+    return r
+  end
+  local function diagflat(x, offset)
+    need('diagflat', x)
+    return diag_embed(x:reshape(-1), offset or 0)
+  end
+  local select_scatter_raw
+  -- one node named as PyTorch's: x's gradient is g without the slice, src's the slice
+  local select_scatter_node = K.node('SelectScatterBackward0', function(...) return select_scatter_raw(...) end,
+    function(g, _, _, d, i) return select_scatter_raw(g, torch.zeros_like(g:select(d, i)), d, i), g:select(d, i) end)
+  local function select_scatter(x, src, dim, index)
+    need('select_scatter', x)
+    local d = pdim('select_scatter', dim, x:dim())
+    local n = x:size(d)
+    return select_scatter_node(x, src, d, index < 0 and index + n + 1 or index)
+  end
+  function select_scatter_raw(x, src, d, i)
+    local n = x:size(d)
+    local parts = {}
+    if i > 1 then parts[#parts + 1] = x:narrow(d, 1, i - 1) end
+    parts[#parts + 1] = src:unsqueeze(d):to(x.dtype)
+    if i < n then parts[#parts + 1] = x:narrow(d, i + 1, n - i) end
+    return torch.cat(parts, d)
+  end
+  -- slice_scatter(x, src, dim=1, start=nil, end=nil, step=1): start 1-based, end inclusive-exclusive as Lua's narrow
+  local function slice_scatter(x, src, dim, start, stop, step)
+    need('slice_scatter', x)
+    if type(dim) == 'table' then
+      local o = dim
+      dim, start, stop, step = o.dim, o.start, o['end'], o.step
+    end
+    local d = pdim('slice_scatter', dim or 1, x:dim())
+    local n = x:size(d)
+    start = start or 1
+    if start < 0 then start = start + n + 1 end
+    stop = stop or n + 1
+    if stop < 0 then stop = stop + n + 1 end
+    step = step or 1
+    if step == 1 then
+      local parts = {}
+      if start > 1 then parts[#parts + 1] = x:narrow(d, 1, start - 1) end
+      parts[#parts + 1] = src:to(x.dtype)
+      if stop <= n then parts[#parts + 1] = x:narrow(d, stop, n - stop + 1) end
+      return torch.cat(parts, d)
+    end
+    local pos = {}
+    for p = start, stop - 1, step do pos[#pos + 1] = p end
+    local idx = torch.tensor(pos, { dtype = torch.int64 })
+    local shape = sizes(src)
+    local view = {}
+    for i = 1, #shape do view[i] = i == d and #pos or 1 end
+    return x:scatter(d, idx:reshape(view):expand(shape), src:to(x.dtype))
+  end
+  local function diagonal_scatter(x, src, offset, dim1, dim2)
+    need('diagonal_scatter', x)
+    local mask = diag_embed(torch.ones_like(src), offset or 0, dim1, dim2)
+    local placed = diag_embed(src, offset or 0, dim1, dim2)
+    -- diag_embed is square; x may not be: take x's own extent
+    local nd = x:dim()
+    for d = 1, nd do
+      if placed:size(d) ~= x:size(d) then
+        placed, mask = placed:narrow(d, 1, x:size(d)), mask:narrow(d, 1, x:size(d))
+      end
+    end
+    return torch.where(mask:ne(0), placed, x)
+  end
+  local function hsplit(x, s)
+    need('hsplit', x)
+    if x:dim() < 1 then fail('hsplit', 'torch.hsplit requires a tensor with at least 1 dimension, but got a tensor with 0 dimensions!') end
+    return x:tensor_split(s, x:dim() == 1 and 1 or 2)
+  end
+  local function vsplit(x, s)
+    need('vsplit', x)
+    if x:dim() < 2 then fail('vsplit', ('torch.vsplit requires a tensor with at least 2 dimension, but got a tensor with %d dimensions!'):format(x:dim())) end
+    return x:tensor_split(s, 1)
+  end
+  local function dsplit(x, s)
+    need('dsplit', x)
+    if x:dim() < 3 then fail('dsplit', ('torch.dsplit requires a tensor with at least 3 dimension, but got a tensor with %d dimensions!'):format(x:dim())) end
+    return x:tensor_split(s, 3)
+  end
+  composed.broadcast_tensors = broadcast_tensors -- (cross's: lua/ops/linalg.lua)
+
+  local fns = { -- torch functions and methods
+    take = take, take_along_dim = take_along_dim, diag_embed = diag_embed, diagflat = diagflat,
+    select_scatter = select_scatter, slice_scatter = slice_scatter, diagonal_scatter = diagonal_scatter,
+    hsplit = hsplit, vsplit = vsplit, dsplit = dsplit,
+  }
+  local only = { -- torch functions only
+    broadcast_shapes = broadcast_shapes, broadcast_tensors = broadcast_tensors, meshgrid = meshgrid,
+    cartesian_prod = cartesian_prod, combinations = combinations, block_diag = block_diag,
+  }
+  function composed.install(tt)
+    torch = tt
+    K.install_functions(torch, fns, true)
+    K.install_functions(torch, only, false)
+    -- the in-place methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'index_put_' })
+  end
+end
+
 return M

@@ -418,4 +418,136 @@ function M.install(tt)
   tt.searchsorted, tt.fliplr, tt.flipud = M.searchsorted, M.fliplr, M.flipud
 end
 
+------------------------------------------------------------------------------ composed in Lua
+-- rot90, unique_consecutive, bucketize, isin, unique with {dim =}.
+-- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
+-- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
+-- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
+M.composed = {}
+do
+  local K = require 'moontorch.ops.compose'
+  local composed = M.composed
+  local need, pdim, sizes = K.need, K.pdim, K.sizes
+  local type, unpack, ipairs = type, unpack, ipairs
+
+  local rot90_raw
+  -- one node named as PyTorch's: the gradient turns back
+  local rot90_node = K.node('Rot90Backward0', function(x, k, dims) return rot90_raw(x, k, dims) end,
+    function(g, _, k, dims) return rot90_raw(g, -k, dims) end)
+  local function rot90(x, k, dims)
+    need('rot90', x)
+    if type(k) == 'table' then k, dims = nil, k end
+    return rot90_node(x, k or 1, dims or { 1, 2 })
+  end
+  function rot90_raw(x, k, dims)
+    if #dims ~= 2 then fail('rot90', 'expected total rotation dims == 2, but got dims = ' .. #dims) end
+    local nd = x:dim()
+    if nd < 2 then fail('rot90', 'expected total dims >= 2, but got total dims = ' .. nd) end
+    local d0, d1 = pdim('rot90', dims[1], nd), pdim('rot90', dims[2], nd)
+    if d0 == d1 then fail('rot90', ('expected rotation dims to be different, but got dim0 = %d and dim1 = %d'):format(dims[1], dims[2])) end
+    k = k % 4
+    if k == 1 then return x:flip(d1):transpose(d0, d1) end
+    if k == 2 then return x:flip({ d0, d1 }) end
+    if k == 3 then return x:flip(d0):transpose(d0, d1) end
+    return x:clone()
+  end
+  local function unique_consecutive(x, opts)
+    need('unique_consecutive', x)
+    opts = opts or {}
+    if opts.dim ~= nil then fail('unique_consecutive', 'unique_consecutive with dim is not supported by moontorch yet') end
+    local flat = x:reshape(-1)
+    local n = flat:numel()
+    if n == 0 then
+      local r = { flat:clone() }
+      if opts.return_inverse then r[#r + 1] = torch.empty(sizes(x), { dtype = torch.int64 }) end
+      if opts.return_counts then r[#r + 1] = torch.empty(0, { dtype = torch.int64 }) end
+      return unpack(r)
+    end
+    local starts = torch.ones(n, { dtype = torch.bool })
+    if n > 1 then starts = torch.cat({ torch.ones(1, { dtype = torch.bool }), flat:narrow(1, 2, n - 1):ne(flat:narrow(1, 1, n - 1)) }) end
+    local values = flat:masked_select(starts)
+    local r = { values }
+    if opts.return_inverse then r[#r + 1] = starts:to(torch.int64):cumsum(1):reshape(sizes(x)) end
+    if opts.return_counts then
+      local pos = starts:nonzero():reshape(-1)
+      local ends = torch.cat({ pos:narrow(1, 2, pos:numel() - 1), torch.tensor({ n + 1 }, { dtype = torch.int64 }) })
+      r[#r + 1] = ends - pos
+    end
+    return unpack(r)
+  end
+
+  local fns = { -- torch functions and methods
+    rot90 = rot90, unique_consecutive = unique_consecutive,
+  }
+  function composed.install(tt)
+    torch = tt
+    K.install_functions(torch, fns, true)
+    -- the methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'msort' })
+    if torch.bucketize == nil then
+      -- bucketize(input, boundaries, {right=, out_int32=}): searchsorted with the roles swapped (1-based)
+      torch.bucketize = function(input, boundaries, opts)
+        if type(input) == 'number' then input = torch.tensor(input) end
+        return torch.searchsorted(boundaries, input, opts)
+      end
+    end
+    if torch.isin == nil then
+      torch.isin = function(elements, test, opts)
+        local inv = opts and opts.invert or false
+        local e = is_tensor(elements) and elements or torch.tensor(elements)
+        local t = is_tensor(test) and test or torch.tensor({ test })
+        local r = e:unsqueeze(-1):eq(t:reshape(-1)):any(-1)
+        if e:dim() == 0 then r = e:reshape(1):unsqueeze(-1):eq(t:reshape(-1)):any(-1):reshape({}) end
+        return inv and r:logical_not() or r
+      end
+    end
+    -- unique({dim = d}): the distinct slices along d, in sorted (lexicographic) order
+    do
+      local base = methods.unique
+      local function unique_dim(t, opts)
+        local d = pdim('unique', opts.dim, t:dim())
+        local moved = t:movedim(d, 1)
+        local n = moved:size(1)
+        local rows = moved:reshape(n, -1)
+        local list = rows:tolist()
+        local m = rows:size(2)
+        local order = {}
+        for i = 1, n do order[i] = i end
+        local function less(a, b)
+          local ra, rb = list[a], list[b]
+          for k = 1, m do
+            if ra[k] ~= rb[k] then return ra[k] < rb[k] end
+          end
+          return a < b
+        end
+        table.sort(order, less)
+        local keep, inverse, counts = {}, {}, {}
+        for j, i in ipairs(order) do
+          local same = j > 1
+          if same then
+            local prev = list[order[j - 1]]
+            for k = 1, m do if prev[k] ~= list[i][k] then same = false break end end
+          end
+          if not same then keep[#keep + 1] = i counts[#keep] = 0 end
+          counts[#keep] = counts[#keep] + 1
+          inverse[i] = #keep
+        end
+        local values = moved:index_select(1, torch.tensor(keep, { dtype = torch.int64 })):movedim(1, d)
+        local r = { values }
+        if opts.return_inverse then r[#r + 1] = torch.tensor(inverse, { dtype = torch.int64 }) end
+        if opts.return_counts then r[#r + 1] = torch.tensor(counts, { dtype = torch.int64 }) end
+        return unpack(r)
+      end
+      local function unique(t, opts, ...)
+        if type(opts) == 'table' and not is_tensor(opts) and opts.dim ~= nil and is_tensor(t) then
+          return unique_dim(t, opts)
+        end
+        return base(t, opts, ...)
+      end
+      methods.unique = unique
+      torch.unique = unique
+    end
+  end
+end
+
 return M

@@ -280,4 +280,46 @@ function M.install(tt)
   end
 end
 
+------------------------------------------------------------------------------ composed in Lua
+-- swapdims/moveaxis and the other view methods as torch functions; the in-place view ops
+-- (t_, transpose_, unsqueeze_, squeeze_, as_strided_: the tensor itself takes the view's shape).
+-- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
+-- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
+-- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
+M.composed = {}
+do
+  local K = require 'moontorch.ops.compose'
+  local composed = M.composed
+  local need = K.need
+
+  function composed.install(tt)
+    torch = tt
+    -- the methods PyTorch also has as torch functions
+    K.functions_of_methods(torch, { 'swapdims', 'swapaxes', 'moveaxis', 'movedim', 'narrow_copy', 'ravel', 'adjoint' })
+    if methods.moveaxis == nil and methods.movedim then methods.moveaxis = methods.movedim torch.moveaxis = torch.movedim end
+    if methods.swapdims == nil and methods.transpose then
+      methods.swapdims = methods.transpose
+      torch.swapdims = torch.transpose
+    end
+    -- the in-place view ops: the tensor itself takes the view's shape (core: mt_set_view_)
+    local C, raise_last = core.C, core.raise_last
+    local function inplace_view(name, f)
+      if methods[name] ~= nil then return end
+      methods[name] = function(t, ...)
+        need(name, t)
+        local v = f(t, ...)
+        if C.mt_set_view_(t, v, name) ~= 0 then raise_last() end
+        return t
+      end
+    end
+    inplace_view('t_', function(t) return t:t() end)
+    inplace_view('transpose_', function(t, a, b) return t:transpose(a, b) end)
+    inplace_view('swapdims_', function(t, a, b) return t:transpose(a, b) end)
+    inplace_view('swapaxes_', function(t, a, b) return t:transpose(a, b) end)
+    inplace_view('unsqueeze_', function(t, d) return t:unsqueeze(d) end)
+    inplace_view('squeeze_', function(t, d) if d == nil then return t:squeeze() end return t:squeeze(d) end)
+    inplace_view('as_strided_', function(t, size, stride, offset) return t:as_strided(size, stride, offset) end)
+  end
+end
+
 return M

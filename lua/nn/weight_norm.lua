@@ -1,15 +1,9 @@
--- nn parts a PyTorch user meets that the other files did not have (the parity session):
--- F.rrelu / nn.RReLU (PyTorch's draws under the same seed), F.gumbel_softmax, F.pdist. The
--- functions themselves are in lua/ops/parity.lua.
+-- nn.utils.weight_norm / remove_weight_norm and nn.utils.spectral_norm / remove_spectral_norm: the
+-- hook-based reparametrizations of PyTorch 1.13 (a forward pre-hook recomputes the weight). The
+-- parametrization-based ones are in lua/nn/parametrizations.lua, which shares norm_except_dim.
 local torch = require 'moontorch'
-local class = require 'moontorch.class'
 local Mod = require 'moontorch.nn.Module'
-local A = require 'moontorch.nn.modargs'
-local P = require 'moontorch.ops.parity'
 local core = require 'moontorch.ffi'
-
-local Module, declare_forward = Mod.Module, Mod.declare_forward
-local pyfloat = A.pyfloat
 
 local M = {}
 
@@ -149,10 +143,6 @@ local function remove_weight_norm(module, name)
 end
 
 function M.install(nn)
-  local F = nn.functional
-  for name, f in pairs(P.functional) do
-    if F[name] == nil then F[name] = f end
-  end
   if nn.utils.weight_norm == nil then
     nn.utils.weight_norm = weight_norm
     nn.utils.remove_weight_norm = remove_weight_norm
@@ -160,26 +150,6 @@ function M.install(nn)
   if nn.utils.spectral_norm == nil then
     nn.utils.spectral_norm = spectral_norm
     nn.utils.remove_spectral_norm = remove_spectral_norm
-  end
-  if F.rrelu_ == nil then
-    F.rrelu_ = function(x, lower, upper, training) return F.rrelu(x, lower, upper, training, true) end
-  end
-  if nn.RReLU == nil then
-    -- nn.RReLU(lower=1/8, upper=1/3, inplace=false)
-    local RReLU = class.class('nn.RReLU', Module)
-    function RReLU:__init(...)
-      Module.__init(self)
-      local v = A.parse('nn.RReLU', { 'lower', 'upper', 'inplace' }, false, ...)
-      self.lower = A.number('nn.RReLU', 'lower', v.lower, 1 / 8)
-      self.upper = A.number('nn.RReLU', 'upper', v.upper, 1 / 3)
-      self.inplace = A.bool('nn.RReLU', 'inplace', v.inplace, false)
-    end
-    function RReLU:forward(input) return F.rrelu(input, self.lower, self.upper, self.training, self.inplace) end
-    declare_forward(RReLU, { 'input' })
-    function RReLU:extra_repr()
-      return ('lower=%s, upper=%s%s'):format(pyfloat(self.lower), pyfloat(self.upper), self.inplace and ', inplace=True' or '')
-    end
-    nn.RReLU = RReLU
   end
 end
 
