@@ -1,0 +1,121 @@
+/* abi.h -- what the CUDA backend's C side (core/gpu/ C files: the kernel slots, which read tensors and
+ * work out geometry) hands its kernels (core/gpu/k_*.cu): plain structs of pointers, sizes and
+ * strides, and one table of launchers per runtime. The kernel files are compiled twice, by nvcc
+ * for the GPU (mt_gpu_real_kernels) and by the host C++ compiler for the emulator
+ * (mt_gpu_emu_kernels); the C side calls whichever table the backend chose.
+ *
+ * Plain C, includable from C, C++ and CUDA. A launcher returns 0, or -1 when it has no kernel for
+ * the op or dtypes (the C side then reports MT_EDTYPE); errors of the work itself (an index out of
+ * range, an integer division by zero) land in the device's fault record, read at the next
+ * synchronisation. Not installed. */
+#ifndef MT_GPU_ABI_H
+#define MT_GPU_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MT_GPU_DIMS 16
+#define MT_GPU_OPS 4
+
+/* An elementwise iteration: operand 0 the output, the others inputs broadcast to its shape. Dims
+ * are ordered by the output's strides (slowest first) and coalesced. `flat`: every operand's
+ * element i sits at i * inc[k] (inc 0: one element) and the kernel needs no offset arithmetic. An
+ * operand whose data is NULL is a number from the host (scalar[k]: a CPU 0-dim tensor's bytes). */
+typedef struct mt_gpu_iter {
+  int64_t numel;
+  int32_t ndim;
+  int32_t flat;
+  int32_t nops;
+  int32_t pad_;
+  int64_t sizes[MT_GPU_DIMS];
+  int64_t strides[MT_GPU_OPS][MT_GPU_DIMS]; /* in elements */
+  int64_t inc[MT_GPU_OPS];
+  char *data[MT_GPU_OPS];
+  uint64_t scalar[MT_GPU_OPS]; /* a host number's bytes, in the operand's dtype */
+  int32_t dtype[MT_GPU_OPS];
+} mt_gpu_iter;
+
+/* The fault record of a device: page-locked host memory the device writes (the first fault wins)
+ * and the host reads after a synchronisation. */
+enum {
+  MT_GPU_FAULT_NONE = 0,
+  MT_GPU_FAULT_ZERO_DIVISION = 1, /* integer division by zero */
+  MT_GPU_FAULT_NEGATIVE_POWER = 2, /* an integer to a negative integer power */
+  MT_GPU_FAULT_INDEX = 3,          /* value: the index, bound: the size it must be below, dim: the dim */
+  MT_GPU_FAULT_VALUE = 4,          /* a value out of its domain (value) */
+};
+typedef struct mt_gpu_fault {
+  int32_t code;
+  int32_t op; /* the MT_OP_* (or -1) */
+  int64_t value, bound, dim;
+  int64_t pad_[4];
+} mt_gpu_fault;
+
+/* A reduction: `outer` output elements, each the reduction of `inner` input elements. The input
+ * element (o, i) is at in_off(o) + in_off2(i): two geometries, the kept dims' and the reduced
+ * dims' (both coalesced). */
+typedef struct mt_gpu_reduce {
+  int64_t outer, inner;
+  int32_t ondim, indim;
+  int64_t osizes[MT_GPU_DIMS], ostrides_in[MT_GPU_DIMS], ostrides_out[MT_GPU_DIMS];
+  int64_t isizes[MT_GPU_DIMS], istrides[MT_GPU_DIMS];
+  const char *in;
+  char *out;
+  int32_t in_dtype, out_dtype;
+  int32_t op;     /* MT_OP_SUM, ... */
+  int32_t is_int; /* accumulate in int64 (else double) */
+  double p;       /* var/std correction, norm order */
+} mt_gpu_reduce;
+
+/* A line operation along one dim (cumsum, softmax, max with its index): `lines` lines of `n`
+ * elements; line l's element j at off(l) + j * stride, for the input and each output. */
+typedef struct mt_gpu_lines {
+  int64_t lines, n;
+  int32_t ndim;
+  int32_t pad_;
+  int64_t sizes[MT_GPU_DIMS];
+  int64_t strides[3][MT_GPU_DIMS]; /* per operand: the lines' geometry (elements) */
+  int64_t stride[3];               /* per operand: along the line */
+  char *data[3];
+  int32_t dtype[3];
+} mt_gpu_lines;
+
+typedef struct mt_gpu_kernels {
+  /* the launch geometry's bound: the device's multiprocessors (grids are a few blocks per one) */
+  void (*configure)(int multiprocessors);
+  /* elementwise (k_elementwise.cu): it->data[0] the output */
+  int (*unary)(int op, const mt_gpu_iter *it, double p1, double p2, mt_gpu_fault *f, void *stream);
+  int (*binary)(int op, const mt_gpu_iter *it, mt_gpu_fault *f, void *stream);
+  int (*where)(const mt_gpu_iter *it, void *stream); /* out, cond (bool/uint8), a, b */
+  int (*unary_grad)(int op, const mt_gpu_iter *it, void *stream); /* out, g, x */
+  int (*isclose)(const mt_gpu_iter *it, double rtol, double atol, int equal_nan, void *stream);
+  /* copies and fills (k_copy.cu): out <- in, any two dtypes; out <- value */
+  int (*copy)(const mt_gpu_iter *it, void *stream);
+  int (*fill)(const mt_gpu_iter *it, double value, void *stream);
+  /* out[i] = start + i * step (over out's numel, out contiguous) */
+  int (*arange)(const mt_gpu_iter *it, double start, double step, void *stream);
+  int (*linspace)(const mt_gpu_iter *it, double start, double end, double base, int log, void *stream);
+  /* triu/tril in place over the last two dims: it is t's geometry; rows, cols the last two sizes */
+  int (*triangle)(const mt_gpu_iter *it, int64_t diagonal, int upper, void *stream);
+  /* reductions (k_reduce.cu) */
+  int (*reduce)(const mt_gpu_reduce *r, void *stream);
+  int (*reduce_index)(const mt_gpu_lines *l, int is_min, int64_t base, void *stream); /* values, indices, in */
+  int (*cumulative)(const mt_gpu_lines *l, int is_prod, void *stream);                 /* out, in */
+  int (*softmax)(const mt_gpu_lines *l, int log, void *stream);                        /* out, in */
+  int (*softmax_backward)(const mt_gpu_lines *l, int log, void *stream);               /* gin, g, y */
+} mt_gpu_kernels;
+
+extern const mt_gpu_kernels mt_gpu_emu_kernels;
+#ifdef MT_HAVE_CUDA
+extern const mt_gpu_kernels mt_gpu_real_kernels;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,99 @@
+/* gpu.h -- the CUDA backend's C side (core/gpu/): the runtime it chose (runtime.h: NVIDIA's, or the
+ * CPU emulator), the devices and their current streams, the fault records the kernels write, the
+ * caching allocator, the elementwise geometry the kernels take (abi.h), and the kernel slots that
+ * the backend's table (backend.c) lists. Nothing here is known outside core/gpu/ but through the
+ * backend (core/backend.h). Internal to the core. */
+#ifndef MT_GPU_H
+#define MT_GPU_H
+
+#include "../backend.h"
+#include "../optable.h"
+#include "abi.h"
+#include "runtime.h"
+
+#define MT_GPU_MAX_DEVICES 16
+
+/* ---------------------------------------------------------------- the runtime (context.c) */
+/* Chosen once, at the first question: the emulator under MOONTORCH_CUDA_EMULATE=1, else NVIDIA's
+ * runtime where this build has it and it finds a device, else none (mt_gpu_rt NULL). */
+extern const mt_gpu_runtime *mt_gpu_rt;
+extern const mt_gpu_kernels *mt_gpu_k;
+int mt_gpu_device_count(void);
+/* why there is no device ("" when there is one) */
+const char *mt_gpu_unavailable_reason(void);
+/* the runtime's failure `code` as MT_EDEVICE "<op>: CUDA error: <text>" */
+mt_status mt_gpu_error(int code, const char *op);
+#define MT_GPU_TRY(call, op)                                                                                         \
+  do {                                                                                                               \
+    int mt_gpu_code_ = (call);                                                                                       \
+    if (mt_gpu_code_ != 0) return mt_gpu_error(mt_gpu_code_, op);                                                    \
+  } while (0)
+
+/* a device index this process has (MT_EDEVICE naming `op` otherwise), made the calling thread's
+ * current device */
+mt_status mt_gpu_use(int index, const char *op);
+/* the calling thread's current stream on device `index` (NULL: the default stream) */
+void *mt_gpu_current_stream(int index);
+void mt_gpu_set_current_stream(int index, void *stream);
+/* t's device made current; its current stream */
+static inline void *mt_gpu_stream_of(const mt_tensor *t) {
+  extern _Thread_local int mt_gpu_current_device;
+  if (__builtin_expect(t->_device_index != mt_gpu_current_device, 0)) mt_gpu_use(t->_device_index, "cuda");
+  return mt_gpu_current_stream(t->_device_index);
+}
+/* the fault record of device `index` (page-locked, written by its kernels) */
+mt_gpu_fault *mt_gpu_fault_of(int index);
+/* after a synchronisation of device `index`: a fault its kernels recorded, as the error of `op`,
+ * cleared */
+mt_status mt_gpu_check_fault(int index, const char *op);
+mt_status mt_gpu_synchronize(int index);
+
+/* ---------------------------------------------------------------- the caching allocator (alloc.c) */
+/* Device memory for tensors, kept for reuse when freed (PyTorch's caching allocator): sizes
+ * rounded to 512 bytes; requests up to 1 MiB from 2 MiB segments (the small pool), larger ones
+ * from segments of their own rounded size or 20 MiB (the large pool); a free block goes back to
+ * the stream it was allocated on, and to other streams only after events recorded on the streams
+ * that used it (record_stream) have passed; when the runtime has no memory left, the cached free
+ * segments are returned to it and the allocation tried once more. */
+void *mt_gpu_malloc(int index, size_t nbytes, void *stream, const char *op);
+void mt_gpu_free(void *ptr);
+mt_status mt_gpu_record_stream(void *ptr, void *stream);
+/* the segments no block uses go back to the runtime */
+void mt_gpu_empty_cache(int index);
+typedef struct mt_gpu_memory {
+  int64_t allocated, allocated_peak; /* bytes in blocks handed out */
+  int64_t reserved, reserved_peak;   /* bytes in segments taken from the runtime */
+  int64_t active_blocks, segments;
+  int64_t allocations, frees;        /* counts */
+  int64_t cache_hits;                /* allocations served from cached blocks */
+  int64_t retries, ooms;             /* free-and-retry, out of memory */
+} mt_gpu_memory;
+void mt_gpu_memory_stats(int index, mt_gpu_memory *out);
+void mt_gpu_reset_peak(int index);
+/* an allocator for tensor storages of device `index` (core/alloc.c's mt_new_with) */
+const mt_allocator *mt_gpu_allocator(int index);
+
+/* ---------------------------------------------------------------- geometry (iter.c) */
+/* ops[0] the output, the others inputs broadcast to its shape; a CPU 0-dim input becomes a number
+ * from the host */
+void mt_gpu_iter_make(mt_gpu_iter *it, const mt_tensor *const *ops, int nops);
+/* t's own dims, none dropped nor merged (kernels that need coordinates) */
+void mt_gpu_iter_raw(mt_gpu_iter *it, const mt_tensor *t);
+
+/* ---------------------------------------------------------------- the kernel slots */
+mt_status mt_gpu_copy(mt_tensor *dst, const mt_tensor *src);
+mt_status mt_gpu_fill(mt_tensor *t, double value);
+mt_status mt_gpu_unary(mt_op op, mt_tensor *out, const mt_tensor *a, double p1, double p2);
+mt_status mt_gpu_binary(mt_op op, mt_tensor *out, const mt_tensor *a, const mt_tensor *b);
+mt_status mt_gpu_where(mt_tensor *out, const mt_tensor *cond, const mt_tensor *a, const mt_tensor *b);
+mt_status mt_gpu_unary_grad(mt_op op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x);
+mt_status mt_gpu_isclose(mt_tensor *out, const mt_tensor *a, const mt_tensor *b, double rtol, double atol,
+                         int equal_nan);
+mt_status mt_gpu_arange(mt_tensor *out, double start, double step);
+mt_status mt_gpu_linspace(mt_tensor *out, double start, double end, double base, int log);
+mt_status mt_gpu_triangle(mt_tensor *t, int64_t diagonal, int upper);
+
+/* the CUDA backend (backend.c) */
+extern const mt_backend mt_cuda_backend;
+
+#endif

@@ -1,0 +1,41 @@
+/* k_table.cu -- the table of launchers of one compilation of the kernel files (abi.h): nvcc's
+ * (mt_gpu_real_kernels) or the host compiler's for the emulator (mt_gpu_emu_kernels). */
+#include "device.cuh"
+
+namespace MT_GPU_NS {
+int max_blocks = 4 * 132;
+static void configure(int multiprocessors) { max_blocks = 4 * (multiprocessors > 0 ? multiprocessors : 1); }
+
+int launch_unary(int op, const mt_gpu_iter *it, double p1, double p2, mt_gpu_fault *f, void *stream);
+int launch_binary(int op, const mt_gpu_iter *it, mt_gpu_fault *f, void *stream);
+int launch_where(const mt_gpu_iter *it, void *stream);
+int launch_unary_grad(int op, const mt_gpu_iter *it, void *stream);
+int launch_isclose(const mt_gpu_iter *it, double rtol, double atol, int equal_nan, void *stream);
+int launch_copy(const mt_gpu_iter *it, void *stream);
+int launch_fill(const mt_gpu_iter *it, double value, void *stream);
+int launch_arange(const mt_gpu_iter *it, double start, double step, void *stream);
+int launch_linspace(const mt_gpu_iter *it, double start, double end, double base, int log, void *stream);
+int launch_triangle(const mt_gpu_iter *it, int64_t diagonal, int upper, void *stream);
+} // namespace MT_GPU_NS
+
+extern "C" {
+extern const mt_gpu_kernels MT_GPU_TABLE;
+const mt_gpu_kernels MT_GPU_TABLE = {
+    MT_GPU_NS::configure,
+    MT_GPU_NS::launch_unary,
+    MT_GPU_NS::launch_binary,
+    MT_GPU_NS::launch_where,
+    MT_GPU_NS::launch_unary_grad,
+    MT_GPU_NS::launch_isclose,
+    MT_GPU_NS::launch_copy,
+    MT_GPU_NS::launch_fill,
+    MT_GPU_NS::launch_arange,
+    MT_GPU_NS::launch_linspace,
+    MT_GPU_NS::launch_triangle,
+    nullptr, /* reduce */
+    nullptr, /* reduce_index */
+    nullptr, /* cumulative */
+    nullptr, /* softmax */
+    nullptr, /* softmax_backward */
+};
+}
