@@ -1,23 +1,7 @@
-/* backend.c -- the CUDA backend (core/backend.h): its kernel table (the slots core/gpu/ fills; a NULL
- * slot is an op the dispatch layer reports as not supported on device cuda), its memory (the caching
+/* backend.c -- the CUDA backend (core/backend.h): its kernel table (table.c), its memory (the caching
  * allocator), its transfers to and from the CPU and between its devices, and synchronisation. */
 #include "gpu.h"
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-const mt_kernels mt_cuda_kernels = {
-    .copy = mt_gpu_copy,
-    .fill = mt_gpu_fill,
-    .unary = mt_gpu_unary,
-    .binary = mt_gpu_binary,
-    .where = mt_gpu_where,
-    .unary_grad = mt_gpu_unary_grad,
-    .isclose = mt_gpu_isclose,
-    .arange = mt_gpu_arange,
-    .linspace = mt_gpu_linspace,
-    .triangle = mt_gpu_triangle,
-};
-#pragma GCC diagnostic pop
 
 /* dst <- src, contiguous, of one shape and dtype, at least one of them on a CUDA device */
 static mt_status cuda_transfer(mt_tensor *dst, const mt_tensor *src) {

@@ -189,6 +189,14 @@ template <> struct convert_to<bool_t> {
   default: return -1;                                                                                                \
   }
 
+/* a dtype's size in bytes (on the device: no call into the library) */
+MT_HD int mt_gpu_itemsize(int dt) {
+  return dt == MT_INT64 || dt == MT_FLOAT64                        ? 8
+         : dt == MT_INT32 || dt == MT_FLOAT32                      ? 4
+         : dt == MT_INT16 || dt == MT_FLOAT16 || dt == MT_BFLOAT16 ? 2
+                                                                   : 1;
+}
+
 /* ---------------------------------------------------------------- offsets */
 /* the element offset of operand k for linear index i of an iteration's (coalesced) dims */
 MT_DEV int64_t iter_offset(const mt_gpu_iter &it, int k, int64_t i) {

@@ -92,6 +92,15 @@ mt_status mt_gpu_isclose(mt_tensor *out, const mt_tensor *a, const mt_tensor *b,
 mt_status mt_gpu_arange(mt_tensor *out, double start, double step);
 mt_status mt_gpu_linspace(mt_tensor *out, double start, double end, double base, int log);
 mt_status mt_gpu_triangle(mt_tensor *t, int64_t diagonal, int upper);
+mt_status mt_gpu_reduce_slot(mt_op op, mt_tensor *out, const mt_tensor *a, const bool *mask, int keepdim, double p);
+mt_status mt_gpu_reduce_index(mt_tensor *values, mt_tensor *indices, const mt_tensor *a, int dim, int keepdim,
+                              int is_min, int64_t base);
+mt_status mt_gpu_cumulative(mt_tensor *out, const mt_tensor *a, int dim, int is_prod);
+mt_status mt_gpu_softmax(mt_tensor *out, const mt_tensor *a, int dim, int log);
+mt_status mt_gpu_softmax_backward(mt_tensor *gin, const mt_tensor *g, const mt_tensor *y, int dim, int log);
+
+/* the CUDA backend's kernel table (table.c) */
+extern const mt_kernels mt_cuda_kernels;
 
 /* the CUDA backend (backend.c) */
 extern const mt_backend mt_cuda_backend;

@@ -16,6 +16,11 @@ int launch_fill(const mt_gpu_iter *it, double value, void *stream);
 int launch_arange(const mt_gpu_iter *it, double start, double step, void *stream);
 int launch_linspace(const mt_gpu_iter *it, double start, double end, double base, int log, void *stream);
 int launch_triangle(const mt_gpu_iter *it, int64_t diagonal, int upper, void *stream);
+int launch_reduce(const mt_gpu_reduce *r, void *stream);
+int launch_reduce_index(const mt_gpu_lines *l, int is_min, int64_t base, void *stream);
+int launch_cumulative(const mt_gpu_lines *l, int is_prod, void *stream);
+int launch_softmax(const mt_gpu_lines *l, int log_, void *stream);
+int launch_softmax_backward(const mt_gpu_lines *l, int log_, void *stream);
 } // namespace MT_GPU_NS
 
 extern "C" {
@@ -32,10 +37,10 @@ const mt_gpu_kernels MT_GPU_TABLE = {
     MT_GPU_NS::launch_arange,
     MT_GPU_NS::launch_linspace,
     MT_GPU_NS::launch_triangle,
-    nullptr, /* reduce */
-    nullptr, /* reduce_index */
-    nullptr, /* cumulative */
-    nullptr, /* softmax */
-    nullptr, /* softmax_backward */
+    MT_GPU_NS::launch_reduce,
+    MT_GPU_NS::launch_reduce_index,
+    MT_GPU_NS::launch_cumulative,
+    MT_GPU_NS::launch_softmax,
+    MT_GPU_NS::launch_softmax_backward,
 };
 }
