@@ -84,6 +84,103 @@ typedef struct mt_gpu_lines {
   int32_t dtype[3];
 } mt_gpu_lines;
 
+/* An indexed walk over `sizes` (ndim >= 1): element i's plain operand at plain + off(plain_strides), its
+ * indexed element at ind + off(ind_strides) + pos * dimstride, pos the index value (at idx +
+ * off(idx_strides), int64 or int32) less `base`, checked against dimsize (negative values count from the
+ * end when allow_neg). kind: get (plain = indexed), put (indexed = plain), fill, add (indexed += alpha *
+ * plain), mul, add a value, multiply by a value (fill and value: the bytes in `fill`). */
+typedef struct mt_gpu_indexed {
+  int64_t numel;
+  int32_t ndim, dim;
+  int64_t sizes[MT_GPU_DIMS], plain_strides[MT_GPU_DIMS], ind_strides[MT_GPU_DIMS], idx_strides[MT_GPU_DIMS];
+  char *plain, *ind;
+  const void *idx;
+  int32_t idx_dtype, dtype;
+  int64_t dimstride, dimsize, base;
+  int32_t allow_neg, kind, op, pad_;
+  double alpha;
+  uint64_t fill;
+  mt_gpu_fault *fault;
+} mt_gpu_indexed;
+
+/* A scan in row-major order over `sizes` of the elements whose predicate holds (mask nonzero, or a new
+ * run of sorted keys), in chunks: phase 0 counts them (chunks[c]: chunk c's first position, then the
+ * total at chunks[nchunks]), phase 1 writes (select: out[pos] = src[i]; scatter: src... see k_index.cu). */
+enum { MT_GPU_SCAN_SELECT, MT_GPU_SCAN_SCATTER, MT_GPU_SCAN_NONZERO, MT_GPU_SCAN_UNIQUE };
+typedef struct mt_gpu_scan {
+  int64_t numel, chunk, nchunks;
+  int32_t ndim, kind;
+  int64_t sizes[MT_GPU_DIMS];
+  int64_t strides[2][MT_GPU_DIMS]; /* the mask's, the other tensor's */
+  const char *mask;
+  int32_t mask_dtype, dtype; /* dtype: of the moved values */
+  char *out;
+  const char *src;
+  int64_t base;
+  /* unique: the sorted keys (double or int64) and their positions in the input */
+  const void *keys;
+  int32_t keys_float;
+  int32_t ncols; /* nonzero: the columns of a row (the tensor's dims) */
+  const int64_t *perm;
+  int64_t *inverse, *counts;
+} mt_gpu_scan;
+
+/* Advanced indexing: w's first k dims taken by k index tensors (int64, contiguous, P elements each: raw
+ * values, checked; raw[k]: counted from `base` with negatives from the end, else positions from 0), its
+ * trailing dims walked whole (B elements); contig: P x B, the result (get) or the values (put, add). */
+typedef struct mt_gpu_advanced {
+  int64_t P, B;
+  int32_t k, tnd;
+  const int64_t *idx[MT_GPU_DIMS];
+  int32_t raw[MT_GPU_DIMS];
+  int64_t wsizes[MT_GPU_DIMS], wstrides[MT_GPU_DIMS], tsizes[MT_GPU_DIMS], tstrides[MT_GPU_DIMS];
+  char *w, *contig;
+  int32_t dtype, kind, op, pad_;
+  int64_t base;
+  mt_gpu_fault *fault;
+} mt_gpu_advanced;
+
+/* out (contiguous) [i0, i1, ...] = src[maps[map_at[0] + i0] + maps[map_at[1] + i1] + ...] */
+typedef struct mt_gpu_rearrange {
+  int64_t numel;
+  int32_t ndim, dtype;
+  int64_t sizes[MT_GPU_DIMS], map_at[MT_GPU_DIMS];
+  const int64_t *maps;
+  char *out;
+  const char *src;
+} mt_gpu_rearrange;
+
+/* Sort lines of n: line l = (outer, inner) at in + outer * in_outer + inner * in_inner, element j at
+ * j * stride; the first k of each sorted line out into values / indices (contiguous outer x k x inner);
+ * scratch: keys (2 n 8-byte keys a line) and perm (2 n a line); sorted_perm / sorted_keys (one line:
+ * unique) take the whole sorted line. */
+typedef struct mt_gpu_sort {
+  int64_t lines, n, k, inner, in_outer, in_inner, stride;
+  int32_t dtype, desc;
+  const char *in;
+  char *values;
+  int64_t *indices;
+  void *keys;
+  int64_t *perm;
+  int64_t *sorted_perm;
+  void *sorted_keys;
+  int64_t base;
+} mt_gpu_sort;
+
+typedef struct mt_gpu_search {
+  const char *sorted, *values;
+  int32_t sorted_dtype, values_dtype, right, ints;
+  int64_t lines, m, per, base;
+  int64_t *out;
+} mt_gpu_search;
+
+typedef struct mt_gpu_bincount {
+  const char *x, *weights;
+  int64_t xs, ws, n;
+  int32_t x_dtype, weights_dtype, out_dtype, pad_;
+  char *out;
+} mt_gpu_bincount;
+
 typedef struct mt_gpu_kernels {
   /* the launch geometry's bound: the device's multiprocessors (grids are a few blocks per one) */
   void (*configure)(int multiprocessors);
@@ -107,6 +204,17 @@ typedef struct mt_gpu_kernels {
   int (*cumulative)(const mt_gpu_lines *l, int is_prod, void *stream);                 /* out, in */
   int (*softmax)(const mt_gpu_lines *l, int log, void *stream);                        /* out, in */
   int (*softmax_backward)(const mt_gpu_lines *l, int log, void *stream);               /* gin, g, y */
+  /* indexing (k_index.cu) */
+  int (*indexed)(const mt_gpu_indexed *x, void *stream);
+  int (*masked_fill)(const mt_gpu_iter *it, void *stream); /* t, mask; the value's bytes in scalar[0] */
+  /* phase 0 into chunks (nchunks + 1 int64 of device memory), phase 1 the writes */
+  int (*scan)(const mt_gpu_scan *s, int64_t *chunks, int phase, void *stream);
+  int (*advanced)(const mt_gpu_advanced *a, void *stream);
+  int (*rearrange)(const mt_gpu_rearrange *r, void *stream);
+  int (*one_hot)(int64_t *out, const int64_t *index, int64_t n, int64_t classes, int64_t base, void *stream);
+  int (*sort)(const mt_gpu_sort *s, void *stream);
+  int (*searchsorted)(const mt_gpu_search *s, void *stream);
+  int (*bincount)(const mt_gpu_bincount *c, void *stream);
 } mt_gpu_kernels;
 
 extern const mt_gpu_kernels mt_gpu_emu_kernels;

@@ -211,6 +211,18 @@ MT_DEV int64_t iter_offset(const mt_gpu_iter &it, int k, int64_t i) {
   return off;
 }
 
+/* the element offset of linear index i over nd dims of `sizes` (slowest first) with `strides` */
+MT_DEV int64_t geo_offset(int nd, const int64_t *sizes, const int64_t *strides, int64_t i) {
+  int64_t off = 0;
+  for (int d = nd - 1; d > 0; d--) {
+    int64_t s = sizes[d], q = i / s;
+    off += (i - q * s) * strides[d];
+    i = q;
+  }
+  if (nd > 0) off += i * strides[0];
+  return off;
+}
+
 /* ---------------------------------------------------------------- faults */
 MT_DEV void raise_fault(mt_gpu_fault *f, int code, int op, int64_t value, int64_t bound, int64_t dim) {
   if (atomicCAS(&f->code, 0, code) == 0) {

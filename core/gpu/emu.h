@@ -171,6 +171,10 @@ static inline int atomicCAS(int *p, int expect, int want) {
   __atomic_compare_exchange_n(p, &expect, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   return expect;
 }
+static inline unsigned atomicCAS(unsigned *p, unsigned expect, unsigned want) {
+  __atomic_compare_exchange_n(p, &expect, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expect;
+}
 static inline unsigned long long atomicCAS(unsigned long long *p, unsigned long long expect,
                                            unsigned long long want) {
   __atomic_compare_exchange_n(p, &expect, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);

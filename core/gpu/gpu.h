@@ -99,6 +99,34 @@ mt_status mt_gpu_cumulative(mt_tensor *out, const mt_tensor *a, int dim, int is_
 mt_status mt_gpu_softmax(mt_tensor *out, const mt_tensor *a, int dim, int log);
 mt_status mt_gpu_softmax_backward(mt_tensor *gin, const mt_tensor *g, const mt_tensor *y, int dim, int log);
 
+mt_status mt_gpu_index_select(mt_tensor *out, const mt_tensor *a, int dim, const mt_tensor *index, int64_t base);
+mt_status mt_gpu_gather(mt_tensor *out, const mt_tensor *a, int dim, const mt_tensor *index, int64_t base);
+mt_status mt_gpu_scatter(mt_tensor *t, int dim, const mt_tensor *index, const mt_tensor *src, double value,
+                         int reduce, int64_t base);
+mt_status mt_gpu_index_write(mt_tensor *t, int dim, const mt_tensor *index, const mt_tensor *src, int kind,
+                             double alpha, int64_t base);
+mt_status mt_gpu_index_fill(mt_tensor *t, int dim, const mt_tensor *index, double value, int64_t base);
+mt_status mt_gpu_masked_fill(mt_tensor *t, const mt_tensor *mask, double value);
+mt_status mt_gpu_masked_select(const mt_tensor *a, const mt_tensor *mask, mt_tensor **result);
+mt_status mt_gpu_masked_scatter(mt_tensor *t, const mt_tensor *mask, const mt_tensor *src);
+mt_status mt_gpu_nonzero(const mt_tensor *a, int64_t base, mt_tensor **result);
+mt_status mt_gpu_index(mt_tensor *out, const mt_tensor *w, int n, mt_tensor *const *indices, const int *raw,
+                       int64_t base);
+mt_status mt_gpu_index_put(mt_tensor *w, int n, mt_tensor *const *indices, const int *raw, const mt_tensor *values,
+                           int accumulate, int64_t base);
+mt_status mt_gpu_rearrange(mt_tensor *out, const mt_tensor *src, int64_t *const *maps);
+mt_status mt_gpu_one_hot(const mt_tensor *index, int64_t num_classes, int64_t base, mt_tensor **result);
+mt_status mt_gpu_bincount(const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result);
+mt_status mt_gpu_sort(mt_tensor *values, mt_tensor *indices, const mt_tensor *a, int dim, int descending,
+                      int64_t base);
+mt_status mt_gpu_unique(const mt_tensor *a, int64_t base, mt_tensor **values, mt_tensor **inverse,
+                        mt_tensor **counts);
+mt_status mt_gpu_searchsorted(mt_tensor *out, const mt_tensor *sorted, const mt_tensor *values, int right,
+                              int64_t base);
+/* a new contiguous tensor on device cuda:index; n bytes of device memory read back (waits) */
+mt_status mt_gpu_new(int index, const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out);
+mt_status mt_gpu_read(int index, void *host, const void *dev, size_t n, const char *op);
+
 /* the CUDA backend's kernel table (table.c) */
 extern const mt_kernels mt_cuda_kernels;
 

@@ -125,17 +125,6 @@ template <typename A> MT_DEV A block_reduce(int c, A v, A *scratch) {
 }
 
 /* ---------------------------------------------------------------- the reduction */
-MT_DEV int64_t geo_offset(int nd, const int64_t *sizes, const int64_t *strides, int64_t i) {
-  int64_t off = 0;
-  for (int d = nd - 1; d > 0; d--) {
-    int64_t s = sizes[d], q = i / s;
-    off += (i - q * s) * strides[d];
-    i = q;
-  }
-  if (nd > 0) off += i * strides[0];
-  return off;
-}
-
 /* one pass over output o's inner elements by the threads [t0, t0 + nt) of a group */
 template <typename T>
 MT_DEV double pass_d(const mt_gpu_reduce &r, const T *in, int f, int c, double p, double center, int64_t t0,

@@ -21,6 +21,15 @@ int launch_reduce_index(const mt_gpu_lines *l, int is_min, int64_t base, void *s
 int launch_cumulative(const mt_gpu_lines *l, int is_prod, void *stream);
 int launch_softmax(const mt_gpu_lines *l, int log_, void *stream);
 int launch_softmax_backward(const mt_gpu_lines *l, int log_, void *stream);
+int launch_indexed(const mt_gpu_indexed *x, void *stream);
+int launch_masked_fill(const mt_gpu_iter *it, void *stream);
+int launch_scan(const mt_gpu_scan *s, int64_t *chunks, int phase, void *stream);
+int launch_advanced(const mt_gpu_advanced *a, void *stream);
+int launch_rearrange(const mt_gpu_rearrange *r, void *stream);
+int launch_one_hot(int64_t *out, const int64_t *index, int64_t n, int64_t classes, int64_t base, void *stream);
+int launch_sort(const mt_gpu_sort *s, void *stream);
+int launch_searchsorted(const mt_gpu_search *s, void *stream);
+int launch_bincount(const mt_gpu_bincount *c, void *stream);
 } // namespace MT_GPU_NS
 
 extern "C" {
@@ -42,5 +51,14 @@ const mt_gpu_kernels MT_GPU_TABLE = {
     MT_GPU_NS::launch_cumulative,
     MT_GPU_NS::launch_softmax,
     MT_GPU_NS::launch_softmax_backward,
+    MT_GPU_NS::launch_indexed,
+    MT_GPU_NS::launch_masked_fill,
+    MT_GPU_NS::launch_scan,
+    MT_GPU_NS::launch_advanced,
+    MT_GPU_NS::launch_rearrange,
+    MT_GPU_NS::launch_one_hot,
+    MT_GPU_NS::launch_sort,
+    MT_GPU_NS::launch_searchsorted,
+    MT_GPU_NS::launch_bincount,
 };
 }
