@@ -114,10 +114,10 @@ mt_status mt_gpu_index(mt_tensor *out, const mt_tensor *w, int n, mt_tensor *con
                        int64_t base);
 mt_status mt_gpu_index_put(mt_tensor *w, int n, mt_tensor *const *indices, const int *raw, const mt_tensor *values,
                            int accumulate, int64_t base);
-mt_status mt_gpu_rearrange(mt_tensor *out, const mt_tensor *src, int64_t *const *maps);
+mt_status mt_gpu_rearrange_slot(mt_tensor *out, const mt_tensor *src, int64_t *const *maps);
 mt_status mt_gpu_one_hot(const mt_tensor *index, int64_t num_classes, int64_t base, mt_tensor **result);
-mt_status mt_gpu_bincount(const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result);
-mt_status mt_gpu_sort(mt_tensor *values, mt_tensor *indices, const mt_tensor *a, int dim, int descending,
+mt_status mt_gpu_bincount_slot(const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result);
+mt_status mt_gpu_sort_slot(mt_tensor *values, mt_tensor *indices, const mt_tensor *a, int dim, int descending,
                       int64_t base);
 mt_status mt_gpu_unique(const mt_tensor *a, int64_t base, mt_tensor **values, mt_tensor **inverse,
                         mt_tensor **counts);

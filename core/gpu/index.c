@@ -364,7 +364,7 @@ mt_status mt_gpu_index_put(mt_tensor *w, int n, mt_tensor *const *indices, const
 }
 
 /* ---------------------------------------------------------------- rearranging gathers */
-mt_status mt_gpu_rearrange(mt_tensor *out, const mt_tensor *src, int64_t *const *maps) {
+mt_status mt_gpu_rearrange_slot(mt_tensor *out, const mt_tensor *src, int64_t *const *maps) {
   mt_gpu_rearrange r;
   memset(&r, 0, sizeof r);
   r.numel = out->_numel;
@@ -450,7 +450,7 @@ mt_status mt_gpu_one_hot(const mt_tensor *index, int64_t num_classes, int64_t ba
   return MT_OK;
 }
 
-mt_status mt_gpu_bincount(const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result) {
+mt_status mt_gpu_bincount_slot(const mt_tensor *a, const mt_tensor *weights, int64_t minlength, mt_tensor **result) {
   const char *op = "bincount";
   int64_t n = a->_sizes[0], lo = 0, hi = -1;
   if (n > 0) MT_TRY(min_max(a, &lo, &hi, op));
@@ -475,7 +475,7 @@ mt_status mt_gpu_bincount(const mt_tensor *a, const mt_tensor *weights, int64_t 
 }
 
 /* ---------------------------------------------------------------- sort, unique, searchsorted */
-mt_status mt_gpu_sort(mt_tensor *values, mt_tensor *indices, const mt_tensor *a, int dim, int descending,
+mt_status mt_gpu_sort_slot(mt_tensor *values, mt_tensor *indices, const mt_tensor *a, int dim, int descending,
                       int64_t base) {
   int nd = a->_ndim;
   mt_gpu_sort s;

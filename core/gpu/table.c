@@ -32,10 +32,10 @@ const mt_kernels mt_cuda_kernels = {
     .index = mt_gpu_index,
     .index_put = mt_gpu_index_put,
     .one_hot = mt_gpu_one_hot,
-    .rearrange = mt_gpu_rearrange,
-    .sort = mt_gpu_sort,
+    .rearrange = mt_gpu_rearrange_slot,
+    .sort = mt_gpu_sort_slot,
     .unique = mt_gpu_unique,
     .searchsorted = mt_gpu_searchsorted,
-    .bincount = mt_gpu_bincount,
+    .bincount = mt_gpu_bincount_slot,
 };
 #pragma GCC diagnostic pop
