@@ -6,6 +6,8 @@
  * (gpu.md). */
 #include "gpu.h"
 
+#include <stdlib.h>
+
 static mt_status no_kernel(const char *op, int dtype) {
   return mt_error(MT_EDTYPE, "%s: not implemented for '%s' on device cuda", op, mt_dtype_name(dtype));
 }
