@@ -522,6 +522,9 @@ MT_API int mt_device_available(const mt_device *device);
 MT_API int mt_device_supports(const mt_device *device, int op, const int *dtypes, int n);
 /* Wait until every computation queued on the device has finished (NULL: the CPU). */
 MT_API mt_status mt_synchronize(const mt_device *device);
+/* torch.backends.cuda.matmul.allow_tf32: float32 products on a GPU may use TF32 (off by default, as
+ * PyTorch's); set 0 or 1, or -1 to ask. Returns the setting. */
+MT_API int mt_cuda_allow_tf32(int set);
 
 /* ---------------------------------------------------------------- copy and conversion */
 /* dst <- src, broadcasting src to dst's shape, converting dtype; any strides on both sides;

@@ -181,6 +181,18 @@ typedef struct mt_gpu_bincount {
   char *out;
 } mt_gpu_bincount;
 
+/* One batched product C[p] = alpha A[p] B[p] + beta C[p] (kernels.h's mt_gemm with the batch offsets in
+ * device memory): every dtype, any strides, by the generic tiled kernel. */
+typedef struct mt_gpu_gemm {
+  int32_t dtype, pad_;
+  int64_t nb, M, N, K;
+  double alpha, beta;
+  const char *A, *B;
+  char *C;
+  int64_t ars, acs, brs, bcs, crs, ccs;
+  const int64_t *aoff, *boff, *coff; /* NULL: 0 */
+} mt_gpu_gemm;
+
 typedef struct mt_gpu_kernels {
   /* the launch geometry's bound: the device's multiprocessors (grids are a few blocks per one) */
   void (*configure)(int multiprocessors);
@@ -215,6 +227,8 @@ typedef struct mt_gpu_kernels {
   int (*sort)(const mt_gpu_sort *s, void *stream);
   int (*searchsorted)(const mt_gpu_search *s, void *stream);
   int (*bincount)(const mt_gpu_bincount *c, void *stream);
+  /* products (k_linalg.cu) */
+  int (*gemm)(const mt_gpu_gemm *g, void *stream);
 } mt_gpu_kernels;
 
 extern const mt_gpu_kernels mt_gpu_emu_kernels;

@@ -51,9 +51,15 @@ typedef struct pool {
   block *bins[NBINS];
 } pool;
 
+typedef struct segment_span {
+  uintptr_t lo, hi;
+} segment_span;
+
 typedef struct device_alloc {
   pthread_mutex_t mu;
   pool small, large;
+  segment_span *spans; /* the segments' address ranges (mt_gpu_device_of) */
+  int nspans, cap_spans;
   block *pending; /* freed blocks waiting for their events */
   mt_gpu_memory stats;
 } device_alloc;
@@ -176,6 +182,11 @@ static void free_cached(device_alloc *d) {
         block *next = b->bin_next;
         if (!b->prev && !b->next) {
           bin_remove(p, b);
+          for (int k = 0; k < d->nspans; k++)
+            if (d->spans[k].lo == (uintptr_t)b->ptr) {
+              d->spans[k] = d->spans[--d->nspans];
+              break;
+            }
           mt_gpu_rt->free(b->ptr);
           d->stats.reserved -= (int64_t)b->size;
           d->stats.segments--;
@@ -242,6 +253,15 @@ void *mt_gpu_malloc(int index, size_t nbytes, void *stream, const char *op) {
     b->stream = stream;
     b->device = index;
     b->small = small;
+    if (d->nspans == d->cap_spans) {
+      int cap = d->cap_spans ? 2 * d->cap_spans : 16;
+      segment_span *sp = realloc(d->spans, sizeof *sp * (size_t)cap);
+      if (sp) {
+        d->spans = sp;
+        d->cap_spans = cap;
+      }
+    }
+    if (d->nspans < d->cap_spans) d->spans[d->nspans++] = (segment_span){(uintptr_t)mem, (uintptr_t)mem + seg};
     d->stats.reserved += (int64_t)seg;
     if (d->stats.reserved > d->stats.reserved_peak) d->stats.reserved_peak = d->stats.reserved;
     d->stats.segments++;
@@ -337,6 +357,22 @@ mt_status mt_gpu_record_stream(void *ptr, void *stream) {
   }
   pthread_mutex_unlock(&d->mu);
   return s;
+}
+
+int mt_gpu_device_of(const void *p) {
+  pthread_once(&init_once, init_devices);
+  uintptr_t a = (uintptr_t)p;
+  for (int i = 0; i < MT_GPU_MAX_DEVICES; i++) {
+    device_alloc *d = &devices[i];
+    pthread_mutex_lock(&d->mu);
+    for (int k = 0; k < d->nspans; k++)
+      if (a >= d->spans[k].lo && a < d->spans[k].hi) {
+        pthread_mutex_unlock(&d->mu);
+        return i;
+      }
+    pthread_mutex_unlock(&d->mu);
+  }
+  return -1;
 }
 
 void mt_gpu_empty_cache(int index) {

@@ -70,6 +70,8 @@ typedef struct mt_gpu_memory {
 } mt_gpu_memory;
 void mt_gpu_memory_stats(int index, mt_gpu_memory *out);
 void mt_gpu_reset_peak(int index);
+/* the device whose memory holds p (-1: none of the allocator's) */
+int mt_gpu_device_of(const void *p);
 /* an allocator for tensor storages of device `index` (core/alloc.c's mt_new_with) */
 const mt_allocator *mt_gpu_allocator(int index);
 
@@ -123,6 +125,14 @@ mt_status mt_gpu_unique(const mt_tensor *a, int64_t base, mt_tensor **values, mt
                         mt_tensor **counts);
 mt_status mt_gpu_searchsorted(mt_tensor *out, const mt_tensor *sorted, const mt_tensor *values, int right,
                               int64_t base);
+mt_status mt_gpu_gemm_slot(const mt_gemm *g);
+mt_status mt_gpu_outer(mt_tensor *out, const mt_tensor *a, const mt_tensor *b);
+#ifdef MT_HAVE_CUDA
+/* cuBLAS (cublas.c, loaded at the first product): C = alpha A B + beta C for float32/float64 matrices a
+ * cuBLAS call can take (one unit stride each); 1 when it did the product, 0 when it cannot (the caller
+ * uses the generic kernel), or an error */
+int mt_gpu_cublas_gemm(const mt_gpu_gemm *g, int device, void *stream, mt_status *error);
+#endif
 /* a new contiguous tensor on device cuda:index; n bytes of device memory read back (waits) */
 mt_status mt_gpu_new(int index, const int64_t *sizes, int ndim, int dtype, const char *op, mt_tensor **out);
 mt_status mt_gpu_read(int index, void *host, const void *dev, size_t n, const char *op);

@@ -30,6 +30,7 @@ int launch_one_hot(int64_t *out, const int64_t *index, int64_t n, int64_t classe
 int launch_sort(const mt_gpu_sort *s, void *stream);
 int launch_searchsorted(const mt_gpu_search *s, void *stream);
 int launch_bincount(const mt_gpu_bincount *c, void *stream);
+int launch_gemm(const mt_gpu_gemm *g, void *stream);
 } // namespace MT_GPU_NS
 
 extern "C" {
@@ -60,5 +61,6 @@ const mt_gpu_kernels MT_GPU_TABLE = {
     MT_GPU_NS::launch_sort,
     MT_GPU_NS::launch_searchsorted,
     MT_GPU_NS::launch_bincount,
+    MT_GPU_NS::launch_gemm,
 };
 }

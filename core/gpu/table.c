@@ -37,5 +37,7 @@ const mt_kernels mt_cuda_kernels = {
     .unique = mt_gpu_unique,
     .searchsorted = mt_gpu_searchsorted,
     .bincount = mt_gpu_bincount_slot,
+    .gemm = mt_gpu_gemm_slot,
+    .outer = mt_gpu_outer,
 };
 #pragma GCC diagnostic pop
