@@ -3,6 +3,8 @@
  * and outer (a broadcast multiply). The batch offsets go to the device with the product. */
 #include "gpu.h"
 
+#include <stdlib.h>
+
 static int allow_tf32; /* torch.backends.cuda.matmul.allow_tf32: off, as PyTorch's default */
 
 MT_API int mt_cuda_allow_tf32(int set) {
