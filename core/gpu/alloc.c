@@ -404,24 +404,3 @@ void mt_gpu_reset_peak(int index) {
   d->stats.reserved_peak = d->stats.reserved;
   pthread_mutex_unlock(&d->mu);
 }
-
-/* ---------------------------------------------------------------- storages */
-static void *storage_alloc(void *ctx, size_t nbytes) {
-  int index = (int)(intptr_t)ctx;
-  return mt_gpu_malloc(index, nbytes, mt_gpu_current_stream(index), "empty");
-}
-static void storage_free(void *ctx, void *ptr, size_t nbytes) {
-  (void)ctx;
-  (void)nbytes;
-  mt_gpu_free(ptr);
-}
-static mt_allocator allocators[MT_GPU_MAX_DEVICES];
-static pthread_once_t allocators_once = PTHREAD_ONCE_INIT;
-static void init_allocators(void) {
-  for (int i = 0; i < MT_GPU_MAX_DEVICES; i++)
-    allocators[i] = (mt_allocator){.alloc = storage_alloc, .free = storage_free, .ctx = (void *)(intptr_t)i};
-}
-const mt_allocator *mt_gpu_allocator(int index) {
-  pthread_once(&allocators_once, init_allocators);
-  return index >= 0 && index < MT_GPU_MAX_DEVICES ? &allocators[index] : NULL;
-}

@@ -72,8 +72,6 @@ void mt_gpu_memory_stats(int index, mt_gpu_memory *out);
 void mt_gpu_reset_peak(int index);
 /* the device whose memory holds p (-1: none of the allocator's) */
 int mt_gpu_device_of(const void *p);
-/* an allocator for tensor storages of device `index` (core/alloc.c's mt_new_with) */
-const mt_allocator *mt_gpu_allocator(int index);
 
 /* ---------------------------------------------------------------- geometry (iter.c) */
 /* ops[0] the output, the others inputs broadcast to its shape; a CPU 0-dim input becomes a number
