@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 #define MT_GPU_DIMS 16
-#define MT_GPU_OPS 4
+#define MT_GPU_OPS 5
 
 /* An elementwise iteration: operand 0 the output, the others inputs broadcast to its shape. Dims
  * are ordered by the output's strides (slowest first) and coalesced. `flat`: every operand's
@@ -193,6 +193,18 @@ typedef struct mt_gpu_gemm {
   const int64_t *aoff, *boff, *coff; /* NULL: 0 */
 } mt_gpu_gemm;
 
+/* One optimizer step over param, grad and its state tensors (it: operands p, g, then the state in the
+ * order of each rule), as the CPU's fused steps: every constant computed on the host in double, each
+ * rounded to the parameter's dtype, the operations in PyTorch's order. */
+enum { MT_GPU_SGD, MT_GPU_ADAM, MT_GPU_RMSPROP, MT_GPU_ADAGRAD, MT_GPU_ADADELTA, MT_GPU_ADAMAX };
+typedef struct mt_gpu_optim {
+  int32_t rule;
+  int32_t mode;  /* sgd: 0 no momentum, 1 first step, 2 later; adam: 0, 1 weight decay, 2 decoupled */
+  int32_t flags; /* sgd: nesterov; adam: amsgrad; rmsprop: 1 centered | 2 momentum */
+  int32_t wd_on;
+  double c[12]; /* the rule's constants (k_optim.cu) */
+} mt_gpu_optim;
+
 typedef struct mt_gpu_kernels {
   /* the launch geometry's bound: the device's multiprocessors (grids are a few blocks per one) */
   void (*configure)(int multiprocessors);
@@ -229,6 +241,8 @@ typedef struct mt_gpu_kernels {
   int (*bincount)(const mt_gpu_bincount *c, void *stream);
   /* products (k_linalg.cu) */
   int (*gemm)(const mt_gpu_gemm *g, void *stream);
+  /* optimizers (k_optim.cu) */
+  int (*optim)(const mt_gpu_optim *o, const mt_gpu_iter *it, void *stream);
 } mt_gpu_kernels;
 
 extern const mt_gpu_kernels mt_gpu_emu_kernels;

@@ -123,6 +123,18 @@ mt_status mt_gpu_unique(const mt_tensor *a, int64_t base, mt_tensor **values, mt
                         mt_tensor **counts);
 mt_status mt_gpu_searchsorted(mt_tensor *out, const mt_tensor *sorted, const mt_tensor *values, int right,
                               int64_t base);
+mt_status mt_gpu_sgd_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *st,
+                          int first_step);
+mt_status mt_gpu_adam_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_avg_sq,
+                           mt_tensor *max_sq, const mt_adam_settings *st, double step);
+mt_status mt_gpu_rmsprop_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg,
+                              mt_tensor *buf, const mt_rmsprop_settings *st);
+mt_status mt_gpu_adagrad_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *sum, const mt_adagrad_settings *st,
+                              double clr);
+mt_status mt_gpu_adadelta_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,
+                               const mt_adadelta_settings *st);
+mt_status mt_gpu_adamax_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,
+                             const mt_adamax_settings *st, double clr);
 mt_status mt_gpu_gemm_slot(const mt_gemm *g);
 mt_status mt_gpu_outer(mt_tensor *out, const mt_tensor *a, const mt_tensor *b);
 #ifdef MT_HAVE_CUDA

@@ -31,6 +31,7 @@ int launch_sort(const mt_gpu_sort *s, void *stream);
 int launch_searchsorted(const mt_gpu_search *s, void *stream);
 int launch_bincount(const mt_gpu_bincount *c, void *stream);
 int launch_gemm(const mt_gpu_gemm *g, void *stream);
+int launch_optim(const mt_gpu_optim *o, const mt_gpu_iter *it, void *stream);
 } // namespace MT_GPU_NS
 
 extern "C" {
@@ -62,5 +63,6 @@ const mt_gpu_kernels MT_GPU_TABLE = {
     MT_GPU_NS::launch_searchsorted,
     MT_GPU_NS::launch_bincount,
     MT_GPU_NS::launch_gemm,
+    MT_GPU_NS::launch_optim,
 };
 }

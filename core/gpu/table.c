@@ -39,5 +39,11 @@ const mt_kernels mt_cuda_kernels = {
     .bincount = mt_gpu_bincount_slot,
     .gemm = mt_gpu_gemm_slot,
     .outer = mt_gpu_outer,
+    .sgd_step = mt_gpu_sgd_step,
+    .adam_step = mt_gpu_adam_step,
+    .rmsprop_step = mt_gpu_rmsprop_step,
+    .adagrad_step = mt_gpu_adagrad_step,
+    .adadelta_step = mt_gpu_adadelta_step,
+    .adamax_step = mt_gpu_adamax_step,
 };
 #pragma GCC diagnostic pop
