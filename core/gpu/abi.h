@@ -47,6 +47,9 @@ enum {
   MT_GPU_FAULT_NEGATIVE_POWER = 2, /* an integer to a negative integer power */
   MT_GPU_FAULT_INDEX = 3,          /* value: the index, bound: the size it must be below, dim: the dim */
   MT_GPU_FAULT_VALUE = 4,          /* a value out of its domain (value) */
+  MT_GPU_FAULT_TARGET = 5,         /* nll_loss: a target out of bounds (value) */
+  MT_GPU_FAULT_MAX_INDEX = 6,      /* a pool's index out of its plane (value, bound: the plane) */
+  MT_GPU_FAULT_BAG_INDEX = 7,      /* embedding_bag: an index out of range (value, bound: rows) */
 };
 typedef struct mt_gpu_fault {
   int32_t code;
@@ -205,6 +208,99 @@ typedef struct mt_gpu_optim {
   double c[12]; /* the rule's constants (k_optim.cu) */
 } mt_gpu_optim;
 
+/* layer norm over m contiguous rows of n (w, b, mean, rstd: NULL or contiguous); the backward's gw and gb
+ * are sums over rows */
+typedef struct mt_gpu_ln {
+  int64_t m, n;
+  double eps;
+  int32_t dtype, pad_;
+  char *out, *mean, *rstd, *gx, *gw, *gb;
+  const char *x, *w, *b, *g;
+  const char *fmean, *frstd; /* the backward's saved statistics */
+} mt_gpu_ln;
+
+/* nll_loss over an (n, c) contiguous input, int64 targets from base; the forward writes the total
+ * weight into tw (device memory) */
+typedef struct mt_gpu_nll {
+  int64_t n, c, ignore, base;
+  int32_t reduction, dtype;
+  char *out, *gin;
+  double *tw;
+  const char *x, *w, *g;
+  const int64_t *target;
+  double total_weight;
+  mt_gpu_fault *fault;
+} mt_gpu_nll;
+
+/* im2col / col2im of images (N, C, *in) and columns (N, C * K, L), contiguous, the spatial dims as three */
+typedef struct mt_gpu_conv {
+  int64_t N, C;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
+  int32_t dtype, pad_;
+  char *cols, *image;
+} mt_gpu_conv;
+
+/* max pools over planes (P, S0, S1, S2) -> (P, O0, O1, O2): output o of dim d reads count[d][o] positions
+ * start[d][o] + k * step[d] (device arrays); indices (NULL: none) are positions in a plane from base */
+typedef struct mt_gpu_pool {
+  int64_t P;
+  int64_t in[3], out[3], step[3];
+  const int64_t *start[3], *count[3];
+  const char *x;
+  char *v;
+  int64_t *idx;
+  int64_t base;
+  int32_t dtype, pad_;
+} mt_gpu_pool;
+
+/* linear resamplings (kernels.h's mt_taps, its arrays on the device); adjoint: out has x's... see
+ * k_nn.cu */
+typedef struct mt_gpu_resample {
+  int64_t P;
+  int64_t in[3], out[3];
+  int32_t ntaps[3], box, adjoint, dtype;
+  const int64_t *index[3];
+  const double *weight[3];
+  double scale;
+  const char *x;
+  char *out_;
+} mt_gpu_resample;
+
+/* pool_index: planes (P, M) of out and (P, K) of src and indices; kind as kernels.h's MT_POOL_* */
+enum { MT_GPU_POOL_SCATTER_ADD, MT_GPU_POOL_SCATTER_SET, MT_GPU_POOL_GATHER };
+typedef struct mt_gpu_pool_index {
+  int64_t P, M, K, base;
+  int32_t kind, dtype;
+  char *out;
+  const char *src;
+  const int64_t *idx;
+  mt_gpu_fault *fault;
+} mt_gpu_pool_index;
+
+/* one recurrent time step's gates (kernels.h's lstm_cell, gru_cell and their backwards): 2-D operands with
+ * unit stride along a row, the row strides given; NULL: absent */
+enum { MT_GPU_LSTM, MT_GPU_LSTM_BACKWARD, MT_GPU_GRU, MT_GPU_GRU_BACKWARD };
+typedef struct mt_gpu_rnn {
+  int64_t B, H;
+  int32_t kind, dtype;
+  /* lstm: hy cy ws ig hg cx bi bh | lstm backward: dgates dcx dhy dcy cx cy ws | gru: hy ws ig hg hx bi bh |
+   * gru backward: dig dhg dhx dhy hx ws */
+  char *t[8];
+  int64_t rs[8];
+} mt_gpu_rnn;
+
+/* embedding_bag: bags [starts[b], starts[b + 1]) of int64 indices (contiguous), weight (V, D) contiguous */
+typedef struct mt_gpu_bag {
+  int64_t B, V, D, n, pad, base;
+  int32_t mode, dtype, scale_by_freq, pad_;
+  const char *w, *psw, *g;
+  char *out, *gw, *gpsw;
+  int64_t *arg;
+  const int64_t *arg_in, *idx, *starts;
+  int64_t *freq; /* scale_by_freq: V counts of scratch */
+  mt_gpu_fault *fault;
+} mt_gpu_bag;
+
 typedef struct mt_gpu_kernels {
   /* the launch geometry's bound: the device's multiprocessors (grids are a few blocks per one) */
   void (*configure)(int multiprocessors);
@@ -243,6 +339,15 @@ typedef struct mt_gpu_kernels {
   int (*gemm)(const mt_gpu_gemm *g, void *stream);
   /* optimizers (k_optim.cu) */
   int (*optim)(const mt_gpu_optim *o, const mt_gpu_iter *it, void *stream);
+  /* the layers' kernels (k_nn.cu) */
+  int (*layer_norm)(const mt_gpu_ln *l, int backward, void *stream);
+  int (*nll)(const mt_gpu_nll *l, int backward, void *stream);
+  int (*conv)(const mt_gpu_conv *c, int col2im, void *stream);
+  int (*pool_max)(const mt_gpu_pool *p, void *stream);
+  int (*resample)(const mt_gpu_resample *r, void *stream);
+  int (*pool_index)(const mt_gpu_pool_index *p, void *stream);
+  int (*rnn)(const mt_gpu_rnn *r, void *stream);
+  int (*bag)(const mt_gpu_bag *b, int backward, void *stream);
 } mt_gpu_kernels;
 
 extern const mt_gpu_kernels mt_gpu_emu_kernels;

@@ -127,7 +127,15 @@ mt_status mt_gpu_check_fault(int index, const char *op) {
                     index);
   case MT_GPU_FAULT_INDEX:
     return mt_error(MT_ERANGE, "%s: index %lld is out of bounds for dimension %lld with size %lld (on device cuda:%d)",
-                    name, (long long)(v.value + mt_msg_base), (long long)MT_D(v.dim), (long long)v.bound, index);
+                    name, (long long)v.value, (long long)v.dim, (long long)v.bound, index);
+  case MT_GPU_FAULT_TARGET:
+    return mt_error(MT_ERANGE, "nll_loss: Target %lld is out of bounds (on device cuda:%d).", (long long)v.value, index);
+  case MT_GPU_FAULT_MAX_INDEX:
+    return mt_error(MT_ERANGE, "Found an invalid max index: %lld (output volumes are of size %lld, on device cuda:%d)",
+                    (long long)v.value, (long long)v.bound, index);
+  case MT_GPU_FAULT_BAG_INDEX:
+    return mt_error(MT_ERANGE, "embedding_bag: index out of range in self (index %lld, %lld rows, on device cuda:%d)",
+                    (long long)v.value, (long long)v.bound, index);
   default:
     return mt_error(MT_EINVAL, "%s: a value is out of range (%lld, on device cuda:%d)", name, (long long)v.value,
                     index);

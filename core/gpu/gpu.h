@@ -135,6 +135,36 @@ mt_status mt_gpu_adadelta_step(mt_tensor *param, const mt_tensor *grad, mt_tenso
                                const mt_adadelta_settings *st);
 mt_status mt_gpu_adamax_step(mt_tensor *param, const mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf,
                              const mt_adamax_settings *st, double clr);
+mt_status mt_gpu_layer_norm(mt_tensor *out, mt_tensor *mean, mt_tensor *rstd, const mt_tensor *x, const mt_tensor *w,
+                            const mt_tensor *b, int64_t m, int64_t n, double eps);
+mt_status mt_gpu_layer_norm_backward(mt_tensor *gx, mt_tensor *gw, mt_tensor *gb, const mt_tensor *g, const mt_tensor *x,
+                                     const mt_tensor *mean, const mt_tensor *rstd, const mt_tensor *w, int64_t m,
+                                     int64_t n);
+mt_status mt_gpu_nll_loss(mt_tensor *out, double *total_weight, const mt_tensor *input, const mt_tensor *target,
+                          const mt_tensor *weight, int64_t ignore_index, int reduction, int64_t base);
+mt_status mt_gpu_nll_loss_backward(mt_tensor *gin, const mt_tensor *g, const mt_tensor *target,
+                                   const mt_tensor *weight, int64_t ignore_index, int reduction, double total_weight,
+                                   int64_t base);
+mt_status mt_gpu_im2col(mt_tensor *cols, const mt_tensor *image, const mt_conv_geo *g);
+mt_status mt_gpu_col2im(mt_tensor *image, const mt_tensor *cols, const mt_conv_geo *g);
+mt_status mt_gpu_pool_max(mt_tensor *values, mt_tensor *indices, const mt_tensor *x, const mt_windows *w,
+                          int64_t base);
+mt_status mt_gpu_resample(mt_tensor *out, const mt_tensor *x, const mt_taps *t, int adjoint);
+mt_status mt_gpu_pool_index(mt_tensor *out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base);
+mt_status mt_gpu_lstm_cell(mt_tensor *hy, mt_tensor *cy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg,
+                           const mt_tensor *cx, const mt_tensor *bi, const mt_tensor *bh);
+mt_status mt_gpu_lstm_cell_backward(mt_tensor *dgates, mt_tensor *dcx, const mt_tensor *dhy, const mt_tensor *dcy,
+                                    const mt_tensor *cx, const mt_tensor *cy, const mt_tensor *ws);
+mt_status mt_gpu_gru_cell(mt_tensor *hy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg, const mt_tensor *hx,
+                          const mt_tensor *bi, const mt_tensor *bh);
+mt_status mt_gpu_gru_cell_backward(mt_tensor *dig, mt_tensor *dhg, mt_tensor *dhx, const mt_tensor *dhy,
+                                   const mt_tensor *hx, const mt_tensor *ws);
+mt_status mt_gpu_embedding_bag(mt_tensor *out, mt_tensor *max_arg, const mt_tensor *weight, const mt_tensor *indices,
+                               const mt_tensor *starts, const mt_tensor *psw, int mode, int64_t pad, int64_t base);
+mt_status mt_gpu_embedding_bag_backward(mt_tensor *gw, mt_tensor *gpsw, const mt_tensor *g, const mt_tensor *weight,
+                                        const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,
+                                        const mt_tensor *max_arg, int mode, int64_t pad, int64_t base,
+                                        int scale_grad_by_freq);
 mt_status mt_gpu_gemm_slot(const mt_gemm *g);
 mt_status mt_gpu_outer(mt_tensor *out, const mt_tensor *a, const mt_tensor *b);
 #ifdef MT_HAVE_CUDA

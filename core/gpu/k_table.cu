@@ -32,6 +32,14 @@ int launch_searchsorted(const mt_gpu_search *s, void *stream);
 int launch_bincount(const mt_gpu_bincount *c, void *stream);
 int launch_gemm(const mt_gpu_gemm *g, void *stream);
 int launch_optim(const mt_gpu_optim *o, const mt_gpu_iter *it, void *stream);
+int launch_layer_norm(const mt_gpu_ln *l, int backward, void *stream);
+int launch_nll(const mt_gpu_nll *l, int backward, void *stream);
+int launch_conv(const mt_gpu_conv *c, int col2im, void *stream);
+int launch_pool_max(const mt_gpu_pool *p, void *stream);
+int launch_resample(const mt_gpu_resample *r, void *stream);
+int launch_pool_index(const mt_gpu_pool_index *p, void *stream);
+int launch_rnn(const mt_gpu_rnn *r, void *stream);
+int launch_bag(const mt_gpu_bag *b, int backward, void *stream);
 } // namespace MT_GPU_NS
 
 extern "C" {
@@ -64,5 +72,13 @@ const mt_gpu_kernels MT_GPU_TABLE = {
     MT_GPU_NS::launch_bincount,
     MT_GPU_NS::launch_gemm,
     MT_GPU_NS::launch_optim,
+    MT_GPU_NS::launch_layer_norm,
+    MT_GPU_NS::launch_nll,
+    MT_GPU_NS::launch_conv,
+    MT_GPU_NS::launch_pool_max,
+    MT_GPU_NS::launch_resample,
+    MT_GPU_NS::launch_pool_index,
+    MT_GPU_NS::launch_rnn,
+    MT_GPU_NS::launch_bag,
 };
 }
