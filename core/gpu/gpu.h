@@ -149,8 +149,8 @@ mt_status mt_gpu_im2col(mt_tensor *cols, const mt_tensor *image, const mt_conv_g
 mt_status mt_gpu_col2im(mt_tensor *image, const mt_tensor *cols, const mt_conv_geo *g);
 mt_status mt_gpu_pool_max(mt_tensor *values, mt_tensor *indices, const mt_tensor *x, const mt_windows *w,
                           int64_t base);
-mt_status mt_gpu_resample(mt_tensor *out, const mt_tensor *x, const mt_taps *t, int adjoint);
-mt_status mt_gpu_pool_index(mt_tensor *out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base);
+mt_status mt_gpu_resample_slot(mt_tensor *out, const mt_tensor *x, const mt_taps *t, int adjoint);
+mt_status mt_gpu_pool_index_slot(mt_tensor *out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base);
 mt_status mt_gpu_lstm_cell(mt_tensor *hy, mt_tensor *cy, mt_tensor *ws, const mt_tensor *ig, const mt_tensor *hg,
                            const mt_tensor *cx, const mt_tensor *bi, const mt_tensor *bh);
 mt_status mt_gpu_lstm_cell_backward(mt_tensor *dgates, mt_tensor *dcx, const mt_tensor *dhy, const mt_tensor *dcy,

@@ -147,7 +147,7 @@ mt_status mt_gpu_pool_max(mt_tensor *values, mt_tensor *indices, const mt_tensor
   return st;
 }
 
-mt_status mt_gpu_resample(mt_tensor *out, const mt_tensor *x, const mt_taps *t, int adjoint) {
+mt_status mt_gpu_resample_slot(mt_tensor *out, const mt_tensor *x, const mt_taps *t, int adjoint) {
   int64_t plane = t->in[0] * t->in[1] * t->in[2], oplane = t->out[0] * t->out[1] * t->out[2];
   int64_t P = adjoint ? (plane ? out->_numel / plane : 0) : (oplane ? out->_numel / oplane : 0);
   if (P == 0) return MT_OK;
@@ -190,7 +190,7 @@ _Static_assert(MT_GPU_POOL_SCATTER_ADD == MT_POOL_SCATTER_ADD && MT_GPU_POOL_SCA
                    MT_GPU_POOL_GATHER == MT_POOL_GATHER,
                "pool_index kinds");
 
-mt_status mt_gpu_pool_index(mt_tensor *out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base) {
+mt_status mt_gpu_pool_index_slot(mt_tensor *out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base) {
   int64_t P = indices->_ndim ? indices->_sizes[0] : 1;
   if (P == 0) return MT_OK;
   int64_t K = indices->_numel / P;
