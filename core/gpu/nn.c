@@ -186,8 +186,9 @@ mt_status mt_gpu_resample_slot(mt_tensor *out, const mt_tensor *x, const mt_taps
   return st;
 }
 
-_Static_assert(MT_GPU_POOL_SCATTER_ADD == MT_POOL_SCATTER_ADD && MT_GPU_POOL_SCATTER_SET == MT_POOL_SCATTER_SET &&
-                   MT_GPU_POOL_GATHER == MT_POOL_GATHER,
+_Static_assert((int)MT_GPU_POOL_SCATTER_ADD == (int)MT_POOL_SCATTER_ADD &&
+                   (int)MT_GPU_POOL_SCATTER_SET == (int)MT_POOL_SCATTER_SET &&
+                   (int)MT_GPU_POOL_GATHER == (int)MT_POOL_GATHER,
                "pool_index kinds");
 
 mt_status mt_gpu_pool_index_slot(mt_tensor *out, const mt_tensor *src, const mt_tensor *indices, int kind, int64_t base) {
