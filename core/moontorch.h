@@ -525,6 +525,12 @@ MT_API mt_status mt_synchronize(const mt_device *device);
 /* torch.backends.cuda.matmul.allow_tf32: float32 products on a GPU may use TF32 (off by default, as
  * PyTorch's); set 0 or 1, or -1 to ask. Returns the setting. */
 MT_API int mt_cuda_allow_tf32(int set);
+/* CUDA's random generator (Philox4x32-10, PyTorch's CUDA generator), one per device: seeding it, and its
+ * state as PyTorch's get_rng_state gives it (16 bytes: the seed, then the offset; set != 0 writes it). */
+MT_API mt_status mt_cuda_manual_seed(int device, uint64_t seed);
+MT_API mt_status mt_cuda_rng_state(int device, uint8_t *state, int set);
+/* Philox4x32-10's block function (for checks against Random123's known answers). */
+MT_API void mt_cuda_philox(const uint32_t *ctr, const uint32_t *key, uint32_t *out);
 
 /* ---------------------------------------------------------------- copy and conversion */
 /* dst <- src, broadcasting src to dst's shape, converting dtype; any strides on both sides;

@@ -301,6 +301,17 @@ typedef struct mt_gpu_bag {
   mt_gpu_fault *fault;
 } mt_gpu_bag;
 
+/* A random fill (k_random.cu): kind (uniform, normal, bernoulli, exponential, random, random64,
+ * bernoulli with a tensor, 64-bit keys), two values a round for float64 (doubles), the generator's seed and
+ * offset; a, b: from/to-from, mean/std, p, lambda; random: range and from */
+typedef struct mt_gpu_random {
+  uint64_t seed, offset;
+  int32_t kind, doubles;
+  double a, b;
+  uint64_t range;
+  int64_t from;
+} mt_gpu_random;
+
 typedef struct mt_gpu_kernels {
   /* the launch geometry's bound: the device's multiprocessors (grids are a few blocks per one) */
   void (*configure)(int multiprocessors);
@@ -348,6 +359,10 @@ typedef struct mt_gpu_kernels {
   int (*pool_index)(const mt_gpu_pool_index *p, void *stream);
   int (*rnn)(const mt_gpu_rnn *r, void *stream);
   int (*bag)(const mt_gpu_bag *b, int backward, void *stream);
+  /* random numbers (k_random.cu): *used is the offset the launch took */
+  int (*random)(const mt_gpu_iter *it, const mt_gpu_random *r, uint64_t *used, void *stream);
+  int (*multinomial)(const double *cum, const double *u, int64_t *out, int64_t rows, int64_t k, int64_t s,
+                     int64_t base, void *stream);
 } mt_gpu_kernels;
 
 extern const mt_gpu_kernels mt_gpu_emu_kernels;

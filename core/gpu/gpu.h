@@ -165,6 +165,14 @@ mt_status mt_gpu_embedding_bag_backward(mt_tensor *gw, mt_tensor *gpsw, const mt
                                         const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,
                                         const mt_tensor *max_arg, int mode, int64_t pad, int64_t base,
                                         int scale_grad_by_freq);
+mt_status mt_gpu_uniform(mt_tensor *t, double from, double to, mt_generator *g);
+mt_status mt_gpu_normal(mt_tensor *t, double mean, double std, mt_generator *g);
+mt_status mt_gpu_random_slot(mt_tensor *t, int64_t from, int64_t to, mt_generator *g);
+mt_status mt_gpu_bernoulli(mt_tensor *t, double p, mt_generator *g);
+mt_status mt_gpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator *g);
+mt_status mt_gpu_exponential(mt_tensor *t, double lambd, mt_generator *g);
+mt_status mt_gpu_randperm(mt_tensor *out, int64_t base, mt_generator *g);
+mt_status mt_gpu_multinomial(mt_tensor *out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g);
 mt_status mt_gpu_gemm_slot(const mt_gemm *g);
 mt_status mt_gpu_outer(mt_tensor *out, const mt_tensor *a, const mt_tensor *b);
 #ifdef MT_HAVE_CUDA

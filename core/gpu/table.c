@@ -60,5 +60,13 @@ const mt_kernels mt_cuda_kernels = {
     .gru_cell_backward = mt_gpu_gru_cell_backward,
     .embedding_bag = mt_gpu_embedding_bag,
     .embedding_bag_backward = mt_gpu_embedding_bag_backward,
+    .uniform = mt_gpu_uniform,
+    .normal = mt_gpu_normal,
+    .random = mt_gpu_random_slot,
+    .bernoulli = mt_gpu_bernoulli,
+    .bernoulli_tensor = mt_gpu_bernoulli_tensor,
+    .exponential = mt_gpu_exponential,
+    .randperm = mt_gpu_randperm,
+    .multinomial = mt_gpu_multinomial,
 };
 #pragma GCC diagnostic pop
