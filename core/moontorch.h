@@ -529,6 +529,21 @@ MT_API int mt_cuda_allow_tf32(int set);
  * state as PyTorch's get_rng_state gives it (16 bytes: the seed, then the offset; set != 0 writes it). */
 MT_API mt_status mt_cuda_manual_seed(int device, uint64_t seed);
 MT_API mt_status mt_cuda_rng_state(int device, uint8_t *state, int set);
+/* A CUDA device's properties (torch.cuda.get_device_properties): MT_EDEVICE for a device that is not there. */
+typedef struct mt_cuda_properties {
+  char name[256];
+  int32_t major, minor;          /* compute capability */
+  int32_t multi_processor_count;
+  int32_t pad_;
+  int64_t total_memory;          /* bytes */
+} mt_cuda_properties;
+MT_API mt_status mt_cuda_device_properties(int device, mt_cuda_properties *out);
+/* The name of the runtime running the CUDA backend: "cuda" (NVIDIA's), "emulator" (the CPU emulator of a
+ * CUDA device, MOONTORCH_CUDA_EMULATE=1), or "" when there is no device. */
+MT_API const char *mt_cuda_runtime(void);
+/* t's memory was used on stream s: the caching allocator does not reuse it after t is freed until the work
+ * queued on s by then is done (PyTorch's Tensor.record_stream). */
+MT_API mt_status mt_cuda_record_stream(const mt_tensor *t, const void *stream_handle);
 /* Philox4x32-10's block function (for checks against Random123's known answers). */
 MT_API void mt_cuda_philox(const uint32_t *ctr, const uint32_t *key, uint32_t *out);
 

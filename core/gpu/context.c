@@ -147,3 +147,28 @@ mt_status mt_gpu_synchronize(int index) {
   MT_GPU_TRY(mt_gpu_rt->device_synchronize(), "synchronize");
   return mt_gpu_check_fault(index, "synchronize");
 }
+
+/* ---------------------------------------------------------------- the public CUDA functions */
+MT_API mt_status mt_cuda_device_properties(int device, mt_cuda_properties *out) {
+  if (!out) return mt_error(MT_EINVAL, "get_device_properties: out is NULL");
+  MT_TRY(mt_gpu_use(device, "get_device_properties"));
+  mt_gpu_props p;
+  MT_GPU_TRY(mt_gpu_rt->properties(device, &p), "get_device_properties");
+  memset(out, 0, sizeof *out);
+  memcpy(out->name, p.name, sizeof out->name);
+  out->name[sizeof out->name - 1] = 0;
+  out->major = p.major;
+  out->minor = p.minor;
+  out->multi_processor_count = p.multiprocessors;
+  out->total_memory = (int64_t)p.total_memory;
+  return MT_OK;
+}
+
+MT_API const char *mt_cuda_runtime(void) { return mt_gpu_device_count() ? mt_gpu_rt->name : ""; }
+
+MT_API mt_status mt_cuda_record_stream(const mt_tensor *t, const void *stream_handle) {
+  if (!t || t->_device_type != MT_CUDA || !t->_storage || !t->_storage->_data)
+    return mt_error(MT_EINVAL, "record_stream: expected a tensor on a CUDA device");
+  if (!stream_handle) return MT_OK; /* the default stream: the block's own when it was made there */
+  return mt_gpu_record_stream(t->_storage->_block, (void *)stream_handle);
+}
