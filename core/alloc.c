@@ -6,6 +6,7 @@
 #include "alloc.h"
 #include "thread.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #define MT_STORAGE_SMALL 0x100u
@@ -216,16 +217,52 @@ static inline bool last_reference(int64_t *refcount) {
   return __atomic_sub_fetch(refcount, 1, __ATOMIC_ACQ_REL) == 0;
 }
 
-static void storage_release(mt_storage *s) {
+/* ---------------------------------------------------------------- devices' bytes */
+static mt_device_bytes device_bytes[MT_DEVICE_TYPES][MT_MAX_DEVICES];
+
+mt_device_bytes *mt_device_bytes_of(int type, int index) {
+  if (type <= MT_CPU || type >= MT_DEVICE_TYPES || index < 0 || index >= MT_MAX_DEVICES) return NULL;
+  return &device_bytes[type][index];
+}
+
+/* A device's allocations and frees, counted with atomic adds (a backend may free from its own
+ * threads); an allocation past the device's limit asks Lua for a collection (mt_gc_done). */
+static void device_alloc(int type, int index, size_t nbytes) {
+  mt_device_bytes *b = mt_device_bytes_of(type, index);
+  if (!b) return;
+  int64_t live = __atomic_add_fetch(&b->live, (int64_t)nbytes, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&b->allocs, 1, __ATOMIC_RELAXED);
+  int64_t peak = __atomic_load_n(&b->peak, __ATOMIC_RELAXED);
+  while (live > peak && !__atomic_compare_exchange_n(&b->peak, &peak, live, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  int64_t limit = __atomic_load_n(&b->limit, __ATOMIC_RELAXED);
+  if (live > (limit > 0 ? limit : MT_DEVICE_GC_MIN)) __atomic_store_n(&stats.device_pressure, 1, __ATOMIC_RELAXED);
+}
+static void device_free(int type, int index, size_t nbytes) {
+  mt_device_bytes *b = mt_device_bytes_of(type, index);
+  if (!b) return;
+  __atomic_sub_fetch(&b->live, (int64_t)nbytes, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&b->frees, 1, __ATOMIC_RELAXED);
+}
+
+/* the bytes a storage holds, counted where they are: host bytes in live_bytes, a device's per device */
+static void count_storage(const mt_storage *s, int sign) {
+  if (s->_flags & MT_STORAGE_NO_DATA) return;
+  if (s->_device_type == MT_CPU) stat_add(&stats.live_bytes, sign * (int64_t)s->_nbytes);
+  else if (sign > 0) device_alloc(s->_device_type, s->_device_index, s->_nbytes);
+  else device_free(s->_device_type, s->_device_index, s->_nbytes);
+}
+
+void mt_storage_release(mt_storage *s) {
   if (!last_reference(&s->_refcount)) return;
   stat_add(&stats.live_storages, -1);
-  if (!(s->_flags & MT_STORAGE_NO_DATA)) stat_add(&stats.live_bytes, -(int64_t)s->_nbytes);
+  count_storage(s, -1);
   if (s->_flags & MT_STORAGE_EMBEDDED) {
     /* also frees the head that was allocated with it */
     if (s->_flags & MT_STORAGE_SMALL) small_free(s->_block, (s->_flags & MT_STORAGE_HALF) ? 0 : 1);
     else big_free(s->_block, EMBED_HEAD + s->_nbytes);
   } else if (s->_allocator) {
-    s->_allocator->free(s->_allocator->ctx, s->_block, s->_nbytes);
+    s->_allocator->free(s->_allocator->ctx, s->_device_index, s->_block, s->_nbytes);
     free(s);
   } else if (s->_flags & MT_STORAGE_EXTERNAL) {
     free(s); /* memory the caller owns and frees itself */
@@ -234,6 +271,7 @@ static void storage_release(mt_storage *s) {
     free(s);
   }
 }
+#define storage_release mt_storage_release
 
 static mt_status new_block(const int64_t *sizes, int ndim, int64_t numel, int dtype, size_t item, const char *op,
                            mt_tensor **out);
@@ -341,6 +379,19 @@ mt_status mt_new_view(mt_tensor *base, const int64_t *sizes, const int64_t *stri
   return MT_OK;
 }
 
+/* an allocator that returns NULL may have said why (a device's allocator: "CUDA out of memory. Tried
+ * to allocate ..."): its message, after the op's name; else ours */
+static mt_status out_of_memory(const char *op, size_t nbytes, const int64_t *sizes, int ndim) {
+  const char *why = mt_last_error();
+  if (why && *why) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", why);
+    return mt_error(MT_ENOMEM, "%s: %s", op, msg);
+  }
+  return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
+                  mt_shape_str(sizes, ndim));
+}
+
 mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_index, const int64_t *sizes, int ndim,
                       int dtype, const char *op, mt_tensor **out) {
   int64_t numel;
@@ -350,11 +401,11 @@ mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_in
   if (!s) return mt_error(MT_ENOMEM, "%s: out of memory for a storage", op);
   memset(s, 0, sizeof *s);
   if (memory->alloc && nbytes) {
-    s->_block = memory->alloc(memory->ctx, nbytes);
+    mt_clear_error();
+    s->_block = memory->alloc(memory->ctx, device_index, nbytes);
     if (!s->_block) {
       free(s);
-      return mt_error(MT_ENOMEM, "%s: out of memory allocating %zu bytes for a tensor of size %s", op, nbytes,
-                      mt_shape_str(sizes, ndim));
+      return out_of_memory(op, nbytes, sizes, ndim);
     }
   }
   s->_refcount = 1;
@@ -365,7 +416,7 @@ mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_in
   s->_allocator = memory;
   if (!memory->alloc) s->_flags |= MT_STORAGE_NO_DATA;
   stat_add(&stats.live_storages, 1);
-  if (memory->alloc) stat_add(&stats.live_bytes, (int64_t)nbytes);
+  count_storage(s, 1);
   int64_t strides[MT_MAX_DIMS];
   mt_compute_strides(sizes, ndim, strides);
   mt_tensor base = {0};
@@ -384,7 +435,8 @@ typedef struct ext {
   void (*deleter)(void *, void *);
   void *ctx;
 } ext;
-static void ext_free(void *ctx, void *ptr, size_t nbytes) {
+static void ext_free(void *ctx, int device, void *ptr, size_t nbytes) {
+  (void)device;
   (void)nbytes;
   ext *e = ctx;
   e->deleter(e->ctx, ptr);
@@ -529,21 +581,23 @@ bool mt_may_overlap(const mt_tensor *a, const mt_tensor *b) {
   return a0 < b1 && b0 < a1;
 }
 
-/* Resize `t` in place to a contiguous tensor of the given shape (storage reallocated if it is
- * too small). Used for out= arguments. */
-static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const char *op) {
+mt_status mt_resize_out(mt_tensor *t, const int64_t *sizes, int ndim, const char *op, mt_storage **old_out) {
+  *old_out = NULL;
   int64_t numel;
   MT_TRY(mt_check_sizes(sizes, ndim, op, &numel));
   size_t need = (size_t)numel * mt_itemsize(t->_dtype) + (size_t)t->_offset * mt_itemsize(t->_dtype);
   if (need > t->_storage->_nbytes) {
     /* a storage on the old one's device: the core's CPU memory, or its device's allocator */
-    const mt_allocator *memory = t->_storage->_device_type == MT_CPU ? NULL : t->_storage->_allocator;
+    const mt_storage *o = t->_storage;
+    const mt_allocator *memory = o->_device_type == MT_CPU ? NULL : o->_allocator;
     bool data = !memory || memory->alloc;
     mt_storage *s = malloc(sizeof(mt_storage));
-    char *d = !data ? NULL : memory ? memory->alloc(memory->ctx, need) : mt_aligned_alloc(need);
+    mt_clear_error();
+    char *d = !data ? NULL : memory ? memory->alloc(memory->ctx, o->_device_index, need) : mt_aligned_alloc(need);
     if (!s || (data && !d)) {
       free(s);
-      if (d) memory ? memory->free(memory->ctx, d, need) : free(d);
+      if (d) memory ? memory->free(memory->ctx, o->_device_index, d, need) : free(d);
+      if (*mt_last_error()) return out_of_memory(op, need, sizes, ndim);
       return mt_error(MT_ENOMEM, "%s: out of memory resizing out to %s", op, mt_shape_str(sizes, ndim));
     }
     memset(s, 0, sizeof *s);
@@ -551,18 +605,20 @@ static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const cha
     s->_data = d;
     s->_block = d;
     s->_nbytes = need;
-    s->_version = t->_storage->_version;
-    s->_device_type = t->_storage->_device_type;
-    s->_device_index = t->_storage->_device_index;
+    s->_version = o->_version;
+    s->_device_type = o->_device_type;
+    s->_device_index = o->_device_index;
     s->_allocator = memory;
     if (!data) s->_flags |= MT_STORAGE_NO_DATA;
-    if (d && t->_storage->_data && !memory) memcpy(d, t->_storage->_data, t->_storage->_nbytes);
     stat_add(&stats.live_storages, 1);
-    if (data) stat_add(&stats.live_bytes, (int64_t)need);
+    count_storage(s, 1);
     mt_storage *old = t->_storage;
     t->_storage = s;
-    /* an embedded head lives in its home block: that reference goes when the head goes */
-    if (!((t->_flags & MT_TENSOR_EMBEDDED_HEAD) && old == home_storage(t))) storage_release(old);
+    /* the caller keeps the old bytes and drops this reference; an embedded head lives in its home
+     * block, which keeps its own */
+    if ((t->_flags & MT_TENSOR_EMBEDDED_HEAD) && old == home_storage(t))
+      __atomic_add_fetch(&old->_refcount, 1, __ATOMIC_RELAXED);
+    *old_out = old;
   }
   t->_ndim = ndim;
   for (int i = 0; i < ndim; i++) t->_sizes[i] = sizes[i];
@@ -570,15 +626,3 @@ static mt_status resize_(mt_tensor *t, const int64_t *sizes, int ndim, const cha
   mt_tensor_refresh(t);
   return MT_OK;
 }
-
-mt_status mt_prepare_out(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op) {
-  MT_TRY(mt_check_tensor(out, op, "out"));
-  if (out->_dtype != dtype)
-    return mt_error(MT_EDTYPE, "%s: result type %s can't be cast to the desired output type %s", op,
-                    mt_type_title(dtype), mt_type_title(out->_dtype));
-  bool same = out->_ndim == ndim;
-  for (int i = 0; same && i < ndim; i++) same = out->_sizes[i] == sizes[i];
-  if (same) return MT_OK;
-  return resize_(out, sizes, ndim, op);
-}
-

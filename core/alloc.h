@@ -42,9 +42,22 @@ mt_status mt_new_with(const mt_allocator *memory, int device_type, int device_in
 mt_status mt_new_view(mt_tensor *t, const int64_t *sizes, const int64_t *strides, int ndim, int64_t offset,
                       mt_tensor **out);
 void mt_compute_strides(const int64_t *sizes, int ndim, int64_t *strides);
-/* Make `out` (an out= argument) have the given shape and dtype, resizing its storage (on its
- * device) if needed. */
-mt_status mt_prepare_out(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op);
+/* Make `out` (an out= argument) a contiguous tensor of the given shape, on a new storage of its device
+ * when its own is too small: then *old is the old storage, whose bytes the caller keeps (it knows
+ * the device's transfers: mt_prepare_out, core/ops/device.c) before it releases it. */
+mt_status mt_resize_out(mt_tensor *out, const int64_t *sizes, int ndim, const char *op, mt_storage **old);
+void mt_storage_release(mt_storage *s);
+
+/* ---------------------------------------------------------------- devices' bytes */
+/* The bytes of live storages on each device other than the CPU (whose bytes are mt_stats' live_bytes),
+ * devices 0 .. MT_MAX_DEVICES - 1 of each type. `limit`: the bytes past which an allocation sets
+ * mt_stats' device_pressure (0: MT_DEVICE_GC_MIN); `base`: the live bytes when the limit was set. */
+#define MT_MAX_DEVICES 16
+#define MT_DEVICE_GC_MIN ((int64_t)16 << 20)
+typedef struct mt_device_bytes {
+  int64_t live, peak, allocs, frees, limit, base;
+} mt_device_bytes;
+mt_device_bytes *mt_device_bytes_of(int type, int index); /* NULL: the CPU, or out of range */
 /* Hand `r` (a new reference) to the caller: into *result if non-NULL, else release it. */
 static inline mt_status mt_give(mt_tensor *r, mt_tensor **result) {
   if (result) *result = r; else mt_tensor_release(r);

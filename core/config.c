@@ -54,11 +54,16 @@ const char *mt_config_string(void) {
   ADD("  - threads: %d (from %s; this process may use %d CPUs%s), for moontorch's kernels and the BLAS (which "
       "reports %d) together\n",
       mt_get_num_threads(), mt_threads_source(), mt_cpu_count_allowed(), quota, mt_blas_threads());
-#ifdef MT_HAVE_CUDA
-  ADD("  - CUDA: built\n");
-#else
-  ADD("  - CUDA: not built\n");
+  /* CUDA: what its backend says of itself (the fake device's too, when a spec put it in), or why this
+   * build has none (CMakeLists.txt's reason) */
+  const char *cuda = mt_device_describe(MT_CUDA);
+#ifndef MT_CUDA_NOT_BUILT
+#define MT_CUDA_NOT_BUILT "no CUDA toolkit"
 #endif
+  if (cuda && *cuda) ADD("  - CUDA: %s\n", cuda);
+  else if (cuda) ADD("  - CUDA: %s backend, %d device%s\n", mt_device_backend(MT_CUDA), mt_device_count(MT_CUDA),
+                     mt_device_count(MT_CUDA) == 1 ? "" : "s");
+  else ADD("  - CUDA: not built (%s)\n", MT_CUDA_NOT_BUILT);
   pthread_mutex_unlock(&mu);
   return text;
 }

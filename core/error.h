@@ -26,6 +26,10 @@ mt_status mt_error(mt_status code, const char *fmt, ...) __attribute__((format(p
 extern int mt_msg_base;
 #define MT_D(d) ((d) >= 0 ? (long long)(d) + mt_msg_base : (long long)(d))
 
+/* The end of an out-of-range message about a position value v counted from `base`: where v is 0
+ * and positions count from 1 (a PyTorch habit), says so; else "". */
+#define MT_BASE_HINT(v, base) ((base) == 1 && (v) == 0 ? " (positions count from 1 here: PyTorch's 0 is 1)" : "")
+
 /* "[2, 3]" into a thread-local ring of buffers (valid for a few calls). */
 const char *mt_shape_str(const int64_t *sizes, int ndim);
 #define MT_SHAPE(t) mt_shape_str((t)->_sizes, (t)->_ndim)

@@ -130,9 +130,11 @@ MT_API float mt_bfloat16_to_float(uint16_t h);
 /* ---------------------------------------------------------------- storage and tensor */
 #define MT_MAX_DIMS 16
 
+/* Memory of a device: `device` is the index of the device (of the allocator's device type) the bytes
+ * are on. alloc returns NULL when there is no memory left (no error message). */
 typedef struct mt_allocator {
-  void *(*alloc)(void *ctx, size_t nbytes);
-  void (*free)(void *ctx, void *ptr, size_t nbytes);
+  void *(*alloc)(void *ctx, int device, size_t nbytes);
+  void (*free)(void *ctx, int device, void *ptr, size_t nbytes);
   void *ctx;
 } mt_allocator;
 
@@ -197,14 +199,24 @@ MT_API mt_status mt_tensor_alias(mt_tensor *t, mt_tensor **out);
  * autograd state (nn.Module.to() converts parameters this way). src must not require grad. */
 MT_API mt_status mt_tensor_set_data(mt_tensor *t, mt_tensor *src);
 
-/* Number of live tensor heads and storages (a leak check), and bytes held by storages. */
+/* Number of live tensor heads and storages (a leak check), and bytes held by storages in host
+ * memory (the CPU's; a device's bytes are counted per device: mt_memory_stats_of). */
 typedef struct mt_stats {
   int64_t live_tensors;
   int64_t live_storages;
   int64_t live_bytes;
-  int64_t bytes_since_gc;   /* the Lua layer runs a collection when this grows large */
+  int64_t bytes_since_gc;   /* host bytes allocated since the Lua layer's last collection */
+  /* nonzero: an allocation took some device's bytes past the limit mt_gc_done set; the Lua layer
+   * then collects dead tensors and calls mt_gc_done */
+  int64_t device_pressure;
 } mt_stats;
 MT_API mt_stats *mt_get_stats(void);
+/* After a collection: the next limit of each device's bytes (their growth allowed before the next
+ * collection: half the live bytes, at least 16 MB, but at most a quarter of the device's free memory
+ * where its backend tells it, and at least 1 MB), and device_pressure cleared. mt_gc_pressure: is some device still above the
+ * middle of its growth (the collection freed less than half of what grew: collect once more)? */
+MT_API void mt_gc_done(void);
+MT_API int mt_gc_pressure(void);
 
 /* Element access (any dtype; values pass through double, NaNs through mt_number_out; int64 also
  * exactly through int64). */
@@ -513,15 +525,100 @@ MT_API const mt_op_info *mt_op_info_of(int op);
 MT_API const char *mt_op_name(int op); /* "?" for a number that is no op */
 
 /* ---------------------------------------------------------------- devices and their backends */
+/* Every device type has one backend at most (core/backend.h); each has devices 0 .. count - 1. A
+ * device's index -1 is the current device of its type (torch.device('cuda') without an index). */
 /* A device type's name ("cpu", "cuda", "meta"; "?" for none). */
 MT_API const char *mt_device_name(int type);
-/* Can this build make tensors on the device (has it a backend for it)? */
+/* The name of the backend that serves a device type ("cpu", "meta", "cuda", "fake"; NULL: none). */
+MT_API const char *mt_device_backend(int type);
+/* Can this build make tensors on the device (has it a backend for it, and is that device there)? */
 MT_API int mt_device_available(const mt_device *device);
+/* MT_OK for a device tensors can be made on; else MT_EDEVICE with the reason: "device cuda:1 is not
+ * available: moontorch was built without CUDA", "CUDA device 1 is not available (1 device)", ... */
+MT_API mt_status mt_device_check(const mt_device *device);
+/* How many devices of this type are there now (0 for a type without a backend, or a CUDA build on a
+ * machine without a driver or a GPU; 1 for the CPU and meta)? */
+MT_API int mt_device_count(int type);
+/* The current device of a type (its index: 0 for the CPU and meta), and setting it. */
+MT_API int mt_device_current(int type);
+MT_API mt_status mt_device_set_current(const mt_device *device);
 /* Does the device's backend run `op` (an MT_OP_*) on operands of these n dtypes (NULL, 0: of some
  * dtype)? 0 for an op it lacks a kernel for, or a device this build has no backend for. */
 MT_API int mt_device_supports(const mt_device *device, int op, const int *dtypes, int n);
 /* Wait until every computation queued on the device has finished (NULL: the CPU). */
 MT_API mt_status mt_synchronize(const mt_device *device);
+/* torch.config()'s line of a device type's backend ("built for sm_80, sm_90 (toolkit 13.0), no device";
+ * "" for a backend that says nothing; NULL: no backend). From a small ring of buffers. */
+MT_API const char *mt_device_describe(int type);
+
+/* Streams: a device's queue of work (CUDA streams). A handle names a stream of one device; the
+ * device's kernels run on its current stream, at first its default stream. On a device that queues
+ * nothing (the CPU, meta) every stream is the default one and everything is done at once. */
+typedef struct mt_stream {
+  int32_t _device_type, _device_index;
+  void *_handle; /* the backend's; NULL: the default stream */
+  int32_t _owned; /* made by mt_stream_new: mt_stream_free destroys it */
+  int32_t _priority;
+} mt_stream;
+MT_API mt_status mt_stream_new(const mt_device *device, int priority, mt_stream **out);
+/* the device's current / default stream, as a new handle (freeing it destroys nothing) */
+MT_API mt_status mt_stream_current(const mt_device *device, mt_stream **out);
+MT_API mt_status mt_stream_default(const mt_device *device, mt_stream **out);
+MT_API void mt_stream_free(mt_stream *s);
+MT_API mt_status mt_stream_set_current(const mt_stream *s);
+MT_API mt_status mt_stream_synchronize(const mt_stream *s);
+MT_API int mt_stream_query(const mt_stream *s); /* 1: all work queued on it is done */
+/* t's memory is used by work queued on s (a stream other than the one that made it): it is not reused
+ * before that work is done (PyTorch's Tensor.record_stream) */
+MT_API mt_status mt_tensor_record_stream(const mt_tensor *t, const mt_stream *s);
+/* Events: a point in a stream's work, to wait for or to time. */
+typedef struct mt_event {
+  int32_t _device_type, _device_index;
+  void *_handle;
+  int32_t _flags; /* MT_EVENT_TIMING */
+  int32_t _recorded;
+} mt_event;
+enum { MT_EVENT_TIMING = 1 };
+MT_API mt_status mt_event_new(const mt_device *device, int flags, mt_event **out);
+MT_API void mt_event_free(mt_event *e);
+MT_API mt_status mt_event_record(mt_event *e, const mt_stream *s /* NULL: the current stream */);
+MT_API mt_status mt_event_wait(mt_event *e, const mt_stream *s /* NULL: the current stream */);
+MT_API mt_status mt_event_synchronize(mt_event *e);
+MT_API int mt_event_query(mt_event *e);
+MT_API mt_status mt_event_elapsed_ms(const mt_event *start, const mt_event *end, double *ms);
+
+/* A device's memory: bytes of live tensors' storages (allocated, counted by the core), what the
+ * backend holds from the device (reserved: its cache included; -1 where it does not say), the
+ * device's free and total bytes (-1: unknown), and the peaks since the last reset. */
+typedef struct mt_memory_stats {
+  int64_t allocated, peak_allocated;
+  int64_t reserved, peak_reserved;
+  int64_t allocations, frees; /* counts of storages made and freed */
+  int64_t free_bytes, total_bytes;
+  int64_t gc_limit; /* allocated above this: the next collection (mt_gc_done) */
+} mt_memory_stats;
+MT_API mt_status mt_memory_stats_of(const mt_device *device, mt_memory_stats *out);
+MT_API mt_status mt_memory_empty_cache(const mt_device *device);
+MT_API mt_status mt_memory_reset_peak(const mt_device *device);
+
+/* A fake device for specs: a CPU-run backend put in the CUDA slot, with `ndevices` devices of
+ * `bytes` memory each (0: 256 MB), its memory host pages the host cannot read outside its kernels
+ * and transfers (a direct read faults, naming the fake device), counting what it does. ndevices 0
+ * takes it out again (MT_ESTATE while a tensor lives on it). Also installed at load by the
+ * environment variable MOONTORCH_FAKE_CUDA=N[:bytes]. */
+typedef struct mt_fake_counts {
+  int64_t kernels;        /* kernel calls */
+  int64_t transfers;      /* transfers (host<->device, device<->device) */
+  int64_t to_host, to_device, peer;
+  int64_t allocs, frees;
+  int64_t synchronizes;
+} mt_fake_counts;
+MT_API mt_status mt_fake_cuda_install(int ndevices, int64_t bytes);
+MT_API mt_fake_counts *mt_fake_cuda_counts(void);
+/* how many times the fake device ran a kernel slot of core/kernels.h ("softmax_backward"; -1: no such slot) */
+MT_API int64_t mt_fake_cuda_calls(const char *slot);
+
+/* ---------------------------------------------------------------- the CUDA backend (core/gpu/) */
 /* torch.backends.cuda.matmul.allow_tf32: float32 products on a GPU may use TF32 (off by default, as
  * PyTorch's); set 0 or 1, or -1 to ask. Returns the setting. */
 MT_API int mt_cuda_allow_tf32(int set);
@@ -541,9 +638,6 @@ MT_API mt_status mt_cuda_device_properties(int device, mt_cuda_properties *out);
 /* The name of the runtime running the CUDA backend: "cuda" (NVIDIA's), "emulator" (the CPU emulator of a
  * CUDA device, MOONTORCH_CUDA_EMULATE=1), or "" when there is no device. */
 MT_API const char *mt_cuda_runtime(void);
-/* t's memory was used on stream s: the caching allocator does not reuse it after t is freed until the work
- * queued on s by then is done (PyTorch's Tensor.record_stream). */
-MT_API mt_status mt_cuda_record_stream(const mt_tensor *t, const void *stream_handle);
 /* Philox4x32-10's block function (for checks against Random123's known answers). */
 MT_API void mt_cuda_philox(const uint32_t *ctr, const uint32_t *key, uint32_t *out);
 
@@ -552,8 +646,20 @@ MT_API void mt_cuda_philox(const uint32_t *ctr, const uint32_t *key, uint32_t *o
  * overlapping memory is handled. */
 MT_API mt_status mt_copy_(mt_tensor *dst, const mt_tensor *src);
 /* t in `dtype` (-1: t's) on `device` (NULL: t's), copied across backends when the device differs;
- * !copy: a new reference to t itself when it already is both. */
-MT_API mt_status mt_to(mt_tensor *t, int dtype, const mt_device *device, int copy, mt_tensor **out);
+ * flags: MT_TO_COPY (else a new reference to t itself when it already is both), MT_TO_NON_BLOCKING
+ * (a copy between a pinned host tensor and a device may return before it is done). */
+enum { MT_TO_COPY = 1, MT_TO_NON_BLOCKING = 2 };
+MT_API mt_status mt_to(mt_tensor *t, int dtype, const mt_device *device, int flags, mt_tensor **out);
+/* Reading values on the host. t's values where the host can read them: a new reference to t itself
+ * when it is a CPU tensor, else a new contiguous CPU tensor holding them, brought over by its device's
+ * backend (MT_EDEVICE for a device that holds no data, meta). The one sanctioned way: item, tolist,
+ * printing and every check of values in the core go through it. */
+MT_API mt_status mt_tensor_to_host(const mt_tensor *t, mt_tensor **out);
+/* A copy of a CPU tensor in page-locked memory of `device`'s backend (NULL: the first backend that has
+ * such memory), which transfers can copy from and to without blocking (PyTorch's pin_memory); t itself
+ * when it already is pinned. MT_EDEVICE when no backend has pinned memory. */
+MT_API mt_status mt_tensor_pin_memory(mt_tensor *t, const mt_device *device, mt_tensor **out);
+MT_API int mt_tensor_is_pinned(const mt_tensor *t);
 MT_API mt_status mt_clone(mt_tensor *t, mt_tensor **out);
 MT_API mt_status mt_fill_(mt_tensor *t, double value);
 MT_API mt_status mt_zero_(mt_tensor *t);

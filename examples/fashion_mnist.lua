@@ -191,7 +191,7 @@ print(('Fashion-MNIST: %d training and %d test images; %s, lr %g, batch %d, %d e
     opts.epochs == 1 and '' or 's', torch.get_num_threads(), torch.get_num_threads() == 1 and '' or 's', opts.seed))
 if first_epoch == 1 then print(net) end
 
-local evaluate = torch.no_grad(function()
+local evaluate = torch.no_grad.wrap(function()
   net:eval()
   local loss, correct = 0, 0
   for x, y in test_loader() do

@@ -8,7 +8,7 @@ local ffi = require 'ffi'
 local core = require 'moontorch.ffi'
 
 local fail = core.fail
-local type, tostring, rawget, next = type, tostring, rawget, next
+local type, tostring, rawget, next, getmetatable = type, tostring, rawget, next, getmetatable
 local floor, huge = math.floor, math.huge
 local tensor_ct = ffi.typeof('mt_tensor')
 local i64_ct, u64_ct = ffi.typeof('int64_t'), ffi.typeof('uint64_t')
@@ -34,6 +34,43 @@ local function describe(v)
   return 'a ' .. tv
 end
 M.describe = describe
+
+-- a value as a message shows it, tables by their contents (never an address): {7, 7}, an
+-- options table {kernel_size = 7, stride = 2}, an nn.Linear, a tensor of size [2, 3]
+local function show(v, depth)
+  depth = depth or 0
+  if ffi.istype(tensor_ct, v) then
+    local sizes = {}
+    for i = 0, v._ndim - 1 do sizes[#sizes + 1] = tostring(tonumber(v._sizes[i])) end
+    return 'a tensor of size [' .. table.concat(sizes, ', ') .. ']'
+  end
+  if type(v) == 'string' then return ("'%s'"):format(#v > 40 and v:sub(1, 40) .. '...' or v) end
+  if type(v) == 'function' then return 'a function' end
+  if type(v) ~= 'table' then return describe(v) end
+  local mt = getmetatable(v)
+  local tn = mt and rawget(mt, '__typename')
+  if tn then return ((tn:match('^[aeiouAEIOU]') or tn:match('^nn%.')) and 'an ' or 'a ') .. tn end
+  if mt then return 'a table with a metatable' end
+  if depth > 1 then return '{...}' end
+  local n, keys = #v, {}
+  for k in next, v do
+    if not (type(k) == 'number' and k >= 1 and k <= n and k == floor(k)) then keys[#keys + 1] = k end
+  end
+  local parts = {}
+  for i = 1, n < 8 and n or 8 do parts[#parts + 1] = show(v[i], depth + 1) end
+  if n > 8 then parts[#parts + 1] = ('... (%d items)'):format(n) end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  for i = 1, #keys < 6 and #keys or 6 do
+    local k = keys[i]
+    local ks = (type(k) == 'string' and k:match('^[%a_][%w_]*$')) and k or '[' .. show(k, 2) .. ']'
+    parts[#parts + 1] = ks .. ' = ' .. show(v[k], depth + 1)
+  end
+  if #keys > 6 then parts[#parts + 1] = '...' end
+  local body = '{' .. table.concat(parts, ', ') .. '}'
+  if n == 0 and #keys > 0 and depth == 0 then return 'an options table ' .. body end
+  return body
+end
+M.show = show
 
 -- v is not an integer of int64's range (int_arg's fast path refused it, and it is not an
 -- int64/uint64 cdata in range). `pos`: a 1-based position among several values of one argument.

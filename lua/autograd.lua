@@ -438,21 +438,57 @@ function autograd.backward(tensors, grad_tensors, opts)
 end
 
 ------------------------------------------------------------------------------ grad modes
-local function with_mode(setter, getter, value)
+-- torch.no_grad, torch.enable_grad, torch.inference_mode: PyTorch's `with torch.no_grad():` is
+--   torch.no_grad(function() ... end)        -- runs the block now, returns what it returns
+-- (a block takes no arguments, so forgetting a trailing () cannot leave it unrun); PyTorch's
+-- decorator @torch.no_grad() is
+--   local f = torch.no_grad.wrap(function(x) ... end)   -- f(x) runs in the mode
+-- and a function that takes arguments, given to torch.no_grad itself, is wrapped so too (what
+-- module:apply(torch.no_grad(function(m) ... end)) needs). The mode comes back after the block,
+-- also when it fails. enter() sets the mode and returns what exit(prev) restores.
+local function callable(fn)
+  if type(fn) == 'function' then return true end
+  local mt = type(fn) == 'table' and getmetatable(fn)
+  return mt and mt.__call ~= nil or false
+end
+local function takes_arguments(fn)
+  if type(fn) ~= 'function' then return true end -- a callable object: wrapped
+  local info = debug.getinfo(fn, 'u')
+  return info.nparams > 0 or info.isvararg
+end
+local function with_mode(name, enter, exit)
   -- restore the mode, then re-raise or return fn's results (no table: the wrapper compiles)
   local function finish(prev, ok, ...)
-    setter(prev)
+    exit(prev)
     if not ok then error((...), 0) end
     return ...
   end
-  return function(fn)
-    if type(fn) ~= 'function' then fail('no_grad', 'expected a function to wrap') end
+  local function wrap(fn)
+    if not callable(fn) then
+      fail(name .. '.wrap', ('expected a function to wrap, got %s'):format(type(fn)))
+    end
     return function(...)
-      local prev = getter()
-      setter(value)
+      local prev = enter()
       return finish(prev, pcall(fn, ...))
     end
   end
+  local mode = { wrap = wrap }
+  return setmetatable(mode, {
+    __call = function(_, fn, ...)
+      if fn == nil then
+        fail(name, ('takes the block to run: torch.%s(function() ... end) runs it (PyTorch\'s `with torch.%s():`); '
+          .. 'torch.%s.wrap(f) wraps a function'):format(name, name, name))
+      end
+      if not callable(fn) then fail(name, ('expected a function (the block to run), got %s'):format(type(fn))) end
+      if select('#', ...) > 0 then
+        fail(name, ('takes one function, the block to run, got %d more arguments'):format(select('#', ...)))
+      end
+      if takes_arguments(fn) then return wrap(fn) end
+      local prev = enter()
+      return finish(prev, pcall(fn))
+    end,
+    __tostring = function() return 'torch.' .. name end,
+  })
 end
 local function set_grad_mode(b) C.mt_set_grad_enabled(b and 1 or 0) end
 local function get_grad() return C.mt_is_grad_enabled() ~= 0 end
@@ -461,17 +497,32 @@ local function set_inf(b)
 end
 local function get_inf() return C.mt_is_inference_mode() ~= 0 end
 
+local function grad_mode(value)
+  return function()
+    local prev = get_grad()
+    set_grad_mode(value)
+    return prev
+  end
+end
+-- inference mode: grad mode off too; prev packs both (1: grad on, 2: inference on)
+local function enter_inference()
+  local prev = (get_grad() and 1 or 0) + (get_inf() and 2 or 0)
+  set_inf(true)
+  set_grad_mode(false)
+  return prev
+end
+local function exit_inference(prev)
+  set_inf(prev >= 2)
+  set_grad_mode(prev % 2 == 1)
+end
+
 function M.install(t)
   torch = t
-  t.no_grad = with_mode(set_grad_mode, get_grad, false)
-  t.enable_grad = with_mode(set_grad_mode, get_grad, true)
+  t.no_grad = with_mode('no_grad', grad_mode(false), set_grad_mode)
+  t.enable_grad = with_mode('enable_grad', grad_mode(true), set_grad_mode)
   t.set_grad_enabled = function(b) set_grad_mode(b) end
   t.is_grad_enabled = get_grad
-  local inf_on = with_mode(set_inf, get_inf, true)
-  t.inference_mode = function(fn)
-    local f = inf_on(fn)
-    return with_mode(set_grad_mode, get_grad, false)(f)
-  end
+  t.inference_mode = with_mode('inference_mode', enter_inference, exit_inference)
   t.is_inference_mode_enabled = get_inf
   autograd.no_grad, autograd.enable_grad = t.no_grad, t.enable_grad
   t.autograd = autograd

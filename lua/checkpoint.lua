@@ -10,7 +10,9 @@
 -- classes their raw fields (loaded into a fresh table given the class as metatable). Functions,
 -- coroutines, userdata and other cdata are errors naming where they were found. Loading runs no
 -- code from the file: it only builds values, and looks classes up by name (an unknown name is an
--- error that names it).
+-- error that names it). Tensors on a device are written as their values (read back through the C
+-- core, each storage once) and load on the CPU; map_location puts every loaded tensor on a device
+-- (the C core says whether it is there), views of one storage still sharing one.
 local ffi = require 'ffi'
 local bit = require 'bit'
 local core = require 'moontorch.ffi'
@@ -60,6 +62,54 @@ end
 local tensor_ptr = ffi.typeof('mt_tensor *')
 local intptr = ffi.typeof('intptr_t')
 local function tensor_key(t) return tonumber(ffi.cast(intptr, ffi.cast(tensor_ptr, t))) end
+
+-- A tensor on a device, written as its values: a CPU tensor of its geometry over its whole storage
+-- read back once (through the C core's readback, mt_tensor_to_host), so that views of one storage
+-- share one in the file too. It loads on the CPU (map_location puts it on a device again).
+local storage_ptr = ffi.typeof('mt_storage *')
+local host_outp = ffi.new('mt_tensor *[1]')
+local function storage_key(t) return tonumber(ffi.cast(intptr, ffi.cast(storage_ptr, t._storage))) .. ':' .. t._dtype end
+local function host_view(s, t)
+  local key = storage_key(t)
+  local flat = s.hosts[key]
+  if not flat then
+    local n = math.floor(tonumber(t._storage._nbytes) / dtype_mod.by_id[t._dtype].itemsize)
+    local whole = t:detach():as_strided({ n }, { 1 }, 0)
+    if C.mt_tensor_to_host(whole, host_outp) ~= 0 then T.raise_as('save') end
+    flat = wrap(host_outp[0])
+    s.hosts[key] = flat
+  end
+  return flat:as_strided(t:size(), t:stride(), t:storage_offset())
+end
+
+-- map_location: a device (nil for the CPU, where tensors load); the C core says whether it is there
+local function check_location(path, loc)
+  if loc == nil then return nil end
+  local ok, dev = pcall(dtype_mod.device, loc)
+  if not ok or type(dev) ~= 'table' and type(dev) ~= 'userdata' then
+    fail('load', ('%s: map_location must be a device (such as \'cpu\'), got %s'):format(path, tostring(loc)))
+  end
+  if dev._c ~= nil and C.mt_device_check(dev._c) ~= 0 then
+    fail('load', ('%s: map_location %s'):format(path, (ffi.string(C.mt_last_error()):gsub('^[%w_]+: ', '', 1))))
+  end
+  if dev.type == 'cpu' then return nil end
+  return dev
+end
+
+-- A loaded tensor moved onto map_location's device in place (it keeps its identity, parameter
+-- flag and requires_grad): its storage carried over once, so that views of one storage share one
+-- on the device too.
+local function to_location(s, t)
+  local key = storage_key(t)
+  local base = s.moved[key]
+  if not base then
+    local n = math.floor(tonumber(t._storage._nbytes) / dtype_mod.by_id[t._dtype].itemsize)
+    base = t:as_strided({ n }, { 1 }, 0):to(s.device)
+    s.moved[key] = base
+  end
+  if C.mt_tensor_set_data(t, base:as_strided(t:size(), t:stride(), t:storage_offset())) ~= 0 then raise_last() end
+end
+
 
 local write_value
 
@@ -124,7 +174,7 @@ write_value = function(s, v, depth)
     if id then check(C.mt_ckpt_put_ref(w, id)) return end
     local flags = band(v._flags, PARAMETER) ~= 0 and 1 or 0
     if v.requires_grad then flags = flags + 2 end
-    check(C.mt_ckpt_put_tensor(w, new_id(s, key), v, flags))
+    check(C.mt_ckpt_put_tensor(w, new_id(s, key), v._device_type == 0 and v or host_view(s, v), flags))
   else
     local what = tv == 'cdata' and 'cdata value that is not a tensor' or tv
     fail('save', ('cannot save a %s (at %s)'):format(what, where(s.keys)))
@@ -134,14 +184,33 @@ end
 -- torch.save(obj, path [, {sync = false}]): written to `path.tmp.<pid>`, flushed to the disk
 -- (fsync), renamed over path, and the directory flushed: a crash leaves the old file or the new
 -- one. {sync=false} skips both fsyncs (still atomic for other processes, not across a power loss).
+-- An open Lua file (io.open(p, 'wb')) in place of the path: the checkpoint is written to it at its
+-- position (through a temporary file), and the file stays open, as PyTorch's torch.save(obj, f).
+local function save_to_handle(obj, f, opts)
+  if io.type(f) ~= 'file' then fail('save', 'the file is closed') end
+  local tmp = os.tmpname()
+  local o = {}
+  for k, v in pairs(opts or {}) do o[k] = v end
+  o.sync = false
+  local ok, err = pcall(M.save, obj, tmp, o)
+  if not ok then os.remove(tmp) error(err, 0) end
+  local r = io.open(tmp, 'rb')
+  local bytes = r:read('*a')
+  r:close()
+  os.remove(tmp)
+  local wok, werr = f:write(bytes)
+  if not wok then fail('save', 'cannot write to the file: ' .. tostring(werr)) end
+end
+
 function M.save(obj, path, opts)
-  if type(path) ~= 'string' then fail('save', 'path must be a string') end
+  if io.type(path) then return save_to_handle(obj, path, opts) end
+  if type(path) ~= 'string' then fail('save', 'path must be a string or an open file (io.open(path, \'wb\'))') end
   if opts ~= nil and type(opts) ~= 'table' then fail('save', 'options must be a table') end
   local sync = not (opts and opts.sync == false)
   local wp = ffi.new('mt_ckpt_writer *[1]')
   if C.mt_ckpt_writer_open(path, wp) ~= 0 then raise_last() end
   local w = wp[0]
-  local s = { w = w, ids = {}, n = 0, keys = {} }
+  local s = { w = w, ids = {}, n = 0, keys = {}, hosts = {} }
   local ok, err = pcall(write_value, s, obj, 0)
   if not ok then
     C.mt_ckpt_writer_abort(w)
@@ -221,6 +290,7 @@ read_value = function(s, depth)
   elseif tag == TENSOR then
     local id, flags = v.id, v.flags
     local t = wrap(v.tensor)
+    if s.device then to_location(s, t) end
     if band(flags, 2) ~= 0 then t:requires_grad_(true) end
     s.objs[id] = t
     return t
@@ -261,30 +331,70 @@ local function resolve(root, map, extra)
   return fix(root)
 end
 
-local function check_location(path, loc)
-  if loc == nil then return end
-  local ok, dev = pcall(dtype_mod.device, loc)
-  if not ok or type(dev) ~= 'table' and type(dev) ~= 'userdata' then
-    fail('load', ('%s: map_location must be a device (such as \'cpu\'), got %s'):format(path, tostring(loc)))
-  end
-  if dev.type ~= 'cpu' then
-    fail('load', ('%s: map_location %s is not available (moontorch was built without CUDA)'):format(path, tostring(dev)))
-  end
-end
-
 local rp = ffi.new('mt_ckpt_reader *[1]')
 local value = ffi.new('mt_ckpt_value') -- scratch: read_value copies out what it needs at once
 
+-- A file torch.load cannot read but can name: PyTorch's torch.save writes a zip archive ("PK\3\4",
+-- since 1.6) or a bare pickle (protocol 2+: "\128"); Python objects cannot be rebuilt in Lua.
+local function foreign_format(path)
+  local f = io.open(path, 'rb')
+  if not f then return nil end
+  local head = f:read(9) or ''
+  f:close()
+  if head:sub(1, 4) == 'PK\3\4' then return "a PyTorch file (torch.save's zip archive of Python pickles)" end
+  if head:byte(1) == 0x80 then return 'a PyTorch file (a Python pickle)' end
+  if #head == 9 and head:sub(9, 9) == '{' then return 'a safetensors file' end -- (8 bytes of header size, then JSON)
+  return nil
+end
+
+-- an open Lua file (io.open(p, 'rb')) in place of the path: one checkpoint read from its position
+-- (its header says how long it is: the file is left just after it, as PyTorch leaves it)
+local function load_from_handle(f, opts)
+  if io.type(f) ~= 'file' then fail('load', 'the file is closed') end
+  local bytes = f:read(64) or ''
+  if #bytes == 64 and bytes:sub(1, 8) == 'MTCKPT\0\1' then
+    local size = 0
+    for i = 48, 41, -1 do size = size * 256 + bytes:byte(i) end -- the u64 file size at offset 40
+    if size > 64 and size < 2 ^ 53 then bytes = bytes .. (f:read(size - 64) or '') end
+  else
+    bytes = bytes .. (f:read('*a') or '') -- (not ours: the path's checks name what it is)
+  end
+  local tmp = os.tmpname()
+  local w = io.open(tmp, 'wb')
+  w:write(bytes)
+  w:close()
+  local o = {}
+  for k, v in pairs(type(opts) == 'table' and opts or {}) do o[k] = v end
+  if type(opts) == 'string' then o.map_location = opts end
+  o.mmap = nil -- (the temporary file goes at once)
+  local ok, res = pcall(M.load, tmp, o)
+  os.remove(tmp)
+  if not ok then error((tostring(res):gsub(tmp:gsub('%p', '%%%0'), 'the file')), 0) end
+  return res
+end
+
 -- torch.load(path [, {map_location = 'cpu', mmap = false}])
 function M.load(path, opts)
-  if type(path) ~= 'string' then fail('load', 'path must be a string') end
+  if io.type(path) then return load_from_handle(path, opts) end
+  if type(path) ~= 'string' then fail('load', 'path must be a string or an open file (io.open(path, \'rb\'))') end
+  local foreign = foreign_format(path)
+  if foreign == 'a safetensors file' then
+    fail('load', ('%s is a safetensors file: read it with torch.load_safetensors(path)'):format(path))
+  elseif foreign then
+    fail('load', ('%s is %s, which moontorch cannot read: torch.load reads what moontorch\'s torch.save wrote. '
+      .. 'To bring tensors over, save them from Python with safetensors '
+      .. "(from safetensors.torch import save_file; save_file(model.state_dict(), 'model.safetensors')) "
+      .. 'and read them with torch.load_safetensors(path) (model:load_state_dict takes what it returns)')
+      :format(path, foreign))
+  end
   if type(opts) == 'string' then opts = { map_location = opts } end
   if opts ~= nil and type(opts) ~= 'table' then fail('load', 'options must be a table') end
   opts = opts or {}
-  check_location(path, opts.map_location)
+  local device = check_location(path, opts.map_location)
   if C.mt_ckpt_reader_open(path, opts.mmap and 1 or 0, rp) ~= 0 then raise_last() end
   local r = rp[0]
-  local s = { r = r, v = value, objs = {}, path = path, pending = {}, npending = 0, placeholders = {} }
+  local s = { r = r, v = value, objs = {}, path = path, pending = {}, npending = 0, placeholders = {},
+    device = device, moved = {} }
   local ok, res = pcall(read_value, s, 0)
   if ok and C.mt_ckpt_reader_end(r) ~= 0 then
     ok, res = false, 'moontorch.' .. ffi.string(C.mt_last_error())

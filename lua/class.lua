@@ -11,7 +11,8 @@ M.registry = registry
 -- defines it loads, so a name of ours loads its module first. Names under a package prefix
 -- ('nn.Linear', 'optim.SGD') load the package; the others are listed one by one.
 local packages = { nn = 'moontorch.nn', optim = 'moontorch.optim' }
-local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autograd.Function'] = 'moontorch.function' }
+local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autograd.Function'] = 'moontorch.function',
+  ['torch.Timer'] = 'moontorch.timer', ['torch.List'] = 'moontorch.iterlist' }
 -- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'

@@ -60,8 +60,10 @@ function M.resolve(x)
 end
 
 -- Devices ----------------------------------------------------------------------------------
--- A device object: its type ('cpu', 'cuda', 'meta'), its index (CUDA only), and `_c`, the
--- mt_device the C core takes (a pointer to it; nil for the CPU, the core's default).
+-- A device object: its type ('cpu', 'cuda', 'meta'), its index (CUDA only; nil: the current
+-- device, as PyTorch's torch.device('cuda')), and `_c`, the mt_device the C core takes (a pointer
+-- to it; nil for the CPU, the core's default; index -1 for the current device). A device object
+-- names a device whether or not this build or machine has it: the C core says so when it is used.
 local ffi = require 'ffi'
 require 'moontorch.ffi' -- the C declarations (mt_device)
 local device_mt = {}
@@ -78,7 +80,7 @@ local function new_device(kind, index)
   local c = nil
   if kind ~= 'cpu' then
     c = ffi.new('mt_device[1]')
-    c[0].type, c[0].index = TYPE_IDS[kind], index or 0
+    c[0].type, c[0].index = TYPE_IDS[kind], index or (kind == 'cuda' and -1 or 0)
   end
   return setmetatable({ type = kind, index = index, _c = c }, device_mt)
 end
@@ -103,11 +105,14 @@ function M.device(spec, index)
   if kind ~= 'cuda' then
     error(("moontorch.device: expected one of cpu, cuda, meta device type at start of device string: %s"):format(spec), 2)
   end
-  idx = idx or 0
-  local d = cuda_devices[idx]
+  if idx ~= nil and (idx ~= math.floor(idx) or idx < 0 or idx >= 2 ^ 31) then
+    error(('moontorch.device: the device index must be a non-negative integer, got %s'):format(tostring(idx)), 2)
+  end
+  local key = idx or -1
+  local d = cuda_devices[key]
   if not d then
     d = new_device('cuda', idx)
-    cuda_devices[idx] = d
+    cuda_devices[key] = d
   end
   return d
 end

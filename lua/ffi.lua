@@ -58,20 +58,8 @@ local C = ffi.load(libpath)
 C.mt_set_message_base(1) -- messages count dims and positions from 1, as Lua users do
 M.C = C
 
--- the C library calls the file code uses (torch.save/load, safetensors): declared once here
-ffi.cdef [[
-typedef struct moontorch_FILE moontorch_FILE;
-moontorch_FILE *fopen(const char *path, const char *mode);
-size_t fwrite(const void *p, size_t size, size_t n, moontorch_FILE *f);
-size_t fread(void *p, size_t size, size_t n, moontorch_FILE *f);
-int fclose(moontorch_FILE *f);
-int fseek(moontorch_FILE *f, long off, int whence);
-long ftell(moontorch_FILE *f);
-int rename(const char *a, const char *b);
-int remove(const char *p);
-int getpid(void);
-]]
-M.libc = ffi.C
+-- the C library calls the file code uses (torch.save/load, safetensors), under private names
+M.libc = require 'moontorch.libc'
 M.libpath = libpath
 M.cdef_path = cdef_path
 M.decls = decls
@@ -90,6 +78,18 @@ local function user_level()
 end
 M.user_level = user_level
 
+-- A message never shows an address (`table: 0x55d0...`, from a tostring() of a value the check
+-- did not expect): the value is named by its type instead.
+local function scrub(msg)
+  if not msg:find(': 0x', 1, true) then return msg end
+  return (msg:gsub('cdata<[^>]*>: 0x%x+', 'a cdata'):gsub('(%l+): 0x%x+', function(kind)
+    if kind == 'table' or kind == 'function' or kind == 'userdata' or kind == 'thread' or kind == 'builtin' then
+      return 'a ' .. kind
+    end
+  end))
+end
+M.scrub = scrub
+
 -- Raise `moontorch.<message from C>` at the caller's line.
 function M.raise_last()
   local msg = ffi.string(C.mt_last_error())
@@ -98,7 +98,7 @@ end
 
 -- Raise a message of our own (Lua-side argument checks) at the caller's line.
 function M.fail(op, msg)
-  error('moontorch.' .. op .. ': ' .. msg, user_level())
+  error(scrub('moontorch.' .. op .. ': ' .. msg), user_level())
 end
 
 return M

@@ -332,7 +332,7 @@ end
 local DEVICE_META = 2
 local function shape_tuple(t)
   local parts = {}
-  for i = 0, t._ndim - 1 do parts[#parts + 1] = tostring(tonumber(t._sizes[i])) end
+  for i = 0, t._ndim - 1 do parts[#parts + 1] = tostring(t._sizes[i]):gsub('LL$', '') end -- (exact: an int64, 2^51 too)
   if #parts == 1 then return '(' .. parts[1] .. ',)' end
   return '(' .. concat(parts, ', ') .. ')'
 end

@@ -72,11 +72,11 @@ function torch.isinstance(obj, cls)
   return class.isinstance(obj, cls)
 end
 
--- CUDA: not built yet (core/gpu comes with its own issue)
-torch.cuda = {
-  is_available = function() return false end,
-  device_count = function() return 0 end,
-}
+-- torch.cuda: devices, streams, events, memory, answered by the C core's registry (lua/cuda.lua)
+torch.cuda = require 'moontorch.cuda'
+-- torch.backends.cuda (matmul.allow_tf32): the CUDA backend's settings
+torch.backends = torch.backends or {}
+torch.backends.cuda = torch.cuda.backends
 
 -- the op modules add methods to the Tensor type and functions to torch
 local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }
@@ -106,6 +106,8 @@ do
 end
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
+-- dims (and the arguments around them) by name too: x:split(1, {dim = 2}), x:transpose{dim0 = 1, dim1 = 2}
+require('moontorch.ops.byname').install(T.methods, torch)
 
 T.finalize()
 
@@ -121,6 +123,8 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
+  Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
+  List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
 }
 torch._lazy = lazy
 setmetatable(torch, {

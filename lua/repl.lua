@@ -8,7 +8,6 @@
 -- Line editing: GNU readline through Debian's lua-readline when installed, else our own
 -- (lua/repl/lineedit.lua; MOONTORCH_LINE_EDITOR=builtin forces it). History in
 -- $MOONTORCH_HISTORY, else ~/.moontorch_history.
-local ffi = require 'ffi'
 
 local M = {}
 local unpack = unpack or table.unpack
@@ -309,6 +308,7 @@ function M.help(x, name)
   end
   name = name or tostring(x)
   if type(x) == 'function' then
+    x = require('moontorch.ffi').unwrap(x) -- a method read through an instance is its front (lua/dotcall.lua)
     local doc, info = function_doc(x, name)
     local where = ''
     if info and info.what ~= 'C' then
@@ -345,23 +345,7 @@ function M.help(x, name)
 end
 
 ---------------------------------------------------------------------------------------- the loop
-local function now()
-  return os.clock() -- replaced by a wall clock below when available
-end
-do
-  local ok = pcall(ffi.cdef, [[struct mt_repl_timespec { long tv_sec, tv_nsec; };
-    int clock_gettime(int clk, struct mt_repl_timespec *ts);]])
-  local ts = ffi.new('struct mt_repl_timespec')
-  local tsp = ffi.cast('void *', ts)
-  if ok or pcall(function() return ffi.C.clock_gettime end) then
-    now = function()
-      -- through void *: whoever declared clock_gettime first (the REPL, progress, a user's script)
-      -- named its own struct, and a void * converts to any of them
-      ffi.C.clock_gettime(1, tsp)
-      return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-    end
-  end
-end
+local now = require('moontorch.libc').monotonic
 
 local function pack(...) return select('#', ...), { ... } end
 local function pass(...) return ... end

@@ -105,9 +105,11 @@ end
 
 -- A GC cycle and a scan; a second one when the first one's marking was already over and found
 -- too little: too few free slots when the registry was full, too few bytes when the growth of
--- the bytes held by tensors asked for it (less than half of the growth since the last reclaim).
--- Grows the registry when little was free, so that collections stay rare relative to the Lua
--- heap's size.
+-- the bytes held by tensors asked for it (less than half of the growth since the last reclaim, on
+-- the host or on a device: mt_gc_pressure). Grows the registry when little was free, so that
+-- collections stay rare relative to the Lua heap's size. Devices' bytes count per device (C keeps
+-- them: an allocation past a device's limit sets stats.device_pressure, mt_gc_done sets the next
+-- limits), so dead tensors on a GPU are collected when its memory grows, whatever the host's does.
 local live_after = 0 -- stats.live_bytes after the last reclaim
 local function reclaim(for_bytes)
   local before = tonumber(stats.live_bytes)
@@ -116,7 +118,7 @@ local function reclaim(for_bytes)
   local freed = scan()
   local again
   if for_bytes then
-    again = tonumber(stats.live_bytes) > before - (before - live_after) / 2
+    again = tonumber(stats.live_bytes) > before - (before - live_after) / 2 or C.mt_gc_pressure() ~= 0
   else
     again = freed < cap / 4
   end
@@ -127,6 +129,7 @@ local function reclaim(for_bytes)
   end
   live_after = tonumber(stats.live_bytes)
   stats.bytes_since_gc = 0
+  C.mt_gc_done()
   local heap = collectgarbage('count') * 1024 * GC_HEAP_FACTOR
   gc_limit = tonumber(stats.live_bytes) + (heap > GC_MIN_BYTES and heap or GC_MIN_BYTES)
   local want = collectgarbage('count') * SLOTS_PER_KB
@@ -144,6 +147,14 @@ M.sweep = function()
   collectgarbage(); collectgarbage()
   cycle_ended = false
   scan()
+  C.mt_gc_done()
+end
+-- Collect every dead tensor now (torch.cuda.empty_cache does, before the backend gives memory back).
+M.collect = function()
+  collectgarbage(); collectgarbage()
+  cycle_ended = false
+  scan()
+  C.mt_gc_done()
 end
 M.scan_pending = function() if cycle_ended then cycle_ended = false; scan() end end
 
@@ -159,7 +170,7 @@ local function wrap(p)
   local i = free[nfree]
   slots[i + 1] = h -- before ptrs[i]: a scan that runs while the table grows must skip slot i
   ptrs[i] = p
-  if stats.live_bytes > gc_limit then reclaim(true) end
+  if stats.live_bytes > gc_limit or stats.device_pressure ~= 0 then reclaim(true) end
   if anomaly_hook then anomaly_hook(p) end
   return h
 end
@@ -295,16 +306,17 @@ local function resolve_dtype(d, op)
 end
 M.resolve_dtype = resolve_dtype
 
--- The C device (mt_device *) of a device argument, nil for the CPU; a device this build has no
--- backend for (CUDA) is refused here, naming the op.
+-- The C device (mt_device *) of a device argument, nil for the CPU. The C core's registry says
+-- whether it is there (a backend for its type, a device of that index); if not, its reason is the
+-- error, naming the op ("device cuda:1 is not available: moontorch was built without CUDA").
+local raise_as
 local function device_arg(dev, op)
   if dev == nil then return nil end
   local ok, d = pcall(dtype.device, dev)
   if not ok then fail(op, (tostring(d):gsub('^moontorch%.device: ', ''))) end
-  if d.type == 'cuda' then
-    fail(op, ('device %s is not available: moontorch was built without CUDA'):format(tostring(d)))
-  end
-  return d._c
+  local c = d._c
+  if c ~= nil and C.mt_device_check(c) ~= 0 then raise_as(op) end
+  return c
 end
 M.device_arg = device_arg
 -- the C device of an options table's `device` (nil: the CPU)
@@ -316,7 +328,7 @@ M.apply_opts = function(t, opts) return t end
 
 -- raise the C core's last error under the name of the op the user called (a factory's sizes are
 -- checked by mt_tensor_empty, whose messages say 'empty')
-local function raise_as(op)
+function raise_as(op)
   local msg = ffi.string(C.mt_last_error())
   fail(op, (msg:gsub('^[%w_]+: ', '', 1)))
 end
@@ -411,17 +423,28 @@ function methods.is_floating_point(t) return by_id[t._dtype].is_floating_point e
 function methods.is_complex() return false end
 function methods.get_device(t) return t._device_type == 0 and -1 or t._device_index end
 
+-- t:type() names t's tensor type ('torch.FloatTensor', 'torch.cuda.FloatTensor' on CUDA);
+-- t:type(name) converts to a dtype or a tensor type, a 'torch.cuda.*' one onto the current CUDA
+-- device (the C core says whether there is one)
 function methods.type(t, ty)
-  if ty == nil then return dtype.tensor_type_names[t._dtype] end
-  local d
-  for id, name in pairs(dtype.tensor_type_names) do if name == ty then d = by_id[id] end end
-  if not d then
+  if ty == nil then
+    local name = dtype.tensor_type_names[t._dtype]
+    if t._device_type == 1 then return (name:gsub('^torch%.', 'torch.cuda.')) end
+    return name
+  end
+  local d, dev
+  local cpu_name = type(ty) == 'string' and ty:gsub('^torch%.cuda%.', 'torch.') or ty
+  for id, name in pairs(dtype.tensor_type_names) do if name == cpu_name then d = by_id[id] end end
+  if d and cpu_name ~= ty then
+    device_arg('cuda', 'type')
+    dev = 'cuda'
+  elseif d then
+    dev = 'cpu'
+  else
     d = dtype.resolve(ty)
-    if not d and type(ty) == 'string' and ty:find('^torch%.cuda%.') then
-      fail('type', ('%s is not available: moontorch was built without CUDA'):format(ty))
-    end
     if not d then fail('type', 'unknown type ' .. tostring(ty)) end
   end
+  if dev then return t:to(dev, d) end
   return t:to(d)
 end
 
@@ -442,10 +465,20 @@ end
 local number_index, table_index, tensor_index -- defined in ops/index.lua via M.set_indexers
 local newindex_handler
 
+-- a method read through a tensor is its front (lua/dotcall.lua): x.size(1) says "call it with ':'"
+local method_front = require('moontorch.dotcall').cache('c1(c2, s)', ffi.istype, tensor_ct, 'tensor', 'x',
+  function(name) return name end)
+local front_fns, fronts = {}, {} -- by name: the method a front was made for, the front
+
 local tensor_mt = {}
 tensor_mt.__index = function(t, k)
   local m = methods[k]
-  if m ~= nil then return m end
+  if m ~= nil then
+    if front_fns[k] == m then return fronts[k] end
+    local w = method_front(m, k)
+    front_fns[k], fronts[k] = m, w
+    return w
+  end
   local p = props[k]
   if p ~= nil then return p(t) end
   local tk = type(k)
@@ -457,6 +490,33 @@ tensor_mt.__index = function(t, k)
   end
   return nil
 end
+-- #t: the size of the first dim, as Torch7's #t (and Python's len(t)); a 0-dim tensor has none
+tensor_mt.__len = function(t)
+  if t._ndim == 0 then fail('len', 'len() of a 0-d tensor: it has no dimensions (t:numel() counts its one element)') end
+  return tonumber(t._sizes[0])
+end
+
+-- a < b, a <= b (and so a > b, a >= b): Lua's comparisons give a boolean, never a tensor, so they
+-- are refused with the method that compares elementwise (PyTorch's outputs > 0.5)
+local function compare_fail(op, less, a, b)
+  local ta, tb = ffi.istype(tensor_ct, a), ffi.istype(tensor_ct, b)
+  local function show(v) return ffi.istype(tensor_ct, v) and 't' or tostring(v) end
+  local sym, rsym = less and '<' or '<=', less and '>' or '>='
+  local m, rm = less and 'lt' or 'le', less and 'gt' or 'ge'
+  local hint
+  if ta and not tb then
+    hint = ('t:%s(%s) for t %s %s'):format(m, show(b), sym, show(b))
+  elseif tb and not ta then
+    hint = ('t:%s(%s) for t %s %s'):format(rm, show(a), rsym, show(a))
+  else
+    hint = ('a:%s(b) for a %s b, a:%s(b) for a %s b'):format(m, sym, rm, rsym)
+  end
+  fail(op, ("Lua's %s, %s cannot compare tensors elementwise (they must give a boolean): use %s (a bool tensor); "
+    .. 'for a one-element tensor, t:item() gives the number'):format(sym, rsym, hint))
+end
+tensor_mt.__lt = function(a, b) return compare_fail('lt', true, a, b) end
+tensor_mt.__le = function(a, b) return compare_fail('le', false, a, b) end
+
 tensor_mt.__newindex = function(t, k, v)
   local s = setters[k]
   if s ~= nil then return s(t, v) end

@@ -19,6 +19,8 @@ dependencies = {
   "lua >= 5.1", -- LuaJIT 2.1 (the FFI is required)
 }
 supported_platforms = { "linux" }
+-- CMake builds the CUDA backend (core/gpu/) where it finds nvcc, as a build from the checkout does
+-- (MOONTORCH_CUDA=AUTO); `MOONTORCH_CUDA=OFF luarocks make ...` (or ON) in the environment decides.
 build = {
   type = "cmake",
   variables = {

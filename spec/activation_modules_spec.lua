@@ -46,7 +46,7 @@ describe('activation modules against PyTorch 1.13', function()
       local w = W['act_' .. name]
       assert.is_not_nil(w, name)
       local m = make()
-      if w.param_weight then torch.no_grad(function() m.weight:copy_(t64(w.param_weight)) end)() end
+      if w.param_weight then torch.no_grad(function() m.weight:copy_(t64(w.param_weight)) end) end
       local x = t64(w.x):requires_grad_()
       local y = m(x)
       H.near(y, w.out, 1e-10, 1e-10)

@@ -123,7 +123,7 @@ describe('torch.autograd.Function', function()
     assert.is_nil(z.grad_fn)
     assert.is_false(z.requires_grad)
     -- under no_grad: no node either
-    assert.is_nil(torch.no_grad(function() return Exp.apply(a) end)().grad_fn)
+    assert.is_nil(torch.no_grad(function() return Exp.apply(a) end).grad_fn)
   end)
 
   it('forward runs under no_grad; several outputs as values or an array', function()

@@ -357,7 +357,7 @@ add('FillBackward2', function(x) return nl(x):zero_() end, function() return { r
 add('DotBackward0', function(a, b) return torch.dot(a, b) end, function() return { r(4), r(4) } end, { gg = true })
 add('MvBackward0', function(a, b) return torch.mv(a, b) end, function() return { r(3, 4), r(4) } end)
 add('MvBackward0', function(a, b) return a:matmul(b) end, function() return { rt(3, 4), r(4) } end)
-add('SqueezeBackward4', function(a, b) return a:matmul(b) end, function() return { r(4), r(4, 2) } end)
+add('SqueezeBackward3', function(a, b) return a:matmul(b) end, function() return { r(4), r(4, 2) } end)
 add('MmBackward0', function(a, b) return a:matmul(b) end, function() return { r(3, 4), r(4, 2) } end, { gg = true })
 add('MmBackward0', function(a, b) return a:t():matmul(b:t()) end, function() return { r(4, 3), r(2, 4) } end)
 add('BmmBackward0', function(a, b) return torch.bmm(a, b) end, function() return { r(2, 3, 4), r(2, 4, 2) } end)

@@ -265,7 +265,7 @@ describe('nn.init fills', function()
     torch.no_grad(function()
       init.kaiming_uniform_(torch.empty(2, 2, { requires_grad = true }))
       assert.is_false(torch.is_grad_enabled())
-    end)()
+    end)
     assert.is_true(torch.is_grad_enabled())
   end)
 

@@ -5,7 +5,11 @@
 --     spec/support/op_wants.lua by spec/support/op_record.lua, which says how);
 --   * passes gradcheck on the inputs it names, when the list calls the op differentiable;
 --   * runs on the meta device and gives the CPU result's shape, dtype and strides without data,
---     or, for an op that needs values (`meta = 'no data'`), fails saying so.
+--     or, for an op that needs values (`meta = 'no data'`), fails saying so;
+--   * runs on the fake CUDA device (core/fake/fake.c: a CPU-run backend whose memory the host cannot
+--     read outside it) and gives the CPU's results bit for bit, on that device, read back through
+--     the seam; a differentiable case's gradients too. An op whose front door read a device tensor's
+--     memory directly would fault there.
 local H = require 'spec.support.helper'
 local torch = H.torch
 _G.torch = torch -- the cases' functions reach moontorch as `torch`
@@ -105,7 +109,59 @@ local function check_meta(name, k, c)
   end
 end
 
+-- two tensors' values equal bit for bit (NaNs equal), and their dtype, shape and strides
+local function same_tensor(a, b, what)
+  assert.are.equal(a.dtype, b.dtype, what .. ' dtype')
+  assert.are.same(H.shape(a), H.shape(b), what .. ' shape')
+  assert.are.same(a:stride(), b:stride(), what .. ' strides')
+  local x, y = a:detach():reshape(-1):tolist(), b:detach():cpu():reshape(-1):tolist()
+  for i = 1, #x do
+    local u, v = x[i], y[i]
+    if not (u == v or (u ~= u and v ~= v)) then
+      error(('%s: element %d is %s on the fake device, %s on the CPU'):format(what, i, tostring(v), tostring(u)), 0)
+    end
+  end
+end
+
+local function check_fake(name, k, c)
+  local what = ('%s case %d on the fake CUDA device'):format(name, k)
+  local ok, cpu = pcall(function() return outputs(c.lua(inputs())) end)
+  if not ok then return end -- (check_forward reports it)
+  local fake = outputs(c.lua(inputs('cuda')))
+  assert.are.equal(#cpu, #fake, what .. ': outputs')
+  for i, t in ipairs(cpu) do
+    local f = fake[i]
+    if torch.is_tensor(t) then
+      assert(torch.is_tensor(f) and f.is_cuda, what .. ' output ' .. i .. ': not a tensor on the device')
+      same_tensor(t, f, what .. ' output ' .. i)
+    else
+      assert.are.same(t, f, what .. ' output ' .. i)
+    end
+  end
+  if not c.grad then return end
+  local Ic, If = inputs(nil, c.grad), inputs('cuda', c.grad)
+  local oc, of = c.lua(Ic), c.lua(If)
+  if not (torch.is_tensor(oc) and oc.requires_grad) then return end
+  oc:sum():backward()
+  of:sum():backward()
+  for _, n in ipairs(c.grad) do
+    local gc, gf = Ic[n].grad, If[n].grad
+    assert.are.equal(gc == nil, gf == nil, what .. ': gradient of ' .. n)
+    if gc then
+      assert(gf.is_cuda, what .. ': the gradient of ' .. n .. ' is not on the device')
+      same_tensor(gc, gf, what .. ' gradient of ' .. n)
+    end
+  end
+end
+
 describe('the op table', function()
+  -- the fake CUDA device (2 devices), in for this spec only
+  setup(function() assert.are.equal(0, torch._C.mt_fake_cuda_install(2, 0)) end)
+  teardown(function()
+    require('moontorch.tensor').sweep()
+    assert.are.equal(0, torch._C.mt_fake_cuda_install(0, 0))
+  end)
+
   it('has forward cases for every op, a gradient check for every differentiable one', function()
     local missing = {}
     for _, e in ipairs(ALL) do
@@ -133,6 +189,7 @@ describe('the op table', function()
         it(('%s case %d: gradcheck'):format(name, k), function() check_grad(name, k, c) end)
       end
       it(('%s case %d: meta'):format(name, k), function() check_meta(name, k, c) end)
+      it(('%s case %d: the fake CUDA device'):format(name, k), function() check_fake(name, k, c) end)
     end
   end
 end)

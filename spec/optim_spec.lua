@@ -309,14 +309,14 @@ describe('optim.SGD step(closure)', function()
       local l = opt:step(closure)
       assert.is_false(torch.is_grad_enabled()) -- the caller's mode is back after the closure
       return l
-    end)()
+    end)
     assert.equal(1, calls)
     H.near(loss:item(), 5, 1e-6, 0)
     -- w - 0.1 * 2w
     H.near(flat(w), { 0.8, -1.6 }, 1e-6, 1e-6)
     assert.is_true(torch.is_grad_enabled())
     -- an error in the closure propagates and restores the grad mode
-    local ok = pcall(torch.no_grad(function() opt:step(function() error('boom') end) end))
+    local ok = pcall(torch.no_grad, function() opt:step(function() error('boom') end) end)
     assert.is_false(ok)
     assert.is_true(torch.is_grad_enabled())
     assert.is_nil(opt:step())

@@ -133,7 +133,7 @@ describe('transformer modules', function()
       assert.is_true(p.requires_grad)
       assert.is_true(torch.equal(p, l.linear1.weight))
     end
-    torch.no_grad(function() e.layers[1].linear1.weight:fill_(0) end)()
+    torch.no_grad(function() e.layers[1].linear1.weight:fill_(0) end)
     assert.is_false(torch.equal(e.layers[2].linear1.weight, e.layers[1].linear1.weight))
     -- copies run as the original
     local x = torch.randn(5, 2, 4)

@@ -21,7 +21,7 @@ local reps = 200
 
 local function clear() xg.grad, w.grad, b.grad = nil, nil, nil end
 B.report('ln_fwd_us', B.best(function(k)
-  torch.no_grad(function() for _ = 1, k do local y = F.layer_norm(x, { 256 }, w, b) end end)()
+  torch.no_grad(function() for _ = 1, k do local y = F.layer_norm(x, { 256 }, w, b) end end)
 end, reps) * 1e6)
 B.report('ln_step_us', B.best(function(k)
   for _ = 1, k do

@@ -17,7 +17,7 @@ local x = torch.randn(16, 4, 64, 64)
 local xg = x:clone():requires_grad_()
 local g = torch.randn(16, 4, 64, 64)
 B.report('sm_fwd_us', B.best(function(k)
-  torch.no_grad(function() for _ = 1, k do local y = F.softmax(x, -1) end end)()
+  torch.no_grad(function() for _ = 1, k do local y = F.softmax(x, -1) end end)
 end, 100) * 1e6)
 B.report('sm_step_us', B.best(function(k)
   for _ = 1, k do
@@ -28,7 +28,7 @@ end, 100) * 1e6)
 
 local logits = torch.randn(128, 1000)
 B.report('lsm_fwd_us', B.best(function(k)
-  torch.no_grad(function() for _ = 1, k do local y = F.log_softmax(logits, 2) end end)()
+  torch.no_grad(function() for _ = 1, k do local y = F.log_softmax(logits, 2) end end)
 end, 500) * 1e6)
 
 local c = torch.randn(32, 64, 32, 32):requires_grad_()

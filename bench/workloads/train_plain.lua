@@ -13,7 +13,7 @@ local b1 = torch.randn(1, { requires_grad = true })
 local params = { w0, b0, w1, b1 }
 local bufs = {}
 local lr, momentum, wd = 1e-4, 0.9, 1e-2
-local step = torch.no_grad(function()
+local step = torch.no_grad.wrap(function()
   for i = 1, 4 do
     local p = params[i]
     local d = p.grad + p * wd

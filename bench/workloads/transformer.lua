@@ -20,7 +20,7 @@ if arg[1] == 'phases' or arg[2] == 'phases' then
   local y
   B.report('forward_ms', 1e3 * B.best(function(r) for _ = 1, r do y = layer(x):sum() end end, steps, 5))
   B.report('no_grad_forward_ms', 1e3 * B.best(function(r)
-    torch.no_grad(function() for _ = 1, r do layer(x) end end)()
+    torch.no_grad(function() for _ = 1, r do layer(x) end end)
   end, steps, 5))
 end
 B.report('peak_kb', B.peak_kb())

@@ -165,9 +165,3 @@ MT_API mt_status mt_cuda_device_properties(int device, mt_cuda_properties *out) 
 }
 
 MT_API const char *mt_cuda_runtime(void) { return mt_gpu_device_count() ? mt_gpu_rt->name : ""; }
-
-MT_API mt_status mt_cuda_record_stream(const mt_tensor *t, const void *stream_handle) {
-  if (!t || t->_device_type != MT_CUDA || !t->_storage || !t->_storage->_data)
-    return mt_error(MT_EINVAL, "record_stream: expected a tensor on a CUDA device");
-  return mt_gpu_record_stream(t->_storage->_block, (void *)stream_handle);
-}

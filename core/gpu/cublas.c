@@ -36,10 +36,14 @@ static cublasHandle_t handles[MT_GPU_MAX_DEVICES];
 static pthread_mutex_t handles_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void load(void) {
-  const char *names[] = {"libcublas.so.13", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13",
+#ifndef MT_CUBLAS_PATH
+#define MT_CUBLAS_PATH ""
+#endif
+  const char *names[] = {MT_CUBLAS_PATH, "libcublas.so.13", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so.13",
                          "/usr/local/cuda/lib64/libcublas.so"};
   void *h = NULL;
-  for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !h; i++)
+    if (names[i][0]) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     snprintf(lib.why, sizeof lib.why, "cannot load cuBLAS (libcublas.so.13): %s", dlerror());
     return;

@@ -6,18 +6,13 @@
 # default, or ON, which fails without it), the same kernel files are compiled once more by nvcc for
 # sm_80 and sm_90 (plus PTX) and NVIDIA's runtime (cudart, static) runs them on a GPU.
 #
-# Reads: MOONTORCH_CUDA (AUTO|ON|OFF), CMAKE_CUDA_COMPILER (or nvcc on PATH or under /usr/local/cuda).
-# Sets: MT_GPU_REAL (ON when the nvcc build is part of the library).
+# Reads what CMakeLists.txt found (MT_CUDA_USABLE, CMAKE_CUDA_COMPILER, MT_CUDA_ARCH_LIST, MT_CUDA_WHY);
+# defines MT_HAVE_GPU (core/gpu is compiled) and MT_HAVE_CUDA (nvcc built its kernels), sets MT_CUDA_BUILT.
 
 enable_language(CXX)
 set(CMAKE_CXX_FLAGS_RELEASE "-O2 -DNDEBUG")
 set_target_properties(moontorch PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
                                            CXX_VISIBILITY_PRESET hidden)
-
-if(NOT DEFINED MOONTORCH_CUDA)
-  set(MOONTORCH_CUDA AUTO CACHE STRING "Build the CUDA backend for GPUs: AUTO (where nvcc is found), ON, OFF")
-endif()
-set_property(CACHE MOONTORCH_CUDA PROPERTY STRINGS AUTO ON OFF)
 
 set(MT_GPU_DIR ${CMAKE_SOURCE_DIR}/core/gpu)
 file(GLOB MT_GPU_C CONFIGURE_DEPENDS ${MT_GPU_DIR}/*.c)
@@ -40,21 +35,9 @@ target_link_libraries(moontorch PRIVATE stdc++)
 target_link_options(moontorch PRIVATE -Wl,--version-script=${MT_GPU_DIR}/exports.map)
 set_property(TARGET moontorch APPEND PROPERTY LINK_DEPENDS ${MT_GPU_DIR}/exports.map)
 
-# nvcc
-set(MT_GPU_REAL OFF)
-if(NOT MOONTORCH_CUDA STREQUAL "OFF" AND NOT MT_FUZZ)
-  if(NOT CMAKE_CUDA_COMPILER)
-    find_program(MT_NVCC nvcc PATHS /usr/local/cuda/bin NO_CACHE)
-    if(MT_NVCC)
-      set(CMAKE_CUDA_COMPILER ${MT_NVCC})
-    endif()
-  endif()
-  if(CMAKE_CUDA_COMPILER)
-    set(MT_GPU_REAL ON)
-  elseif(MOONTORCH_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "MOONTORCH_CUDA=ON but nvcc was not found (set CMAKE_CUDA_COMPILER)")
-  endif()
-endif()
+# nvcc: where CMakeLists.txt found a toolkit that works (MT_CUDA_USABLE)
+set(MT_GPU_REAL ${MT_CUDA_USABLE})
+target_compile_definitions(moontorch PRIVATE MT_HAVE_GPU=1)
 
 if(MT_GPU_REAL)
   # the C compiler's options (-Wall, -fsanitize=..., -fvisibility=hidden) are not nvcc's
@@ -66,9 +49,7 @@ if(MT_GPU_REAL)
     endforeach()
     set_target_properties(moontorch PROPERTIES ${prop} "${wrapped}")
   endforeach()
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 80-real 90)
-  endif()
+  set(CMAKE_CUDA_ARCHITECTURES ${MT_CUDA_ARCH_LIST})
   set(CMAKE_CUDA_FLAGS_RELEASE "-O3 -DNDEBUG")
   enable_language(CUDA)
   set_target_properties(moontorch PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}" CUDA_STANDARD 17
@@ -78,10 +59,11 @@ if(MT_GPU_REAL)
   get_filename_component(MT_CUDA_ROOT ${CMAKE_CUDA_COMPILER} DIRECTORY)
   get_filename_component(MT_CUDA_ROOT ${MT_CUDA_ROOT} DIRECTORY)
   target_include_directories(moontorch PRIVATE $<$<COMPILE_LANGUAGE:C>:${MT_CUDA_ROOT}/include>)
-  target_compile_definitions(moontorch PRIVATE MT_HAVE_CUDA=1 MT_CUDA_VERSION="${CMAKE_CUDA_COMPILER_VERSION}")
+  target_compile_definitions(moontorch PRIVATE MT_HAVE_CUDA=1)
   target_compile_options(moontorch PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden,-Wall,-Wextra>)
   set_target_properties(moontorch PROPERTIES CUDA_VISIBILITY_PRESET hidden)
+  set(MT_CUDA_BUILT ON)
   message(STATUS "CUDA backend: nvcc ${CMAKE_CUDA_COMPILER_VERSION} for ${CMAKE_CUDA_ARCHITECTURES}, and the CPU emulator")
 else()
-  message(STATUS "CUDA backend: the CPU emulator only (no nvcc)")
+  message(STATUS "CUDA backend: the CPU emulator only (${MT_CUDA_WHY})")
 endif()

@@ -27,22 +27,29 @@ static mt_tensor *grad_of_b(scope *sc, int32_t layouts, mt_tensor *g, mt_tensor 
 }
 
 /* ---------------------------------------------------------------- a @ b */
-/* matmul by its operands' dims, with PyTorch's names */
-enum { MM_DOT, MM_MV, MM_VM, MM_MM, MM_BMM, MM_ND };
+/* How the gradients are computed, by the operands' dims: a dot product, a (batched) matrix times a
+ * vector, a vector times a (batched) matrix, or (batched) matrices. */
+enum { MM_DOT, MM_MV, MM_VM, MM_MATS };
+/* The name PyTorch 1.13 prints, which depends on the op and the dims as well: torch.matmul folds
+ * and views its operands as at::matmul does (1-D @ 2-D squeezes, 2-D @ batched transposes its
+ * product back and copies it when that is not contiguous, the rest views a bmm's result). */
+enum { NM_DOT, NM_MV, NM_SQUEEZE, NM_MM, NM_BMM, NM_VIEW, NM_CLONE, NM_TRANSPOSE, NM_COUNT };
 typedef struct matmul_node {
   mt_saved a; /* kept when b needs a gradient */
   mt_saved b; /* kept when a needs a gradient */
   int32_t how; /* MM_* */
+  int32_t name; /* NM_* */
   int32_t layouts; /* LAYOUT_* of the operands */
   mt_shape shape_a, shape_b;
 } matmul_node;
 MT_NODE_DATA_FITS(matmul_node);
 
-static const char *const matmul_names_by_how[] = {[MM_DOT] = "DotBackward0", [MM_MV] = "MvBackward0",
-                                                   [MM_VM] = "SqueezeBackward4", [MM_MM] = "MmBackward0",
-                                                   [MM_BMM] = "BmmBackward0", [MM_ND] = "UnsafeViewBackward0"};
-static const char *matmul_name_of(const mt_node *n) { return matmul_names_by_how[NODE_DATA(n, matmul_node)->how]; }
-static const char *matmul_names(int i) { return i <= MM_ND ? matmul_names_by_how[i] : NULL; }
+static const char *const matmul_names_by_id[] = {
+    [NM_DOT] = "DotBackward0",        [NM_MV] = "MvBackward0",       [NM_SQUEEZE] = "SqueezeBackward3",
+    [NM_MM] = "MmBackward0",          [NM_BMM] = "BmmBackward0",     [NM_VIEW] = "UnsafeViewBackward0",
+    [NM_CLONE] = "CloneBackward0",    [NM_TRANSPOSE] = "TransposeBackward0"};
+static const char *matmul_name_of(const mt_node *n) { return matmul_names_by_id[NODE_DATA(n, matmul_node)->name]; }
+static const char *matmul_names(int i) { return i >= 0 && i < NM_COUNT ? matmul_names_by_id[i] : NULL; }
 
 static mt_status matmul_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) {
   scope S = {0}, *sc = &S;
@@ -56,13 +63,16 @@ static mt_status matmul_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
       if (wa) ga = MUL(g, b);
       if (wb) gb = MUL(g, a);
       break;
-    case MM_MV:
+    case MM_MV: /* a (..., m, k) @ b (k): g (..., m) */
       if (wa) ga = MUL(UNSQUEEZE(g, -1), b);
       if (wb) gb = SQUEEZE(MATMUL(TRANSPOSE_LAST(a), UNSQUEEZE(g, -1)), -1);
       break;
-    case MM_VM:
+    case MM_VM: /* a (k) @ b (..., k, n): g (..., n) */
       if (wa) ga = SQUEEZE(MATMUL(UNSQUEEZE(g, -2), TRANSPOSE_LAST(b)), -2);
-      if (wb && a && g) gb = SCOPED(mt_outer(a, g, &r_)); /* a[:, None] * g */
+      if (wb && a && g) {
+        if (g->_ndim == 1) gb = SCOPED(mt_outer(a, g, &r_)); /* a[:, None] * g */
+        else gb = MUL(UNSQUEEZE(a, -1), UNSQUEEZE(g, -2)); /* a[:, None] * g[..., None, :] */
+      }
       break;
     default:
       if (wa) ga = grad_of_a(sc, d->layouts, g, b);
@@ -79,7 +89,21 @@ static mt_status matmul_backward(mt_node *n, mt_tensor **gout, mt_tensor **gin) 
 static const mt_node_kind matmul_kind = {
     .name_of = matmul_name_of, .names = matmul_names, .backward = matmul_backward, .nsaved = 2};
 
-static mt_status record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out) {
+/* the name torch.matmul's result gets in PyTorch 1.13 (mm, bmm, mv and dot name themselves) */
+static int32_t matmul_name(const mt_tensor *a, const mt_tensor *b, const mt_tensor *out) {
+  int da = a->_ndim, db = b->_ndim;
+  if (da == 1 && db == 1) return NM_DOT;
+  if (da == 2 && db == 1) return NM_MV;
+  if (da == 1 && db == 2) return NM_SQUEEZE;
+  if (da == 2 && db == 2) return NM_MM;
+  if (da == 2) { /* computed as (b^T @ a^T)^T, copied when that view is not contiguous */
+    int64_t m = out->_sizes[out->_ndim - 2], k = out->_sizes[out->_ndim - 1];
+    return m == 1 || k == 1 ? NM_TRANSPOSE : NM_CLONE;
+  }
+  return NM_VIEW;
+}
+
+static mt_status record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, int32_t name) {
   if (!mt_is_float(out->_dtype)) return MT_OK;
   mt_tensor *in[2] = {a, b};
   mt_node *n;
@@ -88,9 +112,8 @@ static mt_status record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out) {
   if (a->_ndim == 1 && b->_ndim == 1) d->how = MM_DOT;
   else if (b->_ndim == 1) d->how = MM_MV;
   else if (a->_ndim == 1) d->how = MM_VM;
-  else if (a->_ndim == 2 && b->_ndim == 2) d->how = MM_MM;
-  else if (a->_ndim == 3 && b->_ndim == 3) d->how = MM_BMM;
-  else d->how = MM_ND;
+  else d->how = MM_MATS;
+  d->name = name >= 0 ? name : matmul_name(a, b, out);
   d->layouts = operand_layouts(a, b);
   mt_shape_of(&d->shape_a, a);
   mt_shape_of(&d->shape_b, b);
@@ -99,32 +122,33 @@ static mt_status record_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out) {
   return mt_node_attach_new(n, out);
 }
 
-/* mm, bmm, mv, matmul, dot: run without recording, then record the product */
-#define PRODUCT_OP(name, call)                                  \
+/* mm, bmm, mv, matmul, dot: run without recording, then record the product (nm: its NM_* name, -1 for
+ * matmul's, which depends on the dims) */
+#define PRODUCT_OP(name, nm, call)                              \
   do {                                                          \
     MT_TRY(mt_grad_check_out(out, true, name));                 \
     mt_tensor *r_;                                              \
     MT_TRY(MT_NOGRAD(call));                                    \
-    mt_status s_ = record_matmul(a, b, r_);                     \
+    mt_status s_ = record_matmul(a, b, r_, nm);                 \
     if (s_) { mt_tensor_release(r_); return s_; }               \
     return mt_give(r_, result);                                 \
   } while (0)
 
 static mt_status grad_mm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  PRODUCT_OP("mm", mt_mm(a, b, NULL, &r_));
+  PRODUCT_OP("mm", NM_MM, mt_mm(a, b, NULL, &r_));
 }
 static mt_status grad_bmm(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  PRODUCT_OP("bmm", mt_bmm(a, b, NULL, &r_));
+  PRODUCT_OP("bmm", NM_BMM, mt_bmm(a, b, NULL, &r_));
 }
 static mt_status grad_mv(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  PRODUCT_OP("mv", mt_mv(a, b, NULL, &r_));
+  PRODUCT_OP("mv", NM_MV, mt_mv(a, b, NULL, &r_));
 }
 static mt_status grad_matmul(mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result) {
-  PRODUCT_OP("matmul", mt_matmul(a, b, NULL, &r_));
+  PRODUCT_OP("matmul", -1, mt_matmul(a, b, NULL, &r_));
 }
 static mt_status grad_dot(mt_tensor *a, mt_tensor *b, mt_tensor **result) {
   mt_tensor *out = NULL;
-  PRODUCT_OP("dot", mt_dot(a, b, &r_));
+  PRODUCT_OP("dot", NM_DOT, mt_dot(a, b, &r_));
 }
 
 /* outer with grad: a[:, None] * b, as PyTorch 1.13 records it (MulBackward0) */

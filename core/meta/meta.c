@@ -19,8 +19,9 @@ MT_KERNEL_LIST(MT_META_KERNEL_)
 #pragma GCC diagnostic pop
 
 /* no memory: the allocator has no alloc, and freeing is nothing */
-static void meta_free(void *ctx, void *ptr, size_t nbytes) {
+static void meta_free(void *ctx, int device, void *ptr, size_t nbytes) {
   (void)ctx;
+  (void)device;
   (void)ptr;
   (void)nbytes;
 }
@@ -54,11 +55,6 @@ const mt_kernels mt_meta_kernels = {
 };
 #pragma GCC diagnostic pop
 
-static mt_status meta_synchronize(int index) {
-  (void)index;
-  return MT_OK;
-}
-
 const mt_backend mt_meta_backend = {
     .name = "meta",
     .type = MT_META,
@@ -66,6 +62,5 @@ const mt_backend mt_meta_backend = {
     .memory = &meta_memory,
     .holds_data = false,
     .transfer = NULL, /* nothing to carry either way */
-    .synchronize = meta_synchronize,
-    .supports = NULL,
+    .supports = NULL, /* one device, nothing queued: no device, stream or event hooks */
 };

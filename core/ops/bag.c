@@ -29,8 +29,9 @@ static mt_status check(mt_tensor *w, mt_tensor *idx, mt_tensor *st, mt_tensor *p
       return mt_error(MT_ESHAPE, "embedding_bag: per_sample_weights must have the indices' size and the weight's dtype");
   }
   if (!mt_backend_of(w)->holds_data) return MT_OK;
+  /* the starts read on the host, contiguous there */
   mt_tensor *sc = NULL;
-  MT_TRY(mt_contiguous(st, &sc));
+  MT_TRY(mt_readback(st, "embedding_bag", true, &sc));
   const int64_t *s = (const int64_t *)sc->_data;
   mt_status r = MT_OK;
   if (s[0] != 0) r = mt_error(MT_EINVAL, "embedding_bag: the first bag must start at the first entry");

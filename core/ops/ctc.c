@@ -30,10 +30,11 @@ static mt_status check(mt_tensor *lp, mt_tensor *tg, mt_tensor *il, mt_tensor *t
   MT_TRY(check_lengths("input_lengths", il, lp, N));
   MT_TRY(check_lengths("target_lengths", tl, lp, N));
   if (!mt_backend_of(lp)->holds_data) return MT_OK; /* (the meta device: no values to check) */
+  /* the lengths and targets read on the host (contiguous there) */
   mt_tensor *ilc = NULL, *tlc = NULL, *tgc = NULL;
-  mt_status s = mt_contiguous(il, &ilc);
-  if (!s) s = mt_contiguous(tl, &tlc);
-  if (!s) s = mt_contiguous(tg, &tgc);
+  mt_status s = mt_readback(il, "ctc_loss", true, &ilc);
+  if (!s) s = mt_readback(tl, "ctc_loss", true, &tlc);
+  if (!s) s = mt_readback(tg, "ctc_loss", true, &tgc);
   for (int64_t n = 0; !s && n < N; n++) {
     int64_t a = ((const int64_t *)ilc->_data)[n], b = ((const int64_t *)tlc->_data)[n];
     if (a < 0 || a > T)
@@ -45,8 +46,8 @@ static mt_status check(mt_tensor *lp, mt_tensor *tg, mt_tensor *il, mt_tensor *t
     for (int64_t i = 0; !s && i < b; i++) {
       int64_t k = ((const int64_t *)tgc->_data)[n * tg->_sizes[1] + i];
       if (k < base || k >= C + base || k == blank)
-        s = mt_error(MT_ERANGE, "ctc_loss: targets must hold labels in [%lld, %lld] other than blank (%lld), got %lld",
-                     (long long)base, (long long)(C - 1 + base), (long long)blank, (long long)k);
+        s = mt_error(MT_ERANGE, "ctc_loss: targets must hold labels in [%lld, %lld] other than blank (%lld), got %lld%s",
+                     (long long)base, (long long)(C - 1 + base), (long long)blank, (long long)k, MT_BASE_HINT(k, base));
     }
   }
   mt_tensor_release(ilc);

@@ -1,14 +1,16 @@
 /* device.h -- the dispatch layer's view of devices (device.c): which backend a tensor's device has,
- * new tensors on a device, the checks that an op's tensors share one device and that its backend
- * can run it. Included by dispatch.h. Internal to the core. */
+ * device arguments, new tensors on a device, out= results, the checks that an op's tensors share
+ * one device and that its backend can run it, and reading values on the host (copy.c). Included by
+ * dispatch.h. Internal to the core. */
 #ifndef MT_DEVICE_H
 #define MT_DEVICE_H
 
 #include "../backend.h"
 #include "../optable.h"
 
-/* the backend of each device type (NULL: none in this build) and, for the hot path, its kernels */
-extern const mt_backend *const mt_backends[MT_DEVICE_TYPES];
+/* the backend of each device type (NULL: none in this build) and, for the hot path, its kernels.
+ * The CUDA slot changes only when a spec puts the fake device in or out (mt_fake_cuda_install). */
+extern const mt_backend *mt_backends[MT_DEVICE_TYPES];
 extern const mt_kernels *const mt_device_kernels[MT_DEVICE_TYPES];
 
 #define MT_DEVICE_CPU ((mt_device){MT_CPU, 0})
@@ -27,7 +29,8 @@ static inline const mt_backend *mt_backend_of(const mt_tensor *t) {
 
 /* "cpu", "meta", "cuda:1" (from a small ring of buffers, as mt_shape_str) */
 const char *mt_device_str(mt_device d);
-/* A device argument checked (NULL: the CPU): one this build has a backend for. */
+/* A device argument checked (NULL: the CPU): one this build has a backend for, and a device of it
+ * that is there (index -1: the current one, which *out names). */
 mt_status mt_device_arg(const mt_device *device, const char *op, mt_device *out);
 
 /* ---------------------------------------------------------------- new tensors */
@@ -43,6 +46,9 @@ static inline mt_status mt_new_like(const mt_tensor *t, int dtype, const char *o
   if (__builtin_expect(t->_device_type == MT_CPU, 1)) return mt_new_cpu_like(t, dtype, op, out);
   return mt_new_device(mt_device_of(t), t->_sizes, t->_ndim, dtype, op, out);
 }
+/* Make `out` (an out= argument) have the given shape and dtype, resizing its storage on its device
+ * (keeping its bytes, through the device's transfer) if needed. */
+mt_status mt_prepare_out(mt_tensor *out, const int64_t *sizes, int ndim, int dtype, const char *op);
 /* Either use `out` (on `dev`, resized to the shape, of that dtype) or allocate on `dev`; *dst is a
  * new reference in both cases. */
 mt_status mt_out_or_new(mt_tensor *out, mt_device dev, const int64_t *sizes, int ndim, int dtype, const char *op,
@@ -72,6 +78,8 @@ static inline mt_device mt_result_device(const mt_tensor *a, const mt_tensor *b)
 
 mt_status mt_kernel_missing(mt_op op, const mt_tensor *t);
 bool mt_backend_runs(const mt_backend *b, mt_op op, const int *dtypes, int n);
+/* Has t's backend this kernel slot (for the fused paths a backend may or may not have)? */
+bool mt_backend_has_slot(const mt_tensor *t, mt_kernel_slot slot);
 /* Can t's backend run op (has it the op's kernel)? MT_EDEVICE naming the op and the device if not.
  * The CPU's backend runs every op. */
 static inline mt_status mt_check_kernel(mt_op op, const mt_tensor *t) {
@@ -80,5 +88,12 @@ static inline mt_status mt_check_kernel(mt_op op, const mt_tensor *t) {
 }
 /* Can t's values be read on the CPU (its device holds data)? MT_EDEVICE for a meta tensor. */
 mt_status mt_check_data(const mt_tensor *t, const char *op);
+
+/* ---------------------------------------------------------------- values on the host (copy.c) */
+/* The one way the core reads a tensor's values on the host: *h is t itself (a new reference) on the
+ * CPU (when it is contiguous, if `contiguous` asks for that; else a contiguous copy), else a new
+ * contiguous CPU tensor of its values brought over by its backend's transfer. MT_EDEVICE naming `op`
+ * for a device that holds no data. (mt_tensor_to_host is the public face.) */
+mt_status mt_readback(const mt_tensor *t, const char *op, bool contiguous, mt_tensor **h);
 
 #endif

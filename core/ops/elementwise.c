@@ -175,7 +175,7 @@ static mt_status binary_impl(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *ou
     return mt_error(MT_ESHAPE, "%s: the size of tensor a %s must match the size of tensor b %s (they do not broadcast)",
                     name, MT_SHAPE(a), MT_SHAPE(b));
   mt_device dev = mt_result_device(a, b);
-  if (dev.type != MT_CPU) MT_TRY(mt_check_kernel(op, dev.type == a->_device_type ? a : b));
+  MT_TRY(mt_check_kernel(op, dev.type == a->_device_type ? a : b));
   if (out) {
     MT_TRY(mt_check_tensor(out, name, "out"));
     MT_TRY(check_cast(rdt, out, name));
@@ -237,16 +237,22 @@ static mt_status binary_scalar_pub(mt_op op, mt_tensor *a, double s, int scalar_
 /* Small contiguous float32/float64 tensors go straight to the kernel the general driver would
  * end up calling, on the same operands (so the same bits come out), without the promotion, the
  * conversion of a wrapped number and the checks that cannot fail here. `out` may be NULL or the
- * input itself (in place). They return false, having done nothing, when the call is not theirs. */
+ * input itself (in place). They return false, having done nothing, when the call is not theirs:
+ * also when the tensor's backend does not run the op (the general driver then says so). Nothing
+ * here is one device's: any backend's kernel slot is called the same way. */
 static inline bool small_float(const mt_tensor *a) {
   return (a->_dtype == MT_FLOAT32 || a->_dtype == MT_FLOAT64) && (a->_flags & MT_TENSOR_CONTIGUOUS) &&
-         !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && a->_numel < 2 * MT_GRAIN && a->_device_type == MT_CPU;
+         !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && a->_numel < 2 * MT_GRAIN && (uint32_t)a->_device_type < MT_DEVICE_TYPES;
+}
+/* does a's backend run op (the CPU's runs every op: no lookup) */
+static inline bool runs(mt_op op, const mt_tensor *a) {
+  return __builtin_expect(a->_device_type == MT_CPU, 1) || mt_backend_runs(mt_backend_of(a), op, NULL, 0);
 }
 
-/* speed: contiguous float operands of any size on the CPU (the fused backward kernels) */
+/* speed: contiguous float operands of any size (the fused backward kernels) */
 static inline bool float_contig(const mt_tensor *a) {
   return (a->_dtype == MT_FLOAT32 || a->_dtype == MT_FLOAT64) && (a->_flags & MT_TENSOR_CONTIGUOUS) &&
-         !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && a->_device_type == MT_CPU;
+         !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && (uint32_t)a->_device_type < MT_DEVICE_TYPES;
 }
 
 /* the result: a new tensor like a (dtype rdt), or `out` (== a) itself */
@@ -271,7 +277,7 @@ static mt_status fast_done(mt_status s, mt_tensor *r, mt_tensor *out, mt_tensor 
 }
 
 static bool unary_fast(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *out, mt_tensor **result, mt_status *st) {
-  if (!a || (out && out != a) || !mt_op_is_unary(op) || !small_float(a)) return false;
+  if (!a || (out && out != a) || !mt_op_is_unary(op) || !small_float(a) || !runs(op, a)) return false;
   mt_op_kind kind = mt_op_kind_of(op);
   if (kind != MT_KIND_UNARY_FLOAT && kind != MT_KIND_UNARY_KEEP) return false;
   mt_tensor *r;
@@ -284,6 +290,7 @@ static bool unary_fast(mt_op op, mt_tensor *a, double p1, double p2, mt_tensor *
 static bool binary_fast(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt_tensor **result, mt_status *st) {
   if (!a || !b || (out && out != a) || !mt_op_is_binary(op)) return false;
   if (!small_float(a) || !small_float(b) || a->_dtype != b->_dtype || !same_sizes(a, b)) return false;
+  if (!mt_same_device(a, b) || !runs(op, a)) return false;
   mt_op_kind bk = mt_op_kind_of(op);
   if (bk == MT_KIND_BINARY_BITS || (bk == MT_KIND_BINARY_CMP && out)) return false;
   if (out && a->_data != b->_data && mt_may_overlap(a, b)) return false;
@@ -297,21 +304,22 @@ static bool binary_fast(mt_op op, mt_tensor *a, mt_tensor *b, mt_tensor *out, mt
  * with a float tensor does */
 static bool scalar_fast(mt_op op, mt_tensor *a, double sv, int kind, int reverse, mt_tensor *out, mt_tensor **result,
                         mt_status *st) {
-  if (!a || (out && out != a) || !mt_op_is_binary(op) || !small_float(a)) return false;
+  if (!a || (out && out != a) || !mt_op_is_binary(op) || !small_float(a) || !runs(op, a)) return false;
   mt_op_kind bk = mt_op_kind_of(op);
   if (bk == MT_KIND_BINARY_BITS || (bk == MT_KIND_BINARY_CMP && out)) return false;
   if (kind == 0) sv = sv != 0;
   union { float f; double d; } num;
   if (a->_dtype == MT_FLOAT32) num.f = (float)sv;
   else num.d = sv;
-  mt_tensor sc; /* the number as a 0-dim tensor of a's dtype on the stack: what the kernel reads */
+  mt_tensor sc; /* the number as a 0-dim CPU tensor of a's dtype on the stack: what the kernel reads (on
+                 * the host, for a device's kernel: core/backend.h) */
   sc._numel = 1;
   sc._ndim = 0;
   sc._dtype = a->_dtype;
-  sc._flags = MT_TENSOR_CONTIGUOUS;
+  sc._flags = MT_TENSOR_CONTIGUOUS | MT_TENSOR_WRAPPED_NUMBER;
   sc._data = (char *)&num;
-  sc._device_type = a->_device_type;
-  sc._device_index = a->_device_index;
+  sc._device_type = MT_CPU;
+  sc._device_index = 0;
   mt_tensor *r;
   if ((*st = fast_result(a, bk == MT_KIND_BINARY_CMP ? MT_BOOL : a->_dtype, out, MT_OP_NAME(op), &r))) return true;
   const mt_kernels *k = mt_kernels_of(a);
@@ -437,6 +445,7 @@ done:
 mt_status mt_unary_grad(mt_op op, mt_tensor *g, mt_tensor *x, mt_tensor **result) {
   /* speed: any size (the kernel splits large ones over the pool) */
   if (!float_contig(g) || !float_contig(x) || g->_dtype != x->_dtype || !same_sizes(g, x)) return MT_ENOTIMPL;
+  if (!mt_same_device(g, x) || !mt_backend_has_slot(g, MT_SLOT_unary_grad)) return MT_ENOTIMPL;
   mt_tensor *r;
   MT_TRY(mt_new_like(g, g->_dtype, "backward", &r));
   mt_status s = mt_kernels_of(g)->unary_grad(op, r, g, x);

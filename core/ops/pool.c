@@ -616,7 +616,8 @@ static mt_status max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const int
       size_t k = 0;
       for (int d = 0; d < nsp && k < sizeof sz; d++)
         k += (size_t)snprintf(sz + k, sizeof sz - k, d ? "x%lld" : "%lld", (long long)sizes[d]);
-      mt_error(s, "%s: Found an invalid max index: %lld (output volumes are of size %s)", op, bad, sz);
+      mt_error(s, "%s: Found an invalid max index: %lld (output volumes are of size %s)%s", op, bad, sz,
+               MT_BASE_HINT(bad, base));
     }
   }
   mt_tensor_release(xv);

@@ -67,8 +67,8 @@ mt_status mt_cpu_embedding_bag(mt_tensor *out, mt_tensor *max_arg, const mt_tens
   const int64_t *idx = (const int64_t *)indices->_data;
   for (int64_t i = 0; i < n; i++)
     if (idx[i] - base < 0 || idx[i] - base >= V)
-      return mt_error(MT_ERANGE, "embedding_bag: index out of range in self (index %lld, %lld rows)", (long long)idx[i],
-                      (long long)V);
+      return mt_error(MT_ERANGE, "embedding_bag: index out of range in self (index %lld, %lld rows)%s",
+                      (long long)idx[i], (long long)V, MT_BASE_HINT(idx[i], base));
   bag_job j = {.w = weight->_data, .psw = psw ? psw->_data : NULL, .out = out->_data,
                .arg = max_arg ? (int64_t *)max_arg->_data : NULL, .idx = idx,
                .starts = (const int64_t *)starts->_data, .D = weight->_sizes[1], .pad = padding_idx, .base = base,

@@ -41,8 +41,8 @@ static mt_status normalize_index(const mt_tensor *index, int64_t size, int64_t b
     else pos = v - base;
     if (pos < 0 || pos >= size || (allow_neg && v >= 0 && v < base)) {
       mt_tensor_release(r);
-      return mt_error(MT_ERANGE, "%s: index %lld is out of bounds for dimension %lld with size %lld", op, (long long)v,
-                      (long long)(dim + base), (long long)size);
+      return mt_error(MT_ERANGE, "%s: index %lld is out of bounds for dimension %lld with size %lld%s", op,
+                      (long long)v, (long long)(dim + base), (long long)size, MT_BASE_HINT(v, base));
     }
     p[i] = pos;
   }
@@ -615,8 +615,9 @@ mt_status mt_cpu_one_hot(const mt_tensor *index, int64_t num_classes, int64_t ba
     else num_classes = hi - base + 1;
   }
   if (s == MT_OK && n > 0 && lo < base)
-    s = mt_error(MT_ERANGE, "%s: class value %lld is out of range for num_classes %lld (class values are %lld to %lld)",
-                 op, (long long)lo, (long long)num_classes, (long long)base, (long long)(num_classes - 1 + base));
+    s = mt_error(MT_ERANGE, "%s: class value %lld is out of range for num_classes %lld (class values are %lld to %lld)%s",
+                 op, (long long)lo, (long long)num_classes, (long long)base, (long long)(num_classes - 1 + base),
+                 MT_BASE_HINT(lo, base));
   if (s == MT_OK && n > 0 && hi - base >= num_classes)
     s = mt_error(MT_ERANGE, "%s: class value %lld is out of range for num_classes %lld (class values are %lld to %lld)",
                  op, (long long)hi, (long long)num_classes, (long long)base, (long long)(num_classes - 1 + base));

@@ -8,7 +8,8 @@
 enum { NLL_NONE = 0, NLL_MEAN = 1, NLL_SUM = 2 };
 
 static mt_status check_target(int64_t t, int64_t c, int64_t base) {
-  if (t < base || t >= c + base) return mt_error(MT_ERANGE, "nll_loss: Target %lld is out of bounds.", (long long)t);
+  if (t < base || t >= c + base)
+    return mt_error(MT_ERANGE, "nll_loss: Target %lld is out of bounds.%s", (long long)t, MT_BASE_HINT(t, base));
   return MT_OK;
 }
 

@@ -21,6 +21,7 @@ local T = require 'moontorch.tensor'
 
 local C = core.C
 local fail = core.fail
+local unwrap -- core.unwrap, once lua/dotcall.lua has loaded (below)
 local is_tensor = T.is_tensor
 local rawget, rawset, type, select, pairs, ipairs, tostring = rawget, rawset, type, select, pairs, ipairs, tostring
 local getmetatable, setmetatable, unpack, pcall, error = getmetatable, setmetatable, unpack, pcall, error
@@ -62,6 +63,9 @@ function M.check_int(op, name, v, min)
   if is_int(v) and (min == nil or v >= min) then return v end
   local want = min == 0 and 'a non-negative integer' or min == 1 and 'a positive integer'
     or min and ('an integer >= %d'):format(min) or 'an integer'
+  if type(v) == 'table' or type(v) == 'cdata' or type(v) == 'function' then
+    fail(op, ('%s must be %s (got %s)'):format(name, want, require('moontorch.argcheck').show(v)))
+  end
   fail(op, ('%s must be %s (got %s%s)'):format(name, want, type(v) == 'string' and ("'" .. v .. "'") or tostring(v),
     type(v) == 'number' and '' or ' of type ' .. type(v)))
 end
@@ -152,6 +156,24 @@ local function short_name(self)
 end
 
 -- registered values and attributes, then the class
+-- A method read through a module is its front (lua/dotcall.lua): model.parameters() says "call it
+-- with ':'" at the user's line instead of failing inside the method.
+-- (is a module: its metatable is a class below nn.Module; by metatable, cached)
+local module_classes = setmetatable({}, { __mode = 'k', __index = function(c, mt)
+  if mt == nil then return false end
+  local cls, is = mt, false
+  while type(cls) == 'table' do
+    if cls == Module then is = true break end
+    cls = rawget(cls, '__parent')
+  end
+  rawset(c, mt, is)
+  return is
+end })
+local method_front, method_fronts = require('moontorch.dotcall').cache("type(s) == 'table' and c1[c2(s)]",
+  module_classes, getmetatable, 'module', 'model', function(name) return 'nn.Module.' .. name end)
+
+unwrap = core.unwrap
+
 function Module.__index(self, k)
   local params = rawget(self, '_parameters')
   if params then
@@ -164,7 +186,14 @@ function Module.__index(self, k)
     v = rawget(self, '_attrs')[k]
     if v ~= nil then return v end
   end
-  return getmetatable(self)[k]
+  local v = getmetatable(self)[k]
+  if type(v) == 'function' and k ~= '__init' then
+    local by_name = method_fronts[v]
+    local w = by_name and by_name[k]
+    if w ~= nil then return w end
+    return method_front(v, k)
+  end
+  return v
 end
 
 local function remove_name(order, name)
@@ -241,6 +270,106 @@ function Module.__newindex(self, k, v)
     end
   else
     rawget(self, '_attrs')[k] = v
+  end
+end
+
+------------------------------------------------------------------------------ construction
+-- PyTorch's required constructor arguments, by class: nn.Conv2d(3, 64, {kernel_size = 7,
+-- stride = 2}) and nn.Linear{in_features = 4, out_features = 2} hand them to the class's __init
+-- by position, as if written so; what is left of the options table follows them (wrap_required).
+local REQUIRED = {}
+do
+  local function req(names, ...)
+    for _, cls in ipairs({ ... }) do REQUIRED['nn.' .. cls] = names end
+  end
+  req({ 'output_size' }, 'AdaptiveAvgPool1d', 'AdaptiveAvgPool2d', 'AdaptiveAvgPool3d', 'AdaptiveMaxPool1d',
+    'AdaptiveMaxPool2d', 'AdaptiveMaxPool3d')
+  req({ 'kernel_size' }, 'AvgPool1d', 'AvgPool2d', 'AvgPool3d', 'MaxPool1d', 'MaxPool2d', 'MaxPool3d', 'MaxUnpool1d',
+    'MaxUnpool2d', 'MaxUnpool3d', 'Unfold')
+  req({ 'num_features' }, 'BatchNorm1d', 'BatchNorm2d', 'BatchNorm3d', 'InstanceNorm1d', 'InstanceNorm2d',
+    'InstanceNorm3d')
+  req({ 'in1_features', 'in2_features', 'out_features' }, 'Bilinear')
+  req({ 'groups' }, 'ChannelShuffle')
+  req({ 'padding', 'value' }, 'ConstantPad1d', 'ConstantPad2d', 'ConstantPad3d')
+  req({ 'padding' }, 'ReflectionPad1d', 'ReflectionPad2d', 'ReflectionPad3d', 'ReplicationPad1d', 'ReplicationPad2d',
+    'ReplicationPad3d', 'ZeroPad2d')
+  req({ 'in_channels', 'out_channels', 'kernel_size' }, 'Conv1d', 'Conv2d', 'Conv3d', 'ConvTranspose1d',
+    'ConvTranspose2d', 'ConvTranspose3d')
+  req({ 'num_embeddings', 'embedding_dim' }, 'Embedding', 'EmbeddingBag')
+  req({ 'output_size', 'kernel_size' }, 'Fold')
+  req({ 'input_size', 'hidden_size' }, 'RNN', 'LSTM', 'GRU', 'RNNCell', 'LSTMCell', 'GRUCell')
+  req({ 'num_groups', 'num_channels' }, 'GroupNorm')
+  req({ 'norm_type', 'kernel_size' }, 'LPPool1d', 'LPPool2d')
+  req({ 'normalized_shape' }, 'LayerNorm')
+  req({ 'in_features', 'out_features' }, 'Linear', 'NonDynamicallyQuantizableLinear')
+  req({ 'size' }, 'LocalResponseNorm')
+  req({ 'embed_dim', 'num_heads' }, 'MultiheadAttention')
+  req({ 'upscale_factor' }, 'PixelShuffle')
+  req({ 'downscale_factor' }, 'PixelUnshuffle')
+  req({ 'threshold', 'value' }, 'Threshold')
+  req({ 'decoder_layer', 'num_layers' }, 'TransformerDecoder')
+  req({ 'encoder_layer', 'num_layers' }, 'TransformerEncoder')
+  req({ 'd_model', 'nhead' }, 'TransformerEncoderLayer', 'TransformerDecoderLayer')
+  req({ 'dim', 'unflattened_size' }, 'Unflatten')
+end
+M.REQUIRED = REQUIRED
+
+-- an options table: a plain table (no class, no tensor) without array items
+local function is_opts(v)
+  return type(v) == 'table' and getmetatable(v) == nil and rawget(v, 1) == nil
+end
+
+-- the arguments of a built-in class's constructor with the required ones from a trailing options
+-- table moved to their positions
+local function required_by_position(name, req, n, ...)
+  local v = { ... }
+  while n > 0 and v[n] == nil do n = n - 1 end
+  local opts = v[n]
+  if n == 0 or not is_opts(opts) then return unpack(v, 1, n) end
+  local found = false
+  for i = 1, #req do
+    if opts[req[i]] ~= nil then found = true break end
+  end
+  if not found then return unpack(v, 1, n) end
+  v[n] = nil
+  local npos, rest = n - 1, {}
+  for k, x in pairs(opts) do rest[k] = x end
+  local last = npos
+  for i = 1, #req do
+    local k = req[i]
+    local x = opts[k]
+    if x ~= nil then
+      if i <= npos and v[i] ~= nil then fail(name, ("__init__() got multiple values for argument '%s'"):format(k)) end
+      v[i], rest[k] = x, nil
+      if i > last then last = i end
+    end
+  end
+  for i = 1, last do
+    if v[i] == nil and i <= #req then
+      fail(name, ("__init__() missing required argument '%s' (by position, or by name in the options table)")
+        :format(req[i]))
+    end
+  end
+  if next(rest) ~= nil then
+    v[last + 1] = rest
+    return unpack(v, 1, last + 1)
+  end
+  return unpack(v, 1, last)
+end
+
+-- wrap_required(nn): each built-in class of REQUIRED (in nn) gets an __init that moves the
+-- required arguments given by name to their positions, then runs the class's own (or inherited)
+-- __init; subclasses inherit it, and so does a subclass's explicit `nn.Conv2d.__init(self, ...)`.
+function M.wrap_required(nn)
+  for typename, req in pairs(REQUIRED) do
+    local cls = nn[typename:sub(4)]
+    if cls and rawget(cls, '__typename') == typename and not rawget(cls, '__required') then
+      local init = cls.__init
+      rawset(cls, '__required', req)
+      rawset(cls, '__init', function(self, ...)
+        return init(self, required_by_position(typename, req, select('#', ...), ...))
+      end)
+    end
   end
 end
 
@@ -387,11 +516,15 @@ function Module:named_modules(memo, prefix, remove_duplicate)
   return iter(collect_modules(self, memo or {}, prefix or '', remove_duplicate, {}))
 end
 
+-- parameters(), buffers(), children() and modules() return a torch.List: an array that also
+-- iterates as `for p in m:parameters() do` (lua/iterlist.lua)
+local as_list = require('moontorch.iterlist').of
+
 function Module:modules()
   local list = collect_modules(self, {}, '', true, {})
   local out = {}
   for i = 1, #list do out[i] = list[i][2] end
-  return out
+  return as_list(out)
 end
 
 local function named_children_list(self)
@@ -411,7 +544,7 @@ function Module:named_children() return iter(named_children_list(self)) end
 function Module:children()
   local list, out = named_children_list(self), {}
   for i = 1, #list do out[i] = list[i][2] end
-  return out
+  return as_list(out)
 end
 
 -- [(name, value)] of parameters ('_parameters', 'p') or buffers ('_buffers', 'b'), each object once
@@ -466,17 +599,17 @@ function Module:parameters(recurse)
   if recurse == false then
     local named, out = named_members(self, '_parameters', 'p', '', false, true), {}
     for i = 1, #named do out[i] = named[i][2] end
-    return out
+    return as_list(out)
   end
   local list, out = param_list(self), {}
   for i = 1, #list do out[i] = list[i] end
-  return out
+  return as_list(out)
 end
 function Module:buffers(recurse)
   if type(recurse) == 'table' then recurse = recurse.recurse end
   local named, out = named_members(self, '_buffers', 'b', '', recurse ~= false, true), {}
   for i = 1, #named do out[i] = named[i][2] end
-  return out
+  return as_list(out)
 end
 
 -- PyTorch's get_submodule / get_parameter / get_buffer: "X has no attribute" when nothing has
@@ -615,9 +748,7 @@ function Module:to(a, b)
         :format(tostring(dt)))
     end
   end
-  if dev and dev.type == 'cuda' then
-    fail('nn.Module.to', ('device %s is not available: moontorch was built without CUDA'):format(tostring(dev)))
-  end
+  if dev then T.device_arg(dev, 'nn.Module.to') end -- the C core says whether the device is there
   return self:_apply(function(t)
     if dt and t:is_floating_point() then return t:to(dev or t.device, dt) end
     if dev then return t:to(dev) end
@@ -647,9 +778,13 @@ function Module:double() return float_caster(torch.float64)(self) end
 function Module:half() return float_caster(torch.float16)(self) end
 function Module:bfloat16() return float_caster(torch.bfloat16)(self) end
 function Module:cpu() return self:to('cpu') end
+-- cuda([device]): every parameter and buffer on a CUDA device (the current one, or an index)
 function Module:cuda(device)
-  fail('nn.Module.cuda', ('device %s is not available: moontorch was built without CUDA')
-    :format(device and tostring(device) or 'cuda'))
+  if type(device) == 'number' then device = dtype_mod.device('cuda', device)
+  elseif device == nil then device = dtype_mod.device('cuda')
+  else device = dtype_mod.device(device) end
+  T.device_arg(device, 'nn.Module.cuda')
+  return self:to(device)
 end
 -- type(dst_type): every parameter and buffer cast to dst_type: a dtype, its name or a tensor
 -- type name ('torch.DoubleTensor'); type() gives the module's class name (Torch7's)
@@ -749,7 +884,7 @@ function Module:_save_to_state_dict(destination, prefix, keep_vars)
     local b = bufs[name]
     if b and not np[name] then destination[prefix .. name] = keep_vars and b or b:detach() end
   end
-  if self.get_extra_state ~= Module.get_extra_state then
+  if unwrap(self.get_extra_state) ~= Module.get_extra_state then
     destination[prefix .. '_extra_state'] = self:get_extra_state()
   end
 end
@@ -874,7 +1009,7 @@ function Module:_load_from_state_dict(state_dict, prefix, local_metadata, strict
     end
   end
   local extra_key = prefix .. '_extra_state'
-  if self.set_extra_state ~= Module.set_extra_state then
+  if unwrap(self.set_extra_state) ~= Module.set_extra_state then
     local v = get(extra_key)
     if v ~= nil then self:set_extra_state(v)
     elseif strict then missing_keys[#missing_keys + 1] = extra_key end
@@ -1148,7 +1283,7 @@ local function call_hooked(self, ...)
       end
     end
   end
-  local forward = self.forward
+  local forward = unwrap(self.forward)
   local sig = signatures[forward]
   if sig ~= nil then
     local all = args
@@ -1218,7 +1353,7 @@ end
 -- (for a one-argument forward: one comparison and a count, nothing for forwards not declared)
 function Module.__call(self, ...)
   if rawget(self, '_hooked') or nglobal > 0 then return call_hooked(self, ...) end
-  local forward = self.forward
+  local forward = unwrap(self.forward)
   local sig = signatures[forward]
   if sig ~= nil and (sig ~= 1 or (...) == nil or select('#', ...) ~= 1) then bad_call(self, forward, ...) end
   return forward(self, ...)

@@ -44,7 +44,8 @@ local function ntuple(name, what, v, n)
     return t
   end
   if type(v) ~= 'table' or is_tensor(v) or #v ~= n then
-    fail(name, ('%s must be an integer or a table of %d integers (got %s)'):format(what, n, tostring(v)))
+    fail(name, ('%s must be an integer or a table of %d integers (got %s)'):format(what, n,
+      require('moontorch.argcheck').show(v)))
   end
   local t = {}
   for i = 1, n do t[i] = check_int(name, what, v[i]) end

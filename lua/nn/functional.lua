@@ -702,7 +702,10 @@ local function nll(fn, input, target, weight, ignore, reduction)
   local safe = torch.where(valid, t, torch.ones_like(t))
   if safe:numel() > 0 and not safe.is_meta then -- (a meta tensor has no values to check)
     local lo, hi = safe:min():item(), safe:max():item()
-    if lo < 1 or hi > c then bad(fn, ('Target %d is out of bounds.'):format(lo < 1 and lo or hi)) end
+    if lo < 1 or hi > c then
+      bad(fn, ('Target %d is out of bounds.%s'):format(lo < 1 and lo or hi,
+        lo == 0 and " (positions count from 1 here: PyTorch's 0 is 1)" or ''))
+    end
   end
   local loss = -x:gather(2, safe:unsqueeze(2)):squeeze(2)
   local w = valid:to(x.dtype)

@@ -84,4 +84,7 @@ end
 -- parity session: F.rrelu / nn.RReLU, F.gumbel_softmax, F.pdist (lua/nn/parity.lua)
 require('moontorch.nn.parity').install(nn)
 
+-- PyTorch's required constructor arguments accepted by name too (nn.Conv2d(3, 64, {kernel_size = 3}))
+Mod.wrap_required(nn)
+
 return nn

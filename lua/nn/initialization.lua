@@ -17,9 +17,8 @@ local is_tensor = T.is_tensor
 local type, select, tostring, pcall, error, ipairs, pairs = type, select, tostring, pcall, error, ipairs, pairs
 local sqrt, log, exp, floor, ceil, min, huge = math.sqrt, math.log, math.exp, math.floor, math.ceil, math.min, math.huge
 
-pcall(ffi.cdef, 'double erf(double x);')
-pcall(ffi.cdef, 'double erfc(double x);')
-local libm_erf, libm_erfc = ffi.C.erf, ffi.C.erfc
+local libc = require 'moontorch.libc'
+local libm_erf, libm_erfc = libc.erf, libc.erfc
 local doubles = ffi.typeof('double[?]')
 local double_p = ffi.typeof('double *')
 local bool_p = ffi.typeof('bool *')
@@ -485,7 +484,8 @@ local function do_sparse(t, sparsity, std)
   local rows, cols = t:size(1), t:size(2)
   local num_zeros = ceil(sparsity * rows)
   t:normal_(0, std)
-  -- per column, the first num_zeros rows of a randperm(rows) become 0 (PyTorch's draw order)
+  -- per column, the first num_zeros rows of a randperm(rows) become 0 (PyTorch's draw order);
+  -- the mask is built on the host and goes to t's device whole
   local mask = torch.zeros(rows, cols, { dtype = torch.bool })
   local mp = ffi.cast(bool_p, mask:data_ptr())
   for c = 0, cols - 1 do
@@ -495,7 +495,7 @@ local function do_sparse(t, sparsity, std)
       for k = 1, min(num_zeros, rows) do mp[(rp[k] - 1) * cols + c] = true end
     end
   end
-  return t:masked_fill_(mask, 0)
+  return t:masked_fill_(mask:to(t.device), 0)
 end
 
 -- sparse_(t, sparsity, std=0.01): N(0, std^2) with ceil(sparsity * rows) zeros in each column (2-D)

@@ -230,7 +230,7 @@ function BatchNorm:reset_running_stats()
       self.running_mean:zero_()
       self.running_var:fill_(1)
       self.num_batches_tracked:zero_()
-    end)()
+    end)
   end
 end
 
@@ -261,7 +261,7 @@ function BatchNorm:forward(input)
   if self.training and self.track_running_stats then
     local nbt = self.num_batches_tracked
     if nbt ~= nil then
-      torch.no_grad(function() nbt:add_(1) end)()
+      torch.no_grad(function() nbt:add_(1) end)
       if self.momentum == false then eaf = 1.0 / nbt:item() else eaf = self.momentum end
     end
   elseif self.momentum ~= false then
@@ -293,10 +293,16 @@ batchnorm('BatchNorm3d', { 5 })
 -- F.batch_norm(input, running_mean, running_var, weight, bias, training=false, momentum=0.1, eps=1e-5)
 -- over dim 2 (channels) of an (N, C, ...) input; in training the batch statistics normalise and
 -- update the running ones (unbiased variance), otherwise the running ones normalise
-function M.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
-  if type(training) == 'table' then
-    local o = training
-    training, momentum, eps = o.training, o.momentum, o.eps
+-- (weight and what follows by position or by name in a trailing options table, in any place after
+-- running_var: F.batch_norm(x, rm, rv, {training = true}))
+local bn_args
+function M.batch_norm(input, running_mean, running_var, ...)
+  bn_args = bn_args or require('moontorch.nn.optargs').parser { prefix = 'nn.functional.',
+    is_opts = function(v) return type(v) == 'table' and not torch.is_tensor(v) and getmetatable(v) == nil end }
+  local v = bn_args('batch_norm', { 'weight', 'bias', 'training', 'momentum', 'eps' }, ...)
+  local weight, bias, training, momentum, eps = v.weight, v.bias, v.training, v.momentum, v.eps
+  if not torch.is_tensor(input) then
+    fail('nn.functional.batch_norm', ('input must be a tensor (got %s)'):format(type(input)))
   end
   momentum = momentum or 0.1
   eps = eps or 1e-5
@@ -323,7 +329,7 @@ function M.batch_norm(input, running_mean, running_var, weight, bias, training, 
         if running_var ~= nil then
           running_var:mul_(1 - momentum):add_(var:detach():reshape(c):to(running_var.dtype) * (momentum * n / (n - 1)))
         end
-      end)()
+      end)
     end
   else
     if running_mean == nil or running_var == nil then

@@ -106,7 +106,12 @@ function M.multi_margin_loss(input, target, ...)
   if t.dtype ~= torch.int64 then
     fail(fn, ('expected scalar type Long but found %s'):format(require('moontorch.dtype').scalar_type(t.dtype)))
   end
-  if n > 0 and not t.is_meta and (t:min():item() < 1 or t:max():item() > c) then fail(fn, 'target out of range') end
+  if n > 0 and not t.is_meta then
+    local lo = t:min():item()
+    if lo < 1 or t:max():item() > c then
+      fail(fn, 'target out of range' .. (lo == 0 and " (positions count from 1 here: PyTorch's class 0 is 1)" or ''))
+    end
+  end
   local xy = x:gather(2, t)
   local m = (x - xy + margin):clamp_min(0)
   if p == 2 then m = m * m end
@@ -240,7 +245,8 @@ function M.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
     if tl[n] < 0 then fail(fn, ('target_lengths must be non-negative, got %d'):format(tl[n])) end
     for _, k in ipairs(seqs[n]) do
       if k < 1 or k > c or k == blank then
-        fail(fn, ('targets must hold labels in [1, %d] other than blank (%d), got %d'):format(c, blank, k))
+        fail(fn, ('targets must hold labels in [1, %d] other than blank (%d), got %d%s'):format(c, blank, k,
+          k == 0 and " (positions count from 1 here: PyTorch's 0 is 1)" or ''))
       end
     end
   end
@@ -250,8 +256,8 @@ function M.ctc_loss(log_probs, targets, input_lengths, target_lengths, ...)
   for n = 1, nb do
     for i = 1, width do padded[(n - 1) * width + i] = seqs[n][i] or 1 end
   end
-  local i64 = { dtype = torch.int64 }
-  local fopts = { dtype = lp.dtype }
+  local i64 = { dtype = torch.int64, device = lp.device } -- the core reads them through the readback
+  local fopts = { dtype = lp.dtype, device = lp.device }
   if lp.dtype ~= torch.float32 and lp.dtype ~= torch.float64 then
     fail(fn, ('expected float32 or float64 log_probs, got %s'):format(tostring(lp.dtype)))
   end

@@ -236,7 +236,7 @@ function utils.clip_grad_norm_(parameters, max_norm, ...)
     local coef = (max_norm / (total + 1e-6)):clamp_max(1.0)
     for _, g in ipairs(grads) do g:mul_(coef:to(g.dtype)) end
     return total
-  end)()
+  end)
 end
 
 -- clip_grad_value_(parameters, clip_value): clamps every gradient to [-clip_value, clip_value]
@@ -248,7 +248,7 @@ function utils.clip_grad_value_(parameters, clip_value, opts)
   if clip_value == nil then fail(fn, "missing required argument 'clip_value'") end
   torch.no_grad(function()
     for _, g in ipairs(grads) do g:clamp_(-clip_value, clip_value) end
-  end)()
+  end)
 end
 
 local function check_same_device(fn, ps, n)
@@ -294,7 +294,7 @@ function utils.vector_to_parameters(vec, parameters)
       p:copy_(vec:narrow(1, at, k):view(p:size()))
       at = at + k
     end
-  end)()
+  end)
 end
 
 -- functional(F): puts this file's nn.functional ops into F (lua/nn/functional.lua calls it)

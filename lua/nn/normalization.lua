@@ -78,7 +78,7 @@ function M.instance_norm(input, ...)
           local unbiased = var:detach():reshape(n, c) * (spatial / (spatial - 1))
           rv:mul_(1 - momentum):add_(unbiased:mean(1):to(rv.dtype) * momentum)
         end
-      end)()
+      end)
     end
   else
     if rm == nil or rv == nil then

@@ -22,7 +22,8 @@ local function padding_of(name, padding, nsp)
     return r
   end
   if type(padding) ~= 'table' or #padding ~= 2 * nsp then
-    fail('nn.' .. name, ('padding must be an int or a tuple of %d ints, got %s'):format(2 * nsp, tostring(padding)))
+    fail('nn.' .. name, ('padding must be an int or a tuple of %d ints, got %s'):format(2 * nsp,
+      require('moontorch.argcheck').show(padding)))
   end
   for i = 1, 2 * nsp do
     if not is_int(padding[i]) then

@@ -47,7 +47,7 @@ local function spectral_norm(module, name, n_power_iterations, eps, dim)
     local u0 = F.normalize(w:new_empty({ h }):normal_(0, 1), 2, 1, eps)
     local v0 = F.normalize(w:new_empty({ wd }):normal_(0, 1), 2, 1, eps)
     return u0, v0
-  end)()
+  end)
   module[name] = nil
   module[name .. '_orig'] = w
   module[name] = w:detach()
@@ -63,7 +63,7 @@ local function spectral_norm(module, name, n_power_iterations, eps, dim)
           vv:copy_(F.normalize(torch.mv(wm:t(), uu), 2, 1, eps))
           uu:copy_(F.normalize(torch.mv(wm, vv), 2, 1, eps))
         end
-      end)()
+      end)
       uu, vv = uu:clone(), vv:clone()
     end
     local sigma = torch.dot(uu, torch.mv(wm, vv))
@@ -82,7 +82,7 @@ local function remove_spectral_norm(module, name)
   if not h then
     core.fail('nn.utils.remove_spectral_norm', ("spectral_norm of '%s' not found in %s"):format(name, tostring(module:_get_name())))
   end
-  local w = torch.no_grad(function() return h.compute(module, false) end)()
+  local w = torch.no_grad(function() return h.compute(module, false) end)
   h.handle:remove()
   hooks[name] = nil
   module[name] = nil

@@ -133,6 +133,10 @@ function RNNBase:__init(name, mode, input_size, hidden_size, ...)
   if not skipping() then self:reset_parameters() end
 end
 
+-- PyTorch's flatten_parameters() packs the weights into one cuDNN buffer; on the CPU it does
+-- nothing, and neither does this (scripts call it after .to() or in forward)
+function RNNBase:flatten_parameters() return nil end
+
 function RNNBase:reset_parameters()
   local stdv = self.hidden_size > 0 and 1 / math.sqrt(self.hidden_size) or 0
   for _, w in ipairs(self:parameters()) do nn.init.uniform_(w, -stdv, stdv) end

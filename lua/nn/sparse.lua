@@ -57,7 +57,7 @@ local function renorm_(weight, flat, max_norm, norm_type)
     local norms = w:norm(norm_type, 2, true)
     local scale = torch.where(norms:gt(max_norm), max_norm / (norms + 1e-7), torch.ones_like(norms))
     weight:index_copy_(1, rows, w * scale)
-  end)()
+  end)
 end
 
 -- the gradient of rows (one per index of flat) divided by how often its index occurs in flat
@@ -91,7 +91,9 @@ function M.embedding(input, weight, ...)
   if flat.dtype ~= torch.int64 then flat = flat:to(torch.int64) end
   if flat:numel() > 0 and not flat.is_meta then -- (a meta tensor has no values to check)
     local lo, hi = flat:min():item(), flat:max():item()
-    if lo < 1 or hi > num then fail(fn, 'index out of range in self') end
+    if lo < 1 or hi > num then
+      fail(fn, 'index out of range in self' .. (lo == 0 and " (positions count from 1 here: PyTorch's 0 is 1)" or ''))
+    end
   end
   if v.max_norm ~= nil then renorm_(weight, flat, A.number(fn, 'max_norm', v.max_norm), A.number(fn, 'norm_type', v.norm_type, 2)) end
   local out = weight:index_select(1, flat)
@@ -189,7 +191,12 @@ function M.embedding_bag(input, weight, ...)
     return torch.empty({ nbags, dim }, { dtype = weight.dtype, device = weight.device })
   end
   if v.max_norm ~= nil then
-    if n > 0 and (flat:min():item() < 1 or flat:max():item() > num) then fail(fn, 'index out of range in self') end
+    if n > 0 then
+      local lo = flat:min():item()
+      if lo < 1 or flat:max():item() > num then
+        fail(fn, 'index out of range in self' .. (lo == 0 and " (positions count from 1 here: PyTorch's 0 is 1)" or ''))
+      end
+    end
     renorm_(weight, flat, A.number(fn, 'max_norm', v.max_norm), A.number(fn, 'norm_type', v.norm_type, 2))
   end
   -- the core's segment reduce (core/tensor/bag.c) over the bags' 0-based boundaries
@@ -252,7 +259,7 @@ function Embedding:reset_parameters()
 end
 function Embedding:_fill_padding_idx_with_zero()
   if self.padding_idx ~= nil then
-    torch.no_grad(function() self.weight[self.padding_idx]:fill_(0) end)()
+    torch.no_grad(function() self.weight[self.padding_idx]:fill_(0) end)
   end
 end
 function Embedding:forward(input)

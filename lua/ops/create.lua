@@ -347,7 +347,7 @@ end
 
 -- to(dtype) / to(device) / to(device, dtype) / to{dtype=, device=, copy=} / to(other_tensor)
 function methods.to(t, a, b, c)
-  local dt, dev, copy
+  local dt, dev, copy, non_blocking
   local function take_arg(x)
     if x == nil then return end
     if is_tensor(x) then dt = x.dtype; dev = x.device; return end
@@ -362,19 +362,21 @@ function methods.to(t, a, b, c)
       if x.dtype ~= nil then dt = resolve_dtype(x.dtype, 'to') end
       if x.device ~= nil then dev = dtype.device(x.device) end
       if x.copy then copy = true end
+      if x.non_blocking then non_blocking = true end
       return
     end
     fail('to', 'unexpected argument ' .. tostring(x))
   end
   take_arg(a); take_arg(b); take_arg(c)
   local cdev = dev and T.device_arg(dev, 'to')
-  local here = dev == nil or (dtype.device_type_ids[dev.type] == t._device_type and (dev.index or 0) == t._device_index)
+  local here = dev == nil or (dtype.device_type_ids[dev.type] == t._device_type and
+    (dev.index or C.mt_device_current(t._device_type)) == t._device_index)
   if (dt == nil or dt.id == t._dtype) and here then
     if copy then return t:clone() end
     return t
   end
   if dev and dev.type == 'cpu' then cdev = dtype.cpu_c end
-  if C.mt_to(t, dt and dt.id or -1, cdev, 0, outp) ~= 0 then raise_last() end
+  if C.mt_to(t, dt and dt.id or -1, cdev, non_blocking and 2 or 0, outp) ~= 0 then raise_last() end
   return take()
 end
 
@@ -390,8 +392,30 @@ function methods.cpu(t)
   if t._device_type == 0 then return t end
   return t:to(dtype.cpu_device)
 end
-function methods.cuda(t)
-  fail('cuda', 'CUDA is not available: moontorch was built without CUDA')
+-- t:cuda([device] [, {non_blocking=}]): t on a CUDA device (the current one, an index or a device);
+-- the C core says whether there is one
+function methods.cuda(t, device, opts)
+  if type(device) == 'table' and not dtype.is_device(device) then device, opts = nil, device end
+  if type(device) == 'number' then device = dtype.device('cuda', device)
+  elseif device == nil then device = dtype.device('cuda')
+  else
+    device = dtype.device(device)
+    if device.type ~= 'cuda' then fail('cuda', ('Invalid device, must be cuda device, got %s'):format(tostring(device))) end
+  end
+  T.device_arg(device, 'cuda')
+  return t:to(device, { non_blocking = opts and opts.non_blocking })
+end
+-- t:pin_memory(): a copy in page-locked host memory (what a non_blocking copy to a GPU needs);
+-- t:is_pinned()
+function methods.pin_memory(t)
+  if C.mt_tensor_pin_memory(t, nil, outp) ~= 0 then raise_last() end
+  return take()
+end
+function methods.is_pinned(t) return C.mt_tensor_is_pinned(t) ~= 0 end
+-- t:record_stream(s): t's memory is used by work on the torch.cuda.Stream s (not reused before it is done)
+function methods.record_stream(t, s)
+  if type(s) ~= 'table' or s._s == nil then fail('record_stream', 'expected a torch.cuda.Stream') end
+  if C.mt_tensor_record_stream(t, s._s) ~= 0 then raise_last() end
 end
 function methods.type_as(t, o) return t:to(o.dtype) end
 -- new_*: t's dtype and device unless the options say otherwise (PyTorch's Tensor.new_*)

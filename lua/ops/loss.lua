@@ -51,9 +51,10 @@ end
 
 -- the core's embedding_bag: starts a Lua array of the B + 1 bag boundaries (0-based entry positions)
 local MODES = { sum = 0, mean = 1, max = 2 }
+local i64
 function M.bag_raw(weight, indices, starts, psw, mode, padding_idx, scale_grad_by_freq)
-  -- the bags' boundaries on the weight's device (the core takes every operand on one device)
-  local st = require('moontorch').tensor(starts, { dtype = require('moontorch').int64, device = weight.device })
+  i64 = i64 or require('moontorch').int64
+  local st = require('moontorch').tensor(starts, { dtype = i64, device = weight.device }) -- on the weight's device
   if C.mt_embedding_bag(weight, indices, st, psw, MODES[mode], padding_idx and 1 or 0, padding_idx or 0,
     scale_grad_by_freq and 1 or 0, 1, outp) ~= 0 then
     local msg = ffi.string(C.mt_last_error()):gsub('^embedding_bag: ', '')

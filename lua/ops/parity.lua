@@ -28,7 +28,8 @@ local function pdim(op, d, nd)
   if type(d) ~= 'number' or d ~= floor(d) then fail(op, 'expected an integer dim, got ' .. tostring(d)) end
   local n = nd > 0 and nd or 1
   if d < -n or d > n or d == 0 then
-    fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])'):format(d, -n, n))
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])%s'):format(d, -n, n,
+      d == 0 and ': dimensions are 1-based (1 is the first, -1 the last)' or ''))
   end
   return d < 0 and d + n + 1 or d
 end
@@ -394,7 +395,15 @@ local function diag_embed(x, offset, dim1, dim2)
   local nd = r:dim()
   local a, b = pdim('diag_embed', dim1 or -2, nd), pdim('diag_embed', dim2 or -1, nd)
   if a == b then fail('diag_embed', ('diagonal dimensions cannot be identical %d, %d'):format(dim1, dim2)) end
-  if a ~= nd - 1 or b ~= nd then r = r:movedim({ nd - 1, nd }, { a, b }) end
+  if a ~= nd - 1 or b ~= nd then -- the diagonal's two dims (r's last two) go to a and b, the others keep their order
+    local perm, k = {}, 1
+    for i = 1, nd do
+      if i == a then perm[i] = nd - 1
+      elseif i == b then perm[i] = nd
+      else perm[i] = k; k = k + 1 end
+    end
+    r = r:permute(perm)
+  end
   return r
 end
 local function diagflat(x, offset)
@@ -572,13 +581,17 @@ local function logcumsumexp(x, dim)
   end
   return torch.stack(outs, d)
 end
-local function nanmean(x, dim, opts)
+-- nanmean(dim, keepdim, {dtype =}): dim and keepdim by position or in the options
+local function nanmean(x, dim, keepdim, opts)
   need('nanmean', x)
-  if type(dim) == 'table' and dim[1] == nil then dim, opts = nil, dim end
+  if type(dim) == 'table' and dim[1] == nil then dim, keepdim, opts = nil, nil, dim end
+  if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+  if opts and opts.dim ~= nil then dim = opts.dim end
+  if opts and opts.dtype ~= nil then x = x:to(opts.dtype) end
   if not is_float(x) then
     fail('nanmean', 'nanmean(): expected input to have floating point dtype but got ' .. tostring(x.dtype):gsub('^torch%.', ''))
   end
-  local keep = opts and opts.keepdim or false
+  local keep = keepdim == true or (keepdim == nil and opts and opts.keepdim) or false
   local ok = x:isnan():logical_not()
   if dim == nil then return x:nansum() / ok:sum() end
   return x:nansum(dim, { keepdim = keep }) / ok:sum(dim, { keepdim = keep })

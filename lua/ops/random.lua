@@ -89,7 +89,11 @@ M.Generator = setmetatable({}, {
   __call = function(_, device)
     if device ~= nil then
       local d = dtype.device(type(device) == 'table' and not dtype.is_device(device) and device.device or device)
-      if d.type ~= 'cpu' then fail('Generator', ('device %s is not available: moontorch was built without CUDA'):format(tostring(d))) end
+      if d.type ~= 'cpu' then
+        T.device_arg(d, 'Generator') -- the C core says whether the device is there
+        fail('Generator', ('a generator of device %s: the generators of devices other than the CPU come with their '
+          .. 'backends'):format(tostring(d)))
+      end
     end
     if C.mt_generator_new(default_seed, gen_new) ~= 0 then raise_last() end
     return wrap_generator(ffi.gc(gen_new[0], C.mt_generator_free))

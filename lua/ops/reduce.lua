@@ -26,7 +26,7 @@ M.reduce_ops = R
 
 local dimbuf = ffi.new('int64_t[16]')
 local ibuf = ffi.new('int[1]')
-local u8p = ffi.typeof('uint8_t *')
+local dbl = ffi.new('double[1]')
 
 local function check_tensor(t, op)
   if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
@@ -38,7 +38,8 @@ local function one_dim(t, d, op)
   local n = t._ndim
   local lim = n > 0 and n or 1
   if d == 0 or d > lim or d < -lim then
-    fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])'):format(d, -lim, lim))
+    fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])%s'):format(d, -lim, lim,
+      d == 0 and ': dimensions are 1-based (1 is the first, -1 the last)' or ''))
   end
   return d > 0 and d - 1 or d
 end
@@ -91,8 +92,14 @@ local function parse(a1, a2, a3, op)
     if is_opts(a3) then opts = a3 end
   end
   if opts then
-    if opts.dim ~= nil then dim = opts.dim end
-    if opts.keepdim ~= nil then keepdim = opts.keepdim end
+    if opts.dim ~= nil then
+      if dim ~= nil then fail(op, "got multiple values for argument 'dim'") end
+      dim = opts.dim
+    end
+    if opts.keepdim ~= nil then
+      if keepdim ~= nil then fail(op, "got multiple values for argument 'keepdim'") end
+      keepdim = opts.keepdim
+    end
   end
   if keepdim ~= nil and type(keepdim) ~= 'boolean' then
     fail(op, 'keepdim must be a boolean, got ' .. tostring(keepdim))
@@ -158,7 +165,8 @@ local function def_bool(name, op)
     if dim == nil then
       local r = reduce(op, name, t, nil, 0, -1, 0, nil)
       if r._device_type == 2 then return r end -- meta: no value to read, the 0-dim tensor
-      return ffi.cast(u8p, r._data)[0] ~= 0
+      if C.mt_tensor_item(r, dbl) ~= 0 then raise_last() end -- read on the host through the readback
+      return dbl[0] ~= 0
     end
     return reduce(op, name, t, dim, keepdim, -1, 0, opts and opts.out or nil)
   end

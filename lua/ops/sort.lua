@@ -90,7 +90,9 @@ function methods.topk(t, k, dim, opts, sorted)
 end
 
 -- Per line of a tensor sorted along `d` (0-based), pick the element at 0-based position pos[L]
--- (lines in row-major order of the other dims). Returns values, indices of the reduced shape.
+-- (lines in row-major order of the other dims). Returns values, indices of the reduced shape. The
+-- picking is a gather on the tensors' own device (the positions go there as an index tensor), so
+-- nothing here reads a device's memory; the values follow autograd through the gather.
 local function pick_lines(vs, is, d, pos, keepdim, scalar)
   local shape = vs:size()
   local out = {}
@@ -99,24 +101,16 @@ local function pick_lines(vs, is, d, pos, keepdim, scalar)
   end
   if scalar then out = {} end
   local n = shape[d + 1]
-  for i = 1, #out do szbuf[i - 1] = out[i] end
-  local dev = vs.device._c -- the results on the input's device (nil: the CPU)
-  if C.mt_tensor_empty(szbuf, #out, vs._dtype, dev, outp) ~= 0 then raise_last() end
-  local rv = take()
-  if C.mt_tensor_empty(szbuf, #out, 4, dev, outp) ~= 0 then raise_last() end
-  local ri = take()
-  if vs._device_type == 2 then return rv, ri end -- meta: no data, the shapes are all there is
-  local vm = vs:movedim(d + 1, -1):contiguous()
-  local im = is:movedim(d + 1, -1):contiguous()
-  local isz = by_id[vs._dtype].itemsize
-  local vsrc, vdst = ffi.cast('char *', vm._data), ffi.cast('char *', rv._data)
-  local isrc, idst = ffi.cast('int64_t *', im._data), ffi.cast('int64_t *', ri._data)
-  local lines = rv:numel()
-  for L = 0, lines - 1 do
-    local p = L * n + pos[L + 1]
-    ffi.copy(vdst + L * isz, vsrc + p * isz, isz)
-    idst[L] = isrc[p]
+  local lines = #pos
+  local idx = torch.empty({ lines, 1 }, { dtype = torch.int64 })
+  if lines > 0 then
+    local buf = ffi.new('double[?]', lines)
+    for L = 1, lines do buf[L - 1] = pos[L] + 1 end -- gather's positions count from 1
+    if C.mt_tensor_from_doubles(idx, buf, lines) ~= 0 then raise_last() end
   end
+  idx = idx:to(vs.device)
+  local rv = vs:movedim(d + 1, -1):reshape(lines, n):gather(2, idx):reshape(out)
+  local ri = is:movedim(d + 1, -1):reshape(lines, n):gather(2, idx):reshape(out)
   return rv, ri
 end
 
@@ -156,7 +150,8 @@ function methods.kthvalue(t, k, dim, keepdim, opts)
   local vs, is, d, scalar, shape = sorted_lines(t, dim, 'kthvalue')
   local n = shape[d + 1]
   if k < 1 or k > n then
-    fail('kthvalue', ('selected number k out of range for dimension %d (k = %d, size %d)'):format(d + 1, k, n))
+    fail('kthvalue', ('selected number k out of range for dimension %d (k = %d, size %d)%s'):format(d + 1, k, n,
+      k == 0 and ' (k counts from 1 here, as in PyTorch)' or ''))
   end
   local lines = n > 0 and vs:numel() / n or 0
   local pos = {}

@@ -188,6 +188,10 @@ local function table_index(t, idx)
     elseif type(e) == 'table' and not is_tensor(e) then
       local ne = T.seq_len(e)
       if ne == nil or ne > 3 then
+        if ne == nil and e[2] == nil and e[3] ~= nil then -- Python's x[a::s]: a nil cannot stand in a Lua table
+          fail('index', ('{first, nil, step} cannot work in Lua (a table ends at its first nil): write {first, -1, step}'
+            .. ' for a range to the end (PyTorch\'s first::step), at position %d'):format(k))
+        end
         fail('index', ('a range is {first}, {first, last} or {first, last, step}, got %s at position %d')
           :format(ne and ('a table of %d entries'):format(ne) or 'a table that is not a sequence', k))
       end

@@ -2,6 +2,7 @@
 -- parameter groups (each a table holding `params` and every hyperparameter), per-parameter
 -- `state` keyed by the parameter tensor itself, zero_grad, state_dict/load_state_dict in
 -- PyTorch's layout (0-based parameter ids) and PyTorch's printing.
+local List = require 'moontorch.iterlist'
 local ffi = require 'ffi'
 local torch = require 'moontorch'
 local class = require 'moontorch.class'
@@ -75,7 +76,7 @@ function Optimizer:add_param_group(group)
   local ps = group.params
   if is_tensor(ps) then
     ps = { ps }
-  elseif type(ps) == 'table' and getmetatable(ps) == nil then
+  elseif type(ps) == 'table' and (getmetatable(ps) == nil or List.is(ps)) then -- (model:parameters() is a torch.List)
     local copy = {}
     for i = 1, #ps do copy[i] = ps[i] end
     ps = copy

@@ -5,25 +5,25 @@
 -- new() returns nil when lua-readline is not installed.
 local ffi = require 'ffi'
 local sys = require 'moontorch.repl.sys'
+local libc = require 'moontorch.libc'
 
 local M = {}
 M.__index = M
 M.name = 'readline'
 
 -- readline's own variables, from the library lua-readline loaded (the same copy: dlopen by soname)
+-- (under private names: see lua/libc.lua)
 local function libreadline()
-  pcall(ffi.cdef, [[
-    typedef struct _IO_FILE FILE;
-    extern FILE *rl_instream;
-    int fileno(FILE *f);
-    void rl_free_line_state(void);
-    void rl_cleanup_after_signal(void);
-    void rl_callback_sigcleanup(void);
-    extern const char *rl_readline_name;
-  ]])
   for _, name in ipairs { 'libreadline.so.8', 'readline', 'libreadline.so.7' } do
     local ok, lib = pcall(ffi.load, name)
-    if ok then return lib end
+    if ok then
+      return libc.declare({
+        rl_instream = 'extern struct moontorch_FILE *%s',
+        rl_free_line_state = 'void %s(void)',
+        rl_cleanup_after_signal = 'void %s(void)',
+        rl_callback_sigcleanup = 'void %s(void)',
+      }, lib)
+    end
   end
 end
 
@@ -69,7 +69,7 @@ function M:read(prompt)
     got, line = true, l
     RL.handler_remove()
   end)
-  local fd = lib.rl_instream ~= nil and ffi.C.fileno(lib.rl_instream) or 0
+  local fd = lib.rl_instream ~= nil and libc.fileno(lib.rl_instream) or 0
   local sfd = sys.sigint_fd()
   local fds = { fd, sfd }
   while not got do

@@ -4,8 +4,12 @@
 local ffi = require 'ffi'
 local bit = require 'bit'
 
+local libc = require 'moontorch.libc'
+
 local M = {}
 
+-- our own struct types; the functions under private names (lua/libc.lua), so that nothing here
+-- clashes with a user's ffi.cdef of the same functions
 pcall(ffi.cdef, [[
 struct mt_repl_termios {
   unsigned int c_iflag, c_oflag, c_cflag, c_lflag;
@@ -22,24 +26,24 @@ struct mt_repl_sigaction {
   void (*restorer)(void);
 };
 struct mt_repl_pollfd { int fd; short events; short revents; };
-int tcgetattr(int fd, struct mt_repl_termios *t);
-int tcsetattr(int fd, int when, const struct mt_repl_termios *t);
-int isatty(int fd);
-int ioctl(int fd, unsigned long req, ...);
-long read(int fd, void *buf, size_t n);
-long write(int fd, const void *buf, size_t n);
-int close(int fd);
-int poll(struct mt_repl_pollfd *fds, unsigned long n, int timeout);
-int sigaction(int sig, const struct mt_repl_sigaction *act, struct mt_repl_sigaction *old);
-int sigprocmask(int how, const mt_repl_sigset *set, mt_repl_sigset *old);
-int sigemptyset(mt_repl_sigset *set);
-int sigaddset(mt_repl_sigset *set, int sig);
-int signalfd(int fd, const mt_repl_sigset *mask, int flags);
-int kill(int pid, int sig);
-int getpid(void);
 ]])
-
-local C = ffi.C
+local C = libc.declare {
+  tcgetattr = 'int %s(int fd, struct mt_repl_termios *t)',
+  tcsetattr = 'int %s(int fd, int when, const struct mt_repl_termios *t)',
+  isatty = 'int %s(int fd)',
+  ioctl = 'int %s(int fd, unsigned long req, ...)',
+  read = 'long %s(int fd, void *buf, size_t n)',
+  write = 'long %s(int fd, const void *buf, size_t n)',
+  close = 'int %s(int fd)',
+  poll = 'int %s(struct mt_repl_pollfd *fds, unsigned long n, int timeout)',
+  sigaction = 'int %s(int sig, const struct mt_repl_sigaction *act, struct mt_repl_sigaction *old)',
+  sigprocmask = 'int %s(int how, const mt_repl_sigset *set, mt_repl_sigset *old)',
+  sigemptyset = 'int %s(mt_repl_sigset *set)',
+  sigaddset = 'int %s(mt_repl_sigset *set, int sig)',
+  signalfd = 'int %s(int fd, const mt_repl_sigset *mask, int flags)',
+  kill = 'int %s(int pid, int sig)',
+  getpid = 'int %s(void)',
+}
 local SIGINT = 2
 local ICANON, ECHO, ISIG, IEXTEN = 0x2, 0x8, 0x1, 0x8000
 local IXON, ICRNL = 0x400, 0x100

@@ -8,28 +8,18 @@
 --   epoch 1  45%|█████▍      | 450/1000 [00:03<00:04, 130.21 it/s, loss=0.3412]
 -- When the output is not a terminal it prints that line plainly, every `interval` seconds (5) and
 -- when the loop ends. Fields (loss=, acc=, anything) print in the order first given.
-local ffi = require 'ffi'
 local unpack = unpack or table.unpack
 
 local M = {}
 local Bar = {}
 Bar.__index = Bar
 
-pcall(ffi.cdef, 'int isatty(int fd); int fileno(struct _IO_FILE *f);')
-pcall(ffi.cdef, [[struct mt_progress_timespec { long tv_sec, tv_nsec; };
-  int clock_gettime(int clk, struct mt_progress_timespec *ts);]])
-local ts = ffi.new('struct mt_progress_timespec')
-local tsp = ffi.cast('void *', ts)
-local function wall()
-  -- through void *: whoever declared clock_gettime first (the REPL, progress, a user's script)
-  -- named its own struct, and a void * converts to any of them
-  ffi.C.clock_gettime(1, tsp)
-  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
-end
+local libc = require 'moontorch.libc' -- private names: nothing declared in ffi.C that a user may declare
+local wall = libc.monotonic
 
 local function isatty(out)
-  if out == io.stdout then return ffi.C.isatty(1) == 1 end
-  if out == io.stderr then return ffi.C.isatty(2) == 1 end
+  if out == io.stdout then return libc.isatty(1) == 1 end
+  if out == io.stderr then return libc.isatty(2) == 1 end
   return false
 end
 
