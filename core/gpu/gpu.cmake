@@ -9,6 +9,12 @@
 # Reads what CMakeLists.txt found (MT_CUDA_USABLE, CMAKE_CUDA_COMPILER, MT_CUDA_ARCH_LIST, MT_CUDA_WHY);
 # defines MT_HAVE_GPU (core/gpu is compiled) and MT_HAVE_CUDA (nvcc built its kernels), sets MT_CUDA_BUILT.
 
+# the fuzzing build (MT_FUZZ) fuzzes the file readers: no CUDA backend there
+if(MT_FUZZ)
+  set(MT_CUDA_WHY "not in the fuzzing build")
+  return()
+endif()
+
 enable_language(CXX)
 set(CMAKE_CXX_FLAGS_RELEASE "-O2 -DNDEBUG")
 set_target_properties(moontorch PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
@@ -60,7 +66,8 @@ if(MT_GPU_REAL)
   get_filename_component(MT_CUDA_ROOT ${MT_CUDA_ROOT} DIRECTORY)
   target_include_directories(moontorch PRIVATE $<$<COMPILE_LANGUAGE:C>:${MT_CUDA_ROOT}/include>)
   target_compile_definitions(moontorch PRIVATE MT_HAVE_CUDA=1)
-  target_compile_options(moontorch PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden,-Wall,-Wextra>)
+  # nvcc compiles the three targets (sm_80, sm_90, compute_90 PTX) of a file in parallel (--threads 0)
+  target_compile_options(moontorch PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-fvisibility=hidden,-Wall,-Wextra --threads=0>)
   set_target_properties(moontorch PROPERTIES CUDA_VISIBILITY_PRESET hidden)
   set(MT_CUDA_BUILT ON)
   message(STATUS "CUDA backend: nvcc ${CMAKE_CUDA_COMPILER_VERSION} for ${CMAKE_CUDA_ARCHITECTURES}, and the CPU emulator")
