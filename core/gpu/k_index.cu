@@ -27,7 +27,8 @@ template <typename T, typename F> MT_DEV void atomic_apply(T *p, F f) {
   } else {
     uintptr_t a = (uintptr_t)p;
     unsigned *w = (unsigned *)(a & ~(uintptr_t)3);
-    unsigned shift = (unsigned)(a & 3) * 8, mask = sizeof(T) == 4 ? 0xffffffffu : ((1u << (8 * sizeof(T))) - 1) << shift;
+    const unsigned bits = 8 * (unsigned)sizeof(T); /* 8, 16 or 32 here */
+    unsigned shift = (unsigned)(a & 3) * 8, mask = bits >= 32 ? 0xffffffffu : ((1u << (bits & 31)) - 1) << shift;
     unsigned old = *(volatile unsigned *)w, assumed;
     do {
       assumed = old;

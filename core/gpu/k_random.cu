@@ -48,7 +48,6 @@ struct philox_state {
 
 const float TWO32_INV = 2.3283064e-10f;                    /* 2^-32 */
 const double TWO53_INV = 1.1102230246251565404236316680908203125e-16; /* 2^-53 */
-const double TWO32_INV_D = 2.3283064365386963e-10;
 const float TWO32_INV_2PI = 2.3283064e-10f * 6.2831855f;
 
 /* cuRAND's conversions: a float in (0, 1], a double in (0, 1] from two words */
