@@ -301,6 +301,17 @@ typedef struct mt_gpu_bag {
   mt_gpu_fault *fault;
 } mt_gpu_bag;
 
+/* ctc_loss over log_probs (T, N, C) contiguous, targets (N, S) int64 from base, lengths (N) int64; alpha and
+ * beta: N x T x (2S + 1) doubles of scratch */
+typedef struct mt_gpu_ctc {
+  int64_t T, N, C, S, blank, base;
+  int32_t dtype, zero_inf;
+  const char *lp, *g;
+  char *out;
+  const int64_t *tg, *il, *tl;
+  double *alpha, *beta, *ll;
+} mt_gpu_ctc;
+
 /* A random fill (k_random.cu): kind (uniform, normal, bernoulli, exponential, random, random64,
  * bernoulli with a tensor, 64-bit keys), two values a round for float64 (doubles), the generator's seed and
  * offset; a, b: from/to-from, mean/std, p, lambda; random: range and from */
@@ -359,6 +370,7 @@ typedef struct mt_gpu_kernels {
   int (*pool_index)(const mt_gpu_pool_index *p, void *stream);
   int (*rnn)(const mt_gpu_rnn *r, void *stream);
   int (*bag)(const mt_gpu_bag *b, int backward, void *stream);
+  int (*ctc)(const mt_gpu_ctc *c, int backward, void *stream);
   /* random numbers (k_random.cu): *used is the offset the launch took */
   int (*random)(const mt_gpu_iter *it, const mt_gpu_random *r, uint64_t *used, void *stream);
   int (*multinomial)(const double *cum, const double *u, int64_t *out, int64_t rows, int64_t k, int64_t s,

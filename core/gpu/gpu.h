@@ -165,6 +165,12 @@ mt_status mt_gpu_embedding_bag_backward(mt_tensor *gw, mt_tensor *gpsw, const mt
                                         const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,
                                         const mt_tensor *max_arg, int mode, int64_t pad, int64_t base,
                                         int scale_grad_by_freq);
+mt_status mt_gpu_ctc_loss(mt_tensor *out, const mt_tensor *log_probs, const mt_tensor *targets,
+                          const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank,
+                          int zero_infinity, int64_t base);
+mt_status mt_gpu_ctc_loss_backward(mt_tensor *gin, const mt_tensor *g, const mt_tensor *log_probs,
+                                   const mt_tensor *targets, const mt_tensor *input_lengths,
+                                   const mt_tensor *target_lengths, int64_t blank, int64_t base);
 mt_status mt_gpu_uniform(mt_tensor *t, double from, double to, mt_generator *g);
 mt_status mt_gpu_normal(mt_tensor *t, double mean, double std, mt_generator *g);
 mt_status mt_gpu_random_slot(mt_tensor *t, int64_t from, int64_t to, mt_generator *g);

@@ -579,6 +579,125 @@ static int bag(const mt_gpu_bag *j, int backward, void *stream) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- ctc_loss */
+/* the CPU's recursion (core/tensor/ctc.c) with a block per sample, a thread per extended label position,
+ * one time step after another (the block waits between steps); alpha and beta in double, in scratch */
+MT_DEV double lse2(double a, double b) {
+  if (a == -(double)INFINITY) return b;
+  if (b == -(double)INFINITY) return a;
+  double m = a > b ? a : b;
+  return m + log(exp(a - m) + exp(b - m));
+}
+MT_DEV double lp_at(const mt_gpu_ctc &j, int64_t t, int64_t n, int64_t c) {
+  int64_t k = (t * j.N + n) * j.C + c;
+  return j.dtype == MT_FLOAT32 ? (double)((const float *)j.lp)[k] : ((const double *)j.lp)[k];
+}
+MT_DEV int64_t ext_label(const mt_gpu_ctc &j, int64_t n, int64_t s) {
+  return s % 2 == 0 ? j.blank : j.tg[n * j.S + s / 2] - j.base;
+}
+__global__ void ctc_alpha_kernel(mt_gpu_ctc j, int backward) {
+  const int64_t Lmax = 2 * j.S + 1;
+  for (int64_t n = blockIdx.x; n < j.N; n += gridDim.x) {
+    const int64_t tn = j.il[n], L = 2 * j.tl[n] + 1;
+    double *a = j.alpha + n * j.T * Lmax;
+    for (int64_t s = threadIdx.x; s < L; s += blockDim.x) {
+      double v = -(double)INFINITY;
+      if (tn > 0 && s == 0) v = lp_at(j, 0, n, j.blank);
+      if (tn > 0 && s == 1) v = lp_at(j, 0, n, ext_label(j, n, 1));
+      a[s] = v;
+    }
+    __syncthreads();
+    for (int64_t t = 1; t < tn; t++) {
+      const double *p = a + (t - 1) * Lmax;
+      double *q = a + t * Lmax;
+      for (int64_t s = threadIdx.x; s < L; s += blockDim.x) {
+        int64_t l = ext_label(j, n, s);
+        double v = p[s];
+        if (s >= 1) v = lse2(v, p[s - 1]);
+        if (s >= 2 && l != j.blank && l != ext_label(j, n, s - 2)) v = lse2(v, p[s - 2]);
+        q[s] = v == -(double)INFINITY ? -(double)INFINITY : v + lp_at(j, t, n, l);
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      double ll;
+      if (tn == 0) ll = L == 1 ? 0 : -(double)INFINITY;
+      else {
+        const double *last = a + (tn - 1) * Lmax;
+        ll = L > 1 ? lse2(last[L - 1], last[L - 2]) : last[L - 1];
+      }
+      j.ll[n] = ll;
+      if (!backward) {
+        double loss = -ll;
+        if (m_isinf(loss) && j.zero_inf) loss = 0;
+        if (j.dtype == MT_FLOAT32) ((float *)j.out)[n] = (float)loss;
+        else ((double *)j.out)[n] = loss;
+      }
+    }
+    __syncthreads();
+  }
+}
+__global__ void ctc_beta_kernel(mt_gpu_ctc j) {
+  const int64_t Lmax = 2 * j.S + 1;
+  for (int64_t n = blockIdx.x; n < j.N; n += gridDim.x) {
+    const int64_t tn = j.il[n], L = 2 * j.tl[n] + 1;
+    double *b = j.beta + n * j.T * Lmax;
+    for (int64_t i = threadIdx.x; i < j.T * Lmax; i += blockDim.x) b[i] = -(double)INFINITY;
+    __syncthreads();
+    if (tn > 0 && j.ll[n] > -(double)INFINITY) {
+      if (threadIdx.x == 0) {
+        double *q = b + (tn - 1) * Lmax;
+        q[L - 1] = lp_at(j, tn - 1, n, ext_label(j, n, L - 1));
+        if (L > 1) q[L - 2] = lp_at(j, tn - 1, n, ext_label(j, n, L - 2));
+      }
+      __syncthreads();
+      for (int64_t t = tn - 2; t >= 0; t--) {
+        const double *p = b + (t + 1) * Lmax;
+        double *r = b + t * Lmax;
+        for (int64_t s = threadIdx.x; s < L; s += blockDim.x) {
+          int64_t l = ext_label(j, n, s);
+          double v = p[s];
+          if (s + 1 < L) v = lse2(v, p[s + 1]);
+          if (s + 2 < L && l != j.blank && l != ext_label(j, n, s + 2)) v = lse2(v, p[s + 2]);
+          r[s] = v == -(double)INFINITY ? -(double)INFINITY : v + lp_at(j, t, n, l);
+        }
+        __syncthreads();
+      }
+    }
+    __syncthreads();
+  }
+}
+/* the gradient (T, N, C): a thread per element, summing over the extended positions of its class */
+__global__ void ctc_grad_kernel(mt_gpu_ctc j) {
+  const int64_t Lmax = 2 * j.S + 1, total = j.T * j.N * j.C, step = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < total; k += step) {
+    int64_t c = k % j.C, n = (k / j.C) % j.N, t = k / (j.C * j.N);
+    const int64_t tn = j.il[n], L = 2 * j.tl[n] + 1;
+    double ll = j.ll[n], gam = -(double)INFINITY;
+    if (ll > -(double)INFINITY && t < tn) {
+      const double *a = j.alpha + (n * j.T + t) * Lmax, *b = j.beta + (n * j.T + t) * Lmax;
+      for (int64_t s = 0; s < L; s++)
+        if (ext_label(j, n, s) == c) gam = lse2(gam, a[s] + b[s]);
+    }
+    double gn = j.dtype == MT_FLOAT32 ? (double)((const float *)j.g)[n] : ((const double *)j.g)[n];
+    double v = gam > -(double)INFINITY ? -gn * exp(gam - lp_at(j, t, n, c) - ll) : 0;
+    if (j.dtype == MT_FLOAT32) ((float *)j.out)[k] = (float)v;
+    else ((double *)j.out)[k] = v;
+  }
+}
+static int ctc(const mt_gpu_ctc *c, int backward, void *stream) {
+  if (c->dtype != MT_FLOAT32 && c->dtype != MT_FLOAT64) return -1;
+  if (c->N == 0) return 0;
+  unsigned g = (unsigned)(c->N < max_blocks ? c->N : max_blocks);
+  mt_launch(ctc_alpha_kernel, dim3(g), dim3(128), 0, stream, *c, backward);
+  if (!backward) return 0;
+  mt_launch(ctc_beta_kernel, dim3(g), dim3(128), 0, stream, *c);
+  int64_t total = c->T * c->N * c->C;
+  if (total) mt_launch(ctc_grad_kernel, dim3(blocks_for(total)), dim3(THREADS), 0, stream, *c);
+  return 0;
+}
+
+int launch_ctc(const mt_gpu_ctc *c, int backward, void *stream) { return ctc(c, backward, stream); }
 int launch_layer_norm(const mt_gpu_ln *l, int backward, void *stream) { return layer_norm(l, backward, stream); }
 int launch_nll(const mt_gpu_nll *l, int backward, void *stream) { return nll(l, backward, stream); }
 int launch_conv(const mt_gpu_conv *c, int col2im, void *stream) { return conv(c, col2im, stream); }

@@ -40,6 +40,7 @@ int launch_resample(const mt_gpu_resample *r, void *stream);
 int launch_pool_index(const mt_gpu_pool_index *p, void *stream);
 int launch_rnn(const mt_gpu_rnn *r, void *stream);
 int launch_bag(const mt_gpu_bag *b, int backward, void *stream);
+int launch_ctc(const mt_gpu_ctc *c, int backward, void *stream);
 int launch_random(const mt_gpu_iter *it, const mt_gpu_random *r, uint64_t *used, void *stream);
 int launch_multinomial(const double *cum, const double *u, int64_t *out, int64_t rows, int64_t k, int64_t s,
                        int64_t base, void *stream);
@@ -83,6 +84,7 @@ const mt_gpu_kernels MT_GPU_TABLE = {
     MT_GPU_NS::launch_pool_index,
     MT_GPU_NS::launch_rnn,
     MT_GPU_NS::launch_bag,
+    MT_GPU_NS::launch_ctc,
     MT_GPU_NS::launch_random,
     MT_GPU_NS::launch_multinomial,
 };

@@ -288,3 +288,41 @@ mt_status mt_gpu_embedding_bag_backward(mt_tensor *gw, mt_tensor *gpsw, const mt
   if (freq) mt_tensor_release(freq);
   return st;
 }
+
+/* ---------------------------------------------------------------- ctc_loss */
+static mt_status ctc_run(mt_gpu_ctc *c, const mt_tensor *on, int backward, const char *op) {
+  int dev = on->_device_index;
+  void *s = mt_gpu_stream_of(on);
+  size_t table = (size_t)c->N * (size_t)(c->T ? c->T : 1) * (size_t)(2 * c->S + 1) * 8;
+  c->alpha = mt_gpu_malloc(dev, table, s, op);
+  c->beta = c->alpha && backward ? mt_gpu_malloc(dev, table, s, op) : NULL;
+  c->ll = c->alpha ? mt_gpu_malloc(dev, (size_t)(c->N ? c->N : 1) * 8, s, op) : NULL;
+  mt_status st = MT_OK;
+  if (!c->alpha || !c->ll || (backward && !c->beta)) st = MT_ENOMEM;
+  else if (mt_gpu_k->ctc(c, backward, s)) st = no_kernel(op, c->dtype);
+  mt_gpu_free(c->alpha);
+  mt_gpu_free(c->beta);
+  mt_gpu_free(c->ll);
+  return st;
+}
+
+mt_status mt_gpu_ctc_loss(mt_tensor *out, const mt_tensor *log_probs, const mt_tensor *targets,
+                          const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank,
+                          int zero_infinity, int64_t base) {
+  mt_gpu_ctc c = {.T = log_probs->_sizes[0], .N = log_probs->_sizes[1], .C = log_probs->_sizes[2],
+                  .S = targets->_sizes[1], .blank = blank, .base = base, .dtype = log_probs->_dtype,
+                  .zero_inf = zero_infinity, .lp = log_probs->_data, .out = out->_data,
+                  .tg = (const int64_t *)targets->_data, .il = (const int64_t *)input_lengths->_data,
+                  .tl = (const int64_t *)target_lengths->_data};
+  return ctc_run(&c, log_probs, 0, "ctc_loss");
+}
+
+mt_status mt_gpu_ctc_loss_backward(mt_tensor *gin, const mt_tensor *g, const mt_tensor *log_probs,
+                                   const mt_tensor *targets, const mt_tensor *input_lengths,
+                                   const mt_tensor *target_lengths, int64_t blank, int64_t base) {
+  mt_gpu_ctc c = {.T = log_probs->_sizes[0], .N = log_probs->_sizes[1], .C = log_probs->_sizes[2],
+                  .S = targets->_sizes[1], .blank = blank, .base = base, .dtype = log_probs->_dtype,
+                  .lp = log_probs->_data, .g = g->_data, .out = gin->_data, .tg = (const int64_t *)targets->_data,
+                  .il = (const int64_t *)input_lengths->_data, .tl = (const int64_t *)target_lengths->_data};
+  return ctc_run(&c, log_probs, 1, "ctc_loss_backward");
+}
