@@ -161,7 +161,9 @@ struct block_runner {
     for (char *s : free_stacks) munmap(s - GUARD_BYTES, STACK_BYTES + GUARD_BYTES);
   }
 };
-thread_local block_runner *runner;
+/* the block runner (its stacks and fibers, kept for the next launch): one, as the emulated device's work
+ * runs under the emulator's lock, one thread at a time; global, so that it stays reachable (LeakSanitizer) */
+block_runner *runner;
 
 char *new_stack(block_runner *r) {
   if (!r->free_stacks.empty()) {
@@ -534,7 +536,7 @@ struct launch {
 
 void run_launch(emulator &e, const launch &l) {
   block_runner *r = runner;
-  if (!r) r = runner = new block_runner; /* one per OS thread, kept */
+  if (!r) r = runner = new block_runner;
   r->run = l.run;
   r->task = l.task;
   r->nthreads = l.block.x * l.block.y * l.block.z;
