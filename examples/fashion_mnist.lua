@@ -28,6 +28,8 @@ usage: moontorch examples/fashion_mnist.lua [options]
   --resume [FILE]    continue from a checkpoint (DIR/checkpoint.mt, the latest; DIR/epochN.mt
                      is the one saved after epoch N)
   --subset N         train on the first N training images only (all)
+  --device NAME      where the network trains: cpu (the default), cuda or cuda:N (a GPU; without one,
+                     MOONTORCH_CUDA_EMULATE=1 runs the CPU emulator of a CUDA device)
   --help             this text]]
 
 local DEFAULT_LR = { adam = 3e-3, adamw = 3e-3, sgd = 0.1, rmsprop = 1e-3 }
@@ -79,6 +81,14 @@ local function parse(argv)
     elseif a == '--optimizer' then
       o.optimizer = value(a)
       if not DEFAULT_LR[o.optimizer] then usage_error(('--optimizer must be adam, adamw, sgd or rmsprop, got %q'):format(o.optimizer)) end
+    elseif a == '--device' then
+      o.device = value(a)
+      local ok, e = pcall(torch.device, o.device)
+      if not ok then usage_error(('--device: %s'):format((tostring(e):gsub('^moontorch%.device: ', '')))) end
+      if e.type ~= 'cpu' and not torch.cuda.is_available() then
+        usage_error(('--device %s: no CUDA device here (a GPU, or MOONTORCH_CUDA_EMULATE=1 for the CPU emulator of one)')
+          :format(o.device))
+      end
     elseif a == '--data' then o.data = value(a)
     elseif a == '--out' then o.out = value(a)
     elseif a == '--resume' then
@@ -163,6 +173,9 @@ local net = nn.Sequential(
   nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),   -- 1x28x28 -> 6x24x24 -> 6x12x12
   nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),  -- -> 16x8x8 -> 16x4x4
   nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+opts.device = opts.device or 'cpu'
+net:to(opts.device) -- before the optimizer: it holds the parameters themselves
+local dev = torch.device(opts.device)
 local opt
 if opts.optimizer == 'sgd' then
   opt = optim.SGD(net:parameters(), { lr = opts.lr, momentum = 0.9 })
@@ -186,15 +199,17 @@ if checkpoint then
     checkpoint.epoch, opts.epochs))
 end
 
-print(('Fashion-MNIST: %d training and %d test images; %s, lr %g, batch %d, %d epoch%s, %d thread%s, seed %d')
+print(('Fashion-MNIST: %d training and %d test images; %s, lr %g, batch %d, %d epoch%s, %d thread%s, seed %d%s')
   :format(train_set:__len(), test_set:__len(), opts.optimizer, opts.lr, opts.batch_size, opts.epochs,
-    opts.epochs == 1 and '' or 's', torch.get_num_threads(), torch.get_num_threads() == 1 and '' or 's', opts.seed))
+    opts.epochs == 1 and '' or 's', torch.get_num_threads(), torch.get_num_threads() == 1 and '' or 's', opts.seed,
+    dev.type == 'cpu' and '' or (', on ' .. tostring(dev))))
 if first_epoch == 1 then print(net) end
 
 local evaluate = torch.no_grad.wrap(function()
   net:eval()
   local loss, correct = 0, 0
   for x, y in test_loader() do
+    x, y = x:to(dev), y:to(dev)
     local out = net(x)
     loss = loss + F.cross_entropy(out, y, { reduction = 'sum' }):item()
     correct = correct + out:argmax(2):eq(y):sum():item()
@@ -234,6 +249,7 @@ local function train()
     local sum, seen = 0, 0
     local wsum, wright, wseen = 0, 0, 0
     for i, x, y in progress(train_loader, { desc = ('epoch %d/%d'):format(epoch, opts.epochs), unit = 'batch' }) do
+      x, y = x:to(dev), y:to(dev)
       local out = net(x)
       local loss = F.cross_entropy(out, y)
       opt:zero_grad()
