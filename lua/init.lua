@@ -51,6 +51,10 @@ function torch.config()
 end
 torch.__config__ = { show = torch.config }
 
+-- torch.help(x): the documentation of a function, class or other value, or of a name
+-- ('torch.zeros'): the text the REPL's `?` prints (lua/doc/ holds every public name's entry)
+function torch.help(x, name) return require('moontorch.doc').describe(x, name) end
+
 -- classes (Torch7's)
 torch.class = class.class
 torch.typename = function(x)

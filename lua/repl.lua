@@ -2,7 +2,7 @@
 -- The REPL: torch, nn, optim and F loaded; each line an expression (its values printed: tensors and
 -- modules as they print, tables pretty-printed to a depth) or a statement; a trailing `;` keeps
 -- the values unprinted; an incomplete chunk continues on the next line (`>>`); `?name` shows a
--- function's documentation (the comment above its definition in our sources); `:time on` times
+-- name's documentation (torch.help: lua/doc/ for moontorch's names); `:time on` times
 -- each command; Tab completes globals, fields and methods (tensors' and modules' too); Ctrl-C
 -- interrupts running code (or abandons the line at the prompt); Ctrl-D quits.
 -- Line editing: GNU readline through Debian's lua-readline when installed, else our own
@@ -237,111 +237,10 @@ function M.complete(word)
 end
 
 ---------------------------------------------------------------------------------------- help
-local source_cache = {}
-local function source_lines(path)
-  local lines = source_cache[path]
-  if lines == nil then
-    lines = false
-    local f = io.open(path, 'r')
-    if f then
-      lines = {}
-      for l in f:lines() do lines[#lines + 1] = l end
-      f:close()
-    end
-    source_cache[path] = lines
-  end
-  return lines or nil
-end
-
--- the comment lines right above line i (without their `--`), or nil
-local function comment_above(lines, i)
-  local doc = {}
-  local j = i - 1
-  while j >= 1 and lines[j]:match('^%s*%-%-') and not lines[j]:match('^%s*%-%-%-%-%-%-%-%-') do
-    table.insert(doc, 1, (lines[j]:gsub('^%s*%-%-+ ?', '')))
-    j = j - 1
-  end
-  if #doc == 0 then return nil end
-  return table.concat(doc, '\n')
-end
-
--- the documentation of function f named `name`: the comment above its definition; when the
--- function is made by another (zeros = filled('zeros', 0)), the comment above the line that
--- names it in the same file
-local function function_doc(f, name)
-  local info = debug.getinfo(f, 'S')
-  if not info or info.what == 'C' or not info.source:match('^@') then return nil, info end
-  local path = info.source:sub(2)
-  local lines = source_lines(path)
-  if not lines then return nil, info end
-  local doc = lines[info.linedefined] and comment_above(lines, info.linedefined)
-  local last = name and name:match('([%w_]+)$')
-  local def = lines[info.linedefined] or ''
-  if last and not def:find(last, 1, true) then
-    -- the line that names it: `function X.last(`, `X.last = `, `local last = `
-    for i, l in ipairs(lines) do
-      if l:match('^%s*function%s+[%w_%.:]*[%.:]' .. last .. '%s*%(') or l:match('^%s*[%w_%.]+%.' .. last .. '%s*=')
-        or l:match('^%s*local%s+function%s+' .. last .. '%s*%(') then
-        local d = comment_above(lines, i)
-        if d then doc, info.linedefined = d, i break end
-      end
-    end
-  end
-  return doc, info
-end
-M.function_doc = function_doc
-
-local function signature(f, name)
-  local info = debug.getinfo(f, 'u')
-  local params = {}
-  for i = 1, (info and info.nparams or 0) do params[#params + 1] = debug.getlocal(f, i) or ('arg' .. i) end
-  if info and info.isvararg then params[#params + 1] = '...' end
-  return (name or '?') .. '(' .. table.concat(params, ', ') .. ')'
-end
-
--- help(name or value): what the REPL's ?name prints
+-- help(name or value): what the REPL's ?name prints: torch.help's text (lua/doc/: moontorch's
+-- names from their doc entries; other functions by their parameters and the comment above them)
 function M.help(x, name)
-  if type(x) == 'string' and name == nil then
-    name = x
-    x = lookup(x)
-    if x == nil then return ('help: %s is nil'):format(name) end
-  end
-  name = name or tostring(x)
-  if type(x) == 'function' then
-    x = require('moontorch.ffi').unwrap(x) -- a method read through an instance is its front (lua/dotcall.lua)
-    local doc, info = function_doc(x, name)
-    local where = ''
-    if info and info.what ~= 'C' then
-      -- our files by their module path (moontorch/ops/create.lua), others as Lua names them
-      local src = info.source:match('^@(.*)$')
-      src = src and (src:match('.*/(moontorch/.*)$') or src) or info.short_src
-      where = ' -- ' .. src .. ':' .. info.linedefined
-    end
-    local head = info and info.what == 'C' and (name .. ' (a built-in function)') or signature(x, name)
-    return paint(COLOURS.key, head) .. paint(COLOURS.dim, where) .. '\n' .. (doc or 'no documentation found')
-  elseif type(x) == 'table' then
-    local out = {}
-    if type(x.__typename) == 'string' then
-      out[#out + 1] = paint(COLOURS.key, x.__typename)
-      if type(rawget(x, '__init')) == 'function' then
-        local doc = function_doc(rawget(x, '__init'))
-        if doc then out[#out + 1] = doc end
-      end
-    else
-      out[#out + 1] = paint(COLOURS.key, name) .. ': a table'
-    end
-    local fields = {}
-    for k, kind in pairs(names_of(x)) do
-      if is_identifier(k) and k:sub(1, 1) ~= '_' then fields[#fields + 1] = kind == 'function' and k .. '()' or k end
-    end
-    table.sort(fields)
-    out[#out + 1] = 'fields: ' .. table.concat(fields, ' ')
-    return table.concat(out, '\n')
-  elseif is_tensor(x) then
-    return ('%s: a tensor of size %s, %s; a method\'s help: ?%s.<method> (Tab after %s: lists them)'):format(
-      name, tostring(x:size()), tostring(x.dtype), name, name)
-  end
-  return ('%s: a %s value'):format(name, type(x))
+  return require('moontorch.doc').describe(x, name)
 end
 
 ---------------------------------------------------------------------------------------- the loop
@@ -406,7 +305,7 @@ end
 commands.help = function()
   print([[
   expr          print its values (a trailing ; prints nothing)
-  ?name         a function's documentation (?torch.zeros), a table's fields
+  ?name         a name's documentation (?torch.matmul, ?nn.Linear, ?x:sum), a table's fields
   :time on|off  print each command's time
   :depth n      how deep tables print (now ]] .. M.depth .. [[)
   :jit on|off   let the JIT compile the commands typed here (off: Ctrl-C stops any loop)

@@ -150,16 +150,52 @@ for _, editor in ipairs { 'builtin', 'readline' } do
       assert.equal(0, status)
     end)
 
+    it('Tab completes what the candidates share, and a second Tab lists every candidate', function()
+      local text, ok = drive({
+        { 'expect', '> ' }, { 'send', 'torch.ze\\t' }, { 'expect', 'ros' }, { 'send', '\\t' }, { 'expect', 'zeros_like' },
+        { 'expect', '> ' }, { 'send', '(2)\\r' }, { 'expect', 'tensor([0., 0.])' }, { 'expect', '> ' },
+        -- inside an expression, after an assignment, and for a tensor's methods
+        { 'send', 'y = torch.ones_l\\t' }, { 'expect', 'ike' }, { 'send', '(torch.ze\\t' }, { 'expect', 'ros' },
+        { 'send', '\\t' }, { 'expect', 'torch.zeros_like' }, { 'expect', '> ' }, { 'send', '(2));\\r' }, { 'expect', '> ' },
+        { 'send', 'y:arg\\t\\t' }, { 'expect', 'y:argmin' }, { 'expect', '> ' }, { 'send', 'max()\\r' }, { 'expect', 'tensor(' },
+        { 'expect', '> ' }, { 'send', '\\x04' } }, env)
+      assert.is_true(ok, text)
+      has(text, 'torch.zeros       torch.zeros_like')
+      has(text, 'torch.zeros(2)')
+      has(text, 'y = torch.ones_like(torch.zeros(2));')
+      has(text, 'y:argmax')
+      has(text, 'y:argsort')
+      lacks(text, 'stdin:')
+    end)
+
+    it('?name shows the doc of torch.matmul, torch.zeros, a tensor\'s method and a class (torch.help\'s text)', function()
+      local text, ok = drive({
+        -- (each doc's example has a `-->` in it: wait for its end before the prompt)
+        { 'expect', '> ' }, { 'send', '?torch.matmul\\r' }, { 'expect', 'PyTorch: torch.matmul' },
+        { 'expect', 'torch.Size([5, 2, 4])' }, { 'expect', '> ' },
+        { 'send', 'x = torch.ones(2)\\r' }, { 'expect', '> ' },
+        { 'send', '?x:sum\\r' }, { 'expect', 'Tensor:sum(dim' }, { 'expect', 'torch.Size([2, 1])' }, { 'expect', '> ' },
+        { 'send', '?nn.Linear\\r' }, { 'expect', 'nn.Linear(in_features' }, { 'expect', 'torch.Size([2, 4])' },
+        { 'expect', '> ' },
+        { 'send', 'io.write(torch.help(torch.matmul) == torch.help("torch.matmul") and "SAME\\\\n" or "DIFF\\\\n")\\r' },
+        { 'expect', 'SAME' }, { 'expect', '> ' }, { 'send', '\\x04' } }, env)
+      assert.is_true(ok, text)
+      has(text, torch.help(torch.matmul))
+      has(text, torch.help('Tensor:sum'))
+      lacks(text, 'no documentation found')
+    end)
+
     it('?torch.zeros shows its documentation; a tensor prints as PyTorch prints it', function()
       local text, ok = drive({
-        { 'expect', '> ' }, { 'send', '?torch.zeros\\r' }, { 'expect', 'filled with 0' }, { 'expect', '> ' },
+        { 'expect', '> ' }, { 'send', '?torch.zeros\\r' }, { 'expect', 'filled with 0' }, { 'expect', 'tensor([0., 0.])' },
+        { 'expect', '> ' },
         { 'send', 'torch.arange(6):view(2, 3)\\r' }, { 'expect', '5]])' }, { 'expect', '> ' },
         { 'send', 'torch.ones(2);\\r' }, { 'expect', '> ' },
         { 'send', ':time on\\r' }, { 'expect', 'timing on' }, { 'expect', '> ' },
         { 'send', '1 + 1\\r' }, { 'expect', ' ms)' }, { 'expect', '> ' }, { 'send', '\\x04' } }, env)
       assert.is_true(ok, text)
-      has(text, 'torch.zeros(...)')
-      has(text, 'moontorch/ops/create.lua:')
+      has(text, 'torch.zeros(size..., {dtype=, device=, requires_grad=, out=}) -> Tensor')
+      has(text, 'PyTorch: torch.zeros')
       has(text, 'tensor([[0, 1, 2],\n        [3, 4, 5]])')
       lacks(text, 'tensor([1., 1.])')
     end)
@@ -311,16 +347,18 @@ describe('the REPL\'s pieces', function()
     _G.__spec_t, _G.__spec_m = nil, nil
   end)
 
-  it('help: the comment above a function\'s definition, its parameters, a table\'s fields', function()
+  it('help: a moontorch name\'s doc (torch.help), else the comment above a function\'s definition and its parameters, a table\'s fields', function()
     local h = repl.help(torch.zeros, 'torch.zeros')
     assert.truthy(h:find('filled with 0', 1, true))
+    assert.equal(torch.help(torch.zeros), h)
+    assert.equal(torch.help(torch.matmul), repl.help('torch.matmul'))
     local h2 = repl.help(repl.complete, 'repl.complete')
     assert.truthy(h2:find('repl.complete(word)', 1, true))
     assert.truthy(h2:find('the words that complete', 1, true))
     assert.truthy(repl.help(print, 'print'):find('built-in', 1, true))
     _G.torch = torch
     assert.equal(require('moontorch.ffi').unwrap(torch.ones(1).add), repl.lookup('torch.Tensor.add')) -- (t.add is its front)
-    assert.truthy(repl.help('torch.Tensor.add'):find('torch.Tensor.add(', 1, true))
+    assert.truthy(repl.help('torch.Tensor.add'):find('Tensor:add(other', 1, true))
     assert.equal('help: torch.nothing_here is nil', repl.help('torch.nothing_here'))
     assert.truthy(repl.help({ a = 1, f = print }, 't'):find('fields: a f()', 1, true))
   end)

@@ -1,7 +1,8 @@
 -- The REPL's line editor over GNU readline, through Debian's lua-readline (`require 'readline'`):
 -- readline's own editing, key bindings (~/.inputrc) and history file. It reads through readline's
 -- callback interface, so that the wait for a key can also watch SIGINT (held at the prompt and
--- read from a signalfd): Ctrl-C abandons the line and gives a fresh prompt.
+-- read from a signalfd): Ctrl-C abandons the line and gives a fresh prompt. Tab completes; a second
+-- Tab lists every candidate.
 -- new() returns nil when lua-readline is not installed.
 local ffi = require 'ffi'
 local sys = require 'moontorch.repl.sys'
@@ -22,6 +23,7 @@ local function libreadline()
         rl_free_line_state = 'void %s(void)',
         rl_cleanup_after_signal = 'void %s(void)',
         rl_callback_sigcleanup = 'void %s(void)',
+        rl_variable_bind = 'int %s(const char *variable, const char *value)',
       }, lib)
     end
   end
@@ -37,6 +39,11 @@ function M.new(opts)
   RL.set_options { histfile = opts.history or '', keeplines = 1000, minlength = 1, completion = true,
     auto_add = false }
   RL.set_readline_name('moontorch')
+  -- Tab on a word with several completions first inserts what they share (torch.ze -> torch.zeros);
+  -- the next Tab lists them all (torch.zeros torch.zeros_like). Readline's default needs a third Tab
+  -- after a Tab that inserted text; show-all-if-unmodified lists at once when there is nothing more
+  -- to insert. (Set before readline reads ~/.inputrc, so a user's own setting there wins.)
+  pcall(function() lib.rl_variable_bind('show-all-if-unmodified', 'on') end)
   RL.set_complete_function(function(text, from, to)
     RL.set_completion_append_character('')
     -- readline's word ends at blanks and brackets, not at '.' or ':'; complete its identifier tail
