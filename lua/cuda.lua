@@ -301,8 +301,8 @@ function M.set_rng_state_all(states)
 end
 
 -- torch.backends.cuda.matmul.allow_tf32 (false by default, as PyTorch's): float32 products may use TF32
-M.backends = {
-  matmul = setmetatable({}, {
+M._backends = {
+  matmul = setmetatable({ _lazy = { allow_tf32 = true } }, {
     __index = function(_, k) if k == 'allow_tf32' then return C.mt_cuda_allow_tf32(-1) ~= 0 end end,
     __newindex = function(_, k, v)
       if k ~= 'allow_tf32' then fail('backends.cuda.matmul', 'no setting ' .. tostring(k)) end

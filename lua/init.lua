@@ -80,7 +80,7 @@ end
 torch.cuda = require 'moontorch.cuda'
 -- torch.backends.cuda (matmul.allow_tf32): the CUDA backend's settings
 torch.backends = torch.backends or {}
-torch.backends.cuda = torch.cuda.backends
+torch.backends.cuda = torch.cuda._backends
 
 -- the op modules add methods to the Tensor type and functions to torch
 local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }

@@ -75,7 +75,7 @@ doc { 'torch.cuda.get_device_properties([device]) -> table', 'torch.cuda.get_dev
   'torch.cuda.get_device_capability([device]) -> {major, minor}',
   does = 'The device\'s name, compute capability, multiprocessors and memory ({name=, major=, minor=, multi_processor_count=, total_memory=}); "moontorch CPU emulator" under MOONTORCH_CUDA_EMULATE=1. An error saying why where there is no such device.',
   ex = 'print(not torch.cuda.is_available() or #torch.cuda.get_device_name() > 0)  --> true' }
-doc { 'torch.cuda.runtime() -> string|nil',
+doc { 'torch.cuda.runtime() -> string|nil', pt = false,
   does = 'What runs the CUDA backend: \'cuda\' (NVIDIA\'s runtime on a GPU), \'emulator\' (the CPU emulator of a CUDA device that CI runs the CUDA suite on: MOONTORCH_CUDA_EMULATE=1), nil without a device. moontorch\'s own.',
   ex = 'print(torch.cuda.runtime() == nil or type(torch.cuda.runtime()) == "string")  --> true' }
 doc { 'torch.cuda.manual_seed(seed)', 'torch.cuda.manual_seed_all(seed)', 'torch.cuda.initial_seed([device]) -> number',
@@ -85,6 +85,3 @@ doc { 'torch.cuda.get_rng_state([device]) -> Tensor', 'torch.cuda.set_rng_state(
   'torch.cuda.get_rng_state_all() -> {Tensor}', 'torch.cuda.set_rng_state_all(states)',
   does = 'A device generator\'s state as PyTorch gives it: 16 uint8 bytes, the seed then the offset; setting it back repeats the draws.',
   ex = 'if torch.cuda.is_available() then print(torch.cuda.get_rng_state():numel()) else print(16) end  --> 16' }
-doc { 'torch.backends.cuda.matmul.allow_tf32',
-  does = 'Whether float32 products on a GPU may use TF32 tensor cores (false by default, as PyTorch\'s); a setting: `torch.backends.cuda.matmul.allow_tf32 = true`.',
-  ex = 'print(torch.backends.cuda.matmul.allow_tf32)  --> false' }
