@@ -59,10 +59,45 @@ if have_torch then
   local v = sh(python .. " -c 'import torch; print(torch.__version__.split(\"+\")[0])'"):match('(%d+%.%d+)')
   if v then torch_label = 'PyTorch ' .. v end
 end
+-- today's PyTorch beside it, from bench/.venv (bench/venv.sh installs it from the Python package index on
+-- demand; `./run bench` runs that first): its figures ride along with 1.13's, in NOW[the 1.13 table]
+local venv_python = os.getenv('BENCH_PYTHON_NOW') or 'bench/.venv/bin/python'
+local have_now = have_torch and os.execute(venv_python .. " -c 'import torch' >/dev/null 2>&1")
+have_now = have_now == true or have_now == 0
+local now_label = 'PyTorch (bench/.venv)'
+if have_now then
+  local v = sh(venv_python .. " -c 'import torch; print(torch.__version__.split(\"+\")[0])'"):match('(%d+%.%d+[%.%d]*)')
+  if v then now_label = 'PyTorch ' .. v end
+end
+local NOW = setmetatable({}, { __mode = 'k' })
 local function theirs(workload, n)
   if not have_torch then return nil end
-  return figures(pyenv .. python .. ' bench/torch_workloads.py ' .. workload .. ' ' .. (n or ''))
+  local t = figures(pyenv .. python .. ' bench/torch_workloads.py ' .. workload .. ' ' .. (n or ''))
+  if t and have_now then NOW[t] = figures(pyenv .. venv_python .. ' bench/torch_workloads.py ' .. workload .. ' ' .. (n or '')) end
+  return t
 end
+-- which way a figure is better: GFLOP/s higher, everything else (times, memory) lower
+local function is_better(k, a, b) if k:find('gflops') then return a > b end return a < b end
+-- into dst (a table of figures) the better of each of src's, and the same for their NOW tables
+local function merge_best(dst, src)
+  if not src then return dst end
+  for k, v in pairs(src) do
+    if type(v) == 'number' and (dst[k] == nil or is_better(k, v, dst[k])) then dst[k] = v end
+  end
+  if NOW[src] then NOW[dst] = merge_best(NOW[dst] or {}, NOW[src]) end
+  return dst
+end
+-- the better of two runs' tables by `key` (either may be nil), today's PyTorch's figures merged best-of
+local function pick(a, b, key)
+  if not b then return a end
+  if not a then return b end
+  local winner = is_better(key, b[key], a[key]) and b or a
+  local n = merge_best(merge_best({}, NOW[a] or {}), NOW[b] or {})
+  NOW[winner] = n
+  return winner
+end
+-- today's PyTorch's figure `key` beside a 1.13 table
+local function nowv(t, key) return t and NOW[t] and NOW[t][key] end
 
 local rows = {} -- for the markdown table: {name, ours, theirs, unit, better ('lower'|'higher'), ours_mem, theirs_mem}
 local function fmt(x, unit)
@@ -100,7 +135,7 @@ local function alternate(name, args, key, rounds)
   for _ = 1, rounds do
     local oi, ti = ours(name, args), theirs(name, args)
     if oi and (not o or oi[key] < o[key]) then o = oi end
-    if ti and (not t or ti[key] < t[key]) then t = ti end
+    t = pick(t, ti, key)
   end
   return o, t
 end
@@ -111,15 +146,15 @@ for _, a in ipairs(arg or {}) do only[tonumber(a) or a] = true end
 local function want(n) return next(only) == nil or only[n] == true end
 
 local t_start = now()
-print(('moontorch bench: build=%s threads=%s pytorch=%s'):format(build, threads,
-  have_torch and python or 'not available'))
+print(('moontorch bench: build=%s threads=%s pytorch=%s, today\'s pytorch=%s'):format(build, threads,
+  have_torch and python or 'not available', have_now and (venv_python .. ' (' .. now_label .. ')') or 'not available'))
 
 -- (1) a + b on 4 elements
 if want(1) then
   local o, t = alternate('add_small', nil, 'us', 3)
   line('(1) a + b, 4 x float32', o and o.us, t and t.us, 'us/op', 'lower')
   mem('a + b', o and o.peak_kb, t and t.peak_kb)
-  rows[#rows + 1] = { '`a + b`, 4 float32', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
+  rows[#rows + 1] = { '`a + b`, 4 float32', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'us') }
 end
 
 -- (2) 64x64 matmul
@@ -127,13 +162,13 @@ if want(2) then
   local o, t = alternate('matmul_small', 64, 'us', 3)
   line('(2) 64x64 float32 matmul', o and o.us, t and t.us, 'us/op', 'lower')
   mem('64x64 matmul', o and o.peak_kb, t and t.peak_kb)
-  rows[#rows + 1] = { '64×64 float32 matmul', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
+  rows[#rows + 1] = { '64×64 float32 matmul', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'us') }
 end
 
 if want(2) then
   local o, t = alternate('matmul_small', '64 out', 'us', 3)
   line('(2b) 64x64 matmul, out= reused', o and o.us, t and t.us, 'us/op', 'lower')
-  rows[#rows + 1] = { '64×64 float32 matmul into out=', o and o.us, t and t.us, 'µs/op', 'lower', nil, nil }
+  rows[#rows + 1] = { '64×64 float32 matmul into out=', o and o.us, t and t.us, 'µs/op', 'lower', nil, nil, now = nowv(t, 'us') }
 end
 
 -- (3) big matmuls next to OpenBLAS's own sgemm (called directly by bench_gemm, at OpenBLAS's own
@@ -157,7 +192,7 @@ for _, n in ipairs(want(3) and { 1024, 4096 } or {}) do
   line(('(3) %d^3 float32 matmul'):format(n), o and o.gflops, t and t.gflops, 'GFLOP/s', 'higher', extra)
   mem(('%d^3 matmul'):format(n), o and o.peak_kb, t and t.peak_kb)
   rows[#rows + 1] = { ('%d³ float32 matmul'):format(n), o and o.gflops, t and t.gflops, 'GFLOP/s', 'higher',
-    o and o.peak_kb, t and t.peak_kb, blas }
+    o and o.peak_kb, t and t.peak_kb, blas, now = nowv(t, 'gflops') }
 end
 
 -- (4) start-up: median of fresh processes
@@ -181,9 +216,10 @@ if want(4) then
   local o = time_cmd(env .. luajit .. ' bench/workloads/startup.lua', 11)
   local base = time_cmd(luajit .. ' -e ""', 11)
   local t = have_torch and time_cmd(pyenv .. python .. " -c 'import torch'", 7) or nil
+  local tn = have_now and time_cmd(pyenv .. venv_python .. " -c 'import torch'", 7) or nil
   line("(4) start-up: require 'moontorch'", o, t, 'ms', 'lower',
     base and ('(bare luajit %.1f ms)'):format(base) or nil)
-  rows[#rows + 1] = { "start-up (`require 'moontorch'` / `import torch`)", o, t, 'ms', 'lower', nil, nil }
+  rows[#rows + 1] = { "start-up (`require 'moontorch'` / `import torch`)", o, t, 'ms', 'lower', nil, nil, now = tn }
 end
 
 -- (7) autograd: `c = a + b` with a, b requiring grad; (8) the plain-tensor training loop of the
@@ -191,10 +227,10 @@ end
 if want(7) then
   local o, t = alternate('add_small_grad', nil, 'us', 3)
   line('(7) a + b with grad, 4 x float32', o and o.us, t and t.us, 'us/op', 'lower')
-  rows[#rows + 1] = { '`c = a + b` with grad, 4 float32', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb }
+  rows[#rows + 1] = { '`c = a + b` with grad, 4 float32', o and o.us, t and t.us, 'µs/op', 'lower', o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'us') }
   o, t = alternate('train_plain', 10000, 'us', 2)
   line('(8) training loop, plain tensors', o and o.us, t and t.us, 'us/iter', 'lower')
-  rows[#rows + 1] = { '4-3-1 training loop on plain tensors', o and o.us, t and t.us, 'µs/iter', 'lower', o and o.peak_kb, t and t.peak_kb }
+  rows[#rows + 1] = { '4-3-1 training loop on plain tensors', o and o.us, t and t.us, 'µs/iter', 'lower', o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'us') }
   local m = ours('grad_memory', os.getenv('BENCH_GRAD_ITERS') or 1000000)
   if m then
     print(('(9) 1M forward/backward iterations: RSS %.1f MB after 10%%, %.1f MB at the end, %.2f us/iter, live nodes %d')
@@ -208,11 +244,11 @@ if want(10) then
   local o, t = alternate('train_modules', 10000, 'us', 2)
   line('(10) training loop, the note\'s modules', o and o.us, t and t.us, 'us/iter', 'lower')
   rows[#rows + 1] = { 'the note\'s training loop with modules + optim.SGD', o and o.us, t and t.us, 'µs/iter', 'lower',
-    o and o.peak_kb, t and t.peak_kb }
+    o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'us') }
   o, t = alternate('module_call', nil, 'us', 2)
   line('(11) MyLinear module call', o and o.us, t and t.us, 'us/call', 'lower',
     o and ('ours: %.2fx the plain-tensor ops (%.2f us)'):format(o.ratio, o.plain_us) or nil)
-  rows[#rows + 1] = { 'MyLinear(4, 3) call with grad', o and o.us, t and t.us, 'µs/call', 'lower', nil, nil }
+  rows[#rows + 1] = { 'MyLinear(4, 3) call with grad', o and o.us, t and t.us, 'µs/call', 'lower', nil, nil, now = nowv(t, 'us') }
 end
 
 -- (12) torch.save / torch.load of a 784-512-256-10 MLP's state_dict (ours: fsync included; also
@@ -226,7 +262,7 @@ if want(12) then
   end
   for _ = 1, 2 do
     keep_min(o, ours('save_load', 50))
-    keep_min(t, theirs('save_load', 50))
+    merge_best(t, theirs('save_load', 50))
   end
   if not o.save_us then o = nil end
   if not t.save_us then t = nil end
@@ -235,12 +271,12 @@ if want(12) then
   line('(12) load MLP state_dict', o and o.load_us, t and t.load_us, 'us', 'lower',
     o and o.load_mmap_us and ('ours with {mmap=true} %.0f us'):format(o.load_mmap_us))
   rows[#rows + 1] = { '`torch.save` of a 784-512-256-10 MLP state_dict (ours with fsync)', o and o.save_us, t and t.save_us,
-    'µs', 'lower', nil, nil }
+    'µs', 'lower', nil, nil, now = nowv(t, 'save_us') }
   rows[#rows + 1] = { '`torch.save` of the same, ours without fsync (`{sync=false}`)', o and o.save_nosync_us,
-    t and t.save_us, 'µs', 'lower', nil, nil }
-  rows[#rows + 1] = { '`torch.load` of the same', o and o.load_us, t and t.load_us, 'µs', 'lower', nil, nil }
+    t and t.save_us, 'µs', 'lower', nil, nil, now = nowv(t, 'save_us') }
+  rows[#rows + 1] = { '`torch.load` of the same', o and o.load_us, t and t.load_us, 'µs', 'lower', nil, nil, now = nowv(t, 'load_us') }
   rows[#rows + 1] = { '`torch.load` of the same, ours with `{mmap=true}`', o and o.load_mmap_us, t and t.load_us, 'µs',
-    'lower', nil, nil }
+    'lower', nil, nil, now = nowv(t, 'load_us') }
 end
 
 -- (13) exp, log, tanh, sigmoid of 2^20 float32 values (vectorised in core/tensor/vmath.c)
@@ -248,12 +284,12 @@ if want(13) then
   local o, t = {}, {}
   for _ = 1, 2 do
     for k, v in pairs(ours('exp_big') or {}) do if not o[k] or v < o[k] then o[k] = v end end
-    for k, v in pairs(theirs('exp_big') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+    merge_best(t, theirs('exp_big'))
   end
   for _, op in ipairs({ 'exp', 'log', 'tanh', 'sigmoid' }) do
     local key = op .. '_us'
     line(('(13) %s of 1M float32'):format(op), o[key], t[key], 'us', 'lower')
-    rows[#rows + 1] = { ('`%s` of 2^20 float32'):format(op), o[key], t[key], 'µs', 'lower', nil, nil }
+    rows[#rows + 1] = { ('`%s` of 2^20 float32'):format(op), o[key], t[key], 'µs', 'lower', nil, nil, now = nowv(t, key) }
   end
 end
 
@@ -263,14 +299,14 @@ if want('norm_loss') then
   local o, t = {}, {}
   for _ = 1, 2 do
     for k, v in pairs(ours('norm_loss') or {}) do if not o[k] or v < o[k] then o[k] = v end end
-    for k, v in pairs(theirs('norm_loss') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+    merge_best(t, theirs('norm_loss'))
   end
   for _, r in ipairs({ { 'ln_fwd_us', 'F.layer_norm, (1024, 256) float32, no grad' },
     { 'ln_step_us', 'F.layer_norm, (1024, 256) float32, forward + backward' },
     { 'ce_step_us', 'F.cross_entropy, (128, 10), forward + backward' },
     { 'ce1k_step_us', 'F.cross_entropy, (128, 1000), forward + backward' } }) do
     line('(norm_loss) ' .. r[2], o[r[1]], t[r[1]], 'us', 'lower')
-    rows[#rows + 1] = { '`' .. r[2]:gsub(', ', '`, ', 1), o[r[1]], t[r[1]], 'µs', 'lower', nil, nil }
+    rows[#rows + 1] = { '`' .. r[2]:gsub(', ', '`, ', 1), o[r[1]], t[r[1]], 'µs', 'lower', nil, nil, now = nowv(t, r[1]) }
   end
   if o.ln_composite_step_us then
     print(('(norm_loss) layer norm step as tensor ops (before the fused op): %.1f us'):format(o.ln_composite_step_us))
@@ -354,7 +390,10 @@ if want(15) then
       if r and (not oob or r.ms < oob.ms) then oob = r end
       if have_torch then
         r = figures(pyenv:gsub('BENCH_THREADS=%S+ ', '') .. e .. python .. ' bench/torch_workloads.py train_mlp')
-        if r and (not t or r.ms < t.ms) then t = r end
+        if r and have_now then
+          NOW[r] = figures(pyenv:gsub('BENCH_THREADS=%S+ ', '') .. e .. venv_python .. ' bench/torch_workloads.py train_mlp')
+        end
+        t = pick(t, r, 'ms')
       end
     end
     local label = nt == all and ('%s threads (all CPUs)'):format(nt) or ('%s threads'):format(nt)
@@ -367,9 +406,9 @@ if want(15) then
     mem('MLP train step, ' .. label, o and o.peak_kb, t and t.peak_kb)
     if nt == threads then
       rows[#rows + 1] = { '784-512-256-10 MLP training step, batch 128', o and o.ms, t and t.ms, 'ms', 'lower',
-        o and o.peak_kb, t and t.peak_kb }
+        o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'ms') }
       rows[#rows + 1] = { 'the same MLP\'s inference (no_grad forward)', o and o.infer_ms, t and t.infer_ms, 'ms', 'lower',
-        nil, nil }
+        nil, nil, now = nowv(t, 'infer_ms') }
     end
   end
 end
@@ -381,7 +420,7 @@ if want('transformer') then
   local o, t = alternate('transformer', nil, 'ms', 3)
   line('(transformer) encoder layer fwd+bwd', o and o.ms, t and t.ms, 'ms', 'lower')
   rows[#rows + 1] = { 'TransformerEncoderLayer(256, 4, 1024) forward + backward, seq 64, batch 16', o and o.ms,
-    t and t.ms, 'ms', 'lower', o and o.peak_kb, t and t.peak_kb }
+    t and t.ms, 'ms', 'lower', o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'ms') }
 end
 
 -- (pool) issue 12, pooling: forward + backward of LeNet-5's max pools (2x2 on 64x6x24x24 and on
@@ -391,35 +430,57 @@ if want('pool') then
   local o, t = {}, {}
   for _ = 1, 3 do
     for k, v in pairs(ours('pool') or {}) do if not o[k] or v < o[k] then o[k] = v end end
-    for k, v in pairs(theirs('pool') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+    merge_best(t, theirs('pool'))
   end
   for _, w in ipairs({ { 'lenet_pool1_us', 'max_pool2d', '2x2 of 64x6x24x24, forward + backward' },
     { 'lenet_pool2_us', 'max_pool2d', '2x2 of 64x16x8x8, forward + backward' },
     { 'adaptive_avg_us', 'adaptive_avg_pool2d', '64x512x7x7 -> 1x1, forward + backward' } }) do
     line('(pool) ' .. w[2] .. ' ' .. w[3], o[w[1]], t[w[1]], 'us', 'lower')
-    rows[#rows + 1] = { ('`F.%s` %s'):format(w[2], w[3]), o[w[1]], t[w[1]], 'µs', 'lower', nil, nil }
+    rows[#rows + 1] = { ('`F.%s` %s'):format(w[2], w[3]), o[w[1]], t[w[1]], 'µs', 'lower', nil, nil, now = nowv(t, w[1]) }
   end
 end
 
 -- (16) issue 12, conv part: conv2d forward and forward + backward in float32 (bench/workloads/conv.lua):
 -- the LeNet-5 convs (1->6 5x5 and 6->16 5x5, batch 64) and a 3x3 64-channel 56x56 conv (batch 8);
--- alternating, each side keeping its best of 3
+-- then (issue 27) the ResNet-style 3x3 convs C->C, padding 1, at C/HW 64/56, 128/28, 256/14 and batch 1,
+-- 8, 32, forward and backward (input and weight gradients) timed apart; alternating, each side keeping
+-- its best of 3 (2 for the batches of 32)
+local conv_rows = {}
 if want(16) then
   local labels = { lenet1 = 'LeNet conv1 1→6 5×5, batch 64 of 1×28×28', lenet2 = 'LeNet conv2 6→16 5×5, batch 64 of 6×12×12',
     c64 = 'conv 64→64 3×3 pad 1, batch 8 of 64×56×56' }
-  for _, shape in ipairs({ 'lenet1', 'lenet2', 'c64' }) do
+  local shapes = { 'lenet1', 'lenet2', 'c64' }
+  for _, ch in ipairs({ { 64, 56 }, { 128, 28 }, { 256, 14 } }) do
+    for _, n in ipairs({ 1, 8, 32 }) do
+      local key = ('r%d_%d_%d'):format(ch[1], ch[2], n)
+      shapes[#shapes + 1] = key
+      labels[key] = ('ResNet conv %d→%d 3×3, batch %d of %d×%d×%d'):format(ch[1], ch[1], n, ch[1], ch[2], ch[2])
+    end
+  end
+  for _, shape in ipairs(shapes) do
     local o, t = {}, {}
-    for _ = 1, 3 do
-      for k, v in pairs(ours('conv', shape) or {}) do if not o[k] or v < o[k] then o[k] = v end end
-      for k, v in pairs(theirs('conv', shape) or {}) do if not t[k] or v < t[k] then t[k] = v end end
+    for _ = 1, shape:match('_32$') and 2 or 3 do
+      merge_best(o, ours('conv', shape))
+      merge_best(t, theirs('conv', shape))
     end
     -- the LeNet convs in µs (ms prints one decimal)
-    local k, unit = shape == 'c64' and 1 or 1000, shape == 'c64' and 'ms' or 'µs'
+    local lenet = shape:match('^lenet')
+    local k, unit = lenet and 1000 or 1, lenet and 'µs' or 'ms'
     local function sc(x) return x and x * k end
-    line(('(16) %s forward'):format(shape), sc(o.fwd_ms), sc(t.fwd_ms), unit, 'lower')
-    line(('(16) %s forward+backward'):format(shape), sc(o.fwd_bwd_ms), sc(t.fwd_bwd_ms), unit, 'lower')
-    rows[#rows + 1] = { labels[shape] .. ', forward', sc(o.fwd_ms), sc(t.fwd_ms), unit, 'lower', nil, nil }
-    rows[#rows + 1] = { labels[shape] .. ', forward + backward', sc(o.fwd_bwd_ms), sc(t.fwd_bwd_ms), unit, 'lower', nil, nil }
+    if shape:match('^r') then
+      line(('(16) %s forward'):format(shape), o.fwd_ms, t.fwd_ms, 'ms', 'lower',
+        nowv(t, 'fwd_ms') and ('%s %.2f ms'):format(now_label, nowv(t, 'fwd_ms')))
+      line(('(16) %s backward'):format(shape), o.bwd_ms, t.bwd_ms, 'ms', 'lower',
+        nowv(t, 'bwd_ms') and ('%s %.2f ms'):format(now_label, nowv(t, 'bwd_ms')))
+      conv_rows[#conv_rows + 1] = { labels[shape], o, t, NOW[t] }
+      rows[#rows + 1] = { labels[shape] .. ', forward', o.fwd_ms, t.fwd_ms, 'ms', 'lower', nil, nil, now = nowv(t, 'fwd_ms') }
+      rows[#rows + 1] = { labels[shape] .. ', backward', o.bwd_ms, t.bwd_ms, 'ms', 'lower', nil, nil, now = nowv(t, 'bwd_ms') }
+    else
+      line(('(16) %s forward'):format(shape), sc(o.fwd_ms), sc(t.fwd_ms), unit, 'lower')
+      line(('(16) %s forward+backward'):format(shape), sc(o.fwd_bwd_ms), sc(t.fwd_bwd_ms), unit, 'lower')
+      rows[#rows + 1] = { labels[shape] .. ', forward', sc(o.fwd_ms), sc(t.fwd_ms), unit, 'lower', nil, nil, now = sc(nowv(t, 'fwd_ms')) }
+      rows[#rows + 1] = { labels[shape] .. ', forward + backward', sc(o.fwd_bwd_ms), sc(t.fwd_bwd_ms), unit, 'lower', nil, nil, now = sc(nowv(t, 'fwd_bwd_ms')) }
+    end
   end
 end
 
@@ -431,12 +492,11 @@ if want('lstm') then
   for _ = 1, 3 do
     local r = ours('lstm')
     if r and (not o or r.ms < o.ms) then o = r end
-    r = theirs('lstm')
-    if r and (not t or r.ms < t.ms) then t = r end
+    t = pick(t, theirs('lstm'), 'ms')
   end
   line('(lstm) 2-layer LSTM fwd+bwd', o and o.ms, t and t.ms, 'ms', 'lower')
   rows[#rows + 1] = { '2-layer LSTM 128-256, seq 32, batch 32, forward + backward', o and o.ms, t and t.ms, 'ms', 'lower',
-    o and o.peak_kb, t and t.peak_kb }
+    o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'ms') }
 end
 
 -- (lenet) issue 12: a LeNet-5 training step (conv 1->6 5x5, ReLU, max-pool 2, conv 6->16 5x5, ReLU,
@@ -446,7 +506,7 @@ if want('lenet') then
   local o, t = alternate('lenet', nil, 'ms', 3)
   line('(lenet) LeNet-5 train step', o and o.ms, t and t.ms, 'ms', 'lower')
   rows[#rows + 1] = { 'LeNet-5 training step, batch 64 of 1×28×28 (SGD)', o and o.ms, t and t.ms, 'ms', 'lower',
-    o and o.peak_kb, t and t.peak_kb }
+    o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'ms') }
 end
 
 -- (fashion) issue 13: an epoch of the Fashion-MNIST demo (examples/fashion_mnist.lua: LeNet-5, Adam
@@ -469,9 +529,9 @@ if want('fashion') then
       if not tr then io.stderr:write('bench: examples/fashion_mnist.lua failed:\n', out, '\n') return nil end
       return { train_s = tonumber(tr), epoch_s = tonumber(tr) + tonumber(te), acc = tonumber(acc) }
     end
-    local function run_theirs()
+    local function run_theirs(py)
       if not have_torch then return nil end
-      local out = sh(('%s%s bench/fashion_mnist.py --epochs 1 --threads %s --data %s'):format(pyenv, python, threads, root))
+      local out = sh(('%s%s bench/fashion_mnist.py --epochs 1 --threads %s --data %s'):format(pyenv, py or python, threads, root))
       local tr, te, acc = out:match('train_s ([%d.]+) test_s ([%d.]+) .- acc ([%d.]+)')
       if not tr then io.stderr:write('bench: bench/fashion_mnist.py failed:\n', out, '\n') return nil end
       return { train_s = tonumber(tr), epoch_s = tonumber(tr) + tonumber(te), acc = tonumber(acc) * 100 }
@@ -479,8 +539,9 @@ if want('fashion') then
     local o, t
     for _ = 1, 2 do
       local oi, ti = run_ours(), run_theirs()
+      if ti and have_now then NOW[ti] = run_theirs(venv_python) end
       if oi and (not o or oi.epoch_s < o.epoch_s) then o = oi end
-      if ti and (not t or ti.epoch_s < t.epoch_s) then t = ti end
+      t = pick(t, ti, 'epoch_s')
     end
     os.execute(('rm -rf %q'):format(out_dir))
     local acc = ('test accuracy after it: ours %s%%, pytorch %s%%'):format(o and ('%.2f'):format(o.acc) or 'n/a',
@@ -488,7 +549,7 @@ if want('fashion') then
     line('(fashion) demo epoch, training', o and o.train_s * 1e3, t and t.train_s * 1e3, 'ms', 'lower')
     line('(fashion) demo epoch, train + test', o and o.epoch_s * 1e3, t and t.epoch_s * 1e3, 'ms', 'lower', acc)
     rows[#rows + 1] = { 'Fashion-MNIST demo: one epoch (60 000 images, then 10 000 tested)', o and o.epoch_s * 1e3,
-      t and t.epoch_s * 1e3, 'ms', 'lower' }
+      t and t.epoch_s * 1e3, 'ms', 'lower', now = nowv(t, 'epoch_s') and nowv(t, 'epoch_s') * 1e3 }
   end
 end
 
@@ -498,7 +559,7 @@ if want('softmax') then
   local o, t = {}, {}
   for _ = 1, 3 do
     for k, v in pairs(ours('softmax') or {}) do if not o[k] or v < o[k] then o[k] = v end end
-    for k, v in pairs(theirs('softmax') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+    merge_best(t, theirs('softmax'))
   end
   for _, r in ipairs({ { 'sm_fwd_us', 'F.softmax, 16x4x64x64 float32 over the last dim, no grad' },
     { 'sm_step_us', 'F.softmax, 16x4x64x64 float32 over the last dim, forward + backward' },
@@ -506,23 +567,54 @@ if want('softmax') then
     { 'sm_dim1_step_us', 'F.softmax, 32x64x32x32 float32 over the channels, forward + backward' },
     { 'ce1k_step_us', 'F.cross_entropy, 128x1000, forward + backward' } }) do
     line('(softmax) ' .. r[2], o[r[1]], t[r[1]], 'us', 'lower')
-    rows[#rows + 1] = { '`' .. r[2]:gsub(', ', '`, ', 1), o[r[1]], t[r[1]], 'µs', 'lower', nil, nil }
+    rows[#rows + 1] = { '`' .. r[2]:gsub(', ', '`, ', 1), o[r[1]], t[r[1]], 'µs', 'lower', nil, nil, now = nowv(t, r[1]) }
   end
 end
 
 -- the table
 print()
-print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))
-print('| --- | --- | --- | --- | --- |')
+local function vs(o, t, better)
+  local rr = ratio(o, t, better)
+  return rr and ('%.2f× %s'):format(rr, rr >= 1 and 'faster' or 'slower') or 'n/a'
+end
+if have_now then
+  print(('| workload | moontorch | %s | ours vs %s | %s | ours vs %s | peak RSS ours / %s |'):format(torch_label,
+    torch_label, now_label, now_label, torch_label))
+  print('| --- | --- | --- | --- | --- | --- | --- |')
+else
+  print(('| workload | moontorch | %s | ours vs PyTorch | peak RSS ours / PyTorch |'):format(torch_label))
+  print('| --- | --- | --- | --- | --- |')
+end
 for _, r in ipairs(rows) do
   local name, o, t, unit, better, om, tm, blas = r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]
-  local rr = ratio(o, t, better)
   local note = blas and (' (OpenBLAS sgemm: %.1f)'):format(blas) or ''
-  print(('| %s | %s %s%s | %s | %s | %s |'):format(name, fmt(o, unit), unit, note, t and (fmt(t, unit) .. ' ' .. unit) or 'n/a',
-    rr and ('%.2f× %s'):format(rr, rr >= 1 and 'faster' or 'slower') or 'n/a',
-    om and ('%.0f MB / %s'):format(om / 1024, tm and ('%.0f MB'):format(tm / 1024) or 'n/a') or '–'))
+  local memcol = om and ('%.0f MB / %s'):format(om / 1024, tm and ('%.0f MB'):format(tm / 1024) or 'n/a') or '–'
+  local cur = have_now and (' %s | %s |'):format(r.now and (fmt(r.now, unit) .. ' ' .. unit) or 'n/a', vs(o, r.now, better)) or ''
+  print(('| %s | %s %s%s | %s | %s |%s %s |'):format(name, fmt(o, unit), unit, note, t and (fmt(t, unit) .. ' ' .. unit) or 'n/a',
+    vs(o, t, better), cur, memcol))
 end
 print()
+if #conv_rows > 0 then
+  -- issue 27's target: ours at most 0.8 of PyTorch's time on these
+  print(('| 3×3 convolution, float32, %s threads | forward: ours | %s | ours / %s | %s | ours / %s | backward: ours | %s | ours / %s | %s | ours / %s |')
+    :format(threads, torch_label, torch_label, now_label, now_label, torch_label, torch_label, now_label, now_label))
+  print('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
+  local function ms(x) return x and ('%.2f ms'):format(x) or 'n/a' end
+  local function q(a, b) return a and b and ('%.2f'):format(a / b) or 'n/a' end
+  for _, r in ipairs(conv_rows) do
+    local o, t, n = r[2], r[3], r[4] or {}
+    print(('| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |'):format(r[1], ms(o.fwd_ms), ms(t.fwd_ms),
+      q(o.fwd_ms, t.fwd_ms), ms(n.fwd_ms), q(o.fwd_ms, n.fwd_ms), ms(o.bwd_ms), ms(t.bwd_ms), q(o.bwd_ms, t.bwd_ms),
+      ms(n.bwd_ms), q(o.bwd_ms, n.bwd_ms)))
+  end
+  print()
+end
+if not have_now then
+  print(('(no %s: %s)'):format('column for today\'s PyTorch', have_torch and
+    ('%s cannot import torch; bench/venv.sh installs it from the Python package index%s'):format(venv_python,
+      io.open('bench/.venv-failed') and (': its last try failed: ' .. io.open('bench/.venv-failed'):read('*l')) or '')
+    or 'PyTorch 1.13 is not importable either'))
+end
 print(('| float32 product, %s threads (GFLOP/s) | moontorch `a:matmul(b)` | moontorch, `MT_BLAS=openblas` | OpenBLAS sgemm, its best kernels | oneDNN `dnnl_sgemm` | ours / best provider | %s |'):format(threads, torch_label))
 print('| --- | --- | --- | --- | --- | --- | --- |')
 local function g(r) return r and ('%.1f'):format(r.gflops) or 'n/a' end

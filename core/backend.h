@@ -18,17 +18,21 @@
  *   - streams and events (a device that queues work), and synchronisation;
  *   - what it knows of its memory beyond the core's counts (a cache's reserved bytes, free, total);
  *   - supports(op, dtypes): whether it runs an op on operands of those dtypes, beyond having the
- *     op's kernel slot (NULL: the slot decides).
+ *     op's kernel slot (NULL: the slot decides);
+ *   - its random engine (core/generator.h): the state a generator of this device holds, how it is
+ *     seeded and read as bytes (NULL: the device draws no random numbers, as meta).
  * Every hook but the kernel table may be NULL: see each one for what NULL means.
  *
  * What the core promises a backend's kernels: operands on the backend's device (one index), but for
  * binary, where and the optimizer steps' scalars: an operand may be a 0-dim CPU tensor (a number,
  * MT_TENSOR_WRAPPED_NUMBER, or PyTorch's CPU scalar), which a kernel reads on the host and passes by
- * value. Kernels run on the device's current stream. Not installed. */
+ * value. The random fills get a generator of the tensor's own device (core/ops/generator.c). Kernels
+ * run on the device's current stream. Not installed. */
 #ifndef MT_BACKEND_H
 #define MT_BACKEND_H
 
 #include "kernels.h"
+#include "generator.h"
 
 /* what a backend says of a device's memory beyond the core's counts (-1: not known) */
 typedef struct mt_device_memory {
@@ -94,11 +98,15 @@ typedef struct mt_backend {
   int (*describe)(char *buf, size_t n);
 
   bool (*supports)(mt_op op, const int *dtypes, int n);
+  const struct mt_rng_engine *rng;
 } mt_backend;
 
 /* the backends this build has: the CPU's (core/tensor/cpu.c), the meta device's (core/meta/meta.c),
  * the fake device's (core/fake/fake.c: installed in the CUDA slot for specs only) */
 extern const mt_backend mt_cpu_backend, mt_meta_backend, mt_fake_backend;
+/* the CPU's random engine (core/tensor/random.c: PyTorch's CPU generator), which the fake device shares
+ * with the CPU's kernels it runs */
+extern const struct mt_rng_engine mt_cpu_rng;
 /* the fake's devices and memory, set before the registry installs it (mt_fake_cuda_install) */
 mt_status mt_fake_setup(int ndevices, int64_t bytes);
 #ifdef MT_HAVE_GPU

@@ -33,6 +33,7 @@
  * each set for the load unless the user set them. */
 #define _GNU_SOURCE
 #include "blas.h"
+#include "thread.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -197,6 +198,7 @@ static struct {
   dnnl_sgemm_fn sgemm;
   void (*omp_set_num_threads)(int);
   char version[32];
+  int major;
   char path[512];
   char error[600]; /* why it could not be loaded */
 } dn;
@@ -375,7 +377,13 @@ static int load_openblas(void) {
   return 1;
 }
 
-static int load_onednn(void) {
+/* the library itself, opened once for dnnl_sgemm and the convolution kernels alike (dn_open_lock held) */
+static pthread_mutex_t dn_open_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *dn_handle; /* atomic once set */
+static int dn_open_tried;
+static int dn_open(void) {
+  if (dn_open_tried) return dn_handle != NULL;
+  dn_open_tried = 1;
   const char *lib = getenv("MT_ONEDNN_LIB");
   const char *names[] = {MT_ONEDNN_PATH, "libdnnl.so.3", "libdnnl.so.2"};
   if (is_set(lib)) names[0] = lib, names[1] = names[2] = NULL;
@@ -393,18 +401,68 @@ static int load_onednn(void) {
     snprintf(dn.error, sizeof dn.error, "cannot load oneDNN (libdnnl.so): %s", why);
     return 0;
   }
-  dn.sgemm = (dnnl_sgemm_fn)dlsym(h, "dnnl_sgemm");
   dn.omp_set_num_threads = (void (*)(int))dlsym(h, "omp_set_num_threads");
   const dnnl_version_t *(*version)(void) = (const dnnl_version_t *(*)(void))dlsym(h, "dnnl_version");
-  if (version && version()) snprintf(dn.version, sizeof dn.version, "%d.%d.%d", version()->major, version()->minor,
-                                     version()->patch);
+  if (version && version()) {
+    snprintf(dn.version, sizeof dn.version, "%d.%d.%d", version()->major, version()->minor, version()->patch);
+    dn.major = version()->major;
+  }
   loaded_path(h, dn.path, sizeof dn.path);
+  pthread_atfork(NULL, NULL, dn_after_fork_child);
+  __atomic_store_n(&dn_handle, h, __ATOMIC_RELEASE);
+  return 1;
+}
+
+static int load_onednn(void) {
+  pthread_mutex_lock(&dn_open_lock);
+  int ok = dn_open();
+  pthread_mutex_unlock(&dn_open_lock);
+  if (!ok) return 0;
+  dn.sgemm = (dnnl_sgemm_fn)dlsym(dn_handle, "dnnl_sgemm");
   if (!dn.sgemm) {
     snprintf(dn.error, sizeof dn.error, "%s has no dnnl_sgemm", dn.path);
     return 0;
   }
-  pthread_atfork(NULL, NULL, dn_after_fork_child);
   return 1;
+}
+
+void *mt_onednn_library(int *major) {
+  if (dn_forked) return NULL;
+  void *h = __atomic_load_n(&dn_handle, __ATOMIC_ACQUIRE);
+  if (!h) {
+    pthread_mutex_lock(&dn_open_lock);
+    dn_open();
+    pthread_mutex_unlock(&dn_open_lock);
+    h = __atomic_load_n(&dn_handle, __ATOMIC_ACQUIRE);
+  }
+  if (major) *major = dn.major;
+  return h;
+}
+
+const char *mt_onednn_describe(void) {
+  static char buf[600];
+  if (!mt_onednn_library(NULL)) {
+    snprintf(buf, sizeof buf, "%s", dn_forked ? "not in a forked child" : dn.error);
+    return buf;
+  }
+  snprintf(buf, sizeof buf, "oneDNN %s (%s)", dn.version, dn.path);
+  return buf;
+}
+
+void mt_onednn_begin(sigset_t *old, int *held) {
+  mt_pool_rest(); /* oneDNN's threads take the cores from here: our polling workers sleep */
+  int want = __atomic_load_n(&blas_threads, __ATOMIC_RELAXED);
+  if (want <= 0) want = mt_get_num_threads();
+  if (dn_threads_told != want && dn.omp_set_num_threads) {
+    dn.omp_set_num_threads(want);
+    dn_threads_told = want;
+  }
+  pthread_once(&dn_held_once, dn_held_init);
+  *held = pthread_sigmask(SIG_BLOCK, &dn_held, old) == 0;
+}
+
+void mt_onednn_end(const sigset_t *old, int held) {
+  if (held) pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
 static void load(void) {
@@ -485,13 +543,50 @@ int mt_blas_available(const char *provider) {
   if (strcasecmp(provider, "onednn") == 0) {
     if (!mt_blas_get("blas")) return 0;
     if (dn.sgemm) return 1;
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&mu);
-    int ok = dn.sgemm || load_onednn();
-    pthread_mutex_unlock(&mu);
-    return ok;
+    return load_onednn();
   }
   return 0;
+}
+
+int mt_conv_mode(void) {
+  static int mode = -1;
+  int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
+  if (m >= 0) return m;
+  const char *e = getenv("MT_CONV");
+  m = 0;
+  if (e && strcasecmp(e, "direct") == 0) m = 1;
+  else if (e && (strcasecmp(e, "own") == 0 || strcmp(e, "0") == 0)) m = 2;
+  __atomic_store_n(&mode, m, __ATOMIC_RELAXED);
+  return m;
+}
+
+/* whether core/tensor/onednn.c was built (it needs oneDNN 2.x's headers) */
+#if defined(__has_include)
+#if __has_include(<oneapi/dnnl/dnnl_version.h>)
+#include <oneapi/dnnl/dnnl_version.h>
+#if DNNL_VERSION_MAJOR == 2
+#define MT_ONEDNN_CONV_BUILT 1
+#endif
+#endif
+#endif
+
+int mt_conv_describe(char *buf, size_t n) {
+  int mode = mt_conv_mode(), major = 0;
+  if (mode == 2)
+    return snprintf(buf, n, "  - float32 convolutions: moontorch's own (im2col and matrix products), MT_CONV=own\n");
+#ifndef MT_ONEDNN_CONV_BUILT
+  return snprintf(buf, n, "  - float32 convolutions: moontorch's own (im2col and matrix products); built without "
+                          "oneDNN 2.x's headers (libdnnl-dev)\n");
+#else
+  if (!mt_onednn_library(&major) || major != 2)
+    return snprintf(buf, n, "  - float32 convolutions: moontorch's own (im2col and matrix products); oneDNN's not used: "
+                            "%s\n", major && major != 2 ? "the library loaded is not oneDNN 2.x" : mt_onednn_describe());
+  return snprintf(buf, n,
+                  "  - float32 convolutions: %s for 16 or more channels per group (%s), moontorch's own (im2col and "
+                  "matrix products) for the rest, 1x1 and float64; MT_CONV=direct|own chooses\n",
+                  mt_onednn_describe(),
+                  mode == 1 ? "direct only: MT_CONV=direct" : "Winograd for 3x3 of stride 1 from 32 output tiles, else direct");
+#endif
 }
 
 /* The BLAS part of mt_config_string. */

@@ -6,6 +6,8 @@
 
 #include "mt_internal.h"
 
+#include <signal.h>
+
 typedef struct mt_blas {
   const char *name; /* who does the float32 products: "openblas" or "onednn" */
   /* float32 products of up to this many multiply-adds run faster on moontorch's own single-thread
@@ -38,6 +40,22 @@ typedef struct mt_blas {
 const mt_blas *mt_blas_get(const char *op);
 /* The thread count the BLAS should use (thread.c calls it; remembered until the BLAS is loaded). */
 void mt_blas_set_threads(int n);
+/* oneDNN for the rest of the core (the CPU's convolution kernels, core/tensor/onednn.c): the library's
+ * dlopen handle, opened on the first call as for dnnl_sgemm (MT_ONEDNN_LIB, then where CMake found it,
+ * libdnnl.so.3, .so.2), with its major version; NULL where it cannot be loaded, and in a forked child
+ * (GNU OpenMP's threads do not survive fork). mt_onednn_describe() says which, or why not. */
+void *mt_onednn_library(int *major);
+const char *mt_onednn_describe(void);
+/* Around every call into oneDNN: our pool's workers rest, its OpenMP threads get moontorch's count,
+ * and asynchronous signals wait until it returns (oneDNN 2.6 corrupts its heap when a signal handler
+ * runs inside it: see blas.c). */
+void mt_onednn_begin(sigset_t *old, int *held);
+void mt_onednn_end(const sigset_t *old, int held);
+/* MT_CONV, read once: 0 `auto` (oneDNN's convolutions where they are faster, Winograd included), 1 `direct`
+ * (oneDNN's direct convolutions only), 2 `own` (moontorch's im2col and matrix products only). */
+int mt_conv_mode(void);
+/* The convolution line of mt_config_string into buf (snprintf's return). */
+int mt_conv_describe(char *buf, size_t n);
 /* The BLAS lines of mt_config_string into buf (snprintf's return). */
 int mt_blas_describe(char *buf, size_t n);
 

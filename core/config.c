@@ -48,6 +48,10 @@ const char *mt_config_string(void) {
     int n = mt_blas_describe(text + k, sizeof text - k);
     if (n > 0) k += (size_t)n;
   }
+  if (k < sizeof text) {
+    int n = mt_conv_describe(text + k, sizeof text - k);
+    if (n > 0) k += (size_t)n;
+  }
   int q = mt_cgroup_cpu_limit("");
   char quota[64] = "";
   if (q) snprintf(quota, sizeof quota, ", within a cgroup CPU quota of %d", q);

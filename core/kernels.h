@@ -39,6 +39,17 @@ typedef struct mt_conv_geo {
   int64_t in[3], out[3], k[3], s[3], p[3], d[3];
 } mt_conv_geo;
 
+/* A convolution as a backend computes it (issue 21: the whole CPU convolution lives behind these slots):
+ * nsp (1 to 3) spatial dims, groups g. Not transposed: x (N, C, *in) -> out (N, Cout, *out), weight
+ * (Cout, C/g, *k). Transposed: x (N, C, *in) -> out (N, Cout, *out), weight (C, Cout/g, *k), out's sizes
+ * (in - 1) s - 2p + d (k - 1) + op + 1. The front door (core/ops/conv.c) has checked and worked out all
+ * of it; x, w, bias and every result are contiguous, of one float dtype. */
+typedef struct mt_conv_args {
+  int nsp, transposed;
+  int64_t N, C, Cout, groups;
+  int64_t in[3], out[3], k[3], s[3], p[3], d[3], op[3];
+} mt_conv_args;
+
 /* The indexed writes of index_add / index_copy_. */
 enum { MT_INDEX_ADD, MT_INDEX_COPY };
 
@@ -131,6 +142,11 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
   /* col2im overwrites the image with the sum of the blocks */                                                   \
   X(im2col, (mt_tensor * cols, const mt_tensor *image, const mt_conv_geo *g))                                    \
   X(col2im, (mt_tensor * image, const mt_tensor *cols, const mt_conv_geo *g))                                          \
+  /* conv.c: a convolution into out (bias: NULL or (Cout)); and its weight's gradient gw (the weight's shape) */ \
+  /* from the output's gradient gout (out's shape) and the input x, not recorded (see mt_conv_args) */          \
+  X(convolution, (mt_tensor * out, const mt_tensor *x, const mt_tensor *w, const mt_tensor *bias,                \
+                  const mt_conv_args *a))                                                                         \
+  X(conv_weight_grad, (mt_tensor * gw, const mt_tensor *gout, const mt_tensor *x, const mt_conv_args *a))         \
   /* rnn.c (issue 12, rnn part): one recurrent time step's gates; 2-D operands whose rows have unit stride,   \
    * biases NULL or contiguous, results and ws (the activated gates, for the backward) contiguous;          \
    * in the backwards dhy, dcy may be NULL (no gradient)                                                    \

@@ -622,10 +622,6 @@ MT_API int64_t mt_fake_cuda_calls(const char *slot);
 /* torch.backends.cuda.matmul.allow_tf32: float32 products on a GPU may use TF32 (off by default, as
  * PyTorch's); set 0 or 1, or -1 to ask. Returns the setting. */
 MT_API int mt_cuda_allow_tf32(int set);
-/* CUDA's random generator (Philox4x32-10, PyTorch's CUDA generator), one per device: seeding it, and its
- * state as PyTorch's get_rng_state gives it (16 bytes: the seed, then the offset; set != 0 writes it). */
-MT_API mt_status mt_cuda_manual_seed(int device, uint64_t seed);
-MT_API mt_status mt_cuda_rng_state(int device, uint8_t *state, int set);
 /* A CUDA device's properties (torch.cuda.get_device_properties): MT_EDEVICE for a device that is not there. */
 typedef struct mt_cuda_properties {
   char name[256];
@@ -777,16 +773,27 @@ MT_API mt_status mt_baddbmm(mt_tensor *c, mt_tensor *a, mt_tensor *b, double bet
                             mt_tensor **result);
 
 /* ---------------------------------------------------------------- randomness */
-/* A generator whose streams equal PyTorch's CPU generator (mt19937) for the same seed. */
+/* A generator belongs to one device and draws as PyTorch's generator of that device type does: on the
+ * CPU, PyTorch's CPU generator (mt19937) for the same seed. g NULL below: the CPU's default generator. */
 typedef struct mt_generator mt_generator;
-MT_API mt_status mt_generator_new(uint64_t seed, mt_generator **out);
-MT_API void mt_generator_free(mt_generator *g);
-MT_API mt_generator *mt_default_generator(void);
+MT_API mt_status mt_generator_new(uint64_t seed, mt_generator **out); /* a CPU generator */
+/* A generator of `device` (NULL: the CPU); MT_EDEVICE for a device that draws no random numbers (meta) or
+ * is not there. */
+MT_API mt_status mt_generator_new_on(const mt_device *device, uint64_t seed, mt_generator **out);
+MT_API void mt_generator_free(mt_generator *g); /* a default generator is left alone */
+MT_API mt_generator *mt_default_generator(void); /* the CPU's */
+/* The default generator of a device (made on first use; torch.cuda's manual_seed and rng state use it). */
+MT_API mt_status mt_default_generator_on(const mt_device *device, mt_generator **out);
+MT_API mt_status mt_generator_device(const mt_generator *g, mt_device *out);
 MT_API void mt_generator_manual_seed(mt_generator *g, uint64_t seed);
+/* torch.manual_seed: the CPU's default generator and every device's, those made later included */
+MT_API void mt_manual_seed_all(uint64_t seed);
 MT_API uint64_t mt_generator_seed(mt_generator *g); /* reseed nondeterministically, return the seed */
 MT_API uint64_t mt_generator_initial_seed(mt_generator *g);
-/* The state as bytes (PyTorch's CPU generator state layout, 5056 bytes). */
+/* The state as bytes: g's engine's layout (the CPU's: PyTorch's CPU generator state, 5056 bytes, which
+ * mt_generator_state_size gives). */
 MT_API size_t mt_generator_state_size(void);
+MT_API size_t mt_generator_state_bytes(mt_generator *g);
 MT_API mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n);
 MT_API mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n);
 /* In-place fills (g NULL: the default generator). */

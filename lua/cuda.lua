@@ -258,38 +258,45 @@ function M.runtime()
   return r ~= '' and r or nil
 end
 
------------------------------------------------------------------------------- random numbers
--- each device's Philox generator (PyTorch's CUDA generator): its state is 16 bytes, the seed then the offset
-local rng_buf = ffi.new('uint8_t[16]')
-local function index_of(d, op) local dev = device_of(d, op); return dev.index or C.mt_device_current(CUDA) end
-function M.manual_seed(seed)
-  if not M.is_available() then return end -- PyTorch: silently nothing without CUDA
-  if C.mt_cuda_manual_seed(C.mt_device_current(CUDA), seed) ~= 0 then T.raise_as('cuda.manual_seed') end
+-- Random numbers (s7-numconv): each CUDA device has its own default generator (core/ops/generator.c;
+-- its engine is the backend's: PyTorch's Philox on a real GPU). torch.manual_seed seeds them all already.
+-- As in PyTorch, the seeding calls do nothing where there is no CUDA device (PyTorch queues them until
+-- CUDA starts); reading or setting a state needs the device.
+local function rng() return require 'moontorch.ops.random' end
+local function seed_arg(s, op)
+  if type(s) ~= 'number' and type(s) ~= 'cdata' then fail(op, 'seed must be an integer, got ' .. type(s)) end
+  return s
 end
-function M.manual_seed_all(seed)
+function M.manual_seed(s)
+  seed_arg(s, 'cuda.manual_seed')
+  if M.is_available() then rng().device_generator(device_of(nil, 'cuda.manual_seed'), 'cuda.manual_seed'):manual_seed(s) end
+end
+function M.manual_seed_all(s)
+  seed_arg(s, 'cuda.manual_seed_all')
   for i = 0, M.device_count() - 1 do
-    if C.mt_cuda_manual_seed(i, seed) ~= 0 then T.raise_as('cuda.manual_seed_all') end
+    rng().device_generator(device_of(i, 'cuda.manual_seed_all'), 'cuda.manual_seed_all'):manual_seed(s)
   end
 end
-function M.initial_seed(d)
-  if C.mt_cuda_rng_state(index_of(d, 'cuda.initial_seed'), rng_buf, 0) ~= 0 then T.raise_as('cuda.initial_seed') end
-  return tonumber(ffi.cast('uint64_t *', rng_buf)[0])
+-- a fresh seed for the current device (all devices): returns nothing, as PyTorch's
+function M.seed()
+  if M.is_available() then rng().device_generator(device_of(nil, 'cuda.seed'), 'cuda.seed'):seed() end
 end
--- get_rng_state(d): a uint8 tensor of 16 bytes; set_rng_state(t, d)
+function M.seed_all()
+  if M.device_count() == 0 then return end
+  local s = rng().device_generator(device_of(0, 'cuda.seed_all'), 'cuda.seed_all'):seed()
+  for i = 1, M.device_count() - 1 do
+    rng().device_generator(device_of(i, 'cuda.seed_all'), 'cuda.seed_all'):manual_seed(s)
+  end
+end
+function M.initial_seed()
+  return rng().device_generator(device_of(nil, 'cuda.initial_seed'), 'cuda.initial_seed'):initial_seed()
+end
+-- get_rng_state([device]) -> a uint8 CPU tensor; set_rng_state(t [, device])
 function M.get_rng_state(d)
-  if C.mt_cuda_rng_state(index_of(d, 'cuda.get_rng_state'), rng_buf, 0) ~= 0 then T.raise_as('cuda.get_rng_state') end
-  local t = require('moontorch').empty(16, { dtype = require('moontorch').uint8 })
-  ffi.copy(t._data, rng_buf, 16)
-  return t
+  return rng().device_generator(device_of(d, 'cuda.get_rng_state'), 'cuda.get_rng_state'):get_state()
 end
-function M.set_rng_state(state, d)
-  local torch = require 'moontorch'
-  if not torch.is_tensor(state) or state.dtype ~= torch.uint8 or state:numel() ~= 16 then
-    fail('cuda.set_rng_state', 'expected the 16-byte uint8 tensor get_rng_state gives')
-  end
-  state = state:cpu():contiguous()
-  ffi.copy(rng_buf, state._data, 16)
-  if C.mt_cuda_rng_state(index_of(d, 'cuda.set_rng_state'), rng_buf, 1) ~= 0 then T.raise_as('cuda.set_rng_state') end
+function M.set_rng_state(t, d)
+  rng().device_generator(device_of(d, 'cuda.set_rng_state'), 'cuda.set_rng_state'):set_state(t)
 end
 function M.get_rng_state_all()
   local r = {}
@@ -297,8 +304,16 @@ function M.get_rng_state_all()
   return r
 end
 function M.set_rng_state_all(states)
-  for i, s in ipairs(states) do M.set_rng_state(s, i - 1) end
+  for i, t in ipairs(states) do M.set_rng_state(t, i - 1) end
 end
+-- torch.cuda.default_generators: the devices' default generators, 1-based as Lua lists are
+setmetatable(M, { __index = function(_, k)
+  if k == 'default_generators' then
+    local r = {}
+    for i = 0, M.device_count() - 1 do r[i + 1] = rng().device_generator(device_of(i, 'cuda.default_generators')) end
+    return r
+  end
+end })
 
 -- torch.backends.cuda.matmul.allow_tf32 (false by default, as PyTorch's): float32 products may use TF32
 M._backends = {

@@ -250,6 +250,21 @@ describe('the CUDA backend', function()
     H.near(b, a, 0, 0)
     H.near(c, a, 0, 0)
     assert.are.equal(5, torch.cuda.initial_seed())
+    -- the state is PyTorch's: the seed, then the offset (a multiple of 4), little-endian
+    torch.cuda.manual_seed(258)
+    local s0 = torch.cuda.get_rng_state()
+    assert.are.same({ 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, s0:tolist())
+    torch.rand(3, { device = 'cuda' })
+    local s1 = torch.cuda.get_rng_state():tolist()
+    assert.is_true(s1[9] > 0 and s1[9] % 4 == 0)
+    assert.has_error(function() torch.cuda.set_rng_state(torch.zeros(15, { dtype = torch.uint8 })) end,
+      'moontorch.set_rng_state: RNG state is wrong size (expected 16 bytes, got 15)')
+    -- torch.manual_seed seeds the device's generator too; a cuda Generator draws the same numbers
+    torch.manual_seed(3)
+    local d = torch.rand(5, { device = 'cuda' }):cpu()
+    local g = torch.Generator('cuda')
+    g:manual_seed(3)
+    H.near(torch.rand(5, { device = 'cuda', generator = g }):cpu(), d, 0, 0)
   end)
 
   it('draws from the distributions asked for', function()

@@ -543,4 +543,5 @@ const mt_backend mt_fake_backend = {
     .reset_peak = fake_reset_peak,
     .describe = fake_describe,
     .supports = NULL,
+    .rng = &mt_cpu_rng, /* the CPU's kernels draw with the CPU's engine (s7-numconv) */
 };

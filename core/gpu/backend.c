@@ -198,6 +198,7 @@ const mt_backend mt_cuda_backend = {
     .event_synchronize = cuda_event_synchronize,
     .event_query = cuda_event_query,
     .event_elapsed = cuda_event_elapsed,
+    .rng = &mt_cuda_rng, /* PyTorch's CUDA generator, Philox4x32-10 (random.c) */
     .memory_info = cuda_memory_info,
     .empty_cache = mt_gpu_empty_cache,
     .reset_peak = mt_gpu_reset_peak,

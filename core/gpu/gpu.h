@@ -147,6 +147,10 @@ mt_status mt_gpu_nll_loss_backward(mt_tensor *gin, const mt_tensor *g, const mt_
                                    int64_t base);
 mt_status mt_gpu_im2col(mt_tensor *cols, const mt_tensor *image, const mt_conv_geo *g);
 mt_status mt_gpu_col2im(mt_tensor *image, const mt_tensor *cols, const mt_conv_geo *g);
+/* conv.c: the convolution slots (im2col and device products; cuDNN later) */
+mt_status mt_gpu_convolution(mt_tensor *out, const mt_tensor *x, const mt_tensor *w, const mt_tensor *bias,
+                             const mt_conv_args *a);
+mt_status mt_gpu_conv_weight_grad(mt_tensor *gw, const mt_tensor *gout, const mt_tensor *x, const mt_conv_args *a);
 mt_status mt_gpu_pool_max(mt_tensor *values, mt_tensor *indices, const mt_tensor *x, const mt_windows *w,
                           int64_t base);
 mt_status mt_gpu_resample_slot(mt_tensor *out, const mt_tensor *x, const mt_taps *t, int adjoint);
@@ -193,6 +197,9 @@ mt_status mt_gpu_read(int index, void *host, const void *dev, size_t n, const ch
 
 /* the CUDA backend's kernel table (table.c) */
 extern const mt_kernels mt_cuda_kernels;
+
+/* CUDA's random engine, PyTorch's Philox generator (random.c) */
+extern const struct mt_rng_engine mt_cuda_rng;
 
 /* the CUDA backend (backend.c) */
 extern const mt_backend mt_cuda_backend;

@@ -4,53 +4,54 @@
  * the largest first, as PyTorch's CUDA multinomial; with it: an inverse CDF a sample) composed on the
  * device. */
 #include "gpu.h"
+#include "../generator.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
-/* the device generators (until generators are the dispatch layer's: each device's default) */
-typedef struct philox_gen {
-  pthread_mutex_t lock;
+/* CUDA's engine (core/generator.h): PyTorch's CUDA generator, a seed and an offset (the Philox counter's
+ * high half: how many 32-bit draws each thread has used); its state as bytes is PyTorch's: 16 bytes, the
+ * seed then the offset, little-endian */
+typedef struct philox_engine {
   uint64_t seed, offset;
-} philox_gen;
-static philox_gen gens[MT_GPU_MAX_DEVICES];
-static pthread_once_t gens_once = PTHREAD_ONCE_INIT;
-static void gens_init(void) {
-  for (int i = 0; i < MT_GPU_MAX_DEVICES; i++) {
-    pthread_mutex_init(&gens[i].lock, NULL);
-    gens[i].seed = 67280421310721ull; /* PyTorch's default seed */
-    gens[i].offset = 0;
-  }
+} philox_engine;
+static void philox_seed(void *e, uint64_t seed) {
+  philox_engine *p = e;
+  p->seed = seed;
+  p->offset = 0;
 }
-static philox_gen *gen_of(int device, mt_generator *g) {
-  (void)g; /* a CPU generator until the dispatch layer passes the device's */
-  pthread_once(&gens_once, gens_init);
-  return &gens[device];
+static uint64_t philox_initial_seed(const void *e) { return ((const philox_engine *)e)->seed; }
+static void put64(uint8_t *b, uint64_t v) {
+  for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
 }
-
-/* torch.cuda's generator state: 16 bytes, the seed then the offset (little-endian, as PyTorch's
- * get_rng_state); set != 0 writes it */
-MT_API mt_status mt_cuda_rng_state(int device, uint8_t *state, int set) {
-  if (device < 0 || device >= mt_gpu_device_count())
-    return mt_error(MT_EDEVICE, "%s: device cuda:%d is not available (%s)", set ? "set_rng_state" : "get_rng_state",
-                    device, mt_gpu_device_count() ? "no such device" : mt_gpu_unavailable_reason());
-  philox_gen *g = gen_of(device, NULL);
-  pthread_mutex_lock(&g->lock);
-  if (set) {
-    memcpy(&g->seed, state, 8);
-    memcpy(&g->offset, state + 8, 8);
-  } else {
-    memcpy(state, &g->seed, 8);
-    memcpy(state + 8, &g->offset, 8);
-  }
-  pthread_mutex_unlock(&g->lock);
+static uint64_t get64(const uint8_t *b) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)b[i] << (8 * i);
+  return v;
+}
+static void philox_get_state(const void *e, uint8_t *buf) {
+  const philox_engine *p = e;
+  put64(buf, p->seed);
+  put64(buf + 8, p->offset);
+}
+static mt_status philox_set_state(void *e, const uint8_t *buf, size_t n) {
+  if (n != 16) return mt_error(MT_EINVAL, "set_rng_state: RNG state is wrong size (expected 16 bytes, got %zu)", n);
+  uint64_t off = get64(buf + 8);
+  if (off % 4) return mt_error(MT_EINVAL, "set_rng_state: offset must be a multiple of 4");
+  philox_engine *p = e;
+  p->seed = get64(buf);
+  p->offset = off;
   return MT_OK;
 }
-MT_API mt_status mt_cuda_manual_seed(int device, uint64_t seed) {
-  uint8_t st[16] = {0};
-  memcpy(st, &seed, 8);
-  return mt_cuda_rng_state(device, st, 1);
-}
+const mt_rng_engine mt_cuda_rng = {
+    .name = "philox4x32-10",
+    .size = sizeof(philox_engine),
+    .state_size = 16,
+    .seed = philox_seed,
+    .initial_seed = philox_initial_seed,
+    .get_state = philox_get_state,
+    .set_state = philox_set_state,
+};
 
 enum { R_UNIFORM, R_NORMAL, R_BERNOULLI, R_EXPONENTIAL, R_RANDOM, R_RANDOM64, R_BERNOULLI_T, R_KEYS };
 
@@ -61,15 +62,15 @@ static mt_status fill(mt_tensor *t, const mt_tensor *p, mt_gpu_random *r, mt_gen
   if (p) mt_gpu_iter_make(&it, (const mt_tensor *[]){t, p}, 2);
   else mt_gpu_iter_make(&it, (const mt_tensor *[]){t}, 1);
   it.numel = t->_numel;
-  philox_gen *pg = gen_of(t->_device_index, g);
+  philox_engine *pg = mt_generator_engine(g); /* the front door hands the device's generator */
   void *s = mt_gpu_stream_of(t);
-  pthread_mutex_lock(&pg->lock);
+  pthread_mutex_lock(&g->lock);
   r->seed = pg->seed;
   r->offset = pg->offset;
   uint64_t used = 0;
   int bad = mt_gpu_k->random(&it, r, &used, s);
   pg->offset += used;
-  pthread_mutex_unlock(&pg->lock);
+  pthread_mutex_unlock(&g->lock);
   if (bad) return mt_error(MT_EDTYPE, "%s: not implemented for '%s' on device cuda", op, mt_dtype_name(t->_dtype));
   return MT_OK;
 }

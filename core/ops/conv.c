@@ -2,22 +2,15 @@
  * stride, padding, dilation, groups, bias, transposed with output_padding), mt_im2col (F.unfold)
  * and mt_col2im (F.fold). Their checks and messages follow PyTorch 1.13's.
  *
- * A convolution is im2col and matrix products: the columns of a batch of samples (the im2col
- * kernel of the device, one thread-pool task per sample and channel), then one batched product
- * per (sample, group), W_g (C_out/g x C/g K) @ cols (C/g K x L), written straight into the result
- * (the gemm kernel: our pool over small products, the BLAS's threads over large ones, never both),
- * the bias preloaded into the result so the products add onto it. A 1x1 convolution of stride 1
- * without padding multiplies the input itself: no columns. Transposed: cols = W_g^T @ x, then
- * col2im sums the blocks into the result. Samples go in chunks whose columns stay under
- * COLS_BYTES. Every geometry is worked out before a kernel runs, so the meta device only skips
- * the kernels. */
+ * A front door checks the arguments, works out the result's shape and allocates it on the inputs'
+ * device, then hands the whole computation to that device's kernels (core/kernels.h: convolution,
+ * conv_weight_grad, im2col, col2im): how a convolution is computed (oneDNN's primitives, or im2col and
+ * matrix products on the thread pool, for the CPU: core/tensor/conv.c) is the backend's business, so
+ * this layer holds no CPU code and the meta device only skips the kernels. */
 #include "conv.h"
-#include "../thread.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-#define COLS_BYTES (48LL << 20)
 
 /* the C names PyTorch's dtype messages print */
 static const char *c_name(int dt) { return dt == MT_FLOAT32 ? "float" : dt == MT_FLOAT64 ? "double" : mt_type_title(dt); }
@@ -58,42 +51,6 @@ static mt_status float_only(const char *op, const mt_tensor *t) {
   if (t->_dtype == MT_FLOAT32 || t->_dtype == MT_FLOAT64) return MT_OK;
   return mt_error(MT_ENOTIMPL, "%s: \"%s\" not implemented for '%s'", op,
                   strcmp(op, "convolution") ? op : "slow_conv2d_cpu", mt_type_title(t->_dtype));
-}
-
-/* offsets arrays of one batched product */
-typedef struct {
-  int64_t *a, *b, *c;
-} offsets;
-static mt_status offsets_open(offsets *o, int64_t nb) {
-  o->a = malloc(sizeof(int64_t) * 3 * (size_t)(nb ? nb : 1));
-  o->b = o->c = NULL;
-  if (!o->a) return mt_error(MT_ENOMEM, "convolution: out of memory");
-  o->b = o->a + nb;
-  o->c = o->b + nb;
-  return MT_OK;
-}
-
-static mt_status gemm_batch(const mt_tensor *on, int dt, int64_t nb, int64_t M, int64_t N, int64_t K, const char *A,
-                            mt_matrix_geo ga, const char *B, mt_matrix_geo gb, char *Cm, mt_matrix_geo gc,
-                            double beta, const offsets *o) {
-  mt_gemm j;
-  j.dt = dt;
-  j.nb = nb;
-  j.M = M;
-  j.N = N;
-  j.K = K;
-  j.alpha = 1;
-  j.beta = beta;
-  j.A = A;
-  j.B = B;
-  j.C = Cm;
-  j.ga = ga;
-  j.gb = gb;
-  j.gc = gc;
-  j.aoff = o->a;
-  j.boff = o->b;
-  j.coff = o->c;
-  return mt_kernels_of(on)->gemm(&j);
 }
 
 /* ---------------------------------------------------------------- convolution */
@@ -203,215 +160,26 @@ static mt_status conv_checks(const char *op, mt_tensor *input, mt_tensor *weight
   return MT_OK;
 }
 
-static mt_conv_geo geo_of(const conv_shape *cs, const int64_t *image, const int64_t *blocks) {
-  mt_conv_geo g;
-  memset(&g, 0, sizeof g);
-  g.nsp = cs->nsp;
-  for (int i = 0; i < cs->nsp; i++) {
-    g.in[i] = image[i];
-    g.out[i] = blocks[i];
-    g.k[i] = cs->k[i];
-    g.s[i] = cs->s[i];
-    g.p[i] = cs->p[i];
-    g.d[i] = cs->d[i];
+static mt_conv_args args_of(const conv_shape *cs) {
+  mt_conv_args a;
+  memset(&a, 0, sizeof a);
+  a.nsp = cs->nsp;
+  a.transposed = cs->transposed;
+  a.N = cs->N;
+  a.C = cs->C;
+  a.Cout = cs->Cout;
+  a.groups = cs->g;
+  for (int i = 0; i < 3; i++) {
+    bool real = i < cs->nsp;
+    a.in[i] = real ? cs->in[i] : 1;
+    a.out[i] = real ? cs->out[i] : 1;
+    a.k[i] = real ? cs->k[i] : 1;
+    a.s[i] = real ? cs->s[i] : 1;
+    a.p[i] = real ? cs->p[i] : 0;
+    a.d[i] = real ? cs->d[i] : 1;
+    a.op[i] = real ? cs->op[i] : 0;
   }
-  return g;
-}
-
-static bool pointwise(const conv_shape *cs) {
-  for (int i = 0; i < cs->nsp; i++)
-    if (cs->k[i] != 1 || cs->s[i] != 1 || cs->p[i] != 0 || cs->op[i] != 0) return false;
-  return true;
-}
-
-/* samples per chunk so that the columns stay under COLS_BYTES */
-static int64_t chunk_of(int64_t N, int64_t per_sample) {
-  int64_t n = per_sample > 0 ? COLS_BYTES / per_sample : N;
-  if (n < 1) n = 1;
-  return n < N ? n : N;
-}
-
-/* ---------------------------------------------------------------- one sample at a time
- * When each sample's product is small (float32 on the CPU, at most 64^3 multiply-adds: what the gemm
- * kernel runs on one thread with its own kernel), the samples are split over the thread pool and
- * each thread makes one sample's columns at a time into its own scratch, which stays in cache, and
- * multiplies them at once: the columns of the whole batch never go out to memory (for the LeNet
- * convs they are 20 times the input). Larger products take the batched path below, whose products
- * run on the BLAS's threads. */
-#define FUSED_MACS (64LL * 64 * 64)
-static bool fused(const conv_shape *cs, const mt_tensor *x, int64_t M, int64_t N, int64_t K) {
-  return x->_device_type == MT_CPU && x->_dtype == MT_FLOAT32 && cs->N > 1 && mt_get_num_threads() > 1 &&
-         M * N * K <= FUSED_MACS && K * N * 4 <= 256 * 1024 && M * K * 4 <= 256 * 1024;
-}
-
-typedef struct {
-  const conv_shape *cs;
-  mt_tensor *x, *w, *r;
-  const float *bias; /* not transposed: each sample's rows start as the bias (then beta is 1) */
-  double beta;
-  mt_conv_geo geo;
-  int failed;
-} fused_job;
-
-static void fused_range(void *ctx, int64_t begin, int64_t end) {
-  fused_job *j = ctx;
-  const conv_shape *cs = j->cs;
-  int dt = j->x->_dtype;
-  int64_t g = cs->g, Cg = cs->C / g, Coutg = cs->Cout / g;
-  bool tr = cs->transposed;
-  int64_t Ck = tr ? Coutg * cs->K : Cg * cs->K, L = tr ? cs->Lin : cs->Lout;
-  int64_t sz[3] = {1, tr ? cs->Cout * cs->K : cs->C * cs->K, L};
-  mt_tensor *cols = NULL;
-  offsets o = {0};
-  mt_status s = mt_new(mt_device_of(j->x), sz, 3, dt, "convolution", &cols);
-  if (!s) s = offsets_open(&o, g);
-  const mt_kernels *k = mt_kernels_of(j->x);
-  for (int64_t n = begin; n < end && !s; n++) {
-    if (!tr) {
-      mt_tensor *xn = NULL;
-      s = mt_narrow(j->x, 0, n, 1, &xn);
-      if (!s) s = k->im2col(cols, xn, &j->geo);
-      if (xn) mt_tensor_release(xn);
-      if (j->bias) {
-        float *rn = (float *)j->r->_data + n * cs->Cout * L;
-        for (int64_t co = 0; co < cs->Cout; co++)
-          for (int64_t l = 0; l < L; l++) rn[co * L + l] = j->bias[co];
-      }
-      for (int64_t gi = 0; gi < g; gi++) {
-        o.a[gi] = gi * Coutg * Ck;
-        o.b[gi] = gi * Ck * L;
-        o.c[gi] = (n * cs->Cout + gi * Coutg) * L;
-      }
-      if (!s)
-        s = gemm_batch(j->x, dt, g, Coutg, L, Ck, j->w->_data, (mt_matrix_geo){Coutg, Ck, Ck, 1}, cols->_data,
-                       (mt_matrix_geo){Ck, L, L, 1}, j->r->_data, (mt_matrix_geo){Coutg, L, L, 1}, j->beta, &o);
-    } else {
-      for (int64_t gi = 0; gi < g; gi++) {
-        o.a[gi] = gi * Cg * Ck;
-        o.b[gi] = (n * cs->C + gi * Cg) * L;
-        o.c[gi] = gi * Ck * L;
-      }
-      s = gemm_batch(j->x, dt, g, Ck, L, Cg, j->w->_data, (mt_matrix_geo){Ck, Cg, 1, Ck}, j->x->_data,
-                     (mt_matrix_geo){Cg, L, L, 1}, cols->_data, (mt_matrix_geo){Ck, L, L, 1}, 0, &o);
-      mt_tensor *rn = NULL;
-      if (!s) s = mt_narrow(j->r, 0, n, 1, &rn);
-      if (!s) s = k->col2im(rn, cols, &j->geo);
-      if (rn) mt_tensor_release(rn);
-    }
-  }
-  free(o.a);
-  if (cols) mt_tensor_release(cols);
-  if (s) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-}
-
-static mt_status run_fused(const conv_shape *cs, mt_tensor *x, mt_tensor *w, mt_tensor *r, const float *bias,
-                           double beta) {
-  fused_job j = {cs, x, w, r, bias, bias ? 1 : beta,
-                 cs->transposed ? geo_of(cs, cs->out, cs->in) : geo_of(cs, cs->in, cs->out), 0};
-  mt_parallel_for(cs->N, 1, fused_range, &j);
-  if (j.failed) return mt_error(MT_ENOMEM, "convolution: out of memory for the columns of a sample");
-  return MT_OK;
-}
-
-/* fused() holds for the forward of a (non-transposed) convolution of these shapes */
-static bool forward_fused(const conv_shape *cs, const mt_tensor *x) {
-  int64_t g = cs->g;
-  return !pointwise(cs) && fused(cs, x, cs->Cout / g, cs->Lout, cs->C / g * cs->K);
-}
-
-/* r (N, Cout, *out) = conv(x, w) [+ bias preloaded in r when beta == 1; bias: (the fused path) added
- * as each sample is computed] */
-static mt_status conv_forward(const conv_shape *cs, mt_tensor *x, mt_tensor *w, mt_tensor *r, const float *bias,
-                              double beta) {
-  int dt = x->_dtype;
-  size_t it = mt_itemsize(dt);
-  int64_t N = cs->N, g = cs->g, Cg = cs->C / g, Coutg = cs->Cout / g, Ck = Cg * cs->K, L = cs->Lout;
-  bool pw = pointwise(cs);
-  if (forward_fused(cs, x)) return run_fused(cs, x, w, r, bias, beta);
-  int64_t chunk = pw ? N : chunk_of(N, cs->C * cs->K * L * (int64_t)it);
-  mt_tensor *cols = NULL;
-  mt_status s = MT_OK;
-  offsets o;
-  MT_TRY(offsets_open(&o, chunk * g));
-  if (!pw) {
-    int64_t sz[3] = {chunk, cs->C * cs->K, L};
-    s = mt_new(mt_device_of(x), sz, 3, dt, "convolution", &cols);
-    if (s) { free(o.a); return s; }
-  }
-  mt_conv_geo geo = geo_of(cs, cs->in, cs->out);
-  for (int64_t n0 = 0; n0 < N && s == MT_OK; n0 += chunk) {
-    int64_t nc = N - n0 < chunk ? N - n0 : chunk;
-    const char *B;
-    if (pw) {
-      B = x->_data;
-    } else {
-      mt_tensor *xn = NULL, *cn = NULL;
-      s = mt_narrow(x, 0, n0, nc, &xn);
-      if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
-      if (!s) s = mt_kernels_of(x)->im2col(cn, xn, &geo);
-      if (xn) mt_tensor_release(xn);
-      if (cn) mt_tensor_release(cn);
-      B = cols->_data;
-    }
-    for (int64_t p = 0; p < nc * g; p++) {
-      int64_t n = p / g, gi = p % g;
-      o.a[p] = gi * Coutg * Ck;
-      o.b[p] = pw ? ((n0 + n) * cs->C + gi * Cg) * L : (n * cs->C * cs->K + gi * Ck) * L;
-      o.c[p] = ((n0 + n) * cs->Cout + gi * Coutg) * L;
-    }
-    if (!s)
-      s = gemm_batch(x, dt, nc * g, Coutg, L, Ck, w->_data, (mt_matrix_geo){Coutg, Ck, Ck, 1}, B,
-                     (mt_matrix_geo){Ck, L, L, 1}, r->_data, (mt_matrix_geo){Coutg, L, L, 1}, beta, &o);
-  }
-  if (cols) mt_tensor_release(cols);
-  free(o.a);
-  return s;
-}
-
-/* transposed: r (N, Cout, *out) = col2im(W^T @ x) (+ bias added by the caller), or, pointwise, the
- * products straight into r with beta */
-static mt_status conv_transposed_forward(const conv_shape *cs, mt_tensor *x, mt_tensor *w, mt_tensor *r, double beta) {
-  int dt = x->_dtype;
-  size_t it = mt_itemsize(dt);
-  int64_t N = cs->N, g = cs->g, Cg = cs->C / g, Coutg = cs->Cout / g, Ck = Coutg * cs->K, L = cs->Lin;
-  bool pw = pointwise(cs);
-  if (!pw && fused(cs, x, Ck, L, Cg)) return run_fused(cs, x, w, r, NULL, beta);
-  int64_t chunk = pw ? N : chunk_of(N, cs->Cout * cs->K * L * (int64_t)it);
-  mt_tensor *cols = NULL;
-  mt_status s = MT_OK;
-  offsets o;
-  MT_TRY(offsets_open(&o, chunk * g));
-  if (!pw) {
-    int64_t sz[3] = {chunk, cs->Cout * cs->K, L};
-    s = mt_new(mt_device_of(x), sz, 3, dt, "convolution", &cols);
-    if (s) { free(o.a); return s; }
-  }
-  /* col2im of the output image from blocks laid on the input's grid */
-  mt_conv_geo geo = geo_of(cs, cs->out, cs->in);
-  for (int64_t n0 = 0; n0 < N && s == MT_OK; n0 += chunk) {
-    int64_t nc = N - n0 < chunk ? N - n0 : chunk;
-    for (int64_t p = 0; p < nc * g; p++) {
-      int64_t n = p / g, gi = p % g;
-      o.a[p] = gi * Cg * Ck;
-      o.b[p] = ((n0 + n) * cs->C + gi * Cg) * L;
-      o.c[p] = pw ? ((n0 + n) * cs->Cout + gi * Coutg) * L : (n * cs->Cout * cs->K + gi * Ck) * L;
-    }
-    /* W_g stored (Cg x Ck) row-major, read transposed */
-    s = gemm_batch(x, dt, nc * g, Ck, L, Cg, w->_data, (mt_matrix_geo){Ck, Cg, 1, Ck}, x->_data,
-                   (mt_matrix_geo){Cg, L, L, 1}, pw ? r->_data : cols->_data, (mt_matrix_geo){Ck, L, L, 1},
-                   pw ? beta : 0, &o);
-    if (!s && !pw) {
-      mt_tensor *rn = NULL, *cn = NULL;
-      s = mt_narrow(r, 0, n0, nc, &rn);
-      if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
-      if (!s) s = mt_kernels_of(x)->col2im(rn, cn, &geo);
-      if (rn) mt_tensor_release(rn);
-      if (cn) mt_tensor_release(cn);
-    }
-  }
-  if (cols) mt_tensor_release(cols);
-  free(o.a);
-  return s;
+  return a;
 }
 
 mt_status mt_convolution(mt_tensor *input, mt_tensor *weight, mt_tensor *bias, const int64_t *stride,
@@ -425,34 +193,15 @@ mt_status mt_convolution(mt_tensor *input, mt_tensor *weight, mt_tensor *bias, c
   MT_TRY(conv_checks(op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, nsp, &cs));
   int64_t sz[5] = {cs.N, cs.Cout};
   for (int i = 0; i < nsp; i++) sz[2 + i] = cs.out[i];
-  mt_tensor *r = NULL, *x = NULL, *w = NULL, *bview = NULL;
+  mt_tensor *r = NULL, *x = NULL, *w = NULL, *bc = NULL;
   mt_status s = mt_new(mt_device_of(input), sz, nsp + 2, input->_dtype, op, &r);
   if (!s) s = mt_contiguous(input, &x);
   if (!s) s = mt_contiguous(weight, &w);
-  if (!s && bias) {
-    int64_t bs[5] = {1, cs.Cout, 1, 1, 1};
-    s = mt_view(bias, bs, nsp + 2, &bview);
-  }
-  mt_tensor *bc = NULL; /* the bias, contiguous, for the fused path */
-  bool bias_fused = bias && !transposed && forward_fused(&cs, input);
-  if (!s && bias_fused) s = mt_contiguous(bias, &bc);
-  bool preload = bias && !bias_fused && (!transposed || pointwise(&cs));
-  if (!s && preload && r->_numel) s = mt_copy_(r, bview);
-  if (!s && r->_numel && cs.K && cs.C) {
-    if (!transposed) s = conv_forward(&cs, x, w, r, bc ? (const float *)bc->_data : NULL, preload ? 1 : 0);
-    else s = conv_transposed_forward(&cs, x, w, r, preload ? 1 : 0);
-  } else if (!s && !preload && r->_numel) {
-    bias_fused = false;
-    s = mt_fill_(r, 0); /* no channels in: zeros (and the bias below) */
-  }
-  if (!s && bias && !preload && !bias_fused && r->_numel) {
-    mt_tensor *sum = NULL;
-    s = mt_binary(MT_OP_ADD, r, bview, r, &sum);
-    if (sum) mt_tensor_release(sum);
-  }
+  if (!s && bias) s = mt_contiguous(bias, &bc);
+  mt_conv_args a = args_of(&cs);
+  if (!s && r->_numel) s = mt_kernels_of(input)->convolution(r, x, w, bc, &a);
   if (x) mt_tensor_release(x);
   if (w) mt_tensor_release(w);
-  if (bview) mt_tensor_release(bview);
   if (bc) mt_tensor_release(bc);
   if (s) {
     if (r) mt_tensor_release(r);
@@ -585,64 +334,8 @@ mt_status mt_col2im(mt_tensor *cols, const int64_t *output_size, const int64_t *
 }
 
 /* ---------------------------------------------------------------- the weight's gradient
- * gw (Qc, Pc/g K) per group g: sum over samples of Q[n]_g (Qc/g x L) @ cols(P[n])_g^T (L x Pc/g K), where
- * P is the side whose columns are taken (the input; transposed: the output's gradient) and Q the other.
- * Small products (as fused() says): each pool thread takes samples one at a time, makes P[n]'s columns
- * and Q[n]^T (L x Qc) in its own scratch and adds cols @ Q^T (both read along rows, which the small
- * kernel wants) into its own gw^T; the threads' sums are added and transposed at the end. Larger ones:
- * the columns of a chunk of samples, then per sample one product into gw with the BLAS's threads
- * (the transposed operand passed as such), the first writing, the others adding. */
-typedef struct {
-  mt_tensor *P, *Q;
-  mt_conv_geo geo;
-  int64_t N, g, Pc, Qc, K, L;
-  float *sums; /* one gw^T (g, Ck, Qc/g) per range, nranges of them */
-  int nranges, next;
-  int failed;
-} wgrad_job;
-
-static void wgrad_range(void *ctx, int64_t begin, int64_t end) {
-  wgrad_job *j = ctx;
-  int64_t g = j->g, Ck = j->Pc / g * j->K, Qg = j->Qc / g, L = j->L;
-  int slot = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-  if (slot >= j->nranges) { /* never: mt_parallel_for runs at most nranges ranges */
-    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-    return;
-  }
-  float *acc = j->sums + (int64_t)slot * g * Ck * Qg;
-  memset(acc, 0, sizeof(float) * (size_t)(g * Ck * Qg));
-  int64_t csz[3] = {1, j->Pc * j->K, L};
-  mt_tensor *cols = NULL;
-  float *qt = malloc(sizeof(float) * (size_t)(L * j->Qc + 1));
-  offsets o = {0};
-  mt_status s = qt ? MT_OK : MT_ENOMEM;
-  if (!s) s = mt_new(mt_device_of(j->P), csz, 3, MT_FLOAT32, "convolution_backward", &cols);
-  if (!s) s = offsets_open(&o, g);
-  const mt_kernels *k = mt_kernels_of(j->P);
-  for (int64_t n = begin; n < end && !s; n++) {
-    mt_tensor *pn = NULL;
-    s = mt_narrow(j->P, 0, n, 1, &pn);
-    if (!s) s = k->im2col(cols, pn, &j->geo);
-    if (pn) mt_tensor_release(pn);
-    const float *q = (const float *)j->Q->_data + n * j->Qc * L;
-    for (int64_t c = 0; c < j->Qc; c++)
-      for (int64_t l = 0; l < L; l++) qt[l * j->Qc + c] = q[c * L + l];
-    for (int64_t gi = 0; gi < g; gi++) {
-      o.a[gi] = gi * Ck * L;
-      o.b[gi] = gi * Qg;
-      o.c[gi] = gi * Ck * Qg;
-    }
-    /* acc_g (Ck x Qg) += cols_g (Ck x L) @ qt_g (L x Qg) */
-    if (!s)
-      s = gemm_batch(j->P, MT_FLOAT32, g, Ck, Qg, L, cols->_data, (mt_matrix_geo){Ck, L, L, 1}, (const char *)qt,
-                     (mt_matrix_geo){L, Qg, j->Qc, 1}, (char *)acc, (mt_matrix_geo){Ck, Qg, Qg, 1}, 1, &o);
-  }
-  free(o.a);
-  free(qt);
-  if (cols) mt_tensor_release(cols);
-  if (s) __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
-}
-
+ * Not recorded (autograd's backward when it is not itself recorded): the device's conv_weight_grad kernel,
+ * straight into the weight's shape. */
 mt_status mt_conv_weight_grad(mt_tensor *gout, mt_tensor *input, const int64_t *wsizes, const int64_t *stride,
                               const int64_t *padding, const int64_t *dilation, int transposed, int64_t groups, int nsp,
                               mt_tensor **result) {
@@ -650,91 +343,39 @@ mt_status mt_conv_weight_grad(mt_tensor *gout, mt_tensor *input, const int64_t *
   MT_TRY(mt_check_tensor(gout, op, "grad_output"));
   MT_TRY(mt_check_tensor(input, op, "input"));
   MT_TRY(mt_check_same_device(op, gout, input));
+  MT_TRY(mt_check_kernel(MT_OP_CONVOLUTION, input));
   if (gout->_dtype != input->_dtype) return mt_error(MT_EDTYPE, "%s: grad_output and input differ in dtype", op);
   MT_TRY(float_only(op, input));
-  int dt = input->_dtype;
-  mt_tensor *P = NULL, *Q = NULL, *gw = NULL, *cols = NULL;
-  mt_status s = mt_contiguous(transposed ? gout : input, &P);
-  if (!s) s = mt_contiguous(transposed ? input : gout, &Q);
-  if (s) {
-    if (P) mt_tensor_release(P);
-    return s;
+  if (nsp < 1 || nsp > 3 || gout->_ndim != nsp + 2 || input->_ndim != nsp + 2 || groups <= 0)
+    return mt_error(MT_ESHAPE, "%s: grad_output %s and input %s do not fit a %d-d convolution", op, MT_SHAPE(gout),
+                    MT_SHAPE(input), nsp);
+  mt_conv_args a;
+  memset(&a, 0, sizeof a);
+  a.nsp = nsp;
+  a.transposed = transposed;
+  a.N = input->_sizes[0];
+  a.C = input->_sizes[1];
+  a.Cout = gout->_sizes[1];
+  a.groups = groups;
+  for (int i = 0; i < 3; i++) {
+    bool real = i < nsp;
+    a.in[i] = real ? input->_sizes[2 + i] : 1;
+    a.out[i] = real ? gout->_sizes[2 + i] : 1;
+    a.k[i] = real ? wsizes[2 + i] : 1;
+    a.s[i] = real ? stride[i] : 1;
+    a.p[i] = real ? padding[i] : 0;
+    a.d[i] = real ? dilation[i] : 1;
   }
-  int64_t K = 1, N = P->_sizes[0], Pc = P->_sizes[1], Qc = Q->_sizes[1], L = 1, g = groups;
-  mt_conv_geo geo;
-  memset(&geo, 0, sizeof geo);
-  geo.nsp = nsp;
-  for (int i = 0; i < nsp; i++) {
-    K *= wsizes[2 + i];
-    geo.in[i] = P->_sizes[2 + i];
-    geo.out[i] = Q->_sizes[2 + i]; /* the blocks: one per position of the other side */
-    geo.k[i] = wsizes[2 + i];
-    geo.s[i] = stride[i];
-    geo.p[i] = padding[i];
-    geo.d[i] = dilation[i];
-    L *= geo.out[i];
-  }
-  int64_t Ck = Pc / g * K, Qg = Qc / g;
-  s = mt_new(mt_device_of(input), wsizes, nsp + 2, dt, op, &gw);
-  conv_shape cs = {.N = N};
-  if (!s && gw->_numel && (N == 0 || L == 0)) s = mt_fill_(gw, 0);
-  else if (!s && gw->_numel && fused(&cs, P, Ck, Qg, L)) {
-    int nt = mt_get_num_threads();
-    wgrad_job j = {P, Q, geo, N, g, Pc, Qc, K, L, NULL, nt, 0, 0};
-    j.sums = malloc(sizeof(float) * (size_t)(nt * g * Ck * Qg));
-    if (!j.sums) s = mt_error(MT_ENOMEM, "%s: out of memory", op);
-    if (!s) mt_parallel_for(N, 1, wgrad_range, &j);
-    if (!s && j.failed) s = mt_error(MT_ENOMEM, "%s: out of memory for the columns of a sample", op);
-    if (!s) { /* gw[gi Qg + q, c] = sum over the ranges of sums[r][gi][c][q] */
-      float *w = (float *)gw->_data;
-      int used = j.next < nt ? j.next : nt;
-      for (int64_t gi = 0; gi < g; gi++)
-        for (int64_t q = 0; q < Qg; q++)
-          for (int64_t c = 0; c < Ck; c++) {
-            float v = 0;
-            for (int r = 0; r < used; r++) v += j.sums[((int64_t)r * g + gi) * Ck * Qg + c * Qg + q];
-            w[(gi * Qg + q) * Ck + c] = v;
-          }
-    }
-    free(j.sums);
-  } else if (!s && gw->_numel) {
-    /* a 1x1 kernel of stride 1 without padding: the columns are P itself */
-    bool pw = K == 1;
-    for (int i = 0; i < nsp; i++) pw = pw && stride[i] == 1 && padding[i] == 0 && geo.in[i] == geo.out[i];
-    size_t it = mt_itemsize(dt);
-    int64_t chunk = pw ? N : chunk_of(N, Pc * K * L * (int64_t)it);
-    int64_t csz[3] = {chunk, Pc * K, L};
-    offsets o = {0};
-    if (!pw) s = mt_new(mt_device_of(input), csz, 3, dt, op, &cols);
-    if (!s) s = offsets_open(&o, g);
-    for (int64_t n0 = 0; n0 < N && !s; n0 += chunk) {
-      int64_t nc = N - n0 < chunk ? N - n0 : chunk;
-      mt_tensor *pn = NULL, *cn = NULL;
-      if (!pw) {
-        s = mt_narrow(P, 0, n0, nc, &pn);
-        if (!s) s = mt_narrow(cols, 0, 0, nc, &cn);
-        if (!s) s = mt_kernels_of(P)->im2col(cn, pn, &geo);
-      }
-      if (pn) mt_tensor_release(pn);
-      if (cn) mt_tensor_release(cn);
-      const char *B = pw ? P->_data : cols ? cols->_data : NULL;
-      for (int64_t n = 0; n < nc && !s; n++) {
-        for (int64_t gi = 0; gi < g; gi++) {
-          o.a[gi] = ((n0 + n) * Qc + gi * Qg) * L;
-          o.b[gi] = ((pw ? n0 + n : n) * Pc * K + gi * Ck) * L;
-          o.c[gi] = gi * Qg * Ck;
-        }
-        /* gw_g (Qg x Ck) (+)= Q[n]_g (Qg x L) @ cols_g^T (L x Ck) */
-        s = gemm_batch(P, dt, g, Qg, Ck, L, Q->_data, (mt_matrix_geo){Qg, L, L, 1}, B,
-                       (mt_matrix_geo){L, Ck, 1, L}, gw->_data, (mt_matrix_geo){Qg, Ck, Ck, 1},
-                       n0 + n == 0 ? 0 : 1, &o);
-      }
-    }
-    free(o.a);
-  }
-  if (cols) mt_tensor_release(cols);
-  mt_tensor_release(P);
-  mt_tensor_release(Q);
+  if (transposed) /* the output padding that made gout's sizes */
+    for (int i = 0; i < nsp; i++)
+      a.op[i] = a.out[i] - ((a.in[i] - 1) * a.s[i] - 2 * a.p[i] + a.d[i] * (a.k[i] - 1) + 1);
+  mt_tensor *x = NULL, *g = NULL, *gw = NULL;
+  mt_status s = mt_contiguous(input, &x);
+  if (!s) s = mt_contiguous(gout, &g);
+  if (!s) s = mt_new(mt_device_of(input), wsizes, nsp + 2, input->_dtype, op, &gw);
+  if (!s) s = mt_kernels_of(input)->conv_weight_grad(gw, g, x, &a);
+  if (x) mt_tensor_release(x);
+  if (g) mt_tensor_release(g);
   if (s) {
     if (gw) mt_tensor_release(gw);
     return s;

@@ -65,5 +65,9 @@ mt_status mt_unary_grad(mt_op op, mt_tensor *g, mt_tensor *x, mt_tensor **result
 /* (dispatch.c) A 0-dim tensor on the stack for a number (PyTorch's wrapped number): kind 0 bool, 1 integer,
  * 2 floating. It never escapes the call that made it. */
 void mt_wrapped_number(mt_tensor *t, double *buf, double s, int kind);
+/* (generator.c) The generator a random fill of t draws from: g itself when it is of t's device (else
+ * MT_EDEVICE in PyTorch's words), the default generator of t's device when g is NULL, and g as given
+ * (maybe NULL) on a device that draws nothing (meta). */
+mt_status mt_generator_for(const mt_tensor *t, mt_generator *g, const char *op, mt_generator **out);
 
 #endif

@@ -1,6 +1,7 @@
 /* random.c -- the front doors of the random fills, randperm and multinomial: argument checks in
- * PyTorch's words, then the device's kernels, which draw from the generator (core/tensor/random.c
- * says how each one matches PyTorch's CPU generator). */
+ * PyTorch's words, the generator (the caller's, of the tensor's device, or that device's default:
+ * mt_generator_for in generator.c), then the device's kernels, which draw from it
+ * (core/tensor/random.c says how each one matches PyTorch's CPU generator). */
 #include "dispatch.h"
 
 static mt_status need_float(const mt_tensor *t, const char *op, const char *kernel) {
@@ -19,6 +20,7 @@ mt_status mt_uniform_(mt_tensor *t, double from, double to, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "uniform_", "self"));
   MT_TRY(mt_check_kernel(MT_OP_UNIFORM_, t));
   MT_TRY(need_float(t, "uniform_", "check_uniform_bounds"));
+  MT_TRY(mt_generator_for(t, g, "uniform_", &g));
   if (!(from <= to))
     return mt_error(MT_EINVAL, "uniform_: uniform_ expects to return a [from, to) range, but found from=%g > to=%g",
                     from, to);
@@ -35,6 +37,7 @@ mt_status mt_normal_(mt_tensor *t, double mean, double std, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "normal_", "self"));
   MT_TRY(mt_check_kernel(MT_OP_NORMAL_, t));
   MT_TRY(need_float(t, "normal_", "normal_kernel_cpu"));
+  MT_TRY(mt_generator_for(t, g, "normal_", &g));
   if (!(std >= 0.0)) return mt_error(MT_EINVAL, "normal_: normal expects std >= 0.0, but found std %g", std);
   mt_bump_version(t);
   return mt_kernels_of(t)->normal(t, mean, std, g);
@@ -86,6 +89,7 @@ static const char *c_type_name(int dt) {
 mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "random_", "self"));
   MT_TRY(mt_check_kernel(MT_OP_RANDOM_, t));
+  MT_TRY(mt_generator_for(t, g, "random_", &g));
   int dt = t->_dtype;
   bool to_end = to == INT64_MIN;
   if (!to_end && from >= to)
@@ -102,6 +106,7 @@ mt_status mt_random_(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
 mt_status mt_bernoulli_(mt_tensor *t, double p, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "bernoulli_", "self"));
   MT_TRY(mt_check_kernel(MT_OP_BERNOULLI_, t));
+  MT_TRY(mt_generator_for(t, g, "bernoulli_", &g));
   if (!(p >= 0 && p <= 1))
     return mt_error(MT_EINVAL, "bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
   mt_bump_version(t);
@@ -113,6 +118,7 @@ mt_status mt_bernoulli_tensor_(mt_tensor *t, mt_tensor *p, mt_generator *g) {
   MT_TRY(mt_check_tensor(p, "bernoulli_", "p"));
   MT_TRY(mt_check_same_device("bernoulli_", t, p));
   MT_TRY(mt_check_kernel(MT_OP_BERNOULLI, t));
+  MT_TRY(mt_generator_for(t, g, "bernoulli_", &g));
   if (!mt_is_float(p->_dtype))
     return mt_error(MT_EDTYPE, "bernoulli_: \"bernoulli_tensor_cpu_p_\" not implemented for '%s'", mt_type_title(p->_dtype));
   /* p must broadcast to t's shape */
@@ -143,6 +149,7 @@ mt_status mt_exponential_(mt_tensor *t, double lambd, mt_generator *g) {
   MT_TRY(mt_check_tensor(t, "exponential_", "self"));
   MT_TRY(mt_check_kernel(MT_OP_EXPONENTIAL_, t));
   MT_TRY(need_float(t, "exponential_", "exponential_cpu"));
+  MT_TRY(mt_generator_for(t, g, "exponential_", &g));
   if (!(lambd >= 0.0))
     return mt_error(MT_EINVAL, "exponential_: exponential_ expects lambda >= 0.0, but found lambda=%g", lambd);
   mt_bump_version(t);
@@ -174,7 +181,8 @@ mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_generator *g,
   }
   mt_tensor *r;
   MT_TRY(mt_new(dev, &n, 1, dtype, "randperm", &r));
-  mt_status s = mt_kernels_of(r)->randperm(r, index_base, g);
+  mt_status s = mt_generator_for(r, g, "randperm", &g);
+  if (!s) s = mt_kernels_of(r)->randperm(r, index_base, g);
   if (s) { mt_tensor_release(r); return s; }
   return mt_give(r, result);
 }
@@ -183,6 +191,7 @@ mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement,
                          mt_generator *g, mt_tensor **result) {
   MT_TRY(mt_check_tensor(probs, "multinomial", "input"));
   MT_TRY(mt_check_kernel(MT_OP_MULTINOMIAL, probs));
+  MT_TRY(mt_generator_for(probs, g, "multinomial", &g));
   if (!result) return mt_error(MT_EINVAL, "multinomial: result is NULL");
   if (probs->_ndim < 1 || probs->_ndim > 2) return mt_error(MT_ESHAPE, "multinomial: prob_dist must be 1 or 2 dim");
   int dt = probs->_dtype;

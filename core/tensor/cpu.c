@@ -20,4 +20,5 @@ const mt_backend mt_cpu_backend = {
     .holds_data = true,
     .transfer = NULL,
     .supports = NULL,
+    .rng = &mt_cpu_rng,
 };

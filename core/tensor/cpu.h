@@ -23,6 +23,15 @@ mt_status mt_cpu_convert(const mt_tensor *a, int dtype, const char *op, mt_tenso
 /* The bytes of `value` stored as `dtype` (8 bytes of room). */
 static inline void mt_cpu_encode(int dtype, double value, char *bytes) { mt_store_double(dtype, bytes, value); }
 
+/* ---------------------------------------------------------------- oneDNN's convolutions (onednn.c) */
+/* A float32 convolution (or its weight's gradient) by oneDNN's primitives, arguments as the slots'
+ * (mt_cpu_convolution, mt_cpu_conv_weight_grad in conv.c); MT_ENOTIMPL, with nothing recorded, where
+ * oneDNN does not take it (not loaded, not float32, a shape it is not faster on, MT_CONV=own): the
+ * caller then runs its own kernels. */
+mt_status mt_onednn_convolution(mt_tensor *out, const mt_tensor *x, const mt_tensor *w, const mt_tensor *bias,
+                                const mt_conv_args *a);
+mt_status mt_onednn_conv_weight_grad(mt_tensor *gw, const mt_tensor *gout, const mt_tensor *x, const mt_conv_args *a);
+
 /* ---------------------------------------------------------------- vectorised float32 math (vmath.c) */
 /* The unary ops with a vectorised float32 loop for contiguous data: X(OP, name), MT_OP_##OP. */
 #define MT_VMATH_OPS(X)                                                                                              \

@@ -37,23 +37,23 @@
  *    f32 cached float normal, u8 its validity, 3 bytes padding. The 5048-byte legacy layout is
  *    accepted too.
  *
- * Every draw holds the generator's lock. Fills run on one thread, in the order PyTorch's
- * TensorIterator visits the elements (the output's dimensions by increasing stride). The
- * dispatch layer (core/ops/random.c) checks the arguments; these kernels draw. */
+ * This file is the CPU's engine (mt_cpu_rng: the state, seeding, the state as bytes) and its fills; the
+ * generators that hold an engine's state, the default one of each device and the public API are
+ * device-neutral (core/generator.h, core/ops/generator.c). Every draw holds the generator's lock.
+ * Fills run on one thread, in the order PyTorch's TensorIterator visits the elements (the output's
+ * dimensions by increasing stride). The dispatch layer (core/ops/random.c) checks the arguments and
+ * hands each kernel a CPU generator (the default one when the caller gave none); these kernels draw. */
 #include "cpu.h"
+#include "../generator.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
-#include <unistd.h>
 
 #define MT_N 624
 #define MT_M 397
-#define DEFAULT_SEED 67280421310721ULL
 
-struct mt_generator {
-  pthread_mutex_t lock;
+/* the engine's state, in a generator (core/generator.h) */
+typedef struct cpu_engine {
   uint64_t seed;
   int32_t left;
   int32_t seeded;
@@ -63,10 +63,10 @@ struct mt_generator {
   double double_normal;
   int has_float_normal;
   float float_normal;
-};
+} cpu_engine;
 
 /* ---------------------------------------------------------------- the engine */
-static void engine_seed(mt_generator *g, uint64_t seed) {
+static void engine_seed(cpu_engine *g, uint64_t seed) {
   g->seed = seed;
   g->seeded = 1;
   g->state[0] = (uint32_t)(seed & 0xffffffffu);
@@ -82,7 +82,7 @@ static inline uint32_t twist(uint32_t u, uint32_t v) {
   return (y >> 1) ^ ((v & 1u) ? 0x9908b0dfu : 0u);
 }
 
-static void engine_twist(mt_generator *g) {
+static void engine_twist(cpu_engine *g) {
   uint32_t *s = g->state;
   int i = 0;
   for (; i < MT_N - MT_M; i++) s[i] = s[i + MT_M] ^ twist(s[i], s[i + 1]);
@@ -93,7 +93,7 @@ static void engine_twist(mt_generator *g) {
 }
 
 /* One 32-bit output (the caller holds the lock). */
-static inline uint32_t draw32(mt_generator *g) {
+static inline uint32_t draw32(cpu_engine *g) {
   if (--g->left == 0) engine_twist(g);
   uint32_t y = g->state[g->next++];
   y ^= y >> 11;
@@ -103,19 +103,19 @@ static inline uint32_t draw32(mt_generator *g) {
   return y;
 }
 
-static inline uint64_t draw64(mt_generator *g) {
+static inline uint64_t draw64(cpu_engine *g) {
   uint64_t hi = draw32(g);
   uint64_t lo = draw32(g);
   return (hi << 32) | lo;
 }
 
-static inline float uniform_f(mt_generator *g) { return (float)(draw32(g) & 0xffffffu) * (1.0f / 16777216.0f); }
-static inline double uniform_d(mt_generator *g) {
+static inline float uniform_f(cpu_engine *g) { return (float)(draw32(g) & 0xffffffu) * (1.0f / 16777216.0f); }
+static inline double uniform_d(cpu_engine *g) {
   return (double)(draw64(g) & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
 /* A standard normal as PyTorch's normal_distribution<double> makes it, with its cache. */
-static double normal_d(mt_generator *g) {
+static double normal_d(cpu_engine *g) {
   if (g->has_double_normal) {
     g->has_double_normal = 0;
     return g->double_normal;
@@ -129,81 +129,9 @@ static double normal_d(mt_generator *g) {
   return r * cos(theta);
 }
 
-/* ---------------------------------------------------------------- generators */
-static mt_generator default_gen;
-static pthread_once_t default_once = PTHREAD_ONCE_INIT;
-static void default_init(void) {
-  pthread_mutex_init(&default_gen.lock, NULL);
-  engine_seed(&default_gen, DEFAULT_SEED);
-}
-
-mt_generator *mt_default_generator(void) {
-  pthread_once(&default_once, default_init);
-  return &default_gen;
-}
-
-static inline mt_generator *gen_or_default(mt_generator *g) { return g ? g : mt_default_generator(); }
-
-mt_status mt_generator_new(uint64_t seed, mt_generator **out) {
-  if (!out) return mt_error(MT_EINVAL, "Generator: out is NULL");
-  mt_generator *g = calloc(1, sizeof *g);
-  if (!g) return mt_error(MT_ENOMEM, "Generator: out of memory");
-  pthread_mutex_init(&g->lock, NULL);
-  engine_seed(g, seed);
-  *out = g;
-  return MT_OK;
-}
-
-void mt_generator_free(mt_generator *g) {
-  if (!g || g == &default_gen) return;
-  pthread_mutex_destroy(&g->lock);
-  free(g);
-}
-
-void mt_generator_manual_seed(mt_generator *g, uint64_t seed) {
-  g = gen_or_default(g);
-  pthread_mutex_lock(&g->lock);
-  engine_seed(g, seed);
-  pthread_mutex_unlock(&g->lock);
-}
-
-/* A nondeterministic seed. Kept below 2^53 so that it survives a trip through a Lua number
- * (torch.seed() returns it and torch.manual_seed(s) must reproduce the stream). */
-static uint64_t fresh_seed(void) {
-  uint64_t s = 0;
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  bool ok = false;
-  if (fd >= 0) {
-    ok = read(fd, &s, sizeof s) == (ssize_t)sizeof s;
-    close(fd);
-  }
-  if (!ok) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    static uint64_t counter;
-    s = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^
-        (__atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED)) ^ (uint64_t)(uintptr_t)&s;
-    s ^= s >> 29;
-    s *= 0xbf58476d1ce4e5b9ULL;
-    s ^= s >> 32;
-  }
-  return s & ((1ULL << 53) - 1);
-}
-
-uint64_t mt_generator_seed(mt_generator *g) {
-  g = gen_or_default(g);
-  uint64_t s = fresh_seed();
-  mt_generator_manual_seed(g, s);
-  return s;
-}
-
-uint64_t mt_generator_initial_seed(mt_generator *g) {
-  g = gen_or_default(g);
-  pthread_mutex_lock(&g->lock);
-  uint64_t s = g->seed;
-  pthread_mutex_unlock(&g->lock);
-  return s;
-}
+/* ---------------------------------------------------------------- the engine, for generator.h */
+static void cpu_seed(void *engine, uint64_t seed) { engine_seed(engine, seed); }
+static uint64_t cpu_initial_seed(const void *engine) { return ((const cpu_engine *)engine)->seed; }
 
 /* ---------------------------------------------------------------- the state as bytes */
 #define ST_SEED 0
@@ -220,17 +148,13 @@ uint64_t mt_generator_initial_seed(mt_generator *g) {
 #define ST_FLOAT_VALID (ST_LEGACY_SIZE + 4)
 #define ST_SIZE (ST_LEGACY_SIZE + 8) /* 5056 */
 
-size_t mt_generator_state_size(void) { return ST_SIZE; }
 
 static inline void put(uint8_t *buf, size_t at, const void *v, size_t n) { memcpy(buf + at, v, n); }
 static inline void get(const uint8_t *buf, size_t at, void *v, size_t n) { memcpy(v, buf + at, n); }
 
-mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n) {
-  if (!buf || n < ST_SIZE)
-    return mt_error(MT_EINVAL, "get_rng_state: the buffer must hold %d bytes, got %zu", ST_SIZE, buf ? n : 0);
-  g = gen_or_default(g);
+static void cpu_get_state(const void *engine, uint8_t *buf) {
+  const cpu_engine *g = engine;
   memset(buf, 0, ST_SIZE);
-  pthread_mutex_lock(&g->lock);
   put(buf, ST_SEED, &g->seed, 8);
   put(buf, ST_LEFT, &g->left, 4);
   put(buf, ST_SEEDED, &g->seeded, 4);
@@ -249,17 +173,15 @@ mt_status mt_generator_get_state(mt_generator *g, uint8_t *buf, size_t n) {
     put(buf, ST_FLOAT_NORMAL, &g->float_normal, 4);
     buf[ST_FLOAT_VALID] = 1;
   }
-  pthread_mutex_unlock(&g->lock);
-  return MT_OK;
 }
 
-mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) {
+static mt_status cpu_set_state(void *engine, const uint8_t *buf, size_t n) {
+  cpu_engine *g = engine;
   if (!buf || (n != ST_SIZE && n != ST_LEGACY_SIZE))
     return mt_error(MT_EINVAL,
                     "set_rng_state: Expected either a CPUGeneratorImplStateLegacy of size %d or a "
                     "CPUGeneratorImplState of size %d but found the input RNG state size to be %zu",
                     ST_LEGACY_SIZE, ST_SIZE, buf ? n : 0);
-  g = gen_or_default(g);
   uint64_t seed, next;
   int32_t left, seeded, valid;
   get(buf, ST_SEED, &seed, 8);
@@ -284,7 +206,6 @@ mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) 
     has_d = 1;
     dn = rho * sin(2.0 * M_PI * x);
   }
-  pthread_mutex_lock(&g->lock);
   g->seed = seed;
   g->left = left;
   g->seeded = 1;
@@ -298,9 +219,19 @@ mt_status mt_generator_set_state(mt_generator *g, const uint8_t *buf, size_t n) 
   g->double_normal = dn;
   g->has_float_normal = has_f;
   g->float_normal = fn;
-  pthread_mutex_unlock(&g->lock);
   return MT_OK;
 }
+
+
+const mt_rng_engine mt_cpu_rng = {
+    .name = "mt19937",
+    .size = sizeof(cpu_engine),
+    .state_size = ST_SIZE,
+    .seed = cpu_seed,
+    .initial_seed = cpu_initial_seed,
+    .get_state = cpu_get_state,
+    .set_state = cpu_set_state,
+};
 
 /* ---------------------------------------------------------------- element order and stores */
 /* A fill visits the elements of its tensor (and of a second operand: bernoulli's p) one by one,
@@ -362,7 +293,7 @@ static inline float round_to(int dt, float v) {
 
 /* ---------------------------------------------------------------- uniform_ */
 typedef struct fill_ctx {
-  mt_generator *g;
+  cpu_engine *g;
   int dt;
   double a, b;  /* parameters (from/to, mean/std, p, lambda) */
   float fa, fb;
@@ -388,17 +319,17 @@ static inline __attribute__((always_inline)) void uniform_el(void *ctx, char *p,
 }
 EACH(uniform_el)
 
-mt_status mt_cpu_uniform(mt_tensor *t, double from, double to, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_uniform(mt_tensor *t, double from, double to, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = from, .b = to};
   c.fa = round_to(t->_dtype, (float)from);
   c.fb = round_to(t->_dtype, (float)to);
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, uniform_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
@@ -409,16 +340,164 @@ static inline __attribute__((always_inline)) void normal_el(void *ctx, char *p, 
 }
 EACH(normal_el)
 
-/* Box-Muller over a block of 16 uniforms already in x (the type's precision emulated). */
-static void normal16_float(float *x, float mean, float std) {
-  for (int j = 0; j < 8; j++) {
-    float u1 = 1.0f - x[j];
-    float u2 = x[j + 8];
-    float r = sqrtf(-2.0f * logf(u1));
-    float theta = (float)(2.0 * M_PI) * u2;
-    x[j] = fmaf(r * cosf(theta), std, mean);
-    x[j + 8] = fmaf(r * sinf(theta), std, mean);
+/* ---- float32: PyTorch 1.13's vectorised Box-Muller, reproduced to the bit
+ *
+ * For a contiguous float32 tensor of 16 or more elements PyTorch 1.13 on x86-64 runs its AVX2 kernel
+ * (normal_fill_16_AVX2) whenever its CPU capability is AVX2 or AVX512: 1.13 registers no AVX512
+ * normal kernel, so AVX512 falls back to the AVX2 one, and AVX2 is what it picks on any CPU with
+ * AVX2 (AVX512 is opt-in in 1.13). That kernel takes log, sin and cos from avx_mathfun.h (Cephes'
+ * single-precision polynomials, eight lanes), not from libm, and the compiler fused many of its
+ * multiply-adds into FMAs. Only a CPU without AVX2 (or ATEN_CPU_CAPABILITY=default) runs the scalar
+ * normal_fill_16 with libm's logf/cosf/sinf instead: those numbers differ and are not reproduced.
+ *
+ * How this was established: Debian's libtorch_cpu.so.1.13 registers normal_stub for DEFAULT and AVX2
+ * and leaves its AVX512 slot empty (`nm -D`: the AVX512 symbol is in .bss); the AVX2 function's
+ * machine code (objdump of the function that slot points to) shows the operation order below,
+ * including which products and sums became one FMA, and the constants it loads (read from the
+ * library's .rodata). The code below follows that order; each step is either an exact operation
+ * (masks, conversions, exponent arithmetic), one IEEE rounding (+, -, *, sqrt) or one fused
+ * multiply-add, so any implementation of those steps gives the same bits. Checked against PyTorch
+ * 1.13 itself (python3-torch 1.13.1+dfsg-4): torch.randn(10^6) after manual_seed(0), every size from
+ * 16 to 59, 100, 1000 and 4097 (the recomputed tail), and normal_(mean, std) with four (mean, std)
+ * pairs: 0 differing bits out of 1,010,859 values, for the scalar and the AVX2 paths alike
+ * (spec/random_normal_spec.lua holds a hash of the 10^6 values and a sample of them).
+ *
+ * The domain is narrow: u1 = 1 - u lies in [2^-24, 1] and theta = 2 pi u2 in [0, 2 pi), so the
+ * reduction never meets a denormal, a negative or a large argument. */
+#define F32(bits) ((union { uint32_t u; float f; }){.u = (bits)}.f)
+static inline uint32_t f32_bits(float f) { return (union { float f; uint32_t u; }){.f = f}.u; }
+/* ln(x) = e ln 2 + log1p(f): Cephes logf's degree-8 polynomial in f, ln 2 as 0.693359375 - 2.12194440e-4 */
+#define LOG_P0 F32(0x3d9021bbu) /* 7.0376836292e-2 */
+static const uint32_t log_p[8] = {0xbdebd1b8u, 0x3def251au, 0xbdfe5d4fu, 0x3e11e9bfu,
+                                  0xbe2aae50u, 0x3e4cceacu, 0xbe7ffffcu, 0x3eaaaaaau};
+#define LN2_LO F32(0xb95e8083u) /* -2.12194440e-4 */
+#define LN2_HI F32(0x3f318000u) /* 0.693359375 */
+#define SQRT_HALF F32(0x3f3504f3u)
+/* sin and cos: x reduced by multiples of pi/4 (pi/4 in three parts), then Cephes sinf/cosf polynomials */
+#define FOUR_OVER_PI F32(0x3fa2f983u)
+#define PIO4_A F32(0xbf490000u) /* -0.78515625 */
+#define PIO4_B F32(0xb97da000u) /* -2.4187564849853515625e-4 */
+#define PIO4_C F32(0xb3222169u) /* -3.77489497744594108e-8 */
+#define COS_P0 F32(0x37ccf5ceu)
+#define COS_P1 F32(0xbab6061au)
+#define COS_P2 F32(0x3d2aaaa5u)
+#define SIN_P0 F32(0xb94ca1f9u)
+#define SIN_P1 F32(0x3c08839eu)
+#define SIN_P2 F32(0xbe2aaaa3u)
+#define TWO_PI_F F32(0x40c90fdbu) /* (float)(2 pi) */
+
+/* one lane: a, b the uniforms x[j], x[j + 8]; writes the two normals */
+static inline void box_muller_lane(float a, float b, float mean, float std, float *n1, float *n2) {
+  /* radius = sqrt(-2 ln(1 - a)) */
+  float u = 1.0f - a;
+  uint32_t ub = f32_bits(u);
+  float e = (float)((int32_t)(ub >> 23) - 127) + 1.0f;
+  float m = F32((ub & 0x807fffffu) | 0x3f000000u); /* the mantissa in [0.5, 1) */
+  bool low = m < SQRT_HALF;
+  float f = m - 1.0f;
+  if (low) e = e - 1.0f;
+  float elo = e * LN2_LO;
+  f = (low ? m : 0.0f) + f;
+  float p = LOG_P0;
+  for (int k = 0; k < 8; k++) p = fmaf(p, f, F32(log_p[k]));
+  float f2 = f * f;
+  p = f * p;
+  p = fmaf(p, f2, elo);
+  p = fmaf(-f2, 0.5f, p);
+  float ln = fmaf(e, LN2_HI, f + p);
+  float radius = sqrtf(ln * -2.0f);
+  /* sin and cos of theta >= 0 */
+  float theta = TWO_PI_F * b;
+  int32_t q = (int32_t)(theta * FOUR_OVER_PI);
+  q = (q + 1) & ~1;
+  float qf = (float)q;
+  float r = fmaf(qf, PIO4_A, theta);
+  r = fmaf(qf, PIO4_B, r);
+  r = fmaf(qf, PIO4_C, r);
+  float r2 = r * r;
+  float c = fmaf(COS_P0, r2, COS_P1);
+  c = fmaf(c, r2, COS_P2);
+  c = fmaf(r2 * c, r2, -(r2 * 0.5f)) + 1.0f;
+  float s = fmaf(SIN_P0, r2, SIN_P1);
+  s = fmaf(s, r2, SIN_P2);
+  s = fmaf(r2 * s, r, r);
+  bool swap = q & 2; /* the octant's cosine is the reduced sine, and its sine the reduced cosine */
+  float sinv = swap ? c : s, cosv = swap ? s : c;
+  sinv = F32(f32_bits(sinv) ^ ((uint32_t)(q & 4) << 29));
+  cosv = F32(f32_bits(cosv) ^ ((uint32_t)(~(q - 2) & 4) << 29));
+  *n1 = fmaf(radius * cosv, std, mean);
+  *n2 = fmaf(radius * sinv, std, mean);
+}
+
+static void normal16_float_scalar(float *x, float mean, float std) {
+  for (int j = 0; j < 8; j++) box_muller_lane(x[j], x[j + 8], mean, std, &x[j], &x[j + 8]);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define BM __attribute__((target("avx2,fma")))
+/* the same steps, eight lanes at once (blocks of 16 from x, n of them) */
+BM static void normal16_float_avx2(float *x, int64_t blocks, float mean, float std) {
+  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  const __m256 vmean = _mm256_set1_ps(mean), vstd = _mm256_set1_ps(std);
+  const __m256i i127 = _mm256_set1_epi32(127), i1 = _mm256_set1_epi32(1), i2 = _mm256_set1_epi32(2),
+                i4 = _mm256_set1_epi32(4);
+  for (int64_t bl = 0; bl < blocks; bl++, x += 16) {
+    __m256 u = _mm256_sub_ps(one, _mm256_loadu_ps(x));
+    __m256i ub = _mm256_castps_si256(u);
+    __m256 e = _mm256_add_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(ub, 23), i127)), one);
+    __m256 m = _mm256_castsi256_ps(
+        _mm256_or_si256(_mm256_and_si256(ub, _mm256_set1_epi32((int)0x807fffff)), _mm256_set1_epi32(0x3f000000)));
+    __m256 low = _mm256_cmp_ps(m, _mm256_set1_ps(SQRT_HALF), _CMP_LT_OQ);
+    __m256 f = _mm256_sub_ps(m, one);
+    e = _mm256_sub_ps(e, _mm256_and_ps(low, one));
+    __m256 elo = _mm256_mul_ps(e, _mm256_set1_ps(LN2_LO));
+    f = _mm256_add_ps(_mm256_and_ps(low, m), f);
+    __m256 p = _mm256_set1_ps(LOG_P0);
+    for (int k = 0; k < 8; k++) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(F32(log_p[k])));
+    __m256 f2 = _mm256_mul_ps(f, f);
+    p = _mm256_fmadd_ps(_mm256_mul_ps(f, p), f2, elo);
+    p = _mm256_fnmadd_ps(f2, half, p);
+    __m256 ln = _mm256_fmadd_ps(e, _mm256_set1_ps(LN2_HI), _mm256_add_ps(f, p));
+    __m256 radius = _mm256_sqrt_ps(_mm256_mul_ps(ln, _mm256_set1_ps(-2.0f)));
+
+    __m256 theta = _mm256_mul_ps(_mm256_set1_ps(TWO_PI_F), _mm256_loadu_ps(x + 8));
+    __m256i q = _mm256_cvttps_epi32(_mm256_mul_ps(theta, _mm256_set1_ps(FOUR_OVER_PI)));
+    q = _mm256_andnot_si256(i1, _mm256_add_epi32(q, i1));
+    __m256 qf = _mm256_cvtepi32_ps(q);
+    __m256 r = _mm256_fmadd_ps(qf, _mm256_set1_ps(PIO4_A), theta);
+    r = _mm256_fmadd_ps(qf, _mm256_set1_ps(PIO4_B), r);
+    r = _mm256_fmadd_ps(qf, _mm256_set1_ps(PIO4_C), r);
+    __m256 r2 = _mm256_mul_ps(r, r);
+    __m256 c = _mm256_fmadd_ps(_mm256_set1_ps(COS_P0), r2, _mm256_set1_ps(COS_P1));
+    c = _mm256_fmadd_ps(c, r2, _mm256_set1_ps(COS_P2));
+    c = _mm256_add_ps(_mm256_fmsub_ps(_mm256_mul_ps(r2, c), r2, _mm256_mul_ps(r2, half)), one);
+    __m256 s = _mm256_fmadd_ps(_mm256_set1_ps(SIN_P0), r2, _mm256_set1_ps(SIN_P1));
+    s = _mm256_fmadd_ps(s, r2, _mm256_set1_ps(SIN_P2));
+    s = _mm256_fmadd_ps(_mm256_mul_ps(r2, s), r, r);
+    __m256 swap = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(q, i2), i2));
+    __m256 sinv = _mm256_blendv_ps(s, c, swap), cosv = _mm256_blendv_ps(c, s, swap);
+    sinv = _mm256_xor_ps(sinv, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(q, i4), 29)));
+    cosv = _mm256_xor_ps(cosv, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                   _mm256_andnot_si256(_mm256_sub_epi32(q, i2), i4), 29)));
+    _mm256_storeu_ps(x, _mm256_fmadd_ps(_mm256_mul_ps(radius, cosv), vstd, vmean));
+    _mm256_storeu_ps(x + 8, _mm256_fmadd_ps(_mm256_mul_ps(radius, sinv), vstd, vmean));
   }
+}
+#endif
+
+/* blocks of 16 uniforms at x turned into normals: the AVX2 path where the kernels' level has it (the
+ * same bits as the scalar path, which any CPU runs) */
+static void normal16_float(float *x, int64_t blocks, float mean, float std) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static int vec = -1;
+  if (vec < 0) vec = mt_cpu_kernel_level() >= MT_CPU_LEVEL_AVX2;
+  if (vec) {
+    normal16_float_avx2(x, blocks, mean, std);
+    return;
+  }
+#endif
+  for (int64_t b = 0; b < blocks; b++) normal16_float_scalar(x + 16 * b, mean, std);
 }
 static void normal16_double(double *x, double mean, double std) {
   for (int j = 0; j < 8; j++) {
@@ -453,22 +532,22 @@ static void normal16_reduced(int dt, float *x, float mean, float std) {
   }
 }
 
-static float uniform_reduced(mt_generator *g, int dt) {
+static float uniform_reduced(cpu_engine *g, int dt) {
   if (dt == MT_FLOAT16) return (float)(draw32(g) & 0x7ffu) * (1.0f / 2048.0f);
   return (float)(draw32(g) & 0xffu) * (1.0f / 256.0f);
 }
 
-static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, mt_generator *g) {
+static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, cpu_engine *g) {
   int64_t n = t->_numel;
   int dt = t->_dtype;
   if (dt == MT_FLOAT32) {
     float *x = (float *)t->_data;
     for (int64_t i = 0; i < n; i++) x[i] = uniform_f(g);
-    for (int64_t i = 0; i + 16 <= n; i += 16) normal16_float(x + i, (float)mean, (float)std);
+    normal16_float(x, n / 16, (float)mean, (float)std);
     if (n % 16) {
       x += n - 16;
       for (int i = 0; i < 16; i++) x[i] = uniform_f(g);
-      normal16_float(x, (float)mean, (float)std);
+      normal16_float(x, 1, (float)mean, (float)std);
     }
   } else if (dt == MT_FLOAT64) {
     double *x = (double *)t->_data;
@@ -498,11 +577,11 @@ static mt_status normal_fill_contiguous(mt_tensor *t, double mean, double std, m
   return MT_OK;
 }
 
-mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   if (t->_numel == 0) return MT_OK;
   mt_status s = MT_OK;
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   if (t->_numel >= 16 && (t->_flags & MT_TENSOR_CONTIGUOUS)) {
     s = normal_fill_contiguous(t, mean, std, g);
   } else {
@@ -511,7 +590,7 @@ mt_status mt_cpu_normal(mt_tensor *t, double mean, double std, mt_generator *g) 
     elements_init(&w, t, NULL);
     each_element(&w, normal_el, &c);
   }
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return s;
 }
 
@@ -525,19 +604,19 @@ EACH(random_el)
 
 /* `to == INT64_MIN` stands for 2^63 (the end of int64's range, which int64_t cannot hold):
  * random_() on an int64 tensor is random_(0, 2^63). */
-mt_status mt_cpu_random(mt_tensor *t, int64_t from, int64_t to, mt_generator *g) {
+mt_status mt_cpu_random(mt_tensor *t, int64_t from, int64_t to, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   int dt = t->_dtype;
   bool to_end = to == INT64_MIN;
-  g = gen_or_default(g);
   fill_ctx c = {.g = g, .dt = dt, .base = from};
   c.range = to_end ? (1ULL << 63) - (uint64_t)from : (uint64_t)to - (uint64_t)from;
   c.wide = c.range >= (1ULL << 32) && (dt == MT_INT64 || dt == MT_FLOAT64 || dt == MT_FLOAT32 || dt == MT_BFLOAT16);
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, random_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
@@ -548,20 +627,20 @@ static inline __attribute__((always_inline)) void bernoulli_el(void *ctx, char *
 }
 EACH(bernoulli_el)
 
-mt_status mt_cpu_bernoulli(mt_tensor *t, double p, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_bernoulli(mt_tensor *t, double p, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = p};
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, bernoulli_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
 typedef struct bern_ctx {
-  mt_generator *g;
+  cpu_engine *g;
   int dt, pdt;
   int bad;
 } bern_ctx;
@@ -586,8 +665,8 @@ static inline __attribute__((always_inline)) void check_p_el(void *ctx, char *pp
 EACH(check_p_el)
 
 /* p: values in [0, 1] (checked here), expanded to t's shape, not sharing t's memory */
-mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator *g) {
-  bern_ctx c = {.g = gen_or_default(g), .dt = t->_dtype, .pdt = p->_dtype};
+mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator *gen) {
+  bern_ctx c = {.g = mt_generator_engine(gen), .dt = t->_dtype, .pdt = p->_dtype};
   if (p->_numel > 0) {
     mt_iter pw;
     elements_init(&pw, p, NULL);
@@ -597,9 +676,9 @@ mt_status mt_cpu_bernoulli_tensor(mt_tensor *t, const mt_tensor *p, mt_generator
   if (t->_numel > 0) {
     mt_iter w;
     elements_init(&w, t, p);
-    pthread_mutex_lock(&c.g->lock);
+    pthread_mutex_lock(&gen->lock);
     each_element(&w, bernoulli_t_el, &c);
-    pthread_mutex_unlock(&c.g->lock);
+    pthread_mutex_unlock(&gen->lock);
   }
   return MT_OK;
 }
@@ -612,27 +691,27 @@ static inline __attribute__((always_inline)) void exponential_el(void *ctx, char
 }
 EACH(exponential_el)
 
-mt_status mt_cpu_exponential(mt_tensor *t, double lambd, mt_generator *g) {
-  g = gen_or_default(g);
+mt_status mt_cpu_exponential(mt_tensor *t, double lambd, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   fill_ctx c = {.g = g, .dt = t->_dtype, .a = lambd};
   if (t->_numel == 0) return MT_OK;
   mt_iter w;
   elements_init(&w, t, NULL);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   each_element(&w, exponential_el, &c);
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   return MT_OK;
 }
 
 /* ---------------------------------------------------------------- randperm */
-mt_status mt_cpu_randperm(mt_tensor *r, int64_t index_base, mt_generator *g) {
+mt_status mt_cpu_randperm(mt_tensor *r, int64_t index_base, mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   int64_t n = r->_numel;
   int dtype = r->_dtype;
   if (n == 0) return MT_OK;
   int64_t *perm = dtype == MT_INT64 ? (int64_t *)r->_data : malloc((size_t)n * sizeof(int64_t));
   if (!perm) return mt_error(MT_ENOMEM, "randperm: out of memory");
-  g = gen_or_default(g);
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   if (n < (int64_t)(UINT32_MAX / 20)) {
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t i = 0; i < n - 1; i++) {
@@ -648,7 +727,7 @@ mt_status mt_cpu_randperm(mt_tensor *r, int64_t index_base, mt_generator *g) {
       perm[z] = i;
     }
   }
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   size_t item = mt_itemsize(dtype);
   for (int64_t i = 0; i < n; i++) {
     if (dtype == MT_INT64) perm[i] += index_base;
@@ -675,7 +754,8 @@ static int keyed_cmp(const void *a, const void *b) {
 
 /* out: (num_samples) for a 1-D probs, (rows, num_samples) for a 2-D one */
 mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replacement, int64_t index_base,
-                             mt_generator *g) {
+                             mt_generator *gen) {
+  cpu_engine *g = mt_generator_engine(gen);
   int dt = probs->_dtype;
   int64_t ncat = probs->_sizes[probs->_ndim - 1];
   int64_t ndist = probs->_ndim == 2 ? probs->_sizes[0] : 1;
@@ -685,7 +765,6 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
   int64_t ps0 = probs->_ndim == 2 ? probs->_strides[0] : 0, ps1 = probs->_strides[probs->_ndim - 1];
   size_t item = mt_itemsize(dt);
 #define P(i, j) load_double(dt, probs->_data + ((i) * ps0 + (j) * ps1) * (int64_t)item)
-  g = gen_or_default(g);
   mt_status st = MT_OK;
 
   if (!replacement || num_samples == 1) {
@@ -714,12 +793,12 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
       st = mt_error(MT_ENOMEM, "multinomial: out of memory");
       goto fail;
     }
-    pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&gen->lock);
     for (int64_t i = 0; i < ndist * ncat; i++) {
       double q = -log(1.0 - uniform_d(g));
       k[i].v = q;
     }
-    pthread_mutex_unlock(&g->lock);
+    pthread_mutex_unlock(&gen->lock);
     for (int64_t i = 0; i < ndist; i++) {
       keyed *row = k + i * ncat;
       for (int64_t j = 0; j < ncat; j++) {
@@ -753,7 +832,7 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
     st = mt_error(MT_ENOMEM, "multinomial: out of memory");
     goto fail;
   }
-  pthread_mutex_lock(&g->lock);
+  pthread_mutex_lock(&gen->lock);
   for (int64_t i = 0; i < ndist && st == MT_OK; i++) {
     double sum = 0;
     float fsum = 0;
@@ -796,7 +875,7 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
       out[i * num_samples + j] = lo + index_base;
     }
   }
-  pthread_mutex_unlock(&g->lock);
+  pthread_mutex_unlock(&gen->lock);
   free(cum);
 #undef P
 fail:

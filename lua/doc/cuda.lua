@@ -70,7 +70,7 @@ doc { 'torch.cuda.Event:record([stream])', 'torch.cuda.Event:wait([stream])', 't
   does = 'Record it on a stream (the current one) / have a stream wait for it / wait for it / whether it is done / the milliseconds from it to `end` (both made with enable_timing).',
   ex = 'if torch.cuda.is_available() then local a, b = torch.cuda.Event({enable_timing = true}), torch.cuda.Event({enable_timing = true}); a:record(); b:record(); b:synchronize(); print(a:elapsed_time(b) >= 0) else print(true) end  --> true' }
 
-doc.section 'The device and its generator (core/gpu/)'
+doc.section 'The device (core/gpu/)'
 doc { 'torch.cuda.get_device_properties([device]) -> table', 'torch.cuda.get_device_name([device]) -> string',
   'torch.cuda.get_device_capability([device]) -> {major, minor}',
   does = 'The device\'s name, compute capability, multiprocessors and memory ({name=, major=, minor=, multi_processor_count=, total_memory=}); "moontorch CPU emulator" under MOONTORCH_CUDA_EMULATE=1. An error saying why where there is no such device.',
@@ -78,10 +78,18 @@ doc { 'torch.cuda.get_device_properties([device]) -> table', 'torch.cuda.get_dev
 doc { 'torch.cuda.runtime() -> string|nil', pt = false,
   does = 'What runs the CUDA backend: \'cuda\' (NVIDIA\'s runtime on a GPU), \'emulator\' (the CPU emulator of a CUDA device that CI runs the CUDA suite on: MOONTORCH_CUDA_EMULATE=1), nil without a device. moontorch\'s own.',
   ex = 'print(torch.cuda.runtime() == nil or type(torch.cuda.runtime()) == "string")  --> true' }
-doc { 'torch.cuda.manual_seed(seed)', 'torch.cuda.manual_seed_all(seed)', 'torch.cuda.initial_seed([device]) -> number',
-  does = 'Seed the current device\'s (every device\'s) random generator: Philox4x32-10, PyTorch\'s CUDA generator, so that a seed draws PyTorch\'s numbers; nothing without CUDA.',
+
+doc.section 'Random numbers'
+doc { 'torch.cuda.manual_seed(seed)', 'torch.cuda.manual_seed_all(seed)',
+  does = 'Seed the current CUDA device\'s default generator (every device\'s). Nothing where there is no CUDA device, as PyTorch (which queues it until CUDA starts); torch.manual_seed seeds every device\'s already.',
   ex = 'torch.cuda.manual_seed(0)' }
-doc { 'torch.cuda.get_rng_state([device]) -> Tensor', 'torch.cuda.set_rng_state(state [, device])',
-  'torch.cuda.get_rng_state_all() -> {Tensor}', 'torch.cuda.set_rng_state_all(states)',
-  does = 'A device generator\'s state as PyTorch gives it: 16 uint8 bytes, the seed then the offset; setting it back repeats the draws.',
-  ex = 'if torch.cuda.is_available() then print(torch.cuda.get_rng_state():numel()) else print(16) end  --> 16' }
+doc { 'torch.cuda.seed()', 'torch.cuda.seed_all()', 'torch.cuda.initial_seed() -> number',
+  does = 'Seed the current device\'s (every device\'s) default generator from a fresh random number; the seed the current device\'s generator started from.',
+  ex = 'if torch.cuda.is_available() then torch.cuda.seed() end' }
+doc { 'torch.cuda.get_rng_state([device]) -> tensor', 'torch.cuda.set_rng_state(state[, device])',
+  'torch.cuda.get_rng_state_all() -> {tensor}', 'torch.cuda.set_rng_state_all(states)',
+  does = 'The state of a CUDA device\'s default generator as a uint8 CPU tensor (its engine\'s layout), and setting it back; an error saying why where there is no such device.',
+  ex = 'if torch.cuda.is_available() then torch.cuda.set_rng_state(torch.cuda.get_rng_state()) end' }
+doc { 'torch.cuda.default_generators -> {torch.Generator}',
+  does = 'The default generator of each CUDA device, in device order (1-based); {} without one.',
+  ex = 'print(#torch.cuda.default_generators == torch.cuda.device_count())  --> true' }

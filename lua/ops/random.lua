@@ -19,7 +19,6 @@ local M = {}
 local torch
 
 local INT64 = 4
-local STATE_SIZE = tonumber(C.mt_generator_state_size())
 local u8p = ffi.typeof('uint8_t *')
 local i64 = ffi.typeof('int64_t')
 local u64 = ffi.typeof('uint64_t')
@@ -35,8 +34,14 @@ Generator.__index = Generator
 Generator.__typename = 'torch.Generator'
 Generator.__tostring = function() return '<torch.Generator object>' end
 
+-- a generator object for a C generator: its device from C (the CPU's default: the CPU)
+local devbuf = ffi.new('mt_device[1]')
 local function wrap_generator(p)
-  return setmetatable({ _g = p, device = dtype.cpu_device }, Generator)
+  local dev = dtype.cpu_device
+  if C.mt_generator_device(p, devbuf) == 0 and devbuf[0].type ~= 0 then
+    dev = dtype.device_of(devbuf[0].type, devbuf[0].index)
+  end
+  return setmetatable({ _g = p, device = dev }, Generator)
 end
 
 local function is_generator(x) return getmetatable(x) == Generator end
@@ -69,10 +74,11 @@ end
 function Generator:seed() return seed_number(C.mt_generator_seed(self._g)) end
 function Generator:initial_seed() return seed_number(C.mt_generator_initial_seed(self._g)) end
 function Generator:get_state()
-  szbuf[0] = STATE_SIZE
+  local n = tonumber(C.mt_generator_state_bytes(self._g))
+  szbuf[0] = n
   if C.mt_tensor_empty(szbuf, 1, 0, nil, outp) ~= 0 then raise_last() end
   local t = take()
-  if C.mt_generator_get_state(self._g, ffi.cast(u8p, t._data), STATE_SIZE) ~= 0 then raise_last() end
+  if C.mt_generator_get_state(self._g, ffi.cast(u8p, t._data), n) ~= 0 then raise_last() end
   return t
 end
 function Generator:set_state(t)
@@ -85,23 +91,44 @@ end
 
 local gen_new = ffi.new('mt_generator *[1]')
 local default_seed = ffi.cast(u64, 67280421310721)
+-- torch.Generator([device]): a generator of that device (C refuses one that draws nothing, as meta, or
+-- is not there)
+local function device_c(device, op)
+  local d = dtype.device(type(device) == 'table' and not dtype.is_device(device) and device.device or device)
+  return d._c or dtype.cpu_c
+end
 M.Generator = setmetatable({}, {
   __call = function(_, device)
+    local dc = nil
     if device ~= nil then
-      local d = dtype.device(type(device) == 'table' and not dtype.is_device(device) and device.device or device)
-      if d.type ~= 'cpu' then
-        T.device_arg(d, 'Generator') -- the C core says whether the device is there
-        fail('Generator', ('a generator of device %s: the generators of devices other than the CPU come with their '
-          .. 'backends'):format(tostring(d)))
-      end
+      local ok, r = pcall(device_c, device)
+      if not ok then fail('Generator', (tostring(r):gsub('^moontorch%.device: ', ''))) end
+      dc = r
     end
-    if C.mt_generator_new(default_seed, gen_new) ~= 0 then raise_last() end
+    if C.mt_generator_new_on(dc, default_seed, gen_new) ~= 0 then raise_last() end
     return wrap_generator(ffi.gc(gen_new[0], C.mt_generator_free))
   end,
   __index = Generator,
   __tostring = function() return 'torch.Generator' end,
 })
 M.default_generator = wrap_generator(C.mt_default_generator())
+
+-- the default generator of a device (nil: the CPU's), for torch.cuda.manual_seed, get_rng_state and
+-- set_rng_state (lua/cuda.lua): default_generators[device] is made on first use by C
+local defaults = {}
+function M.device_generator(device, op)
+  if device == nil then return M.default_generator end
+  local ok, dc = pcall(device_c, device)
+  if not ok then fail(op or 'default_generator', (tostring(dc):gsub('^moontorch%.device: ', ''))) end
+  if C.mt_default_generator_on(dc, gen_new) ~= 0 then raise_last() end
+  local key = tostring(gen_new[0])
+  local g = defaults[key]
+  if not g then
+    g = wrap_generator(gen_new[0]) -- no finalizer: C keeps a device's default generator
+    defaults[key] = g
+  end
+  return g
+end
 
 -- the C generator named by an options table (nil: the default one)
 local function gen_of(opts, op)
@@ -111,8 +138,9 @@ local function gen_of(opts, op)
   return g._g
 end
 
+-- torch.manual_seed(s) seeds the CPU's default generator and every device's (PyTorch: also CUDA's)
 function M.manual_seed(s)
-  M.default_generator:manual_seed(s)
+  C.mt_manual_seed_all(to_seed(s, 'manual_seed'))
   return M.default_generator
 end
 function M.seed() return M.default_generator:seed() end
@@ -442,7 +470,8 @@ end
 function M.install(t)
   torch = t
   for k, v in pairs(M) do
-    if k ~= 'install' and k ~= 'random' then t[k] = v end
+    -- device_generator is lua/cuda.lua's (torch.cuda.manual_seed & co.), not a torch function
+    if k ~= 'install' and k ~= 'random' and k ~= 'device_generator' then t[k] = v end
   end
   -- torch.random.* as in PyTorch (torch.random is also a function table here)
   t.random = M.random
