@@ -571,6 +571,68 @@ if want('softmax') then
   end
 end
 
+-- (sparse) issue 24: a Linear(4096, 4096) at batch 64 after pruning 90% of its weight: ours keeps
+-- the weight in CSR form (prune.remove{sparse=true}), PyTorch's pruned forward is dense (its own
+-- CSR product beside); ours dense and sparse measured in one process, alternating
+if want('sparse') then
+  local o, t = {}, {}
+  for _ = 1, 2 do
+    for k, v in pairs(ours('sparse_linear') or {}) do if not o[k] or v < o[k] then o[k] = v end end
+    for k, v in pairs(theirs('sparse_linear') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+  end
+  line('(sparse) Linear 4096, 90% pruned, dense', o.dense_ms, t.dense_ms, 'ms', 'lower')
+  line('(sparse) the same, ours CSR / theirs CSR', o.sparse_ms, t.sparse_ms, 'ms', 'lower',
+    o.sparse_ms and ('ours CSR %.2fx faster than ours dense'):format(o.dense_ms / o.sparse_ms) or nil)
+  rows[#rows + 1] = { 'Linear(4096, 4096) forward, batch 64, 90% pruned: ours CSR vs PyTorch\'s pruned (dense)',
+    o.sparse_ms, t.dense_ms, 'ms', 'lower', nil, nil }
+end
+
+-- (fx) issue 24: inference of a ResNet block and of a LeNet-5 with batch norms, as written and after
+-- conv-batchnorm fusion (ours: fx.passes.fuse; PyTorch: torch.fx.experimental.optimization.fuse)
+if want('fx') then
+  local o, t = {}, {}
+  for _ = 1, 2 do
+    for k, v in pairs(ours('fx_fuse') or {}) do if not o[k] or v < o[k] then o[k] = v end end
+    for k, v in pairs(theirs('fx_fuse') or {}) do if not t[k] or v < t[k] then t[k] = v end end
+  end
+  for _, r in ipairs({ { 'block', 'ResNet block 64ch, batch 8 of 56x56, eval' }, { 'lenet', 'LeNet-5 with batch norms, batch 64, eval' } }) do
+    local k = r[1]
+    line('(fx) ' .. r[2], o[k .. '_ms'], t[k .. '_ms'], 'ms', 'lower')
+    line('(fx) the same, conv-bn fused', o[k .. '_fused_ms'], t[k .. '_fused_ms'], 'ms', 'lower',
+      o[k .. '_ms'] and ('ours fused %.2fx faster than ours unfused; max difference %.1e'):format(
+        o[k .. '_ms'] / o[k .. '_fused_ms'], o[k .. '_maxdiff'] or -1) or nil)
+    rows[#rows + 1] = { r[2] .. ', conv-bn fused by fx', o[k .. '_fused_ms'], t[k .. '_fused_ms'], 'ms', 'lower', nil, nil }
+  end
+end
+
+-- (observe) issue 24: the observation point (lua/observe.lua) costs nothing while no profiler or
+-- tracer observes: the small-op rows of this build beside $BENCH_BASE_BUILD, a build of the tree
+-- before it (`git archive main | tar -x -C /tmp/base && cmake -S /tmp/base -B /tmp/base/build ...`),
+-- alternating in one run, each keeping its best of 5; also the same rows while a profile records
+if want('observe') then
+  local base = os.getenv('BENCH_BASE_BUILD')
+  if not base then
+    print('(observe) set BENCH_BASE_BUILD to a build directory of the tree before the observation point')
+  else
+    local cases = { { 'add_small', nil, 'a + b, 4 x float32' }, { 'add_small_grad', nil, 'a + b with grad' },
+      { 'matmul_small', 64, '64x64 matmul' }, { 'module_call', nil, 'MyLinear module call' },
+      { 'train_modules', 10000, "the note's training loop" } }
+    for _, c in ipairs(cases) do
+      local new, old
+      for _ = 1, 5 do
+        local o = figures(env .. luajit .. ' bench/workloads/' .. c[1] .. '.lua ' .. (c[2] or ''))
+        if o and (not new or o.us < new.us) then new = o end
+        local b = figures(env:gsub('MOONTORCH_BUILD_DIR=%S+', 'MOONTORCH_BUILD_DIR=' .. base) .. luajit ..
+          ' bench/workloads/' .. c[1] .. '.lua ' .. (c[2] or ''))
+        if b and (not old or b.us < old.us) then old = b end
+      end
+      if new and old then
+        print(('(observe) %-28s this tree %8.3f us   before %8.3f us   ratio %.3f'):format(c[3], new.us, old.us, new.us / old.us))
+      end
+    end
+  end
+end
+
 -- the table
 print()
 local function vs(o, t, better)

@@ -430,6 +430,84 @@ def softmax(_):
             F.cross_entropy(lg, target).backward()
     report('ce1k_step_us', best(ce, 500) * 1e6)
 
+def sparse_linear(n):
+    # issue 24: PyTorch's pruned Linear computes densely (weight_orig * weight_mask, then linear);
+    # after prune.remove the weight is dense with zeros. Also its own sparse CSR product (beta in 1.13).
+    import warnings
+    import torch.nn.utils.prune as prune
+    warnings.simplefilter('ignore')
+    n = n or 4096
+    torch.manual_seed(0)
+    m = torch.nn.Linear(n, n)
+    prune.l1_unstructured(m, 'weight', 0.9)
+    prune.remove(m, 'weight')
+    x = torch.randn(64, n)
+    w_csr = m.weight.detach().to_sparse_csr()
+    def fd(k):
+        with torch.no_grad():
+            for _ in range(k):
+                m(x)
+    def fs(k):
+        with torch.no_grad():
+            for _ in range(k):
+                torch.nn.functional.linear(x, w_csr, m.bias)
+    td = ts = float('inf')
+    for _ in range(3):
+        td = min(td, best(fd, 5, 3))
+        ts = min(ts, best(fs, 5, 3))
+    report('dense_ms', td * 1e3)
+    report('sparse_ms', ts * 1e3)
+
+def fx_fuse(_):
+    # issue 24: the block and the LeNet-BN of bench/workloads/fx_fuse.lua, as written and fused by
+    # torch.fx.experimental.optimization.fuse
+    import torch.nn as nn
+    from torch.fx.experimental.optimization import fuse
+    torch.manual_seed(0)
+
+    class Block(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c)
+            self.relu = nn.ReLU()
+            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+
+        def forward(self, x):
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            return self.relu(out + x)
+
+    def bench(name, model, x, reps):
+        model.train()
+        with torch.no_grad():
+            for _ in range(2):
+                model(x)
+        model.eval()
+        fused = fuse(model)
+        def f1(k):
+            with torch.no_grad():
+                for _ in range(k):
+                    model(x)
+        def f2(k):
+            with torch.no_grad():
+                for _ in range(k):
+                    fused(x)
+        t1 = t2 = float('inf')
+        for _ in range(3):
+            t1 = min(t1, best(f1, reps, 3))
+            t2 = min(t2, best(f2, reps, 3))
+        report(name + '_ms', t1 * 1e3)
+        report(name + '_fused_ms', t2 * 1e3)
+
+    bench('block', Block(64), torch.randn(8, 64, 56, 56), 3)
+    lenet = nn.Sequential(nn.Conv2d(1, 6, 5), nn.BatchNorm2d(6), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(6, 16, 5), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                          nn.Linear(256, 120), nn.BatchNorm1d(120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                          nn.Linear(84, 10))
+    bench('lenet', lenet, torch.randn(64, 1, 28, 28), 20)
+
 if __name__ == '__main__':
     w = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else None

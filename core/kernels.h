@@ -197,7 +197,17 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
                              const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,             \
                              const mt_tensor *max_arg, int mode, int64_t pad, int64_t base, int scale_grad_by_freq)) \
   /* softmax.c (s6-vec): the fused softmax / log_softmax backward; gin, g and y contiguous, of one shape */        \
-  X(softmax_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *y, int dim, int log))
+  X(softmax_backward, (mt_tensor * gin, const mt_tensor *g, const mt_tensor *y, int dim, int log))                \
+  /* sparse.c (issue 24): products with a CSR matrix W of m rows (crow (m + 1), col (nnz) int64 counted from     \
+   * `base`, checked here against d's or out's k rows; vals (nnz)); every tensor contiguous but d and g, whose   \
+   * rows only are (stride 1 within a row): out (m, n) = W @ d (out (n, m) = (W @ d)^T when transposed), d (k,   \
+   * n); out (k, n) = W^T @ g, g (m, n); gv (nnz) = g[i, :] . d[col, :] for each entry (i, col) */                \
+  X(csr_mm, (mt_tensor * out, int transposed, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *vals, \
+             const mt_tensor *d, int64_t base))                                                                    \
+  X(csr_mm_t, (mt_tensor * out, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *vals,                \
+               const mt_tensor *g, int64_t base))                                                                  \
+  X(csr_sddmm, (mt_tensor * gv, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *g,                   \
+                const mt_tensor *d, int64_t base))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -497,7 +497,9 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(CTC_LOSS, ctc_loss, OP, 4, DIFF, ctc_loss, CUSTOM, "", "")                                                     \
   X(EMBEDDING_BAG, embedding_bag, OP, 4, DIFF, embedding_bag, CUSTOM, "", "")                                     \
   /* issue 12, the LSTM's speed: its hidden recurrence over a whole sequence as one op (core/ops/rnn.c) */           \
-  X(LSTM_LAYER, lstm_layer, OP, 4, DIFF, none, CUSTOM, "", "")
+  X(LSTM_LAYER, lstm_layer, OP, 4, DIFF, none, CUSTOM, "", "")                                                    \
+  /* issue 24: a CSR matrix times a dense one (core/ops/sparse.c), what a pruned Linear's forward runs */          \
+  X(CSR_MM, csr_mm, OP, 4, DIFF, csr_mm, INTERNAL, "", "")
 
 #ifndef MT_FFI
 #define MT_OP_ENUM_(ID, ...) MT_OP_##ID,
@@ -1276,6 +1278,16 @@ MT_API mt_status mt_idx_read(const char *path, mt_tensor **out);
 /* 1 when this build reads gzip (zlib was found); a test can pass 0 to act as a build without
  * zlib, 1 to restore, -1 to ask. */
 MT_API int mt_idx_has_zlib(int set);
+
+/* ---------------------------------------------------------------- issue 24: sparse CSR products */
+/* W @ dense for W an (m, ncols) CSR matrix: crow_indices (m + 1) and col_indices (nnz) int64
+ * counted from index_base (row i's entries are values[crow[i] - base .. crow[i + 1] - base), their
+ * columns col[...] - base), values (nnz) float32 or float64; dense (ncols, n) of values' dtype; the
+ * result (m, n). transposed: dense is given as (n, ncols) and the result is (n, m), dense @ W^T (a
+ * Linear's forward). Differentiable in values and dense (PyTorch's SparseAddmmBackward0 name); the
+ * indices must be valid (checked: MT_ERANGE). */
+MT_API mt_status mt_csr_mm(mt_tensor *crow_indices, mt_tensor *col_indices, mt_tensor *values, mt_tensor *dense,
+                           int64_t ncols, int transposed, int64_t index_base, mt_tensor **result);
 
 /* ---------------------------------------------------------------- parity session */
 /* The in-place view ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): t takes the sizes,

@@ -30,6 +30,9 @@ usage: moontorch examples/fashion_mnist.lua [options]
   --subset N         train on the first N training images only (all)
   --device NAME      where the network trains: cpu (the default), cuda or cuda:N (a GPU; without one,
                      MOONTORCH_CUDA_EMULATE=1 runs the CPU emulator of a CUDA device)
+  --profile FILE     profile the first 20 training steps (torch.profiler): their trace in FILE (Chrome's
+                     Trace Event JSON, for Perfetto or chrome://tracing; gzip'd when FILE ends in .gz)
+                     and a table of the ops
   --help             this text]]
 
 local DEFAULT_LR = { adam = 3e-3, adamw = 3e-3, sgd = 0.1, rmsprop = 1e-3 }
@@ -89,6 +92,7 @@ local function parse(argv)
         usage_error(('--device %s: no CUDA device here (a GPU, or MOONTORCH_CUDA_EMULATE=1 for the CPU emulator of one)')
           :format(o.device))
       end
+    elseif a == '--profile' then o.profile = value(a)
     elseif a == '--data' then o.data = value(a)
     elseif a == '--out' then o.out = value(a)
     elseif a == '--resume' then
@@ -242,7 +246,24 @@ for _, k in ipairs({ 'window_x', 'window_loss', 'window_acc' }) do history[k] = 
 local saved = first_epoch - 1 -- the last epoch whose checkpoint is on disk, and its file
 local saved_path = checkpoint and (opts.resume == true and ckpt_path or opts.resume)
 local saving -- the epoch whose checkpoint is being written
+-- --profile: the first 20 steps recorded (ops with their input shapes, memory, FLOPs, module paths)
+local prof
+if opts.profile then
+  local profiler = torch.profiler
+  prof = profiler.profile {
+    schedule = profiler.schedule { wait = 0, warmup = 0, active = 20, ['repeat'] = 1 },
+    record_shapes = true, profile_memory = true, with_modules = true, with_flops = true,
+    on_trace_ready = function(p)
+      p:export_chrome_trace(opts.profile)
+      local ops = p:key_averages { group_by_input_shape = true }:filter(function(e) return not e.key:find('^ProfilerStep#') end)
+      print(ops:table { sort_by = 'cpu_time_total', row_limit = 20 })
+      print('profile of the first 20 steps: ' .. opts.profile)
+    end,
+  }
+end
+
 local function train()
+  if prof then prof:start() end
   for epoch = first_epoch, opts.epochs do
     net:train()
     local t0 = progress.clock()
@@ -256,6 +277,7 @@ local function train()
       loss:backward()
       opt:step()
       sched:step()
+      if prof then prof:step() end
       local l, n = loss:item(), x:size(1)
       sum, seen = sum + l * n, seen + n
       wsum, wseen = wsum + l * n, wseen + n
@@ -296,6 +318,7 @@ end
 
 -- Ctrl-C stops the run with a word on what is saved, not a traceback
 local ok, err = xpcall(train, debug.traceback)
+if prof then prof:stop() end -- (a run of fewer than 20 steps: its trace is written now)
 if not ok then
   if tostring(err):find('interrupted!', 1, true) then
     io.stdout:write('\n')

@@ -16,14 +16,43 @@ local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autogr
 -- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'
+-- issue 24: 'fx.*' (GraphModule, Graph, Interpreter, ...), sparse CSR matrices, the profiler's classes
+packages.fx = 'moontorch.fx'
+homes['torch.SparseCsrTensor'] = 'moontorch.ops.sparse'
+homes['nn.ParametrizationList'] = 'moontorch.nn.parametrize'
+-- names under a prefix whose module nn loads on first use
+local prefix_homes = { { 'nn.utils.prune.', 'moontorch.nn.prune' },
+  { 'nn.utils.parametrizations.', 'moontorch.nn.parametrizations' } }
+M.prefix_homes = prefix_homes
+local function home_of(name)
+  for _, p in ipairs(prefix_homes) do
+    if name:sub(1, #p[1]) == p[1] then return p[2] end
+  end
+  return homes[name] or packages[name:match('^(%w+)%.')]
+end
+M.home_of = home_of
+homes['torch.profiler.EventList'] = 'moontorch.profiler'
+homes['torch.profiler.profile'] = 'moontorch.profiler'
 M.homes, M.packages = homes, packages
+-- Classes made on demand: a resolver(name) returns the class of a name it knows how to build, or
+-- nil. nn.utils.parametrize builds `Parametrized<Class>` (the class of a parametrized module) so.
+local resolvers = {}
+M.resolvers = resolvers
 local function find(name)
   local c = registry[name]
   if c then return c end
-  local home = homes[name] or packages[name:match('^(%w+)%.')]
+  local home = M.home_of(name)
   if home and not package.loaded[home] then
     require(home)
-    return registry[name]
+    c = registry[name]
+    if c then return c end
+  end
+  if name:find('Parametrized', 1, true) and not package.loaded['moontorch.nn.parametrize'] then
+    require('moontorch.nn.parametrize')
+  end
+  for i = 1, #resolvers do
+    c = resolvers[i](name)
+    if c then return c end
   end
   return nil
 end

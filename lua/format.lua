@@ -319,6 +319,8 @@ local function add_suffixes(s, suffixes, indent)
   return concat(parts)
 end
 
+M.add_suffixes = add_suffixes
+
 local function grad_fn_name(g)
   local name
   if type(g) == 'table' or type(g) == 'userdata' or type(g) == 'cdata' then
@@ -328,6 +330,8 @@ local function grad_fn_name(g)
   name = name or tostring(g)
   return (name:gsub('^.*::', ''))
 end
+
+M.grad_fn_name = grad_fn_name
 
 local DEVICE_META = 2
 local function shape_tuple(t)

@@ -94,6 +94,8 @@ require('moontorch.ops.rnn').install(torch)
 -- issue 12, the modules part: torch.layer_norm, torch.nll_loss (fused ops)
 require('moontorch.ops.norm').install(torch)
 require('moontorch.ops.loss').install(torch)
+-- issue 24: sparse CSR matrices (torch.sparse_csr_tensor, t:to_sparse_csr(), torch.sparse.mm)
+require('moontorch.ops.sparse').install(torch)
 -- parity session: PyTorch names composed from the ops above (memory formats, ...)
 require('moontorch.ops.parity').install(torch)
 -- the other public names the op list gives (torch.multiply, t:arcsin(), torch.special.xlogy, ...)
@@ -127,6 +129,10 @@ local lazy = {
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
+  -- issue 24: copy.deepcopy, torch.fx
+  deepcopy = function() return require('moontorch.nn.Module').deepcopy end,
+  fx = function() return require 'moontorch.fx' end,
+  profiler = function() return require 'moontorch.profiler' end,
   Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
   List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
 }

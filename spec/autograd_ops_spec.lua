@@ -326,6 +326,18 @@ end, function() return { r(4, 3), r(5) } end)
 add('EmbeddingBagBackward0', function(w)
   return torch.embedding_bag(bag_idx, w, bag_starts, { mode = 'max' })
 end, function() return { r(4, 3) } end)
+-- issue 24: the CSR product in both forms (torch.sparse.mm, a Linear's forward), with an empty
+-- row and columns out of order in a row (first derivatives only)
+local csr_crow, csr_col = long({ 1, 3, 3, 5 }), long({ 3, 1, 2, 4 })
+local function csr(v) return torch.sparse_csr_tensor(csr_crow, csr_col, v, { 3, 4 }) end
+add('SparseAddmmBackward0', function(v, d) return torch.sparse.mm(csr(v), d) end,
+  function() return { r(4), r(4, 2) } end)
+add('SparseAddmmBackward0', function(v, d) return torch.sparse.mm(csr(v), d) end,
+  function() return { r(4), rt(4, 70) } end)
+add('SparseAddmmBackward0', function(v, x) return torch.nn.functional.linear(x, csr(v)) end,
+  function() return { r(4), r(5, 4) } end)
+add('SparseAddmmBackward0', function(v, x) return torch.nn.functional.linear(x, csr(v)) end,
+  function() return { r(4), rt(66, 4) } end)
 -- ctc_loss (first derivatives only: PyTorch has no double backward for it either)
 add('CtcLossBackward0', function(x)
   return torch.ctc_loss(x, long({ { 2, 3, 3 }, { 4, 1, 1 } }), { 5, 4 }, { 3, 1 }, { reduction = 'none' })

@@ -295,6 +295,10 @@ static const mt_allocator fake_pinned = {.alloc = pinned_alloc, .free = pinned_f
 #define FAKE_A_convolution (out, x, w, bias, a)
 #define FAKE_A_conv_weight_grad (gw, gout, x, a)
 #define FAKE_A_softmax_backward (gin, g, y, dim, log)
+/* (inspect's CSR products, s7-inspect, issue 24) */
+#define FAKE_A_csr_mm (out, transposed, crow, col, vals, d, base)
+#define FAKE_A_csr_mm_t (out, crow, col, vals, g, base)
+#define FAKE_A_csr_sddmm (gv, crow, col, g, d, base)
 
 /* FAKE_KNOWN(slot): 1 when FAKE_A_<slot> is listed (a parenthesised list), else 0 */
 #define FAKE_CAT_(a, b) a##b

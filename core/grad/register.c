@@ -30,6 +30,9 @@ void mt_grad_register_loss(mt_autograd_ops *t);
 void mt_grad_register_ctc(mt_autograd_ops *t);
 void mt_grad_register_bag(mt_autograd_ops *t);
 extern const mt_node_kind *const mt_norm_kinds[], *const mt_loss_kinds[], *const mt_ctc_kinds[], *const mt_bag_kinds[];
+/* issue 24: the CSR product (core/grad/sparse.c) */
+void mt_grad_register_sparse(mt_autograd_ops *t);
+extern const mt_node_kind *const mt_sparse_kinds[];
 
 __attribute__((constructor)) static void grad_register(void) {
   mt_autograd_release = mt_meta_free;
@@ -48,6 +51,7 @@ __attribute__((constructor)) static void grad_register(void) {
   mt_grad_register_loss(&mt_autograd);
   mt_grad_register_ctc(&mt_autograd);
   mt_grad_register_bag(&mt_autograd);
+  mt_grad_register_sparse(&mt_autograd); /* issue 24 */
 }
 
 /* ---------------------------------------------------------------- the list of names */
@@ -90,6 +94,7 @@ static void build_names(void) {
   add_kinds(mt_loss_kinds);
   add_kinds(mt_ctc_kinds);
   add_kinds(mt_bag_kinds);
+  add_kinds(mt_sparse_kinds); /* issue 24 */
 }
 
 int mt_grad_op_count(void) {

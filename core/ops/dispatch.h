@@ -42,7 +42,9 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
   /* issue 12, the modules part */                                                                              \
   X(layer_norm) X(nll_loss) X(ctc_loss) X(embedding_bag)                                                        \
   /* issue 12, the LSTM's speed */                                                                               \
-  X(lstm_layer)
+  X(lstm_layer)                                                                                                  \
+  /* issue 24: sparse CSR products */                                                                            \
+  X(csr_mm)
 
 #define MT_AUTOGRAD_FIELD_(name) __typeof__(mt_##name) *name;
 typedef struct mt_autograd_ops {

@@ -82,6 +82,9 @@ doc { 'Tensor:item() -> number or boolean',
 doc { 'Tensor:tolist() -> table',
   does = 'The elements as nested Lua arrays of numbers (booleans for bool); a 0-dim tensor gives a number.',
   ex = 'print(torch.tensor({{1, 2}, {3, 4}}):tolist()[2][1])  --> 3' }
+doc { 'Tensor:to_sparse_csr() -> SparseCsrTensor',
+  does = 'A 2-D tensor\'s nonzeros as a CSR matrix (torch.sparse_csr_tensor; positions counted from 1); its values follow the tensor for autograd.',
+  ex = 'print(torch.eye(2):to_sparse_csr():_nnz())  --> 2' }
 
 doc.section 'Dtype and device'
 doc { 'Tensor:type([type]) -> string or Tensor',

@@ -70,6 +70,9 @@ doc { 'torch.float32', 'torch.float', 'torch.float64', 'torch.double', 'torch.fl
   does = 'The dtypes, with PyTorch\'s aliases (torch.float is torch.float32, torch.long is torch.int64, ...; torch.char and torch.byte are moontorch\'s, after Torch7). A dtype prints as torch.float32 and has .is_floating_point, .is_signed and .itemsize.',
   pt = 'torch.float32, torch.float, torch.float64, torch.double, torch.float16, torch.half, torch.bfloat16, torch.int8, torch.int16, torch.short, torch.int32, torch.int, torch.int64, torch.long, torch.uint8, torch.bool',
   ex = 'print(torch.float == torch.float32, torch.ones(1, {dtype = torch.long}).dtype, torch.float64.itemsize)  --> true torch.int64 8' }
+doc { 'torch.strided', pt = 'torch.strided',
+  does = 'The layout name of dense tensors (torch.sparse_csr is the other one).',
+  ex = 'print(torch.strided)  --> torch.strided' }
 doc { 'torch.get_default_dtype() -> dtype',
   does = 'The dtype of new float tensors (torch.float32 unless set).',
   ex = 'print(torch.get_default_dtype())  --> torch.float32' }
@@ -124,6 +127,9 @@ doc { 'torch.class(name[, parent]) -> class, parent',
   does = 'Torch7\'s classes: registers a class under name (so torch.save/load rebuild its instances) with an optional parent (a class or its name). Define __init and methods on the class; call it to construct.',
   pt = false,
   ex = 'local Point = torch.class(\'DocPoint\')\nfunction Point:__init(x) self.x = x end\nfunction Point:twice() return 2 * self.x end\nprint(Point(21):twice(), torch.typename(Point(1)))  --> 42 DocPoint' }
+doc { 'torch.deepcopy(value) -> copy', pt = false,
+  does = 'A deep copy, as Python\'s copy.deepcopy: tensors cloned (parameters stay parameters), tables and modules copied with their classes (parametrized, pruned and fx modules too), values shared inside shared once in the copy.',
+  ex = 'local m = nn.Linear(2, 2)\nlocal c = torch.deepcopy(m)\nprint(torch.equal(c.weight, m.weight), rawequal(c.weight, m.weight))  --> true false' }
 doc { 'torch.typename(obj) -> string',
   does = 'The class name of an object made by torch.class (a module: \'nn.Linear\'), or a tensor\'s type (\'torch.FloatTensor\'); nil for other values. For PyTorch\'s m.__class__.__name__, take the part after the last dot.',
   pt = false,
@@ -553,6 +559,12 @@ doc { 'torch.slogdet(input) -> sign, logabsdet', 'Tensor:slogdet() -> sign, loga
   ex = 'local s, l = torch.slogdet(torch.tensor({{0, 1}, {1, 0}}))\nprint(s, l)  --> tensor(-1.) tensor(0.)' }
 doc { 'torch.inverse(input) -> Tensor', 'Tensor:inverse() -> Tensor', 'torch.linalg.inv(A) -> Tensor',
   does = 'The inverse of square matrices (batched).', ex = 'print(torch.inverse(torch.tensor({{2, 0}, {0, 4}})))  --> tensor([[0.5000, 0.0000], [0.0000, 0.2500]])' }
+doc { 'torch.matrix_exp(A) -> Tensor', 'Tensor:matrix_exp() -> Tensor', 'torch.linalg.matrix_exp(A) -> Tensor',
+  does = 'e^A of each square matrix of A (..., n, n): scaling and squaring of a Taylor polynomial, written with matrix products (autograd follows).',
+  ex = 'print(torch.matrix_exp(torch.zeros(2, 2)))  --> tensor([[1., 0.], [0., 1.]])' }
+doc { 'torch.linalg.householder_product(A, tau) -> Tensor',
+  does = 'The first n columns of the product of the Householder reflections I - tau_i v_i v_i^T given by A (m, n) and tau (LAPACK\'s orgqr; autograd follows).',
+  ex = 'print(torch.linalg.householder_product(torch.eye(2), torch.zeros(2)))  --> tensor([[1., 0.], [0., 1.]])' }
 doc { 'torch.linalg.solve(A, B) -> Tensor',
   does = 'X with A @ X = B.', ex = 'print(torch.linalg.solve(torch.tensor({{2, 0}, {0, 4}}), torch.tensor({2, 4})))  --> tensor([1., 1.])' }
 doc { 'torch.linalg.norm(A, ord, dim, keepdim, {ord=, dim=, keepdim=, dtype=}) -> Tensor',

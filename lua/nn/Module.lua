@@ -1207,6 +1207,14 @@ function M.declare_forward(cls, names, opts)
   signatures[forward] = { names = names, nreq = nreq, kwargs = kw }
 end
 
+-- the declared positional parameter names of a forward and how many are required (nil when not declared)
+function M.forward_names(forward)
+  local sig = signatures[forward]
+  if sig == nil then return nil end
+  if sig == 1 then return { 'input' }, 1 end
+  return sig.names, sig.nreq
+end
+
 local function plural(n, word) return n == 1 and ('1 ' .. word) or (n .. ' ' .. word .. 's') end
 
 -- "'a'", "'a' and 'b'", "'a', 'b', and 'c'" (Python's wording)
@@ -1253,7 +1261,12 @@ local function check_args(self, sig, args)
 end
 M.check_args = check_args
 
+-- M.call_interceptor(m, ...): while set (by moontorch.fx's tracer), every module call goes to it
+-- instead (the tracer registers a global hook so that calls take this path)
+M.call_interceptor = nil
+
 local function call_hooked(self, ...)
+  if M.call_interceptor then return M.call_interceptor(self, ...) end
   local args, kw = split_kwargs(pack(...))
   local pre = call_hooks(self, 'forward_pre')
   if pre then
@@ -1362,11 +1375,31 @@ end
 ------------------------------------------------------------------------------ serialization
 -- torch.save keeps a module's registered values, attributes and training mode; hooks are code
 -- and are not saved (a loaded module has none).
+-- Forward (pre) hooks that are instances of registered classes (a pruning method, as PyTorch
+-- pickles its hooks) are data: they are saved, in order, and registered again at load.
 local saved_fields = { '_parameters', '_buffers', '_modules', '_attrs', '_order', '_non_persistent' }
+local function is_saved_hook(fn)
+  local tn = type(fn) == 'table' and class.typename(fn)
+  return tn and class.find(tn) == getmetatable(fn) or false
+end
 function Module:__serialize()
   sync(self)
   local s = {}
   for _, f in ipairs(saved_fields) do s[f] = rawget(self, f) end
+  local hooks = rawget(self, '_hooks')
+  for _, kind in ipairs({ 'forward_pre', 'forward' }) do
+    local list = hooks and hooks[kind]
+    if list then
+      for _, e in ipairs(list) do
+        if is_saved_hook(e.fn) then
+          s._saved_hooks = s._saved_hooks or {}
+          local l = s._saved_hooks[kind] or {}
+          s._saved_hooks[kind] = l
+          l[#l + 1] = e.fn
+        end
+      end
+    end
+  end
   return s
 end
 function Module.__deserialize(cls, s)
@@ -1376,7 +1409,61 @@ function Module.__deserialize(cls, s)
     if type(v) ~= 'table' then fail('load', ('a saved %s has no %s table'):format(tostring(cls), f)) end
     rawset(m, f, v)
   end
+  local saved = s._saved_hooks
+  if type(saved) == 'table' then
+    for _, kind in ipairs({ 'forward_pre', 'forward' }) do
+      for _, fn in ipairs(type(saved[kind]) == 'table' and saved[kind] or {}) do
+        if is_saved_hook(fn) then hooked(m, kind, fn, nil, 'load') end
+      end
+    end
+  end
   return m
 end
+
+-- the hook entries of one kind ({fn=, id=, ...}, in call order; nil: none), and dropping those
+-- whose fn pred(fn) accepts (nn.utils.prune finds and removes its methods so)
+function M.hooks_of(m, kind) return hooks_of(m, kind) end
+function M.drop_hooks(m, kind, pred)
+  local hooks = rawget(m, '_hooks')
+  local list = hooks and hooks[kind]
+  if not list then return 0 end
+  local new, n = {}, 0
+  for _, e in ipairs(list) do
+    if pred(e.fn) then n = n + 1 else new[#new + 1] = e end
+  end
+  hooks[kind] = new
+  return n
+end
+
+------------------------------------------------------------------------------ deep copies
+-- torch.deepcopy(v): a deep copy, as Python's copy.deepcopy makes one: tensors cloned (parameters
+-- stay parameters with their requires_grad), tables copied with their metatables (a module keeps
+-- its class, a parametrized one included), values shared in v shared once in the copy; classes,
+-- functions and other values kept as they are
+local function deepcopy(v, memo)
+  if is_tensor(v) then
+    local c = memo[v]
+    if c then return c end
+    if is_parameter(v) then
+      c = Parameter(v:detach():clone(), v.requires_grad)
+    else
+      c = v:detach():clone()
+      if v.requires_grad then c:requires_grad_(true) end
+    end
+    memo[v] = c
+    return c
+  end
+  if type(v) ~= 'table' or rawget(v, '__typename') ~= nil then return v end
+  local c = memo[v]
+  if c then return c end
+  c = {}
+  memo[v] = c
+  for k, x in pairs(v) do rawset(c, deepcopy(k, memo), deepcopy(x, memo)) end
+  local mt = getmetatable(v)
+  if mt then setmetatable(c, mt) end
+  return c
+end
+M.deepcopy_memo = deepcopy
+M.deepcopy = function(v) return deepcopy(v, {}) end
 
 return M

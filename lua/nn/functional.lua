@@ -372,7 +372,11 @@ end
 -- input for contiguous 3-D input with a bias (ViewBackward0), else matmul (+ bias).
 function F.linear(x, weight, bias)
   if not is_tensor(x) then need_tensor('linear', x) end
-  if not is_tensor(weight) then need_tensor('linear', weight, 'weight') end
+  if not is_tensor(weight) then
+    -- a torch.sparse_csr weight (a pruned Linear's, issue 24): the CSR product
+    if torch.sparse.is_csr(weight) then return torch.sparse.linear(x, weight, bias) end
+    need_tensor('linear', weight, 'weight')
+  end
   if bias ~= nil then
     local nd = x:dim()
     if nd == 2 then return torch.addmm(bias, x, weight:t()) end

@@ -84,6 +84,18 @@ end
 -- parity session: F.rrelu / nn.RReLU, F.gumbel_softmax, F.pdist (lua/nn/parity.lua)
 require('moontorch.nn.parity').install(nn)
 
+-- issue 24: nn.utils.parametrize, nn.utils.parametrizations (orthogonal, spectral_norm, weight_norm)
+-- and nn.utils.prune, loaded on first use (a smaller heap for programs that use none)
+local utils_lazy = { parametrize = 'moontorch.nn.parametrize', parametrizations = 'moontorch.nn.parametrizations',
+  prune = 'moontorch.nn.prune' }
+utils._lazy = utils_lazy -- (the names, for walks over namespaces: moontorch.doc's)
+setmetatable(utils, { __index = function(t, k)
+  local home = utils_lazy[k]
+  if not home then return nil end
+  local m = require(home)
+  rawset(t, k, m)
+  return m
+end })
 -- PyTorch's required constructor arguments accepted by name too (nn.Conv2d(3, 64, {kernel_size = 3}))
 Mod.wrap_required(nn)
 

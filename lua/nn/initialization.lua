@@ -453,6 +453,9 @@ local function signed_q(A, m, n)
   return Q:mul_(s)
 end
 
+-- for nn.utils.parametrizations.orthogonal (its _make_orthogonal is this Q)
+init._signed_q = signed_q
+
 local function do_orthogonal(t, gain)
   local rows = t:size(1)
   local cols = t:numel() / rows

@@ -102,6 +102,7 @@ local function norm_except_dim(v, dim)
   if #others == 0 then return v:abs() end
   return v:norm(2, others, { keepdim = true })
 end
+M.norm_except_dim = norm_except_dim
 local function compute_weight(m, name, dim)
   local g, v = m[name .. '_g'], m[name .. '_v']
   return v * (g / norm_except_dim(v, dim))

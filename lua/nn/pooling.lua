@@ -603,10 +603,14 @@ local function need(name, v, what)
   return v
 end
 
+-- the pools' modules call their function through nn.functional (set by install), where the
+-- profiler and the fx tracer observe ops (lua/observe.lua)
+local Fn = M
+
 -- MaxPool1d/2d/3d(kernel_size, stride=kernel_size, padding=0, dilation=1, return_indices=false, ceil_mode=false)
 for nsp = 1, 3 do
   local name = 'MaxPool' .. nsp .. 'd'
-  local f = M['max_pool' .. nsp .. 'd']
+  local fname = 'max_pool' .. nsp .. 'd'
   module(name, { 'kernel_size', 'stride', 'padding', 'dilation', 'return_indices', 'ceil_mode' }, function(self, v)
     self.kernel_size = need(name, v[1], 'kernel_size')
     self.stride = v[2] == nil and v[1] or v[2]
@@ -616,7 +620,7 @@ for nsp = 1, 3 do
     self.ceil_mode = v[6] == true
     ints('nn.' .. name, 'kernel_size', self.kernel_size, nsp, 1)
   end, function(self, x)
-    return f(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
+    return Fn[fname](x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
   end, function(self)
     return ('kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s'):format(pyrepr(self.kernel_size),
       pyrepr(self.stride), pyrepr(self.padding), pyrepr(self.dilation), pyrepr(self.ceil_mode))
@@ -627,7 +631,7 @@ end
 -- AvgPool2d/3d(..., divisor_override=nil)
 for nsp = 1, 3 do
   local name = 'AvgPool' .. nsp .. 'd'
-  local f = M['avg_pool' .. nsp .. 'd']
+  local fname = 'avg_pool' .. nsp .. 'd'
   local names = { 'kernel_size', 'stride', 'padding', 'ceil_mode', 'count_include_pad', 'divisor_override' }
   if nsp == 1 then names[6] = nil end
   module(name, names, function(self, v)
@@ -646,6 +650,7 @@ for nsp = 1, 3 do
     self.ceil_mode = v[4] == true
     self.count_include_pad = v[5] ~= false
   end, function(self, x)
+    local f = Fn[fname]
     if nsp == 1 then return f(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad) end
     return f(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
       self.divisor_override)
@@ -667,17 +672,17 @@ local function os_repr(v)
 end
 for nsp = 1, 3 do
   local name = 'AdaptiveAvgPool' .. nsp .. 'd'
-  local f = M['adaptive_avg_pool' .. nsp .. 'd']
+  local fname = 'adaptive_avg_pool' .. nsp .. 'd'
   module(name, { 'output_size' }, function(self, v) self.output_size = need(name, v[1], 'output_size') end,
-    function(self, x) return f(x, self.output_size) end,
+    function(self, x) return Fn[fname](x, self.output_size) end,
     function(self) return 'output_size=' .. os_repr(self.output_size) end)
   name = 'AdaptiveMaxPool' .. nsp .. 'd'
-  local g = M['adaptive_max_pool' .. nsp .. 'd']
+  local gname = 'adaptive_max_pool' .. nsp .. 'd'
   local mname = name
   module(name, { 'output_size', 'return_indices' }, function(self, v)
     self.output_size = need(mname, v[1], 'output_size')
     self.return_indices = v[2] == true
-  end, function(self, x) return g(x, self.output_size, self.return_indices) end,
+  end, function(self, x) return Fn[gname](x, self.output_size, self.return_indices) end,
     function(self) return 'output_size=' .. os_repr(self.output_size) end)
 end
 
@@ -774,6 +779,7 @@ end, function(self, x) return M.channel_shuffle(x, self.groups) end,
 -- installs the functions into nn.functional and the modules into nn
 function M.install(nn)
   local F = nn.functional
+  Fn = F
   for _, k in ipairs({ 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_pool1d_with_indices', 'avg_pool1d', 'avg_pool2d',
     'avg_pool3d', 'adaptive_avg_pool1d', 'adaptive_avg_pool2d', 'adaptive_avg_pool3d', 'adaptive_max_pool1d',
     'adaptive_max_pool2d', 'adaptive_max_pool3d', 'max_unpool1d', 'max_unpool2d', 'max_unpool3d', 'lp_pool1d',

@@ -87,33 +87,9 @@ local function dropout(p)
 end
 
 ------------------------------------------------------------------------------ deep copies
--- a deep copy of a module, as Python's copy.deepcopy makes it: tensors cloned (parameters stay
--- parameters with their requires_grad), tables copied with their metatables, shared values
--- shared once in the copy; classes, functions and other values kept as they are
-local function deepcopy(v, memo)
-  if is_tensor(v) then
-    local c = memo[v]
-    if c then return c end
-    if is_parameter(v) then
-      c = Parameter(v:detach():clone(), v.requires_grad)
-    else
-      c = v:detach():clone()
-      if v.requires_grad then c:requires_grad_(true) end
-    end
-    memo[v] = c
-    return c
-  end
-  if type(v) ~= 'table' or rawget(v, '__typename') ~= nil then return v end
-  local c = memo[v]
-  if c then return c end
-  c = {}
-  memo[v] = c
-  for k, x in pairs(v) do rawset(c, deepcopy(k, memo), deepcopy(x, memo)) end
-  local mt = getmetatable(v)
-  if mt then setmetatable(c, mt) end
-  return c
-end
-M.deepcopy = function(m) return deepcopy(m, {}) end
+-- deep copies (torch.deepcopy): lua/nn/Module.lua
+local deepcopy = Mod.deepcopy_memo
+M.deepcopy = Mod.deepcopy
 
 local function clones(module, n)
   local list = {}

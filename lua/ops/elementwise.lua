@@ -32,19 +32,39 @@ end
 local B = list.ids('BINARY') -- op ids by name
 M.binary_ops = B
 
+-- an operand that is neither a tensor nor a number but an object whose metatable answers the
+-- operator itself (moontorch.fx's traced values: `tensor + proxy`): its answer, else nil
+local function foreign(name, a, b)
+  for _, x in ipairs({ a, b }) do
+    local mt = type(x) == 'table' and getmetatable(x)
+    if mt and mt.__moontorch_binary then return mt.__moontorch_binary(name, a, b) end
+  end
+  return nil
+end
+
 -- a (op) b for tensors and numbers on either side; out may be nil
 local function binary(op, name, a, b, out)
   local st
   if type(b) == 'number' then
     if not istype(tensor_ct, a) then
       if type(a) == 'number' then return fail(name, 'expected at least one tensor, got two numbers') end
+      local r = foreign(name, a, b)
+      if r ~= nil then return r end
       a = scalar_tensor(a, name)
     end
     st = C.mt_binary_scalar(op, a, b, kind_of(b), 0, out, outp)
   elseif type(a) == 'number' then
-    if not istype(tensor_ct, b) then b = scalar_tensor(b, name) end
+    if not istype(tensor_ct, b) then
+      local r = foreign(name, a, b)
+      if r ~= nil then return r end
+      b = scalar_tensor(b, name)
+    end
     st = C.mt_binary_scalar(op, b, a, kind_of(a), 1, out, outp)
   else
+    if not istype(tensor_ct, a) or not istype(tensor_ct, b) then
+      local r = foreign(name, a, b)
+      if r ~= nil then return r end
+    end
     if not istype(tensor_ct, a) then a = scalar_tensor(a, name) end
     if not istype(tensor_ct, b) then b = scalar_tensor(b, name) end
     st = C.mt_binary(op, a, b, out, outp)
@@ -123,16 +143,45 @@ M.div = div
 
 -- operators: + - * / ^ % and unary minus; `..` is not used.
 -- (the op ids as constants of the closures: a compiled trace needs no table lookup for them)
+-- The metamethods are fixed by ffi.metatype, so each asks `observed` (one upvalue test) and, while
+-- an observer of the observation point (lua/observe.lua: the profiler) is installed, calls the
+-- function of `operators`, a table it may wrap like the other op tables.
 local ADD, SUB, MUL, DIV, REM = B.add, B.sub, B.mul, B.div, B.remainder
-tensor_mt.__add = function(a, b) return binary(ADD, 'add', a, b, nil) end
-tensor_mt.__sub = function(a, b) return binary(SUB, 'sub', a, b, nil) end
-tensor_mt.__mul = function(a, b) return binary(MUL, 'mul', a, b, nil) end
-tensor_mt.__div = function(a, b)
+local operators = {}
+M.operators = operators
+local observed = false
+-- (in a table: install hands every function of M to torch)
+M.observation = { set = function(b) observed = b and true or false end }
+operators.__add = function(a, b) return binary(ADD, 'add', a, b, nil) end
+operators.__sub = function(a, b) return binary(SUB, 'sub', a, b, nil) end
+operators.__mul = function(a, b) return binary(MUL, 'mul', a, b, nil) end
+operators.__div = function(a, b)
   -- parity: a number over a tensor is PyTorch's __rtruediv__, b.reciprocal() * a (its values and MulBackward0)
   if type(a) == 'number' and istype(tensor_ct, b) then return binary(MUL, 'mul', methods.reciprocal(b), a, nil) end
   return binary(DIV, 'div', a, b, nil)
 end
-tensor_mt.__mod = function(a, b) return binary(REM, 'remainder', a, b, nil) end
+operators.__mod = function(a, b) return binary(REM, 'remainder', a, b, nil) end
+tensor_mt.__add = function(a, b)
+  if observed then return operators.__add(a, b) end
+  return binary(ADD, 'add', a, b, nil)
+end
+tensor_mt.__sub = function(a, b)
+  if observed then return operators.__sub(a, b) end
+  return binary(SUB, 'sub', a, b, nil)
+end
+tensor_mt.__mul = function(a, b)
+  if observed then return operators.__mul(a, b) end
+  return binary(MUL, 'mul', a, b, nil)
+end
+local div_op = operators.__div
+tensor_mt.__div = function(a, b)
+  if observed then return operators.__div(a, b) end
+  return div_op(a, b)
+end
+tensor_mt.__mod = function(a, b)
+  if observed then return operators.__mod(a, b) end
+  return binary(REM, 'remainder', a, b, nil)
+end
 
 ------------------------------------------------------------------------------ unary
 local U = list.ids('UNARY') -- op ids by name
@@ -196,7 +245,11 @@ for _, op in ipairs(list.ops()) do
 end
 
 local NEG = U.neg
-tensor_mt.__unm = function(a) return unary(NEG, 'neg', a, 0, 0, nil) end
+operators.__unm = function(a) return unary(NEG, 'neg', a, 0, 0, nil) end
+tensor_mt.__unm = function(a)
+  if observed then return operators.__unm(a) end
+  return unary(NEG, 'neg', a, 0, 0, nil)
+end
 
 -- round(decimals=)
 local function round(a, opts)
@@ -310,13 +363,18 @@ methods.pow_ = function(a, b)
   if not is_tensor(a) then fail('pow_', 'expected a tensor') end
   return binary(B.pow, 'pow_', a, b, a)
 end
-tensor_mt.__pow = function(a, b)
+operators.__pow = function(a, b)
   -- parity: a number to a tensor power is PyTorch's __rpow__, tensor(s) ** b (PowBackward1)
   if type(a) == 'number' and istype(tensor_ct, b) then
     local dt = binary(ADD, 'pow', b:new_zeros({}), a, nil).dtype -- result_type(a, b)
     return pow(torch.full({}, a, { dtype = dt, device = b.device }), b)
   end
   return pow(a, b)
+end
+local pow_op = operators.__pow
+tensor_mt.__pow = function(a, b)
+  if observed then return operators.__pow(a, b) end
+  return pow_op(a, b)
 end
 methods.float_power = function(a, b)
   local x = is_tensor(a) and a:double() or a

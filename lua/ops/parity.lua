@@ -1075,6 +1075,63 @@ local function linalg_slogdet(A)
   return sign:detach(), logabs
 end
 
+------------------------------------------------------------------------------ torch.linalg: matrix_exp, householder_product
+-- matrix_exp(A): e^A of each square matrix of (..., n, n), by scaling and squaring around a Taylor
+-- polynomial of degree 18 (whose remainder is below float64's eps for a norm up to 1/2), written
+-- with matmuls, so autograd follows.
+local function matrix_exp(A)
+  need('matrix_exp', A, 'A')
+  if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
+    fail('matrix_exp', ('Expected a square matrix or batch of square matrices, but got a tensor of shape %s')
+      :format(tostring(A:size())))
+  end
+  if not is_float(A) then
+    fail('matrix_exp', ('Expected a floating point tensor as input. Got %s'):format((tostring(A.dtype):gsub('^torch%.', ''))))
+  end
+  local n = A:size(-1)
+  if A:numel() == 0 then return A:clone() end
+  local I = torch.eye(n, { dtype = A.dtype, device = A.device })
+  if A.device.type == 'meta' then return A + I end
+  -- the 1-norm (largest column sum of |A|) of the largest matrix
+  local norm1 = A:detach():abs():sum(-2):max():item()
+  local s = 0
+  if norm1 > 0.5 then s = math.max(0, math.ceil(math.log(norm1 / 0.5) / math.log(2))) end
+  local X = s > 0 and A / (2 ^ s) or A
+  local P = I + X / 18
+  for k = 17, 1, -1 do P = I + X:matmul(P) / k end
+  for _ = 1, s do P = P:matmul(P) end
+  return P
+end
+
+-- householder_product(A, tau): the first n columns of H_1 H_2 ... H_k for A (..., m, n) and tau
+-- (..., k), H_i = I - tau_i v_i v_i^T with v_i = (0, ..., 0, 1, A[i+1:, i]) (LAPACK's orgqr), as
+-- tensor ops (autograd follows)
+local function householder_product(A, tau)
+  local op = 'linalg.householder_product'
+  need(op, A, 'input')
+  need(op, tau, 'tau')
+  if A:dim() < 2 then fail(op, 'input must have at least 2 dimensions.') end
+  local m, n = A:size(-2), A:size(-1)
+  if m < n then fail(op, 'input.shape[-2] must be greater than or equal to input.shape[-1]') end
+  if tau:dim() ~= A:dim() - 1 then fail(op, 'input.dim() - tau.dim() must be equal to 1') end
+  local k = tau:size(-1)
+  if k > n then fail(op, 'input.shape[-1] must be greater than or equal to tau.shape[-1]') end
+  if tau.dtype ~= A.dtype then
+    fail(op, ('tau dtype %s does not match input dtype %s'):format(tostring(tau.dtype), tostring(A.dtype)))
+  end
+  local shape = sizes(A)
+  local Q = torch.eye(m, n, { dtype = A.dtype, device = A.device }):expand(shape)
+  local rows = torch.arange(1, m + 1, { device = A.device }):to(A.dtype):unsqueeze(-1) -- (m, 1)
+  for i = k, 1, -1 do
+    local col = A:narrow(-1, i, 1) -- (..., m, 1)
+    local v = torch.where(rows:lt(i), 0, torch.where(rows:eq(i), 1, col))
+    local t = tau:narrow(-1, i, 1):unsqueeze(-1) -- (..., 1, 1)
+    Q = Q - (v * t):matmul(v:transpose(-2, -1):matmul(Q))
+  end
+  return Q
+end
+M.matrix_exp, M.householder_product = matrix_exp, householder_product
+
 ------------------------------------------------------------------------------ nn.functional extras
 local function rrelu(x, lower, upper, training, inplace)
   if type(lower) == 'table' then
@@ -1364,7 +1421,10 @@ function M.install(tt)
       matrix_power = matrix_power,
       vecdot = function(a, b, dim) return (a * b):sum(dim or -1) end,
       det = linalg_det, solve = linalg_solve, inv = linalg_inv, slogdet = linalg_slogdet,
+      matrix_exp = matrix_exp, householder_product = householder_product,
     }
+    if torch.matrix_exp == nil then torch.matrix_exp = matrix_exp end
+    if methods.matrix_exp == nil then methods.matrix_exp = matrix_exp end
     if torch.det == nil then torch.det = linalg_det end
     if methods.det == nil then methods.det = linalg_det end
     if torch.inverse == nil then torch.inverse = linalg_inv end

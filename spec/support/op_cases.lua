@@ -491,6 +491,19 @@ case('lstm_layer', { lua = function(I)
     return torch.lstm_layer(ig, h0, c0, w, true)
   end, py = lstm_layer_py(1, 0), grad = { 'A', 'U', 'D' } })
 
+------------------------------------------------------------------------------ issue 24: the CSR product
+-- W (3 x 3) in CSR form with entries (1, 2), (2, 1), (3, 3) of values V (crow/col 1-based here,
+-- 0-based in Python): W @ M (torch.sparse.mm), and A @ W^T (a Linear's forward: F.linear)
+local function csr_of(I, values)
+  local i64 = { dtype = torch.int64, device = I.device }
+  return torch.sparse_csr_tensor(torch.tensor({ 1, 2, 3, 4 }, i64), torch.tensor({ 2, 1, 3 }, i64), values, { 3, 3 })
+end
+local py_csr = 'torch.sparse_csr_tensor(torch.tensor([0, 1, 2, 3]), torch.tensor([1, 0, 2]), V, (3, 3))'
+case('csr_mm', { lua = function(I) return torch.sparse.mm(csr_of(I, I.V), I.M) end,
+  py = 'torch.sparse.mm(' .. py_csr .. ', M)', grad = { 'V', 'M' } })
+case('csr_mm', { lua = function(I) return torch.nn.functional.linear(I.A, csr_of(I, I.V), I.V) end,
+  py = 'F.linear(A, ' .. py_csr .. '.to_dense(), V)', grad = { 'V', 'A' } })
+
 -- Every case, with one made for each PLAIN elementwise op of the list that has none of its own:
 -- torch.f(x) on its domain's input, torch.f(a, b); its gradient checked when differentiable.
 -- `ops`: the op list (moontorch.ops.list's ops()). In a fixed order: op list order, then each
