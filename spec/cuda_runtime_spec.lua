@@ -213,6 +213,44 @@ describe('the CUDA backend', function()
     assert.matches('ZeroDivisionError', tostring(e))
   end)
 
+  it('checks CSR arrays on the device: a bad column or crow is the next synchronisation\'s error', function()
+    local i64 = { dtype = torch.int64, device = 'cuda' }
+    local function mm(crow, col)
+      local w = torch.sparse_csr_tensor(torch.tensor(crow, i64), torch.tensor(col, i64), torch.ones(#col, { device = 'cuda' }),
+        { #crow - 1, 3 })
+      return torch.sparse.mm(w, torch.ones(3, 2, { device = 'cuda' })):cpu()
+    end
+    -- (the CPU's messages, with the device: spec/prune_spec.lua)
+    local ok, e = pcall(mm, { 1, 2, 3 }, { 1, 4 })
+    assert.is_false(ok)
+    assert.matches('csr_mm: col_indices[2] = 4 is out of range for 3 columns (on device cuda:', tostring(e), 1, true)
+    ok, e = pcall(mm, { 1, 3, 2 }, { 1, 2 })
+    assert.is_false(ok)
+    assert.matches('csr_mm: crow_indices must run from 1 to 3 (the number of values) without decreasing; not so at crow_indices[3]',
+      tostring(e), 1, true)
+    ok, e = pcall(mm, { 1, 2, 4 }, { 1, 2 })
+    assert.is_false(ok)
+    assert.matches('crow_indices must run from 1 to 3', tostring(e), 1, true)
+    -- good arrays: W @ D and its gradients equal the CPU's (empty rows too)
+    local crow, col = { 1, 1, 3, 4 }, { 1, 3, 2 }
+    local v = torch.tensor({ 0.5, -2, 3 }, { dtype = torch.float64 })
+    local d = torch.arange(6, { dtype = torch.float64 }):reshape(3, 2)
+    local function run(dev)
+      local vv, dd = v:to(dev):detach():requires_grad_(), d:to(dev):detach():requires_grad_()
+      local w = torch.sparse_csr_tensor(torch.tensor(crow, { dtype = torch.int64, device = dev }),
+        torch.tensor(col, { dtype = torch.int64, device = dev }), vv, { 3, 3 })
+      local r = torch.sparse.mm(w, dd)
+      r:backward(torch.arange(6, { dtype = torch.float64, device = dev }):reshape(3, 2))
+      return r:cpu(), vv.grad:cpu(), dd.grad:cpu()
+    end
+    local r1, gv1, gd1 = run('cpu')
+    local r2, gv2, gd2 = run('cuda')
+    H.near(r2, r1, 0, 0)
+    H.near(gv2, gv1, 0, 0)
+    H.near(gd2, gd1, 0, 0)
+    H.near(r1, { { 0, 0 }, { -8, -9.5 }, { 6, 9 } }, 0, 0)
+  end)
+
   it('draws PyTorch\'s CUDA random numbers: Philox4x32-10 (Random123\'s known answers) under a seed', function()
     local ctr, key, out = ffi.new('uint32_t[4]'), ffi.new('uint32_t[2]'), ffi.new('uint32_t[4]')
     local function kat(c, k, want)

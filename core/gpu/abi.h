@@ -50,6 +50,9 @@ enum {
   MT_GPU_FAULT_TARGET = 5,         /* nll_loss: a target out of bounds (value) */
   MT_GPU_FAULT_MAX_INDEX = 6,      /* a pool's index out of its plane (value, bound: the plane) */
   MT_GPU_FAULT_BAG_INDEX = 7,      /* embedding_bag: an index out of range (value, bound: rows) */
+  MT_GPU_FAULT_CSR_CROW = 8,       /* csr_mm: crow not a non-decreasing run from base to base + nnz (value: the
+                                      row, bound: base, dim: nnz) */
+  MT_GPU_FAULT_CSR_COL = 9,        /* csr_mm: a column out of range (value, bound: columns, dim: its position) */
 };
 typedef struct mt_gpu_fault {
   int32_t code;
@@ -301,6 +304,22 @@ typedef struct mt_gpu_bag {
   mt_gpu_fault *fault;
 } mt_gpu_bag;
 
+/* The CSR matrix products (k_sparse.cu; kernels.h's csr_mm, csr_mm_t, csr_sddmm): W of m rows (crow m + 1,
+ * col and vals nnz, counted from base) with k columns. kind 0: out (m, n) = W @ D, D[r, c] at
+ * d[r * sd0 + c * sd1], out[i, c] at out[i * os0 + c * os1]; kind 1: out (k, n) contiguous = W^T @ G (G (m, n)
+ * rows of stride ldg); kind 2: out (nnz) = G[i, :] . D[col, :] (D rows of stride sd0). Sums in entry order,
+ * as the CPU's. */
+enum { MT_GPU_CSR_MM, MT_GPU_CSR_MM_T, MT_GPU_CSR_SDDMM };
+typedef struct mt_gpu_csr {
+  int64_t m, k, n, nnz, base;
+  int64_t sd0, sd1, os0, os1, ldg;
+  int32_t kind, dtype;
+  const int64_t *crow, *col;
+  const char *vals, *d, *g;
+  char *out;
+  mt_gpu_fault *fault;
+} mt_gpu_csr;
+
 /* ctc_loss over log_probs (T, N, C) contiguous, targets (N, S) int64 from base, lengths (N) int64; alpha and
  * beta: N x T x (2S + 1) doubles of scratch */
 typedef struct mt_gpu_ctc {
@@ -375,6 +394,8 @@ typedef struct mt_gpu_kernels {
   int (*random)(const mt_gpu_iter *it, const mt_gpu_random *r, uint64_t *used, void *stream);
   int (*multinomial)(const double *cum, const double *u, int64_t *out, int64_t rows, int64_t k, int64_t s,
                      int64_t base, void *stream);
+  /* the CSR products (k_sparse.cu): the arrays checked first (faults), then the product */
+  int (*csr)(const mt_gpu_csr *c, void *stream);
 } mt_gpu_kernels;
 
 extern const mt_gpu_kernels mt_gpu_emu_kernels;

@@ -136,6 +136,14 @@ mt_status mt_gpu_check_fault(int index, const char *op) {
   case MT_GPU_FAULT_BAG_INDEX:
     return mt_error(MT_ERANGE, "embedding_bag: index out of range in self (index %lld, %lld rows, on device cuda:%d)",
                     (long long)v.value, (long long)v.bound, index);
+  case MT_GPU_FAULT_CSR_CROW:
+    return mt_error(MT_ERANGE,
+                    "csr_mm: crow_indices must run from %lld to %lld (the number of values) without decreasing; "
+                    "not so at crow_indices[%lld] (on device cuda:%d)",
+                    (long long)v.bound, (long long)(v.bound + v.dim), (long long)(v.value + v.bound), index);
+  case MT_GPU_FAULT_CSR_COL:
+    return mt_error(MT_ERANGE, "csr_mm: col_indices[%lld] = %lld is out of range for %lld columns (on device cuda:%d)",
+                    (long long)v.dim, (long long)v.value, (long long)v.bound, index);
   default:
     return mt_error(MT_EINVAL, "%s: a value is out of range (%lld, on device cuda:%d)", name, (long long)v.value,
                     index);

@@ -169,6 +169,13 @@ mt_status mt_gpu_embedding_bag_backward(mt_tensor *gw, mt_tensor *gpsw, const mt
                                         const mt_tensor *indices, const mt_tensor *starts, const mt_tensor *psw,
                                         const mt_tensor *max_arg, int mode, int64_t pad, int64_t base,
                                         int scale_grad_by_freq);
+/* sparse.c: the CSR matrix products */
+mt_status mt_gpu_csr_mm(mt_tensor *out, int transposed, const mt_tensor *crow, const mt_tensor *col,
+                        const mt_tensor *vals, const mt_tensor *d, int64_t base);
+mt_status mt_gpu_csr_mm_t(mt_tensor *out, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *vals,
+                          const mt_tensor *g, int64_t base);
+mt_status mt_gpu_csr_sddmm(mt_tensor *gv, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *g,
+                           const mt_tensor *d, int64_t base);
 mt_status mt_gpu_ctc_loss(mt_tensor *out, const mt_tensor *log_probs, const mt_tensor *targets,
                           const mt_tensor *input_lengths, const mt_tensor *target_lengths, int64_t blank,
                           int zero_infinity, int64_t base);

@@ -44,6 +44,7 @@ int launch_ctc(const mt_gpu_ctc *c, int backward, void *stream);
 int launch_random(const mt_gpu_iter *it, const mt_gpu_random *r, uint64_t *used, void *stream);
 int launch_multinomial(const double *cum, const double *u, int64_t *out, int64_t rows, int64_t k, int64_t s,
                        int64_t base, void *stream);
+int launch_csr(const mt_gpu_csr *c, void *stream);
 } // namespace MT_GPU_NS
 
 extern "C" {
@@ -87,5 +88,6 @@ const mt_gpu_kernels MT_GPU_TABLE = {
     MT_GPU_NS::launch_ctc,
     MT_GPU_NS::launch_random,
     MT_GPU_NS::launch_multinomial,
+    MT_GPU_NS::launch_csr,
 };
 }

@@ -72,5 +72,8 @@ const mt_kernels mt_cuda_kernels = {
     .exponential = mt_gpu_exponential,
     .randperm = mt_gpu_randperm,
     .multinomial = mt_gpu_multinomial,
+    .csr_mm = mt_gpu_csr_mm,
+    .csr_mm_t = mt_gpu_csr_mm_t,
+    .csr_sddmm = mt_gpu_csr_sddmm,
 };
 #pragma GCC diagnostic pop
