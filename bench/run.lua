@@ -633,6 +633,68 @@ if want('observe') then
   end
 end
 
+-- (dataloader) issue 27 part 5: a dataset whose __getitem does 1 ms of Lua (Python) work, batches
+-- of 16, loaded in the iterating process and by 2 worker processes; alternating, best of 2 runs
+-- (`luajit bench/run.lua dataloader` runs it alone). The figure that matters is ours with 2 workers
+-- against ours with none: the work shares the machine's cores with whatever else runs.
+if want('dataloader') then
+  local res = {}
+  for _ = 1, 2 do
+    for _, w in ipairs({ 0, 2 }) do
+      local o, t = ours('dataloader', w), theirs('dataloader', w)
+      for side, v in pairs({ o = o and o.ms_per_batch, t = t and t.ms_per_batch, n = nowv(t, 'ms_per_batch') }) do
+        local k = side .. w
+        if not res[k] or v < res[k] then res[k] = v end
+      end
+    end
+  end
+  for _, w in ipairs({ 0, 2 }) do
+    local label = ('DataLoader, 1 ms of work per sample, batch 16, num_workers=%d'):format(w)
+    line('(dataloader) ' .. label, res['o' .. w], res['t' .. w], 'ms', 'lower')
+    rows[#rows + 1] = { label .. ' (ms per batch)', res['o' .. w], res['t' .. w], 'ms', 'lower', nil, nil, now = res['n' .. w] }
+  end
+  if res.o0 and res.o2 then
+    print(('(dataloader) 2 workers feed batches %.2fx faster than none (ours)%s%s'):format(res.o0 / res.o2,
+      res.t0 and res.t2 and ('; %s %.2fx'):format(torch_label, res.t0 / res.t2) or '',
+      res.n0 and res.n2 and ('; %s %.2fx'):format(now_label, res.n0 / res.n2) or ''))
+  end
+end
+
+-- (lowp) issue 25: low precision: a bfloat16 autocast training step of the 784-512-256-10 MLP (batch 256),
+-- its dynamically quantized inference (batch 128), the demo's LeNet-5 statically quantized (1000 images),
+-- a bfloat16 product; each process measures float32 and low precision alternately, both sides best of 2
+-- runs (`luajit bench/run.lua lowp` runs it alone)
+if want('lowp') then
+  local o, t = {}, {}
+  for _ = 1, 2 do
+    for k, v in pairs(ours('lowp') or {}) do if not o[k] or v < o[k] or k:find('gflops') and v > o[k] then o[k] = v end end
+    for k, v in pairs(theirs('lowp') or {}) do if not t[k] or v < t[k] or k:find('gflops') and v > t[k] then t[k] = v end end
+  end
+  local ROWS = {
+    { 'f32_step_ms', 'MLP 784-512-256-10 training step, batch 256, float32', 'ms' },
+    { 'amp_step_ms', 'the same step under bfloat16 autocast', 'ms' },
+    { 'f32_infer_ms', 'the MLP\'s inference, batch 128, float32', 'ms' },
+    { 'qdyn_infer_ms', 'the same after quantize_dynamic (int8 weights)', 'ms' },
+    { 'lenet_f32_ms', 'LeNet-5 inference, 1000 images, float32', 'ms' },
+    { 'lenet_q_ms', 'the same statically quantized (conv-relu, linear-relu fused)', 'ms' },
+    { 'f32_gflops', '1024³ float32 matmul', 'GFLOP/s' },
+    { 'bf16_gflops', '1024³ bfloat16 matmul', 'GFLOP/s' },
+  }
+  for _, r in ipairs(ROWS) do
+    local better = r[3] == 'GFLOP/s' and 'higher' or 'lower'
+    line('(lowp) ' .. r[2], o[r[1]], t[r[1]], r[3], better)
+    rows[#rows + 1] = { r[2], o[r[1]], t[r[1]], r[3], better, nil, nil }
+  end
+  if o.amp_step_ms and o.f32_step_ms then
+    print(('(lowp) ours: amp step / float32 step %.2f; quantized / float32 inference %.2f; LeNet quantized / float32 %.2f')
+      :format(o.amp_step_ms / o.f32_step_ms, o.qdyn_infer_ms / o.f32_infer_ms, o.lenet_q_ms / o.lenet_f32_ms))
+  end
+  if o.amp_step_ms and t.amp_step_ms then
+    print(('(lowp) ours / PyTorch: amp step %.2f; dynamic quantized inference %.2f; quantized LeNet %.2f')
+      :format(o.amp_step_ms / t.amp_step_ms, o.qdyn_infer_ms / t.qdyn_infer_ms, o.lenet_q_ms / t.lenet_q_ms))
+  end
+end
+
 -- the table
 print()
 local function vs(o, t, better)

@@ -430,6 +430,37 @@ def softmax(_):
             F.cross_entropy(lg, target).backward()
     report('ce1k_step_us', best(ce, 500) * 1e6)
 
+def dataloader(workers):
+    # bench/workloads/dataloader.lua: 1 ms of Python work per sample (a calibrated loop), a 3x32x32
+    # image and a label, 512 samples in batches of 16, one pass with `workers` worker processes
+    from torch.utils.data import Dataset, DataLoader
+    torch.set_num_threads(1)
+    def spin(n):
+        x = 1
+        for _ in range(n):
+            x = (x * 1103515245 + 12345) % 2147483648
+        return x
+    turns = 20000
+    spin(turns)
+    b = float('inf')
+    for _ in range(5):
+        t0 = time.perf_counter()
+        spin(turns)
+        b = min(b, time.perf_counter() - t0)
+    per_ms = int(turns / (b * 1e3))
+    class Work(Dataset):
+        def __len__(self): return 512
+        def __getitem__(self, i):
+            spin(per_ms)
+            return torch.full((3, 32, 32), float(i)), i % 10
+    ds = Work()
+    def one(_):
+        n = 0
+        for x, y in DataLoader(ds, batch_size=16, num_workers=workers or 0):
+            n += x.size(0)
+        assert n == 512
+    report('ms_per_batch', best(one, 1, 3) * 1e3 / 32)
+    report('turns_per_ms', per_ms)
 def sparse_linear(n):
     # issue 24: PyTorch's pruned Linear computes densely (weight_orig * weight_mask, then linear);
     # after prune.remove the weight is dense with zeros. Also its own sparse CSR product (beta in 1.13).
@@ -507,6 +538,78 @@ def fx_fuse(_):
                           nn.Linear(256, 120), nn.BatchNorm1d(120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
                           nn.Linear(84, 10))
     bench('lenet', lenet, torch.randn(64, 1, 28, 28), 20)
+
+def lowp(_):
+    # bench/workloads/lowp.lua (issue 25): the same figures in PyTorch (bfloat16 autocast, dynamic and static
+    # quantization with its default engine here, a bfloat16 product)
+    import torch.nn as nn
+    import torch.nn.functional as F
+    import torch.ao.quantization as Q
+    torch.manual_seed(0)
+    def mlp():
+        return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
+    net = mlp()
+    opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(256, 784), torch.randint(0, 10, (256,))
+    def step32(k):
+        for _ in range(k):
+            loss = F.cross_entropy(net(x), y); opt.zero_grad(); loss.backward(); opt.step()
+    def stepamp(k):
+        for _ in range(k):
+            with torch.autocast('cpu', dtype=torch.bfloat16):
+                loss = F.cross_entropy(net(x), y)
+            opt.zero_grad(); loss.backward(); opt.step()
+    b32 = bamp = float('inf')
+    for _ in range(3):
+        b32 = min(b32, best(step32, 10, 3))
+        bamp = min(bamp, best(stepamp, 10, 3))
+    report('f32_step_ms', b32 * 1e3)
+    report('amp_step_ms', bamp * 1e3)
+    inf = mlp().eval()
+    xi = torch.randn(128, 784)
+    qinf = Q.quantize_dynamic(inf, {nn.Linear}, dtype=torch.qint8)
+    def fi(k):
+        with torch.no_grad():
+            for _ in range(k): inf(xi)
+    def qi(k):
+        with torch.no_grad():
+            for _ in range(k): qinf(xi)
+    bf = bq = float('inf')
+    for _ in range(3):
+        bf = min(bf, best(fi, 20, 3))
+        bq = min(bq, best(qi, 20, 3))
+    report('f32_infer_ms', bf * 1e3)
+    report('qdyn_infer_ms', bq * 1e3)
+    lenet = nn.Sequential(Q.QuantStub(), nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(6, 16, 5), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                          nn.Linear(84, 10), Q.DeQuantStub()).eval()
+    imgs = torch.randn(1000, 1, 28, 28)
+    lenet.qconfig = Q.get_default_qconfig('x86')
+    fused = Q.fuse_modules(lenet, [['1', '2'], ['4', '5'], ['8', '9'], ['10', '11']])
+    prepared = Q.prepare(fused)
+    for i in range(8):
+        prepared(imgs[i * 64:(i + 1) * 64])
+    qlenet = Q.convert(prepared)
+    def lf(k):
+        with torch.no_grad():
+            for _ in range(k): lenet(imgs)
+    def lq(k):
+        with torch.no_grad():
+            for _ in range(k): qlenet(imgs)
+    blf = blq = float('inf')
+    for _ in range(3):
+        blf = min(blf, best(lf, 3, 2))
+        blq = min(blq, best(lq, 3, 2))
+    report('lenet_f32_ms', blf * 1e3)
+    report('lenet_q_ms', blq * 1e3)
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    ab, bb = a.bfloat16(), b.bfloat16()
+    def mf(k):
+        for _ in range(k): a @ b
+    def mb(k):
+        for _ in range(k): ab @ bb
+    report('f32_gflops', 2 * 1024 ** 3 / best(mf, 5, 3) / 1e9)
+    report('bf16_gflops', 2 * 1024 ** 3 / best(mb, 5, 3) / 1e9)
 
 if __name__ == '__main__':
     w = sys.argv[1]

@@ -44,6 +44,11 @@ const char *mt_config_string(void) {
       : strcmp(simd, "avx2") == 0 ? " (vectorised exp, log, tanh, sigmoid, ...; float32 products of up to 2^26 multiply-adds; "
                                     "MOONTORCH_VMATH=0 turns them all off, the 2x2 max pool's too)"
                                   : "");
+  const char *bf = mt_kernels_bf16();
+  ADD("  - low precision: bfloat16 products %s, float32 accumulation; float16 through float32\n",
+      !strcmp(bf, "avx512_bf16") ? "on vdpbf16ps (AVX512-BF16)"
+      : !strcmp(bf, "avx2")      ? "on AVX2 FMAs under flush-to-zero (vdpbf16ps's numbers)"
+                                 : "scalar (vdpbf16ps's numbers)");
   if (k < sizeof text) {
     int n = mt_blas_describe(text + k, sizeof text - k);
     if (n > 0) k += (size_t)n;

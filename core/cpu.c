@@ -275,3 +275,15 @@ const char *mt_kernels_simd(void) {
   int l = mt_cpu_kernel_level();
   return l == MT_CPU_LEVEL_AVX512 ? "avx512" : l == MT_CPU_LEVEL_AVX2 ? "avx2" : "scalar";
 }
+
+const char *mt_kernels_bf16(void) {
+  int l = mt_cpu_kernel_level();
+  if (l >= MT_CPU_LEVEL_AVX512 && mt_cpu_has(MT_CPU_AVX512_BF16)) return "avx512_bf16";
+  return l >= MT_CPU_LEVEL_AVX2 ? "avx2" : "scalar";
+}
+
+const char *mt_kernels_int8(void) {
+  int l = mt_cpu_kernel_level();
+  if (l >= MT_CPU_LEVEL_AVX512 && mt_cpu_has(MT_CPU_AVX512_VNNI)) return "avx512_vnni";
+  return l >= MT_CPU_LEVEL_AVX2 ? "avx2" : "scalar";
+}

@@ -76,6 +76,34 @@ typedef struct mt_taps {
  * MT_POOL_GATHER writes src-shaped out from the planes of `src` read at indices */
 enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
 
+/* issue 25: the quantized product of qgemm.c: out (M x N, row stride ldo; float32 out_f32, or uint8 out_u8
+ * requantized with out_scale, out_zp) from A (M x K uint8, row stride lda; zero point a_zp, scale a_scale)
+ * and W (N x K int8, row stride ldw; w_scale[N] / w_zp[N] when per_channel, else [1]; w_zp NULL: 0),
+ * plus bias[N] (float32, or NULL); relu clamps the result at 0 */
+typedef struct mt_qgemm {
+  int64_t M, N, K;
+  const uint8_t *A;
+  int64_t lda;
+  double a_scale;
+  int64_t a_zp;
+  const int8_t *W;
+  int64_t ldw;
+  const uint32_t *Wp;    /* W packed by the qpack kernel (panels, then the column sums), or NULL: packed here */
+  const double *w_scale;
+  const int64_t *w_zp;
+  int per_channel;
+  const float *bias;
+  float *out_f32;
+  uint8_t *out_u8;
+  int64_t ldo;
+  double out_scale;
+  int64_t out_zp;
+  int relu;
+} mt_qgemm;
+
+/* the int32 elements a packed int8 weight of N x K takes (qgemm.c's layout) */
+static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 32) * ((K + 3) / 4) * 32 + N; }
+
 /* X(slot, parameters): every kernel returns mt_status. */
 #define MT_KERNEL_LIST(X)                                                                                         \
   /* copy.c: dst <- src (src broadcast to dst's shape, any dtypes, no overlap); fill */                          \
@@ -207,7 +235,19 @@ enum { MT_POOL_SCATTER_ADD, MT_POOL_SCATTER_SET, MT_POOL_GATHER };
   X(csr_mm_t, (mt_tensor * out, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *vals,                \
                const mt_tensor *g, int64_t base))                                                                  \
   X(csr_sddmm, (mt_tensor * gv, const mt_tensor *crow, const mt_tensor *col, const mt_tensor *g,                   \
-                const mt_tensor *d, int64_t base))
+                const mt_tensor *d, int64_t base))                                                                \
+  /* qgemm.c (issue 25): quantized kernels; q and x contiguous, per channel over (outer, channels, inner) */      \
+  X(quantize, (mt_tensor * q, const mt_tensor *x, const double *scales, const int64_t *zps, int64_t outer,        \
+               int64_t channels, int64_t inner, int64_t qmin, int64_t qmax))                                       \
+  X(dequantize, (mt_tensor * x, const mt_tensor *q, const double *scales, const int64_t *zps, int64_t outer,      \
+                 int64_t channels, int64_t inner))                                                                 \
+  X(qgemm, (const mt_qgemm *g))                                                                                   \
+  /* packed (int32, mt_qpack_size(N, K) elements) <- W (N x K int8, contiguous) as qgemm reads it, once */        \
+  X(qpack, (mt_tensor * packed, const mt_tensor *w))                                                              \
+  /* x (float32, contiguous) -> q (uint8): min and max of x, PyTorch's ChooseQuantizationParams, quantize */      \
+  X(quantize_dynamic, (mt_tensor * q, const mt_tensor *x, int reduce_range, double *scale, int64_t *zero_point))  \
+  X(qim2col, (mt_tensor * cols, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,         \
+              const int64_t *d, const int64_t *o, uint8_t fill))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

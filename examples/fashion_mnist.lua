@@ -30,6 +30,8 @@ usage: moontorch examples/fashion_mnist.lua [options]
   --subset N         train on the first N training images only (all)
   --device NAME      where the network trains: cpu (the default), cuda or cuda:N (a GPU; without one,
                      MOONTORCH_CUDA_EMULATE=1 runs the CPU emulator of a CUDA device)
+  --amp              forward and loss under bfloat16 autocast (torch.autocast('cpu'); the weights,
+                     gradients and optimizer stay float32; on the CPU only)
   --profile FILE     profile the first 20 training steps (torch.profiler): their trace in FILE (Chrome's
                      Trace Event JSON, for Perfetto or chrome://tracing; gzip'd when FILE ends in .gz)
                      and a table of the ops
@@ -71,6 +73,7 @@ local function parse(argv)
     elseif a == '--batch-size' then o.batch_size = count(a, value(a))
     elseif a == '--threads' then o.threads = count(a, value(a))
     elseif a == '--subset' then o.subset = count(a, value(a))
+    elseif a == '--amp' then o.amp = true
     elseif a == '--seed' then
       local v = value(a)
       o.seed = tonumber(v)
@@ -104,6 +107,9 @@ local function parse(argv)
     end
     if a:sub(1, 2) == '--' then o.given[a:sub(3):gsub('-', '_')] = true end
     i = i + 1
+  end
+  if o.amp and o.device and torch.device(o.device).type ~= 'cpu' then
+    usage_error(('--amp is bfloat16 autocast on the CPU; it does not go with --device %s'):format(o.device))
   end
   return o
 end
@@ -243,6 +249,16 @@ local batches = train_loader:__len()
 local window = math.max(1, math.floor(batches / 20))
 for _, k in ipairs({ 'window_x', 'window_loss', 'window_acc' }) do history[k] = history[k] or {} end
 
+-- the training step's forward and loss: under bfloat16 autocast with --amp (issue 25)
+local function forward(x, y)
+  local out = net(x)
+  return out, F.cross_entropy(out, y)
+end
+if opts.amp then
+  local plain = forward
+  forward = function(x, y) return torch.autocast('cpu', { dtype = torch.bfloat16 }, plain, x, y) end
+end
+
 local saved = first_epoch - 1 -- the last epoch whose checkpoint is on disk, and its file
 local saved_path = checkpoint and (opts.resume == true and ckpt_path or opts.resume)
 local saving -- the epoch whose checkpoint is being written
@@ -271,8 +287,7 @@ local function train()
     local wsum, wright, wseen = 0, 0, 0
     for i, x, y in progress(train_loader, { desc = ('epoch %d/%d'):format(epoch, opts.epochs), unit = 'batch' }) do
       x, y = x:to(dev), y:to(dev)
-      local out = net(x)
-      local loss = F.cross_entropy(out, y)
+      local out, loss = forward(x, y)
       opt:zero_grad()
       loss:backward()
       opt:step()

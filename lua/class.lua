@@ -16,13 +16,26 @@ local homes = { ['torch.OrderedDict'] = 'moontorch.ordered_dict', ['torch.autogr
 -- issue 13, data part: 'data.*' (datasets, samplers, DataLoader) and 'datasets.*' (MNIST, transforms)
 packages.data = 'moontorch.utils.data'
 packages.datasets = 'moontorch.datasets'
+-- issue 25: quantization's classes (by prefix, below) and the amp scaler
+homes['torch.QTensor'] = 'moontorch.quantization.qtensor'
+homes['torch.qscheme'] = 'moontorch.quantization.qtensor'
+homes['torch.amp.GradScaler'] = 'moontorch.amp.grad_scaler'
+homes['torch.dtype'] = 'moontorch.dtype'
+for _, n in ipairs({ 'ObserverBase', 'UniformQuantizationObserverBase', 'MinMaxObserver', 'MovingAverageMinMaxObserver',
+  'PerChannelMinMaxObserver', 'MovingAveragePerChannelMinMaxObserver', 'HistogramObserver', 'PlaceholderObserver',
+  'NoopObserver', 'Partial', 'QConfig', 'QuantStub', 'DeQuantStub', 'QuantWrapper', 'FakeQuantize' }) do
+  homes['torch.ao.quantization.' .. n] = 'moontorch.quantization'
+end
 -- issue 24: 'fx.*' (GraphModule, Graph, Interpreter, ...), sparse CSR matrices, the profiler's classes
 packages.fx = 'moontorch.fx'
 homes['torch.SparseCsrTensor'] = 'moontorch.ops.sparse'
 homes['nn.ParametrizationList'] = 'moontorch.nn.parametrize'
 -- names under a prefix whose module nn loads on first use
 local prefix_homes = { { 'nn.utils.prune.', 'moontorch.nn.prune' },
-  { 'nn.utils.parametrizations.', 'moontorch.nn.parametrizations' } }
+  { 'nn.utils.parametrizations.', 'moontorch.nn.parametrizations' },
+  -- issue 25
+  { 'nn.quantized.', 'moontorch.quantization' }, { 'nn.intrinsic.', 'moontorch.quantization' },
+  { 'nn.qat.', 'moontorch.quantization' }, { 'torch.ao.quantization.', 'moontorch.quantization' } }
 M.prefix_homes = prefix_homes
 local function home_of(name)
   for _, p in ipairs(prefix_homes) do

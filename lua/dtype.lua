@@ -3,9 +3,12 @@ local ffi = require 'ffi'
 
 local M = {}
 
-local dtype_mt = {}
+-- (a registered class, 'torch.dtype', so that torch.save keeps dtypes: saved by name, loaded as the same object)
+local dtype_mt = require('moontorch.class').class('torch.dtype')
 dtype_mt.__index = dtype_mt
 dtype_mt.__tostring = function(d) return 'torch.' .. d.name end
+dtype_mt.__serialize = function(d) return d.name end
+dtype_mt.__deserialize = function(_, name) return M[name] end
 
 -- id (the C enum) -> dtype object
 local by_id = {}
@@ -28,10 +31,20 @@ M.float32 = def('float32', 6, 4, true, true)
 M.float64 = def('float64', 7, 8, true, true)
 M.bool = def('bool', 11, 1, false, false)
 M.bfloat16 = def('bfloat16', 15, 2, true, true)
+-- issue 25: the quantized dtypes (PyTorch's ScalarType numbers). No kernel computes in them: a quantized
+-- tensor is a Lua object (lua/quantization/qtensor.lua) holding its values as an int8 / uint8 / int32
+-- tensor (`storage`) and its quantizer; a tensor op given one of these says the dtype is not supported.
+dtype_mt.is_quantized = false
+M.qint8 = def('qint8', 12, 1, false, true)
+M.quint8 = def('quint8', 13, 1, false, false)
+M.qint32 = def('qint32', 14, 4, false, true)
+M.qint8.is_quantized, M.quint8.is_quantized, M.qint32.is_quantized = true, true, true
+M.qint8.storage, M.quint8.storage, M.qint32.storage = M.int8, M.uint8, M.int32
 
 -- PyTorch's ScalarType name of a dtype, as its messages print it ("expected scalar type Long but found Float")
 local scalar_types = { uint8 = 'Byte', int8 = 'Char', int16 = 'Short', int32 = 'Int', int64 = 'Long', float16 = 'Half',
-  float32 = 'Float', float64 = 'Double', bool = 'Bool', bfloat16 = 'BFloat16' }
+  float32 = 'Float', float64 = 'Double', bool = 'Bool', bfloat16 = 'BFloat16', qint8 = 'QInt8', quint8 = 'QUInt8',
+  qint32 = 'QInt32' }
 function M.scalar_type(d) return scalar_types[d.name] or d.name end
 
 -- aliases, as PyTorch has them

@@ -19,7 +19,7 @@ torch.__version__ = ffi.string(C.mt_version())
 
 -- dtypes, as torch.float32 and PyTorch's aliases
 for _, name in ipairs { 'uint8', 'int8', 'int16', 'int32', 'int64', 'float16', 'float32', 'float64', 'bool',
-  'bfloat16' } do
+  'bfloat16', 'qint8', 'quint8', 'qint32' } do
   torch[name] = dtype[name]
 end
 for alias, d in pairs(dtype.aliases) do torch[alias] = d end
@@ -81,6 +81,22 @@ torch.cuda = require 'moontorch.cuda'
 -- torch.backends.cuda (matmul.allow_tf32): the CUDA backend's settings
 torch.backends = torch.backends or {}
 torch.backends.cuda = torch.cuda._backends
+-- torch.cuda.amp (autocast, GradScaler: issue 25), loaded on first use; the other lazy fields are
+-- lua/cuda.lua's (its metatable's __index)
+do
+  local mt = getmetatable(torch.cuda) or {}
+  local index = mt.__index
+  mt.__index = function(t, k)
+    if k == 'amp' then
+      local amp = require('moontorch.amp')._cuda
+      rawset(t, k, amp)
+      return amp
+    end
+    if type(index) == 'function' then return index(t, k) end
+    if index then return index[k] end
+  end
+  setmetatable(torch.cuda, mt)
+end
 
 -- the op modules add methods to the Tensor type and functions to torch
 local modules = { 'create', 'view', 'elementwise', 'reduce', 'shape', 'sort', 'linalg', 'random' }
@@ -126,6 +142,8 @@ local lazy = {
   load = function() return require('moontorch.checkpoint').load end,
   save_safetensors = function() return require('moontorch.safetensors_io').save end,
   load_safetensors = function() return require('moontorch.safetensors_io').load end,
+  load_pytorch = function() return require('moontorch.interop.pytorch').load end, -- PyTorch's .pt files
+  load_t7 = function() return require('moontorch.interop.t7').load end, -- Torch7's .t7 files
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
@@ -135,7 +153,36 @@ local lazy = {
   profiler = function() return require 'moontorch.profiler' end,
   Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
   List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
+  -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)
+  amp = function() return require 'moontorch.amp' end,
+  cpu = function() return { amp = require('moontorch.amp')._cpu } end,
 }
+for _, n in ipairs({ 'autocast', 'is_autocast_enabled', 'is_autocast_cpu_enabled', 'set_autocast_enabled',
+  'set_autocast_cpu_enabled', 'get_autocast_cpu_dtype', 'get_autocast_gpu_dtype', 'set_autocast_cpu_dtype',
+  'set_autocast_gpu_dtype', 'is_autocast_cache_enabled', 'set_autocast_cache_enabled', 'clear_autocast_cache',
+  'autocast_increment_nesting', 'autocast_decrement_nesting' }) do
+  lazy[n] = function() return require('moontorch.amp.autocast')[n] end
+end
+lazy._amp_foreach_non_finite_check_and_unscale_ = function()
+  return require('moontorch.amp.grad_scaler').foreach_non_finite_check_and_unscale_
+end
+lazy._amp_update_scale_ = function() return require('moontorch.amp.grad_scaler').update_scale_ end
+-- issue 25: quantization (torch.quantization = torch.ao.quantization), quantized tensors and fake quantization
+lazy.quantization = function() return require 'moontorch.quantization' end
+lazy.ao = function()
+  local q = require 'moontorch.quantization'
+  return { quantization = q, nn = q.nn }
+end
+for _, n in ipairs({ 'quantize_per_tensor', 'quantize_per_channel', 'dequantize', '_make_per_tensor_quantized_tensor',
+  '_make_per_channel_quantized_tensor', 'per_tensor_affine', 'per_channel_affine', 'per_tensor_symmetric',
+  'per_channel_symmetric', 'per_channel_affine_float_qparams' }) do
+  lazy[n] = function(t)
+    require('moontorch.quantization.qtensor').install(t)
+    return rawget(t, n)
+  end
+end
+lazy.fake_quantize_per_tensor_affine = function() return require('moontorch.quantization.functional').fake_quantize_per_tensor_affine end
+lazy.fake_quantize_per_channel_affine = function() return require('moontorch.quantization.functional').fake_quantize_per_channel_affine end
 torch._lazy = lazy
 setmetatable(torch, {
   __index = function(t, k)

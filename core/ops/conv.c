@@ -182,9 +182,35 @@ static mt_conv_args args_of(const conv_shape *cs) {
   return a;
 }
 
+/* issue 25: a bfloat16 / float16 convolution runs in float32 and rounds once (PyTorch's CPU
+ * convolutions accumulate low precision in float32 too): the operands are converted with mt_to,
+ * which autograd follows, so the backward is float32's too */
+static mt_status lowp_convolution(mt_tensor *input, mt_tensor *weight, mt_tensor *bias, const int64_t *stride,
+                                  const int64_t *padding, const int64_t *dilation, int transposed,
+                                  const int64_t *output_padding, int64_t groups, int nsp, mt_tensor **result) {
+  if (weight->_dtype != input->_dtype || (bias && bias->_dtype != input->_dtype))
+    return mt_error(MT_EDTYPE, "convolution: expected input, weight and bias of one dtype, got %s, %s%s%s",
+                    mt_type_title(input->_dtype), mt_type_title(weight->_dtype), bias ? " and " : "",
+                    bias ? mt_type_title(bias->_dtype) : "");
+  mt_tensor *x = NULL, *w = NULL, *b = NULL, *r = NULL;
+  mt_status s = mt_to(input, MT_FLOAT32, NULL, 0, &x);
+  if (!s) s = mt_to(weight, MT_FLOAT32, NULL, 0, &w);
+  if (!s && bias) s = mt_to(bias, MT_FLOAT32, NULL, 0, &b);
+  if (!s) s = mt_convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups, nsp, &r);
+  if (!s) s = mt_to(r, input->_dtype, NULL, 0, result);
+  mt_tensor_release(x);
+  mt_tensor_release(w);
+  mt_tensor_release(b);
+  mt_tensor_release(r);
+  return s;
+}
+
 mt_status mt_convolution(mt_tensor *input, mt_tensor *weight, mt_tensor *bias, const int64_t *stride,
                          const int64_t *padding, const int64_t *dilation, int transposed,
                          const int64_t *output_padding, int64_t groups, int nsp, mt_tensor **result) {
+  if (input && weight && mt_is_reduced_float(input->_dtype))
+    return lowp_convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, nsp,
+                            result);
   const char *op = "convolution";
   if (mt_grad_mode && (mt_records2(input, weight) || mt_records(bias)) && mt_autograd.convolution)
     return mt_autograd.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,

@@ -255,6 +255,11 @@ static inline bool float_contig(const mt_tensor *a) {
          !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) && (uint32_t)a->_device_type < MT_DEVICE_TYPES;
 }
 
+static inline bool lowp_contig(const mt_tensor *a) {
+  return mt_is_reduced_float(a->_dtype) && (a->_flags & MT_TENSOR_CONTIGUOUS) && !(a->_flags & MT_TENSOR_WRAPPED_NUMBER) &&
+         (uint32_t)a->_device_type < MT_DEVICE_TYPES;
+}
+
 /* the result: a new tensor like a (dtype rdt), or `out` (== a) itself */
 static mt_status fast_result(mt_tensor *a, int rdt, mt_tensor *out, const char *name, mt_tensor **r) {
   if (out) { *r = out; return MT_OK; }
@@ -444,7 +449,10 @@ done:
  * composes the formula instead) when the call is not one of those. */
 mt_status mt_unary_grad(mt_op op, mt_tensor *g, mt_tensor *x, mt_tensor **result) {
   /* speed: any size (the kernel splits large ones over the pool) */
-  if (!float_contig(g) || !float_contig(x) || g->_dtype != x->_dtype || !same_sizes(g, x)) return MT_ENOTIMPL;
+  /* (bfloat16 / float16 too: issue 25) */
+  if (!(float_contig(g) || lowp_contig(g)) || !(float_contig(x) || lowp_contig(x)) || g->_dtype != x->_dtype ||
+      !same_sizes(g, x))
+    return MT_ENOTIMPL;
   if (!mt_same_device(g, x) || !mt_backend_has_slot(g, MT_SLOT_unary_grad)) return MT_ENOTIMPL;
   mt_tensor *r;
   MT_TRY(mt_new_like(g, g->_dtype, "backward", &r));

@@ -629,39 +629,75 @@ static mt_status max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const int
 }
 
 /* ---------------------------------------------------------------- the public front doors */
+/* issue 25: a bfloat16 / float16 input is pooled, resampled or padded in float32 and the result
+ * rounded once (a max, a copy or a padding gives back the input's own values): x converted with mt_to,
+ * which autograd follows. LOWP(call) runs `call` with `xf` in x's place into `r32`, then converts it
+ * into *result. */
+static mt_status lowp_to(mt_tensor *x, mt_tensor **xf) { return mt_to(x, MT_FLOAT32, NULL, 0, xf); }
+static mt_status lowp_back(mt_status s, mt_tensor *xf, mt_tensor *r32, int dt, mt_tensor **result) {
+  mt_tensor_release(xf);
+  if (!s && result) s = mt_to(r32, dt, NULL, 0, result);
+  mt_tensor_release(r32);
+  return s;
+}
+#define LOWP(x, call)                                                                                                  \
+  if ((x) && mt_is_reduced_float((x)->_dtype)) {                                                                     \
+    mt_tensor *xf = NULL, *r32 = NULL;                                                                               \
+    mt_status s_ = lowp_to((x), &xf);                                                                                \
+    if (!s_) s_ = (call);                                                                                            \
+    return lowp_back(s_, xf, r32, (x)->_dtype, result);                                                              \
+  }
+
 mt_status mt_max_pool(mt_tensor *x, const mt_pool_params *p, int64_t index_base, mt_tensor **values,
                       mt_tensor **indices) {
+  {
+    mt_tensor **result = values;
+    LOWP(x, mt_max_pool(xf, p, index_base, &r32, indices))
+  }
   if (mt_records(x) && mt_autograd.max_pool) return mt_autograd.max_pool(x, p, index_base, values, indices);
   return max_pool(x, p, index_base, values, indices);
 }
 mt_status mt_adaptive_max_pool(mt_tensor *x, int nsp, const int64_t *sizes, int64_t index_base, mt_tensor **values,
                                mt_tensor **indices) {
+  {
+    mt_tensor **result = values;
+    LOWP(x, mt_adaptive_max_pool(xf, nsp, sizes, index_base, &r32, indices))
+  }
   if (mt_records(x) && mt_autograd.adaptive_max_pool)
     return mt_autograd.adaptive_max_pool(x, nsp, sizes, index_base, values, indices);
   return adaptive_max_pool(x, nsp, sizes, index_base, values, indices);
 }
-mt_status mt_avg_pool(mt_tensor *x, const mt_pool_params *p, mt_tensor **result) { return avg_pool(x, p, result); }
+mt_status mt_avg_pool(mt_tensor *x, const mt_pool_params *p, mt_tensor **result) {
+  LOWP(x, mt_avg_pool(xf, p, &r32))
+  return avg_pool(x, p, result);
+}
 mt_status mt_adaptive_avg_pool(mt_tensor *x, int nsp, const int64_t *sizes, mt_tensor **result) {
+  LOWP(x, mt_adaptive_avg_pool(xf, nsp, sizes, &r32))
   return adaptive_avg_pool(x, nsp, sizes, result);
 }
 mt_status mt_interpolate(mt_tensor *x, int nsp, int mode, const int64_t *sizes, const double *scales, int align_corners,
                          mt_tensor **result) {
+  LOWP(x, mt_interpolate(xf, nsp, mode, sizes, scales, align_corners, &r32))
   return interpolate(x, nsp, mode, sizes, scales, align_corners, result);
 }
 mt_status mt_resample(mt_tensor *x, const mt_resample_spec *spec, mt_tensor **result) {
+  LOWP(x, mt_resample(xf, spec, &r32))
   if (mt_records(x) && mt_autograd.resample) return mt_autograd.resample(x, spec, result);
   return resample(x, spec, result);
 }
 mt_status mt_resample_backward(mt_tensor *g, const mt_resample_spec *spec, mt_tensor **result) {
+  LOWP(g, mt_resample_backward(xf, spec, &r32))
   if (mt_records(g) && mt_autograd.resample_backward) return mt_autograd.resample_backward(g, spec, result);
   return resample_backward(g, spec, result);
 }
 mt_status mt_max_unpool(mt_tensor *x, mt_tensor *indices, int nsp, const int64_t *sizes, int64_t index_base,
                         mt_tensor **result) {
+  LOWP(x, mt_max_unpool(xf, indices, nsp, sizes, index_base, &r32))
   if (mt_records(x) && mt_autograd.max_unpool)
     return mt_autograd.max_unpool(x, indices, nsp, sizes, index_base, result);
   return max_unpool(x, indices, nsp, sizes, index_base, result);
 }
 mt_status mt_pad(mt_tensor *x, int nsp, int mode, const int64_t *before, const int64_t *after, mt_tensor **result) {
+  LOWP(x, mt_pad(xf, nsp, mode, before, after, &r32))
   return pad(x, nsp, mode, before, after, result);
 }

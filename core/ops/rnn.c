@@ -79,8 +79,43 @@ mt_status mt_lstm_cell_forward(mt_tensor *igates, mt_tensor *hgates, mt_tensor *
   return mt_give(out[2], ws);
 }
 
+/* issue 25: bfloat16 / float16 gates and states run the fused ops in float32 and round each result
+ * once: the operands converted with mt_to (autograd follows the conversions, so the backward is
+ * float32's), NULL operands left NULL */
+#define LOWP_MAX 5
+static mt_status lowp_in(mt_tensor **in, int n, mt_tensor **f32) {
+  for (int i = 0; i < n; i++) f32[i] = NULL;
+  for (int i = 0; i < n; i++) {
+    if (!in[i]) continue;
+    mt_status s = mt_to(in[i], MT_FLOAT32, NULL, 0, &f32[i]);
+    if (s) return s;
+  }
+  return MT_OK;
+}
+static void lowp_release(mt_tensor **t, int n) {
+  for (int i = 0; i < n; i++) mt_tensor_release(t[i]);
+}
+/* out[i] (float32, consumed) -> *res[i] in dtype dt */
+static mt_status lowp_out(mt_tensor **out, int n, int dt, mt_tensor ***res) {
+  mt_status s = MT_OK;
+  for (int i = 0; i < n; i++) {
+    if (!s && res[i]) s = mt_to(out[i], dt, NULL, 0, res[i]);
+    mt_tensor_release(out[i]);
+  }
+  return s;
+}
+
 mt_status mt_lstm_cell_pointwise(mt_tensor *igates, mt_tensor *hgates, mt_tensor *cx, mt_tensor *b_ih,
                                  mt_tensor *b_hh, mt_tensor **hy, mt_tensor **cy) {
+  if (igates && mt_is_reduced_float(igates->_dtype)) {
+    mt_tensor *in[5] = {igates, hgates, cx, b_ih, b_hh}, *f[5], *out[2] = {NULL, NULL};
+    mt_tensor **res[2] = {hy, cy};
+    mt_status s = lowp_in(in, 5, f);
+    if (!s) s = mt_lstm_cell_pointwise(f[0], f[1], f[2], f[3], f[4], &out[0], &out[1]);
+    lowp_release(f, 5);
+    if (s) return s;
+    return lowp_out(out, 2, igates->_dtype, res);
+  }
   if ((mt_records2(igates, hgates) || mt_records2(cx, b_ih) || mt_records(b_hh)) && mt_autograd.lstm_cell_pointwise)
     return mt_autograd.lstm_cell_pointwise(igates, hgates, cx, b_ih, b_hh, hy, cy);
   return mt_lstm_cell_forward(igates, hgates, cx, b_ih, b_hh, hy, cy, NULL);
@@ -130,6 +165,15 @@ mt_status mt_gru_cell_forward(mt_tensor *igates, mt_tensor *hgates, mt_tensor *h
 
 mt_status mt_gru_cell_pointwise(mt_tensor *igates, mt_tensor *hgates, mt_tensor *hx, mt_tensor *b_ih, mt_tensor *b_hh,
                                 mt_tensor **hy) {
+  if (igates && mt_is_reduced_float(igates->_dtype)) {
+    mt_tensor *in[5] = {igates, hgates, hx, b_ih, b_hh}, *f[5], *out[1] = {NULL};
+    mt_tensor **res[1] = {hy};
+    mt_status s = lowp_in(in, 5, f);
+    if (!s) s = mt_gru_cell_pointwise(f[0], f[1], f[2], f[3], f[4], &out[0]);
+    lowp_release(f, 5);
+    if (s) return s;
+    return lowp_out(out, 1, igates->_dtype, res);
+  }
   if ((mt_records2(igates, hgates) || mt_records2(hx, b_ih) || mt_records(b_hh)) && mt_autograd.gru_cell_pointwise)
     return mt_autograd.gru_cell_pointwise(igates, hgates, hx, b_ih, b_hh, hy);
   return mt_gru_cell_forward(igates, hgates, hx, b_ih, b_hh, hy, NULL);
@@ -254,6 +298,15 @@ mt_status mt_lstm_layer_forward(mt_tensor *igates, mt_tensor *h0, mt_tensor *c0,
 
 mt_status mt_lstm_layer(mt_tensor *igates, mt_tensor *h0, mt_tensor *c0, mt_tensor *w_hh, int reverse, mt_tensor **hs,
                         mt_tensor **cs) {
+  if (igates && mt_is_reduced_float(igates->_dtype)) {
+    mt_tensor *in[4] = {igates, h0, c0, w_hh}, *f[4], *out[2] = {NULL, NULL};
+    mt_tensor **res[2] = {hs, cs};
+    mt_status s = lowp_in(in, 4, f);
+    if (!s) s = mt_lstm_layer(f[0], f[1], f[2], f[3], reverse, &out[0], &out[1]);
+    lowp_release(f, 4);
+    if (s) return s;
+    return lowp_out(out, 2, igates->_dtype, res);
+  }
   if ((mt_records2(igates, h0) || mt_records2(c0, w_hh)) && mt_autograd.lstm_layer)
     return mt_autograd.lstm_layer(igates, h0, c0, w_hh, reverse, hs, cs);
   return mt_lstm_layer_forward(igates, h0, c0, w_hh, reverse, hs, cs, NULL);

@@ -36,6 +36,13 @@ static void init_table(void) {
 #define SET_CONV(DD, TD, SD, DS, TS, LS, SS) conv_table[DD][DS] = conv_##DD##_##DS;
 #define SET_FOR_DST(DD, TD, LD, SD) MT_FOREACH_DTYPE_B(SET_CONV, DD, TD, SD)
   MT_FOREACH_DTYPE(SET_FOR_DST)
+  /* speed: float32 <-> bfloat16 / float16 vectorised (lowp.c), the same bits */
+  conv_table[MT_BFLOAT16][MT_FLOAT32] = mt_cpu_loop_f32_to_bf16;
+  conv_table[MT_FLOAT32][MT_BFLOAT16] = mt_cpu_loop_bf16_to_f32;
+  conv_table[MT_FLOAT16][MT_FLOAT32] = mt_cpu_loop_f32_to_f16;
+  conv_table[MT_FLOAT32][MT_FLOAT16] = mt_cpu_loop_f16_to_f32;
+  conv_table[MT_BFLOAT16][MT_BOOL] = mt_cpu_loop_bool_to_bf16;
+  conv_table[MT_FLOAT16][MT_BOOL] = mt_cpu_loop_bool_to_f16;
 }
 
 static void memcpy_loop(void *ctx, char **p, const int64_t *st, int64_t n) {

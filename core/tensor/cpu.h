@@ -46,4 +46,23 @@ mt_vmath_fn mt_vmath_f32(mt_op op);
  * mt_cpu_kernel_level() (cpu.h) is MT_CPU_LEVEL_AVX512. */
 mt_vmath_fn mt_vmath512_f32(mt_op op);
 
+/* ---------------------------------------------------------------- bfloat16 products (bf16.c) */
+/* C (M x N bfloat16, strides crs, ccs) = alpha * A @ B + beta * C, A (M x K) and B (K x N) bfloat16 of any
+ * strides, K >= 1: float32 accumulation in vdpbf16ps's order on every path (bf16.c's top comment). */
+mt_status mt_cpu_bf16_gemm(int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A, int64_t ars, int64_t acs,
+                           const uint16_t *B, int64_t brs, int64_t bcs, float beta, uint16_t *C, int64_t crs,
+                           int64_t ccs);
+/* float32 <-> bfloat16 / float16 over n contiguous elements (lowp.c): dtype.c's bits, vectorised */
+void mt_cpu_f32_to_bf16(uint16_t *d, const float *s, int64_t n);
+void mt_cpu_bf16_to_f32(float *d, const uint16_t *s, int64_t n);
+void mt_cpu_f32_to_f16(uint16_t *d, const float *s, int64_t n);
+void mt_cpu_f16_to_f32(float *d, const uint16_t *s, int64_t n);
+/* the same as the copy kernel's iterator loops (mt_loop_fn) */
+void mt_cpu_loop_f32_to_bf16(void *ctx, char **p, const int64_t *st, int64_t n);
+void mt_cpu_loop_bf16_to_f32(void *ctx, char **p, const int64_t *st, int64_t n);
+void mt_cpu_loop_f32_to_f16(void *ctx, char **p, const int64_t *st, int64_t n);
+void mt_cpu_loop_f16_to_f32(void *ctx, char **p, const int64_t *st, int64_t n);
+void mt_cpu_loop_bool_to_bf16(void *ctx, char **p, const int64_t *st, int64_t n);
+void mt_cpu_loop_bool_to_f16(void *ctx, char **p, const int64_t *st, int64_t n);
+
 #endif

@@ -491,7 +491,31 @@ static void unary_grad_run(void *ctx, int64_t b, int64_t e) {
         R[i] = G[i] * m;                                                            \
       }                                                                             \
   }
-  if (j->g->_dtype == MT_FLOAT32) FUSED_LOOP(float) else FUSED_LOOP(double)
+  if (j->g->_dtype == MT_FLOAT32) FUSED_LOOP(float) else if (j->g->_dtype == MT_FLOAT64) FUSED_LOOP(double)
+  else {
+    /* issue 25: bfloat16 / float16, the formula's float32 operations on chunks widened in place, each
+     * product rounded once (g times a mask or a sign is exact) */
+    const int bf = j->g->_dtype == MT_BFLOAT16;
+    const uint16_t *G = (const uint16_t *)j->g->_data, *X = (const uint16_t *)j->x->_data;
+    uint16_t *R = (uint16_t *)j->out->_data;
+    float gb[256], xb[256];
+    for (int64_t c = b; c < e; c += 256) {
+      int64_t n = e - c < 256 ? e - c : 256;
+      if (bf) { mt_cpu_bf16_to_f32(gb, G + c, n); mt_cpu_bf16_to_f32(xb, X + c, n); }
+      else { mt_cpu_f16_to_f32(gb, G + c, n); mt_cpu_f16_to_f32(xb, X + c, n); }
+      if (op == MT_OP_ABS)
+        for (int64_t i = 0; i < n; i++) {
+          float v = xb[i];
+          gb[i] = gb[i] * (v > 0 ? 1.0f : (v < 0 ? -1.0f : v));
+        }
+      else /* branch-free, as above */
+        for (int64_t i = 0; i < n; i++) {
+          float m = xb[i] > 0 ? 1.0f : 0.0f;
+          gb[i] = gb[i] * m;
+        }
+      if (bf) mt_cpu_f32_to_bf16(R + c, gb, n); else mt_cpu_f32_to_f16(R + c, gb, n);
+    }
+  }
 #undef FUSED_LOOP
 }
 mt_status mt_cpu_unary_grad(mt_op op, mt_tensor *out, const mt_tensor *g, const mt_tensor *x) {

@@ -15,8 +15,9 @@
  *    vector-vector) with all of its threads. Transposed operands are passed with the transpose flag and
  *    their leading dimension; only layouts BLAS cannot describe (zero or negative strides, both
  *    strides non-unit) are copied, into a contiguous scratch matrix.
- *  - float16/bfloat16 are converted to float32, multiplied there and rounded once at the end
- *    (PyTorch accumulates them in float32 too).
+ *  - bfloat16 goes to bf16.c's kernel (float32 accumulation, vdpbf16ps where the CPU has it);
+ *    float16 is converted to float32, multiplied there and rounded once at the end (PyTorch
+ *    accumulates both in float32 too).
  *  - integer types use a plain loop accumulating in 64-bit wrap-around arithmetic, so the result
  *    wraps as PyTorch's does.
  */
@@ -641,7 +642,27 @@ static void gemm_int(const gemm_job *j) {
   }
 }
 
-/* float16 / bfloat16: each matrix converted to float32, multiplied, rounded back. */
+/* bfloat16: bf16.c's kernel, matrix after matrix (K == 0: C = beta * C) */
+static mt_status gemm_bf16(const gemm_job *j) {
+  for (int64_t p = 0; p < j->nb; p++) {
+    const uint16_t *A = (const uint16_t *)j->A + (j->aoff ? j->aoff[p] : 0);
+    const uint16_t *B = (const uint16_t *)j->B + (j->boff ? j->boff[p] : 0);
+    uint16_t *C = (uint16_t *)j->C + (j->coff ? j->coff[p] : 0);
+    if (j->K == 0) {
+      for (int64_t i = 0; i < j->M; i++)
+        for (int64_t n = 0; n < j->N; n++) {
+          uint16_t *c = C + i * j->gc.rs + n * j->gc.cs;
+          *c = j->beta == 0 ? 0 : mt_f2b(mt_b2f(*c) * (float)j->beta);
+        }
+      continue;
+    }
+    MT_TRY(mt_cpu_bf16_gemm(j->M, j->N, j->K, (float)j->alpha, A, j->ga.rs, j->ga.cs, B, j->gb.rs, j->gb.cs,
+                            (float)j->beta, C, j->gc.rs, j->gc.cs));
+  }
+  return MT_OK;
+}
+
+/* float16: each matrix converted to float32, multiplied, rounded back. */
 static mt_status gemm_half(const gemm_job *j) {
   int dt = j->dt;
   size_t it = mt_itemsize(dt);
@@ -695,7 +716,8 @@ static mt_status gemm_run(gemm_job *j) {
     if (j->failed) return mt_error(MT_ENOMEM, "matmul: out of memory for a scratch copy of an operand");
     return MT_OK;
   }
-  if (mt_is_reduced_float(j->dt)) return gemm_half(j);
+  if (j->dt == MT_BFLOAT16) return gemm_bf16(j);
+  if (j->dt == MT_FLOAT16) return gemm_half(j);
   gemm_int(j);
   return MT_OK;
 }

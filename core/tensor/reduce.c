@@ -487,7 +487,7 @@ static void outer_run(void *ctx, int64_t b, int64_t e) {
   }
 }
 
-/* speed: sum or mean of a float32/float64 input over one strided run of rows into a contiguous run of
+/* speed: sum or mean of a float32/float64 (or bfloat16/float16) input over one strided run of rows into a contiguous run of
  * outputs (the bias gradient, `g:sum(1)` of an N x C matrix): the rows are added column block by column
  * block, in the order and with the lanes walk_d/chunk_d use for each output (8 lanes by row mod 8 within
  * chunks of BUF rows, the tail rows on lane 0, Kahan-Babuska across chunks), so the result is the
@@ -515,6 +515,12 @@ static void colsum_run(void *ctx, int64_t b, int64_t e) {
         if (f32) {
           const float *q = (const float *)row;
           for (int64_t c = 0; c < nc; c++) sl[c] += (double)q[c];
+        } else if (j->in_dt == MT_BFLOAT16) { /* issue 25: the bias gradient of a bfloat16 layer */
+          const mt_bf16 *q = (const mt_bf16 *)row;
+          for (int64_t c = 0; c < nc; c++) sl[c] += (double)mt_b2f(q[c]);
+        } else if (j->in_dt == MT_FLOAT16) {
+          const mt_half *q = (const mt_half *)row;
+          for (int64_t c = 0; c < nc; c++) sl[c] += (double)mt_h2f(q[c]);
         } else {
           const double *q = (const double *)row;
           for (int64_t c = 0; c < nc; c++) sl[c] += q[c];
@@ -537,8 +543,8 @@ static void colsum_run(void *ctx, int64_t b, int64_t e) {
 }
 static int colsum_fast(red_job *j) {
   if ((j->op != MT_OP_SUM && j->op != MT_OP_MEAN) || j->isint) return 0;
-  if (j->in_dt != MT_FLOAT32 && j->in_dt != MT_FLOAT64) return 0;
-  int64_t isz = j->in_dt == MT_FLOAT32 ? 4 : 8;
+  if (j->in_dt != MT_FLOAT32 && j->in_dt != MT_FLOAT64 && !mt_is_reduced_float(j->in_dt)) return 0;
+  int64_t isz = (int64_t)mt_itemsize(j->in_dt);
   if (j->ond != 1 || j->ost_in[0] != isz || j->inner.nd != 1 || j->inner.st[0] == isz || j->inner.numel < 2 ||
       j->nout < 8)
     return 0;

@@ -32,6 +32,9 @@ M.PLACES = {
   { 'nn.utils.prune', 'prune' },
   { 'nn.parallel', 'distributed' },
   { 'torch.utils.data.distributed', 'distributed' },
+  { 'nn.quantized', 'quantization' },
+  { 'nn.intrinsic', 'quantization' },
+  { 'nn.qat', 'quantization' },
   { 'nn.init.', 'nn_utils' },
   { 'nn.utils.', 'nn_utils' },
   { 'nn.', 'nn' },
@@ -41,6 +44,23 @@ M.PLACES = {
   { 'torch.autograd.profiler', 'profiler' },
   { 'torch.profiler', 'profiler' },
   { 'torch.autograd.', 'autograd' },
+  { 'torch.amp', 'amp' },
+  { 'torch.cpu.amp', 'amp' },
+  { 'torch.cuda.amp', 'amp' },
+  { 'torch.autocast', 'amp' },
+  { 'torch.is_autocast', 'amp' },
+  { 'torch.set_autocast', 'amp' },
+  { 'torch.get_autocast', 'amp' },
+  { 'torch.clear_autocast', 'amp' },
+  { 'torch.quantization', 'quantization' },
+  { 'torch.quantize_', 'quantization' },
+  { 'torch.dequantize', 'quantization' },
+  { 'torch.fake_quantize_', 'quantization' },
+  { 'torch.qint', 'quantization' },
+  { 'torch.quint', 'quantization' },
+  { 'torch.per_tensor_', 'quantization' },
+  { 'torch.per_channel_', 'quantization' },
+  { 'torch.ao.', 'quantization' },
   { 'torch.cuda.', 'cuda' },
   { 'torch.distributed', 'distributed' },
   { 'torch.fx', 'fx' },
@@ -49,7 +69,7 @@ M.PLACES = {
 }
 -- the order the files are read in (and the reference's pages)
 M.FILES = { 'torch', 'ops', 'tensor', 'nn', 'functional', 'nn_utils', 'optim', 'data', 'autograd', 'cuda',
-  'distributed', 'parametrize', 'prune', 'fx', 'profiler', 'sparse' }
+  'distributed', 'parametrize', 'prune', 'fx', 'profiler', 'sparse', 'amp', 'quantization' }
 M.TITLES = {
   torch = 'torch: creating tensors, dtypes, randomness, files, modes',
   ops = 'torch and Tensor: the ops of the C core (MT_OP_LIST)',
@@ -67,6 +87,8 @@ M.TITLES = {
   fx = 'torch.fx',
   profiler = 'torch.profiler',
   sparse = 'torch.sparse',
+  amp = 'torch.amp: autocast and GradScaler',
+  quantization = 'torch.quantization (torch.ao.quantization)',
 }
 
 function M.place(key)

@@ -85,7 +85,11 @@ end
 ------------------------------------------------------------------------------ activations
 -- relu(x, inplace=false)
 function F.relu(x, inplace)
-  if not is_tensor(x) then need_tensor('relu', x) end
+  if not is_tensor(x) then
+    -- issue 25: a quantized tensor's relu keeps its quantizer
+    if type(x) == 'table' and x.is_quantized then return require('moontorch.quantization.functional').relu(x) end
+    need_tensor('relu', x)
+  end
   if inplace ~= nil and inplace_of(inplace) then return x:relu_() end
   return x:relu()
 end
@@ -432,6 +436,7 @@ end
 -- dropout(x, p=0.5, training=true, inplace=false): x * bernoulli(1 - p) / (1 - p), drawing what
 -- PyTorch's CPU dropout draws (bernoulli_(1 - p) on a tensor like x)
 function F.dropout(x, ...)
+  if type(x) == 'table' and x.is_quantized then return x end -- issue 25: quantized models run in eval
   need_tensor('dropout', x)
   local v = args('dropout', { 'p', 'training', 'inplace' }, ...)
   local p, training, inplace = v[1] or 0.5, v[2], v[3] == true

@@ -99,4 +99,22 @@ end })
 -- PyTorch's required constructor arguments accepted by name too (nn.Conv2d(3, 64, {kernel_size = 3}))
 Mod.wrap_required(nn)
 
+-- issue 25: nn.quantized (.dynamic), nn.intrinsic (.quantized, .qat), nn.qat, loaded on first use
+do
+  local qnames = { quantized = true, intrinsic = true, qat = true }
+  local mt = getmetatable(nn) or {}
+  local prev = mt.__index
+  mt.__index = function(t, k)
+    if qnames[k] then
+      local v = require('moontorch.quantization').nn[k]
+      rawset(t, k, v)
+      return v
+    end
+    if type(prev) == 'function' then return prev(t, k) end
+    if type(prev) == 'table' then return prev[k] end
+    return nil
+  end
+  setmetatable(nn, mt)
+end
+
 return nn

@@ -102,6 +102,9 @@ end
 -- max_pool1d(x, kernel_size, stride=kernel_size, padding=0, dilation=1, ceil_mode=false,
 -- return_indices=false): x (N, C, L) or (C, L); with return_indices, the values and the indices
 function M.max_pool1d(x, kernel_size, ...)
+  if type(x) == 'table' and x.is_quantized then -- issue 25: the integers pooled, the quantizer kept
+    return require('moontorch.quantization.functional').max_pool('max_pool1d', x, kernel_size, ...)
+  end
   local k, s, p, d, cm, ri = max_pool_args('max_pool1d', 1, x, kernel_size, ...)
   if x:dim() ~= 2 and x:dim() ~= 3 then
     bad('max_pool1d', ('max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for input, '
@@ -112,6 +115,9 @@ function M.max_pool1d(x, kernel_size, ...)
   return v:squeeze(-2)
 end
 function M.max_pool2d(x, kernel_size, ...)
+  if type(x) == 'table' and x.is_quantized then -- issue 25: the integers pooled, the quantizer kept
+    return require('moontorch.quantization.functional').max_pool('max_pool2d', x, kernel_size, ...)
+  end
   local k, s, p, d, cm, ri = max_pool_args('max_pool2d', 2, x, kernel_size, ...)
   return max_pool_nd(x, 2, k, s, p, d, cm, ri)
 end
@@ -153,7 +159,12 @@ end
 function M.avg_pool1d(x, kernel_size, ...) return avg_pool_nd('avg_pool1d', 1, x, kernel_size, ...) end
 -- avg_pool2d / 3d(x, kernel_size, stride=kernel_size, padding=0, ceil_mode=false,
 -- count_include_pad=true, divisor_override=nil)
-function M.avg_pool2d(x, kernel_size, ...) return avg_pool_nd('avg_pool2d', 2, x, kernel_size, ...) end
+function M.avg_pool2d(x, kernel_size, ...)
+  if type(x) == 'table' and x.is_quantized then -- issue 25
+    return require('moontorch.quantization.functional').avg_pool('avg_pool2d', x, kernel_size, ...)
+  end
+  return avg_pool_nd('avg_pool2d', 2, x, kernel_size, ...)
+end
 function M.avg_pool3d(x, kernel_size, ...) return avg_pool_nd('avg_pool3d', 3, x, kernel_size, ...) end
 
 ------------------------------------------------------------------------------ adaptive pools
@@ -199,7 +210,12 @@ local function adaptive_avg(fn, nsp, x, output_size)
 end
 -- adaptive_avg_pool1d / 2d / 3d(x, output_size)
 function M.adaptive_avg_pool1d(x, output_size) return adaptive_avg('adaptive_avg_pool1d', 1, x, output_size) end
-function M.adaptive_avg_pool2d(x, output_size) return adaptive_avg('adaptive_avg_pool2d', 2, x, output_size) end
+function M.adaptive_avg_pool2d(x, output_size)
+  if type(x) == 'table' and x.is_quantized then -- issue 25
+    return require('moontorch.quantization.functional').avg_pool('adaptive_avg_pool2d', x, output_size)
+  end
+  return adaptive_avg('adaptive_avg_pool2d', 2, x, output_size)
+end
 function M.adaptive_avg_pool3d(x, output_size) return adaptive_avg('adaptive_avg_pool3d', 3, x, output_size) end
 
 local function adaptive_max(fn, nsp, x, output_size, ...)

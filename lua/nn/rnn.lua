@@ -329,7 +329,7 @@ local function packed_steps(bs, B)
   }
 end
 
-function RNNBase:forward(input, hx)
+local function rnn_forward(self, input, hx)
   local name, mode = self._name, self.mode
   local is_lstm = mode == 'LSTM'
   local dirs = self.bidirectional and 2 or 1
@@ -425,6 +425,17 @@ function RNNBase:forward(input, hx)
   end
   if is_lstm then return out, { hn, cn } end
   return out, hn
+end
+-- issue 25: under autocast, LSTM and GRU run as PyTorch's fused ops do there: nothing inside them is
+-- cast (their result keeps the input's dtype); the plain RNN's steps are addmm, which autocast casts
+local function amp_exempt(f, ...)
+  local ac = package.loaded['moontorch.amp.autocast']
+  if ac then return ac.exempt(f, ...) end
+  return f(...)
+end
+function RNNBase:forward(input, hx)
+  if self.mode ~= 'LSTM' and self.mode ~= 'GRU' then return rnn_forward(self, input, hx) end
+  return amp_exempt(rnn_forward, self, input, hx)
 end
 declare_forward(RNNBase, { 'input', 'hx' }, { nreq = 1 })
 
@@ -569,7 +580,7 @@ function LSTMCell:__init(input_size, hidden_size, bias, opts)
   RNNCellBase.__init(self, 'nn.LSTMCell', 4, input_size, hidden_size, bias, opts)
 end
 -- cell(input, {h, c}) -> h, c
-function LSTMCell:forward(input, hx)
+local function lstmcell_forward(self, input, hx)
   local x, batched = self:_input(input)
   local h, c
   if hx == nil then
@@ -584,6 +595,7 @@ function LSTMCell:forward(input, hx)
   if not batched then return hy:squeeze(1), cy:squeeze(1) end
   return hy, cy
 end
+function LSTMCell:forward(input, hx) return amp_exempt(lstmcell_forward, self, input, hx) end
 declare_forward(LSTMCell, { 'input', 'hx' }, { nreq = 1 })
 
 local GRUCell = class.class('nn.GRUCell', RNNCellBase)
@@ -591,12 +603,13 @@ M.GRUCell = GRUCell
 function GRUCell:__init(input_size, hidden_size, bias, opts)
   RNNCellBase.__init(self, 'nn.GRUCell', 3, input_size, hidden_size, bias, opts)
 end
-function GRUCell:forward(input, hx)
+local function grucell_forward(self, input, hx)
   local x, batched = self:_input(input)
   local h = hx == nil and zeros_state(x, self.hidden_size) or self:_hidden(hx, x, batched, 0, self.hidden_size)
   local hy = torch.gru_cell_pointwise(x:mm(self.weight_ih:t()), h:mm(self.weight_hh:t()), h, self.bias_ih, self.bias_hh)
   return batched and hy or hy:squeeze(1)
 end
+function GRUCell:forward(input, hx) return amp_exempt(grucell_forward, self, input, hx) end
 declare_forward(GRUCell, { 'input', 'hx' }, { nreq = 1 })
 
 function M.install(n)
