@@ -620,6 +620,25 @@ MT_API mt_fake_counts *mt_fake_cuda_counts(void);
 /* how many times the fake device ran a kernel slot of core/kernels.h ("softmax_backward"; -1: no such slot) */
 MT_API int64_t mt_fake_cuda_calls(const char *slot);
 
+/* ---------------------------------------------------------------- the CUDA backend (core/gpu/) */
+/* torch.backends.cuda.matmul.allow_tf32: float32 products on a GPU may use TF32 (off by default, as
+ * PyTorch's); set 0 or 1, or -1 to ask. Returns the setting. */
+MT_API int mt_cuda_allow_tf32(int set);
+/* A CUDA device's properties (torch.cuda.get_device_properties): MT_EDEVICE for a device that is not there. */
+typedef struct mt_cuda_properties {
+  char name[256];
+  int32_t major, minor;          /* compute capability */
+  int32_t multi_processor_count;
+  int32_t pad_;
+  int64_t total_memory;          /* bytes */
+} mt_cuda_properties;
+MT_API mt_status mt_cuda_device_properties(int device, mt_cuda_properties *out);
+/* The name of the runtime running the CUDA backend: "cuda" (NVIDIA's), "emulator" (the CPU emulator of a
+ * CUDA device, MOONTORCH_CUDA_EMULATE=1), or "" when there is no device. */
+MT_API const char *mt_cuda_runtime(void);
+/* Philox4x32-10's block function (for checks against Random123's known answers). */
+MT_API void mt_cuda_philox(const uint32_t *ctr, const uint32_t *key, uint32_t *out);
+
 /* ---------------------------------------------------------------- copy and conversion */
 /* dst <- src, broadcasting src to dst's shape, converting dtype; any strides on both sides;
  * overlapping memory is handled. */

@@ -33,10 +33,12 @@ usage: moontorch examples/fashion_mnist.lua [options]
   --resume [FILE]    continue from a checkpoint (DIR/checkpoint.mt, the latest; DIR/epochN.mt
                      is the one saved after epoch N)
   --subset N         train on the first N training images only (all)
+  --device NAME      where the network trains: cpu (the default), cuda or cuda:N (a GPU; without one,
+                     MOONTORCH_CUDA_EMULATE=1 runs the CPU emulator of a CUDA device)
   --ranks N          train data-parallel in N processes (through mpirun); the batch size stays the
                      global one and must divide by N; --ranks 1 samples as the ranks do, in one process
   --amp              forward and loss under bfloat16 autocast (torch.autocast('cpu'); the weights,
-                     gradients and optimizer stay float32)
+                     gradients and optimizer stay float32; on the CPU only)
   --profile FILE     profile the first 20 training steps (torch.profiler): their trace in FILE (Chrome's
                      Trace Event JSON, for Perfetto or chrome://tracing; gzip'd when FILE ends in .gz)
                      and a table of the ops
@@ -93,6 +95,14 @@ local function parse(argv)
     elseif a == '--optimizer' then
       o.optimizer = value(a)
       if not DEFAULT_LR[o.optimizer] then usage_error(('--optimizer must be adam, adamw, sgd or rmsprop, got %q'):format(o.optimizer)) end
+    elseif a == '--device' then
+      o.device = value(a)
+      local ok, e = pcall(torch.device, o.device)
+      if not ok then usage_error(('--device: %s'):format((tostring(e):gsub('^moontorch%.device: ', '')))) end
+      if e.type ~= 'cpu' and not torch.cuda.is_available() then
+        usage_error(('--device %s: no CUDA device here (a GPU, or MOONTORCH_CUDA_EMULATE=1 for the CPU emulator of one)')
+          :format(o.device))
+      end
     elseif a == '--profile' then o.profile = value(a)
     elseif a == '--data' then o.data = value(a)
     elseif a == '--out' then o.out = value(a)
@@ -105,6 +115,12 @@ local function parse(argv)
     end
     if a:sub(1, 2) == '--' then o.given[a:sub(3):gsub('-', '_')] = true end
     i = i + 1
+  end
+  if o.amp and o.device and torch.device(o.device).type ~= 'cpu' then
+    usage_error(('--amp is bfloat16 autocast on the CPU; it does not go with --device %s'):format(o.device))
+  end
+  if o.ranks and o.device and torch.device(o.device).type ~= 'cpu' then
+    usage_error(('--ranks trains on the CPU (MPI); it does not go with --device %s'):format(o.device))
   end
   return o
 end
@@ -216,6 +232,9 @@ local net = nn.Sequential(
   nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),   -- 1x28x28 -> 6x24x24 -> 6x12x12
   nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),  -- -> 16x8x8 -> 16x4x4
   nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+opts.device = opts.device or 'cpu'
+net:to(opts.device) -- before the optimizer: it holds the parameters themselves
+local dev = torch.device(opts.device)
 -- in a world of ranks the network trains through DistributedDataParallel (rank 0's initial
 -- weights everywhere, gradients averaged over the ranks)
 local model = dist and nn.parallel.DistributedDataParallel(net) or net
@@ -245,13 +264,15 @@ end
 say(('Fashion-MNIST: %d training and %d test images; %s, lr %g, batch %d, %d epoch%s, %d thread%s, seed %d%s')
   :format(train_set:__len(), test_set:__len(), opts.optimizer, opts.lr, opts.batch_size, opts.epochs,
     opts.epochs == 1 and '' or 's', torch.get_num_threads(), torch.get_num_threads() == 1 and '' or 's', opts.seed,
-    dist and (', %d ranks (batch %d each)'):format(world, opts.batch_size / world) or ''))
+    (dev.type == 'cpu' and '' or (', on ' .. tostring(dev))) ..
+    (dist and (', %d ranks (batch %d each)'):format(world, opts.batch_size / world) or '')))
 if first_epoch == 1 then say(net) end
 
 local evaluate = torch.no_grad.wrap(function()
   net:eval()
   local loss, correct = 0, 0
   for x, y in test_loader() do
+    x, y = x:to(dev), y:to(dev)
     local out = net(x)
     loss = loss + F.cross_entropy(out, y, { reduction = 'sum' }):item()
     correct = correct + out:argmax(2):eq(y):sum():item()
@@ -332,6 +353,7 @@ local function train()
       end
     end
     for i, x, y in batches_of do
+      x, y = x:to(dev), y:to(dev)
       local out, loss = forward(x, y)
       opt:zero_grad()
       loss:backward()

@@ -235,6 +235,29 @@ function Event:elapsed_time(e)
   return msp[0]
 end
 
+------------------------------------------------------------------------------ the devices' properties (core/gpu/)
+local props = ffi.new('mt_cuda_properties')
+-- torch.cuda.get_device_properties(d): { name=, major=, minor=, multi_processor_count=, total_memory= }
+function M.get_device_properties(d)
+  local dev = device_of(d, 'cuda.get_device_properties')
+  if C.mt_cuda_device_properties(dev.index or C.mt_device_current(CUDA), props) ~= 0 then
+    T.raise_as('cuda.get_device_properties')
+  end
+  return { name = ffi.string(props.name), major = props.major, minor = props.minor,
+    multi_processor_count = props.multi_processor_count, total_memory = tonumber(props.total_memory) }
+end
+function M.get_device_name(d) return M.get_device_properties(d).name end
+function M.get_device_capability(d)
+  local p = M.get_device_properties(d)
+  return { p.major, p.minor }
+end
+-- the runtime behind the devices: 'cuda' (a GPU), 'emulator' (MOONTORCH_CUDA_EMULATE=1: the CPU emulator
+-- of a CUDA device that runs the same kernels), nil when there is no device
+function M.runtime()
+  local r = ffi.string(C.mt_cuda_runtime())
+  return r ~= '' and r or nil
+end
+
 -- Random numbers (s7-numconv): each CUDA device has its own default generator (core/ops/generator.c;
 -- its engine is the backend's: PyTorch's Philox on a real GPU). torch.manual_seed seeds them all already.
 -- As in PyTorch, the seeding calls do nothing where there is no CUDA device (PyTorch queues them until
@@ -291,5 +314,17 @@ setmetatable(M, { __index = function(_, k)
     return r
   end
 end })
+
+-- torch.backends.cuda.matmul.allow_tf32 (false by default, as PyTorch's): float32 products may use TF32
+M._backends = {
+  matmul = setmetatable({ _lazy = { allow_tf32 = true } }, {
+    __index = function(_, k) if k == 'allow_tf32' then return C.mt_cuda_allow_tf32(-1) ~= 0 end end,
+    __newindex = function(_, k, v)
+      if k ~= 'allow_tf32' then fail('backends.cuda.matmul', 'no setting ' .. tostring(k)) end
+      C.mt_cuda_allow_tf32(v and 1 or 0)
+    end,
+  }),
+  is_built = M.is_built,
+}
 
 return M

@@ -78,6 +78,9 @@ end
 
 -- torch.cuda: devices, streams, events, memory, answered by the C core's registry (lua/cuda.lua)
 torch.cuda = require 'moontorch.cuda'
+-- torch.backends.cuda (matmul.allow_tf32): the CUDA backend's settings
+torch.backends = torch.backends or {}
+torch.backends.cuda = torch.cuda._backends
 -- torch.cuda.amp (autocast, GradScaler: issue 25), loaded on first use; the other lazy fields are
 -- lua/cuda.lua's (its metatable's __index)
 do

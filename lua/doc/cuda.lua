@@ -70,6 +70,15 @@ doc { 'torch.cuda.Event:record([stream])', 'torch.cuda.Event:wait([stream])', 't
   does = 'Record it on a stream (the current one) / have a stream wait for it / wait for it / whether it is done / the milliseconds from it to `end` (both made with enable_timing).',
   ex = 'if torch.cuda.is_available() then local a, b = torch.cuda.Event({enable_timing = true}), torch.cuda.Event({enable_timing = true}); a:record(); b:record(); b:synchronize(); print(a:elapsed_time(b) >= 0) else print(true) end  --> true' }
 
+doc.section 'The device (core/gpu/)'
+doc { 'torch.cuda.get_device_properties([device]) -> table', 'torch.cuda.get_device_name([device]) -> string',
+  'torch.cuda.get_device_capability([device]) -> {major, minor}',
+  does = 'The device\'s name, compute capability, multiprocessors and memory ({name=, major=, minor=, multi_processor_count=, total_memory=}); "moontorch CPU emulator" under MOONTORCH_CUDA_EMULATE=1. An error saying why where there is no such device.',
+  ex = 'print(not torch.cuda.is_available() or #torch.cuda.get_device_name() > 0)  --> true' }
+doc { 'torch.cuda.runtime() -> string|nil', pt = false,
+  does = 'What runs the CUDA backend: \'cuda\' (NVIDIA\'s runtime on a GPU), \'emulator\' (the CPU emulator of a CUDA device that CI runs the CUDA suite on: MOONTORCH_CUDA_EMULATE=1), nil without a device. moontorch\'s own.',
+  ex = 'print(torch.cuda.runtime() == nil or type(torch.cuda.runtime()) == "string")  --> true' }
+
 doc.section 'Random numbers'
 doc { 'torch.cuda.manual_seed(seed)', 'torch.cuda.manual_seed_all(seed)',
   does = 'Seed the current CUDA device\'s default generator (every device\'s). Nothing where there is no CUDA device, as PyTorch (which queues it until CUDA starts); torch.manual_seed seeds every device\'s already.',

@@ -604,3 +604,12 @@ doc { 'torch.linalg.vecdot(x, y, dim) -> Tensor',
   does = 'The dot product along dim (the last).', ex = 'print(torch.linalg.vecdot(torch.ones(2, 3), torch.ones(2, 3)))  --> tensor([3., 3.])' }
 doc.alias('torch.special.xlogy', 'torch.xlogy', 'torch.special.xlogy(input, other) -> Tensor')
 doc.alias('torch.special.polygamma', 'torch.polygamma', 'torch.special.polygamma(n, input) -> Tensor')
+
+doc.section 'The CUDA backend\'s settings'
+doc { 'torch.backends.cuda.matmul.allow_tf32',
+  does = 'Whether float32 products on a GPU may use TF32 tensor cores (false by default, as PyTorch\'s); a setting: `torch.backends.cuda.matmul.allow_tf32 = true`.',
+  ex = 'print(torch.backends.cuda.matmul.allow_tf32)  --> false' }
+doc { 'torch.backends.cuda.is_built() -> boolean',
+  does = 'Whether this build has a CUDA backend (torch.cuda.is_built).',
+  ex = 'print(torch.backends.cuda.is_built() == torch.cuda.is_built())  --> true' }
+
