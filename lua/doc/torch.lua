@@ -613,3 +613,34 @@ doc { 'torch.backends.cuda.is_built() -> boolean',
   does = 'Whether this build has a CUDA backend (torch.cuda.is_built).',
   ex = 'print(torch.backends.cuda.is_built() == torch.cuda.is_built())  --> true' }
 
+
+doc.section 'Progress bars and plots (torch.utils.progress, torch.utils.plot)'
+doc { 'torch.utils.progress(iterable[, {desc=, total=, out=, tty=, interval=, width=, unit=, clock=}]) -> iterator',
+  'torch.utils.progress.wrap(iterable[, opts]) -> iterator',
+  pt = false,
+  does = 'A progress bar around a loop (tqdm\'s, for Lua): iterable is a number n (1..n), an array, a DataLoader or an iterator function. On a terminal it redraws one line in place; otherwise it prints that line every `interval` seconds (5) and when the loop ends. The loop variables are the iterable\'s own.',
+  ex = 'local out = io.tmpfile()\nlocal sum = 0\nfor i in torch.utils.progress(3, { desc = "demo", out = out, tty = false }) do sum = sum + i end\nprint(sum)  --> 6' }
+doc { 'torch.utils.progress.new({total=, desc=, out=, tty=, interval=, width=, unit=, clock=}) -> Bar',
+  pt = false,
+  does = 'A bar driven by hand: `bar:update([n,] [fields])` counts n steps (1) and sets fields (loss=, acc=, ... printed in the order first given), `bar:set(fields)`, `bar:close([fields])` draws the last line. total may be left out (an unknown length).',
+  ex = 'local bar = torch.utils.progress.new({ total = 2, out = io.tmpfile(), tty = false })\nbar:update({ loss = 0.5 }); bar:update()\nprint(bar.n)  --> 2\nbar:close()' }
+doc { 'torch.utils.progress.set(fields)',
+  pt = false,
+  does = 'Sets fields (loss=, acc=, ...) on the bar most recently made or wrapped around a loop, for code inside the loop that does not hold the bar.',
+  ex = 'for _ in torch.utils.progress(1, { out = io.tmpfile(), tty = false }) do torch.utils.progress.set({ loss = 0.1 }) end' }
+doc { 'torch.utils.progress.clock() -> seconds',
+  pt = false,
+  does = 'The wall clock bars use by default (monotonic seconds); a bar takes another as `clock=`.',
+  ex = 'print(type(torch.utils.progress.clock()))  --> number' }
+doc { 'torch.utils.plot.svg({title=, panels={{title=, xlabel=, ylabel=, series={{name=, x=, y=}, ...}}, ...}, width=, height=}) -> string',
+  pt = false,
+  does = 'Line charts as SVG text, with no library: panels side by side, each scaled to its data with round ticks; points that are not finite numbers break a line. The demo draws its training curves with it.',
+  ex = 'local s = torch.utils.plot.svg({ panels = { { title = "loss", series = { { name = "train", x = { 1, 2 }, y = { 0.6, 0.4 } } } } } })\nprint(s:sub(1, 5))  --> <?xml' }
+doc { 'torch.utils.plot.save(path, figure) -> path',
+  pt = false,
+  does = 'Writes torch.utils.plot.svg(figure) to path (through a temporary file, renamed: a reader never sees half a chart).',
+  ex = 'local p = os.tmpname()\ntorch.utils.plot.save(p, { panels = { { series = { { x = { 1, 2 }, y = { 1, 2 } } } } } })\nos.remove(p)' }
+doc { 'torch.utils.plot.ticks(lo, hi[, want]) -> array',
+  pt = false,
+  does = 'About `want` (5) round tick values covering [lo, hi]: steps of 1, 2 or 5 times a power of ten.',
+  ex = 'print(table.concat(torch.utils.plot.ticks(0, 1), ","))  --> 0,0.2,0.4,0.6,0.8,1' }
