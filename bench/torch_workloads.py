@@ -430,6 +430,37 @@ def softmax(_):
             F.cross_entropy(lg, target).backward()
     report('ce1k_step_us', best(ce, 500) * 1e6)
 
+def dataloader(workers):
+    # bench/workloads/dataloader.lua: 1 ms of Python work per sample (a calibrated loop), a 3x32x32
+    # image and a label, 512 samples in batches of 16, one pass with `workers` worker processes
+    from torch.utils.data import Dataset, DataLoader
+    torch.set_num_threads(1)
+    def spin(n):
+        x = 1
+        for _ in range(n):
+            x = (x * 1103515245 + 12345) % 2147483648
+        return x
+    turns = 20000
+    spin(turns)
+    b = float('inf')
+    for _ in range(5):
+        t0 = time.perf_counter()
+        spin(turns)
+        b = min(b, time.perf_counter() - t0)
+    per_ms = int(turns / (b * 1e3))
+    class Work(Dataset):
+        def __len__(self): return 512
+        def __getitem__(self, i):
+            spin(per_ms)
+            return torch.full((3, 32, 32), float(i)), i % 10
+    ds = Work()
+    def one(_):
+        n = 0
+        for x, y in DataLoader(ds, batch_size=16, num_workers=workers or 0):
+            n += x.size(0)
+        assert n == 512
+    report('ms_per_batch', best(one, 1, 3) * 1e3 / 32)
+    report('turns_per_ms', per_ms)
 def sparse_linear(n):
     # issue 24: PyTorch's pruned Linear computes densely (weight_orig * weight_mask, then linear);
     # after prune.remove the weight is dense with zeros. Also its own sparse CSR product (beta in 1.13).

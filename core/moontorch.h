@@ -1048,6 +1048,74 @@ MT_API mt_status mt_st_header_metadata(const mt_st_header *h, int64_t i, const c
                                        const char **value, size_t *value_len);
 MT_API void mt_st_header_free(mt_st_header *h);
 
+/* ---------------------------------------------------------------- PyTorch's files (core/formats/pytorch.c) */
+/* torch.load_pytorch: PyTorch's torch.save files, the zip archive (data.pkl, data/<key>, version) and
+ * the legacy format (magic number, protocol, system info, the pickle, the storage keys and their
+ * bytes), read with a restricted unpickler (core/formats/pickle.c: what PyTorch's weights_only=True
+ * accepts; any other Python global is refused, with its name). Nothing in the file is ever run.
+ * open reads the whole file: the pickle into a graph of values (nodes numbered from 1), every
+ * storage's bytes, every tensor checked to lie inside its storage; then get hands out node by node.
+ * Messages: "load_pytorch: <path>: <problem>". */
+enum {
+  MT_PT_NONE = 0, MT_PT_BOOL = 1, MT_PT_INT = 2, MT_PT_FLOAT = 3, MT_PT_STRING = 4, MT_PT_BYTES = 5,
+  MT_PT_LIST = 6, MT_PT_TUPLE = 7, MT_PT_DICT = 8, MT_PT_ORDERED_DICT = 9, MT_PT_SET = 10, MT_PT_TENSOR = 11,
+  MT_PT_META_TENSOR = 12, MT_PT_STORAGE = 13, MT_PT_DTYPE = 14, MT_PT_GLOBAL = 15
+};
+enum { MT_PT_PARAMETER = 1, MT_PT_REQUIRES_GRAD = 2 }; /* mt_pt_value.flags of a tensor */
+typedef struct mt_pt_file mt_pt_file;
+typedef struct mt_pt_value {
+  int32_t kind;          /* MT_PT_* */
+  int32_t flags;         /* tensor, meta tensor: MT_PT_PARAMETER, MT_PT_REQUIRES_GRAD; int: 1 when `integer` is exact */
+  int64_t count;         /* list, tuple, set: items; dicts: key/value pairs; string, bytes: bytes; meta tensor: ndim */
+  int64_t integer;       /* int (exact when flags & 1; else `number` is the nearest double), bool (0 or 1) */
+  double number;         /* int, float */
+  const char *str;       /* string, bytes: the bytes (NUL-terminated too); global, dtype: the Python name */
+  const uint32_t *items; /* list, tuple, set: the items' nodes; dicts: key, value, key, value, ... */
+  const int64_t *sizes;  /* meta tensor: count sizes, then count strides */
+  uint32_t metadata;     /* ordered dict: the node of its _metadata attribute (0: none) */
+  int32_t dtype;         /* tensor, meta tensor, storage, dtype: the mt_dtype (-1: a type moontorch lacks) */
+  mt_tensor *tensor;     /* tensor, storage (1-D over its elements): a new reference */
+} mt_pt_value;
+MT_API mt_status mt_pt_open(const char *path, mt_pt_file **out);
+MT_API uint32_t mt_pt_root(const mt_pt_file *f);  /* the unpickled object's node */
+MT_API uint32_t mt_pt_count(const mt_pt_file *f); /* nodes: ids are 1 .. count */
+MT_API mt_status mt_pt_get(mt_pt_file *f, uint32_t node, mt_pt_value *out);
+MT_API const char *mt_pt_format(const mt_pt_file *f); /* "zip" or "legacy" */
+MT_API void mt_pt_close(mt_pt_file *f);
+
+/* ---------------------------------------------------------------- Torch7's files (core/formats/t7.c) */
+/* torch.load_t7: what Torch7's torch.save wrote (File:writeObject), binary (4- or 8-byte longs) or
+ * ASCII. open reads the whole file into a graph of values (nodes numbered from 1): tables refer to
+ * nodes; a torch object is its class name, version and the node of its fields; tensors and storages
+ * of every Torch7 type (CUDA's too) are made as moontorch tensors; a function is its bytecode and
+ * the node of its upvalues, never loaded here. Messages: "load_t7: <path>: <problem>". */
+enum {
+  MT_T7_NIL = 0, MT_T7_NUMBER = 1, MT_T7_STRING = 2, MT_T7_TABLE = 3, MT_T7_OBJECT = 4, MT_T7_BOOLEAN = 5,
+  MT_T7_FUNCTION = 6, MT_T7_TENSOR = 7, MT_T7_STORAGE = 8
+};
+enum { MT_T7_AUTO = 0, MT_T7_BINARY = 1, MT_T7_ASCII = 2 }; /* mt_t7_open's format */
+typedef struct mt_t7_file mt_t7_file;
+typedef struct mt_t7_value {
+  int32_t kind;          /* MT_T7_* */
+  int32_t version;       /* object, tensor, storage: the class's version ("V n"; 0 before versions);
+                            function: its tag (6, 7 or 8: upvalues as {name=, id=, value=}) */
+  int64_t count;         /* table: key/value pairs; string, object/tensor/storage (class name), function
+                            (bytecode): bytes of str */
+  double number;         /* number; boolean: 0 or 1 */
+  const char *str;       /* string: its bytes; object, tensor, storage: the class name; function: bytecode */
+  const uint32_t *items; /* table: key, value, key, value, ... nodes */
+  uint32_t child;        /* object: the node of its fields; function: of its upvalues */
+  int32_t dtype;         /* tensor, storage: the mt_dtype */
+  mt_tensor *tensor;     /* tensor, storage (1-D over its elements): a new reference */
+} mt_t7_value;
+/* format: MT_T7_AUTO (told by the first bytes), _BINARY or _ASCII; long_size: 0 (8 tried, then 4), 4 or 8 */
+MT_API mt_status mt_t7_open(const char *path, int format, int long_size, mt_t7_file **out);
+MT_API uint32_t mt_t7_root(const mt_t7_file *f);
+MT_API uint32_t mt_t7_count(const mt_t7_file *f);
+MT_API mt_status mt_t7_get(mt_t7_file *f, uint32_t node, mt_t7_value *out);
+MT_API const char *mt_t7_format(const mt_t7_file *f); /* "binary, 8-byte longs", "binary, 4-byte longs", "ascii" */
+MT_API void mt_t7_close(mt_t7_file *f);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots
@@ -1264,6 +1332,73 @@ MT_API mt_status mt_idx_read(const char *path, mt_tensor **out);
 /* 1 when this build reads gzip (zlib was found); a test can pass 0 to act as a build without
  * zlib, 1 to restore, -1 to ask. */
 MT_API int mt_idx_has_zlib(int set);
+
+/* ---------------------------------------------------------------- DataLoader workers (issue 27) */
+/* Tensors in shared memory (core/shm.c): a worker process makes a batch in blocks of shared memory
+ * (anonymous memory files) and sends their descriptors; the main process maps them and makes tensors
+ * over them, without copying. A tensor over a block is an ordinary CPU tensor; the block goes when
+ * the last tensor over it (and the last descriptor) is gone. Linux only. */
+typedef struct mt_shm_map mt_shm_map;
+/* A new contiguous CPU tensor in a block of its own (a tensor of 0 bytes is an ordinary one). */
+MT_API mt_status mt_shm_empty(const int64_t *sizes, int ndim, int dtype, mt_tensor **out);
+/* One block holding a copy of each of the n tensors (CPU; contiguous, row-major) at offsets[i] bytes
+ * (64-byte aligned): a 1-D uint8 tensor over the whole block. */
+MT_API mt_status mt_shm_pack(mt_tensor *const *ts, int n, int64_t *offsets, mt_tensor **out);
+/* The descriptor of the block holding t's storage when this process made it and still holds the
+ * descriptor, with the block's length and t's first element's byte offset in it; else -1. */
+MT_API int mt_shm_fd_of(const mt_tensor *t, size_t *nbytes, int64_t *byte_offset);
+/* Close the descriptors of every block this process made (once a message handed them on); the
+ * blocks stay mapped, and mt_shm_fd_of gives -1 for them from then on. */
+MT_API void mt_shm_close_fds(void);
+/* Map a block received as fd (closed here, mapped or not), nbytes long: the caller holds the map. */
+MT_API mt_status mt_shm_map_fd(int fd, size_t nbytes, mt_shm_map **out);
+/* A tensor over the map at byte_offset with the given geometry (checked to lie inside the block). */
+MT_API mt_status mt_shm_map_tensor(mt_shm_map *m, int64_t byte_offset, int dtype, const int64_t *sizes,
+                                   const int64_t *strides, int ndim, mt_tensor **out);
+MT_API void mt_shm_map_release(mt_shm_map *m);
+/* Blocks mapped in this process now (a leak check). */
+MT_API int64_t mt_shm_live(void);
+/* 1: blocks are memfd_create files; 0: files in /dev/shm, unlinked at once (the fallback for a
+ * kernel without memfd, which a test can choose); -1 asks. */
+MT_API int mt_shm_use_memfd(int set);
+
+/* Worker processes and their channels (core/proc.c): one thread calls these. mt_proc_fork forks:
+ * in the parent *pid is the worker's and *fd the parent's end of their channel (a Unix socket); in
+ * the worker *pid is 0 and *fd its end. The worker dies with its parent, ignores SIGINT and holds no
+ * other worker's channel. A message carries bytes and up to MT_PROC_MAX_FDS descriptors (sent as
+ * they are: the sender keeps and closes its own). */
+#define MT_PROC_MAX_FDS 250
+typedef struct mt_proc_msg {
+  char *data;      /* the payload (freed by mt_proc_msg_clear) */
+  uint64_t nbytes;
+  int32_t nfds;    /* descriptors received: each owned by the message until taken (set to -1) */
+  int32_t closed;  /* 1: the other end closed the channel; nothing was received */
+  int32_t fds[MT_PROC_MAX_FDS + 1];
+} mt_proc_msg;
+MT_API mt_status mt_proc_fork(int *pid, int *fd);
+MT_API mt_status mt_proc_send(int fd, const void *data, size_t nbytes, const int *fds, int nfds);
+/* The next message (blocking; clears m first). */
+MT_API mt_status mt_proc_recv(int fd, mt_proc_msg *m);
+/* Free the payload and close the descriptors nobody took. */
+MT_API void mt_proc_msg_clear(mt_proc_msg *m);
+/* Which of the n channels (at most 256) has a message or was closed: its index; -1 when timeout_ms
+ * (-1: none) passed first, -2 when a signal interrupted the wait, -3 on another failure. */
+MT_API int mt_proc_poll(const int *fds, int n, int timeout_ms);
+MT_API void mt_proc_close(int fd);
+/* waitpid: 0 still running, 1 exited (*code: its status), 2 killed (*code: the signal), -1 not a
+ * child of this process (any more). */
+MT_API int mt_proc_wait(int pid, int block, int *code);
+/* Reap the n workers: those that exit within grace_ms are reaped as they do, the others are killed
+ * (SIGKILL) and reaped; grace_ms 0 kills at once those still running. */
+MT_API void mt_proc_reap(const int *pids, int n, int grace_ms);
+/* SIGTERM, or SIGKILL when hard. */
+MT_API int mt_proc_kill(int pid, int hard);
+MT_API int mt_proc_self(void);
+/* Seconds on the monotonic clock (timeouts). */
+MT_API double mt_proc_clock(void);
+/* Flush stdio and end this process at once (_exit: no atexit handlers, no Lua state to close). */
+MT_API void mt_proc_exit(int code);
+MT_API const char *mt_proc_signal_name(int sig);
 
 /* ---------------------------------------------------------------- issue 24: sparse CSR products */
 /* W @ dense for W an (m, ncols) CSR matrix: crow_indices (m + 1) and col_indices (nnz) int64

@@ -2,8 +2,10 @@
 -- torch.save_safetensors themselves (so they follow the writers: a format change cannot leave
 -- stale seeds behind).
 --
---   bin/moontorch fuzz/make_seeds.lua [DIR]   writes DIR/fuzz_checkpoint/seed-* and
---                                             DIR/fuzz_safetensors/seed-* (DIR: fuzz/corpus)
+--   bin/moontorch fuzz/make_seeds.lua [DIR]   writes DIR/fuzz_checkpoint/seed-*,
+--                                             DIR/fuzz_safetensors/seed-* (DIR: fuzz/corpus) and
+--                                             DIR/fuzz_pytorch/seed-* (PyTorch's files, copied),
+--                                             DIR/fuzz_t7/seed-* (Torch7's, spec/support/t7_writer.lua)
 -- As a module (dofile), it gives the objects to fuzz/lua_load_use.lua: M.checkpoints() and
 -- M.safetensors(), lists of { name =, obj =, [module =] function making a module whose
 -- state_dict the object is, [metadata =] }.
@@ -121,7 +123,55 @@ function M.write(dir)
   f:write(foreign_safetensors())
   f:close()
   assert(torch.load_safetensors(st .. '/seed-foreign').w:tolist()[2] == -2)
-  return n + 1
+  n = n + 1
+  -- PyTorch's own files (fuzz_pytorch): the ones PyTorch 1.13 wrote for spec/pytorch_files_spec.lua,
+  -- zip archives and legacy files, those under 16 KB (LeNet's weights would only slow each run)
+  local pt = dir .. '/fuzz_pytorch'
+  mkdir(pt)
+  local ls = io.popen("ls spec/support/pytorch/ 2>/dev/null")
+  for name in ls:lines() do
+    local src = io.open('spec/support/pytorch/' .. name, 'rb')
+    local bytes = src and src:read('*a')
+    if src then src:close() end
+    if name:match('%.pt$') and bytes and #bytes < 16384 then
+      local out = assert(io.open(pt .. '/seed-' .. name, 'wb'))
+      out:write(bytes)
+      out:close()
+      n = n + 1
+    end
+  end
+  ls:close()
+  -- Torch7's files (fuzz_t7): written by the specs' writer of Torch7's layout, in its three forms
+  local t7 = dir .. '/fuzz_t7'
+  mkdir(t7)
+  local ok, W = pcall(dofile, 'spec/support/t7_writer.lua')
+  if ok then
+    local F = function(sizes, values, o) return W.tensor('Float', sizes, values, o) end
+    local st = W.storage('Double', { 1, 2, 3, 4, 5, 6 })
+    local values = { n = 2.5, s = 'str', b = true, list = { 1, 2, 3 },
+      t = { W.tensor('Byte', { 2 }, { 1, 2 }), W.tensor('Char', { 1 }, { -1 }), W.tensor('Short', { 1 }, { 3 }),
+        W.tensor('Int', { 1 }, { 4 }), W.tensor('Long', { 2 }, { 5, -6 }), W.tensor('Half', { 1 }, { 0.5 }),
+        W.tensor('Cuda', { 1 }, { 1 }), W.tensor('Double', { 2, 3 }, nil, { storage = st }),
+        W.tensor('Double', { 3, 2 }, nil, { storage = st, strides = { 1, 3 } }), W.tensor('Float', {}, nil) },
+      fn = W.func(string.dump(function() return 1 end), { { name = 'x', id = 1, value = 2 } }) }
+    values.self = values
+    local model = W.module('nn.Sequential', { modules = {
+      W.module('nn.SpatialConvolutionMM', { nInputPlane = 1, nOutputPlane = 1, kW = 2, kH = 2, dW = 1, dH = 1, padW = 0,
+        padH = 0, weight = F({ 1, 4 }, { 1, 2, 3, 4 }), bias = F({ 1 }, { 0 }) }),
+      W.module('nn.SpatialBatchNormalization', { eps = 1e-5, running_mean = F({ 1 }, { 0 }), running_var = F({ 1 }, { 1 }),
+        weight = F({ 1 }, { 1 }), bias = F({ 1 }, { 0 }) }),
+      W.module('nn.View', { size = W.storage('Long', { -1 }), numElements = 1 }),
+      W.module('nn.Linear', { weight = F({ 2, 4 }, { 1, 2, 3, 4, 5, 6, 7, 8 }), bias = F({ 2 }, { 0, 1 }) }) } })
+    for name, obj in pairs({ values = values, model = model }) do
+      for form, o in pairs({ b64 = {}, b32 = { long_size = 4 }, ascii = { ascii = true } }) do
+        local out = assert(io.open(t7 .. '/seed-' .. name .. '-' .. form, 'wb'))
+        out:write(W.serialize(obj, o))
+        out:close()
+        n = n + 1
+      end
+    end
+  end
+  return n
 end
 
 if arg and arg[0] and arg[0]:match('make_seeds%.lua$') then

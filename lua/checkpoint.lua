@@ -83,14 +83,15 @@ local function host_view(s, t)
 end
 
 -- map_location: a device (nil for the CPU, where tensors load); the C core says whether it is there
-local function check_location(path, loc)
+local function check_location(path, loc, op)
+  op = op or 'load'
   if loc == nil then return nil end
   local ok, dev = pcall(dtype_mod.device, loc)
   if not ok or type(dev) ~= 'table' and type(dev) ~= 'userdata' then
-    fail('load', ('%s: map_location must be a device (such as \'cpu\'), got %s'):format(path, tostring(loc)))
+    fail(op, ('%s: map_location must be a device (such as \'cpu\'), got %s'):format(path, tostring(loc)))
   end
   if dev._c ~= nil and C.mt_device_check(dev._c) ~= 0 then
-    fail('load', ('%s: map_location %s'):format(path, (ffi.string(C.mt_last_error()):gsub('^[%w_]+: ', '', 1))))
+    fail(op, ('%s: map_location %s'):format(path, (ffi.string(C.mt_last_error()):gsub('^[%w_]+: ', '', 1))))
   end
   if dev.type == 'cpu' then return nil end
   return dev
@@ -109,6 +110,9 @@ local function to_location(s, t)
   end
   if C.mt_tensor_set_data(t, base:as_strided(t:size(), t:stride(), t:storage_offset())) ~= 0 then raise_last() end
 end
+-- (for the other formats' loaders: lua/interop/pytorch.lua)
+function M._check_location(op, path, loc) return check_location(path, loc, op) end
+M._to_location = to_location
 
 
 local write_value
@@ -334,15 +338,14 @@ end
 local rp = ffi.new('mt_ckpt_reader *[1]')
 local value = ffi.new('mt_ckpt_value') -- scratch: read_value copies out what it needs at once
 
--- A file torch.load cannot read but can name: PyTorch's torch.save writes a zip archive ("PK\3\4",
--- since 1.6) or a bare pickle (protocol 2+: "\128"); Python objects cannot be rebuilt in Lua.
+-- A file that is not moontorch's: PyTorch's torch.save writes a zip archive ("PK\3\4", since 1.6)
+-- or a bare pickle (protocol 2+: "\128"): torch.load reads those through torch.load_pytorch.
 local function foreign_format(path)
   local f = io.open(path, 'rb')
   if not f then return nil end
   local head = f:read(9) or ''
   f:close()
-  if head:sub(1, 4) == 'PK\3\4' then return "a PyTorch file (torch.save's zip archive of Python pickles)" end
-  if head:byte(1) == 0x80 then return 'a PyTorch file (a Python pickle)' end
+  if head:sub(1, 4) == 'PK\3\4' or head:sub(1, 4) == 'PK\5\6' or head:byte(1) == 0x80 then return 'pytorch' end
   if #head == 9 and head:sub(9, 9) == '{' then return 'a safetensors file' end -- (8 bytes of header size, then JSON)
   return nil
 end
@@ -380,12 +383,10 @@ function M.load(path, opts)
   local foreign = foreign_format(path)
   if foreign == 'a safetensors file' then
     fail('load', ('%s is a safetensors file: read it with torch.load_safetensors(path)'):format(path))
-  elseif foreign then
-    fail('load', ('%s is %s, which moontorch cannot read: torch.load reads what moontorch\'s torch.save wrote. '
-      .. 'To bring tensors over, save them from Python with safetensors '
-      .. "(from safetensors.torch import save_file; save_file(model.state_dict(), 'model.safetensors')) "
-      .. 'and read them with torch.load_safetensors(path) (model:load_state_dict takes what it returns)')
-      :format(path, foreign))
+  elseif foreign == 'pytorch' then -- PyTorch's own torch.save file: read safely (weights_only's set)
+    if opts ~= nil and type(opts) ~= 'table' and type(opts) ~= 'string' then fail('load', 'options must be a table') end
+    local o = type(opts) == 'string' and { map_location = opts } or opts
+    return require('moontorch.interop.pytorch').load(path, o and { map_location = o.map_location })
   end
   if type(opts) == 'string' then opts = { map_location = opts } end
   if opts ~= nil and type(opts) ~= 'table' then fail('load', 'options must be a table') end

@@ -139,6 +139,8 @@ local lazy = {
   load = function() return require('moontorch.checkpoint').load end,
   save_safetensors = function() return require('moontorch.safetensors_io').save end,
   load_safetensors = function() return require('moontorch.safetensors_io').load end,
+  load_pytorch = function() return require('moontorch.interop.pytorch').load end, -- PyTorch's .pt files
+  load_t7 = function() return require('moontorch.interop.t7').load end, -- Torch7's .t7 files
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,

@@ -66,6 +66,48 @@ describe('moontorch.utils.data', function()
       H.errors_with(function() data.ConcatDataset({}) end, 'datasets should not be an empty iterable')
     end)
 
+    it('every dataset class has an __init that a subclass calls as modules do', function()
+      local Base = torch.class('spec.InitBase', data.Dataset)
+      function Base:__init(n)
+        data.Dataset.__init(self)
+        self.n = n
+      end
+      function Base:__getitem(i) return i end
+      function Base:__len() return self.n end
+      local Stream = torch.class('spec.InitStream', data.IterableDataset)
+      function Stream:__init(n)
+        data.IterableDataset.__init(self)
+        self.n = n
+      end
+      function Stream:__iter()
+        local i = 0
+        return function() i = i + 1; if i <= self.n then return i end end
+      end
+      local Scaled = torch.class('spec.InitScaled', data.TensorDataset)
+      function Scaled:__init(t, k)
+        data.TensorDataset.__init(self, t * k)
+      end
+      assert.are.equal(4, Base(4):__len())
+      assert.are.same({ 1, 2, 3 }, list(Stream(3):__iter()))
+      assert.are.equal(30, Scaled(torch.arange(5), 10)[4][1]:item())
+      for _, name in ipairs({ 'Dataset', 'IterableDataset', 'TensorDataset', 'Subset', 'ConcatDataset', 'ChainDataset' }) do
+        assert.are.equal('function', type(data[name].__init), name)
+      end
+    end)
+
+    it('len(ds) is data.len(ds) or ds:__len(): LuaJIT\'s # does not call __len on a table', function()
+      local ds = data.TensorDataset(torch.zeros(7, 2))
+      assert.are.equal(7, ds:__len())
+      assert.are.equal(7, data.len(ds))
+      assert.are.equal(0, #ds) -- the trap the README's Data section warns of
+      assert.are.equal(3, data.len(data.DataLoader(ds, { batch_size = 3 })))
+      assert.are.equal(7, data.len(data.SequentialSampler(ds)))
+      assert.are.equal(5, data.len(torch.zeros(5, 2)))
+      assert.are.equal(2, data.len({ 'a', 'b' }))
+      H.errors_with(function() data.len(3) end, "object of type 'number' has no len()")
+      H.errors_with(function() data.len(data.Dataset()) end, "object of type 'data.Dataset' has no len()")
+    end)
+
     it('Subset views a dataset through 1-based indices (an array or a tensor)', function()
       local ds = data.TensorDataset(torch.arange(10) * 2)
       local s = data.Subset(ds, { 10, 1, 5 })
@@ -92,6 +134,11 @@ describe('moontorch.utils.data', function()
       local got = {}
       for b in dl() do got[#got + 1] = b:tolist() end
       assert.are.same({ { 1, 2 }, { 3, 4 }, { 5 } }, got)
+      -- a pass draws its base seed first, for an iterable dataset too: the global stream goes on as
+      -- PyTorch's (torch.manual_seed(0); iterate; torch.rand(1) -> 0.08847743272781372)
+      torch.manual_seed(0)
+      for _ in dl() do end
+      assert.are.equal(0.08847743272781372, torch.rand(1):item())
       H.errors_with(function() data.DataLoader(Count(1, 5), { shuffle = true }) end,
         'DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=True')
     end)
@@ -319,7 +366,29 @@ describe('moontorch.utils.data', function()
         'batch_size should be a positive integer value, but got batch_size=0')
       H.errors_with(function() data.DataLoader(ds, { batchsize = 2 }) end,
         "__init__() got an unexpected keyword argument 'batchsize'")
-      H.errors_with(function() data.DataLoader(ds, { num_workers = 2 }) end, 'num_workers > 0')
+      H.errors_with(function() data.DataLoader(ds, { num_workers = -1 }) end,
+        'num_workers option should be a non-negative integer (got -1); use num_workers=0 to disable multiprocessing.')
+      H.errors_with(function() data.DataLoader(ds, { num_workers = 1.5 }) end, 'num_workers option should be a non-negative integer')
+      H.errors_with(function() data.DataLoader(ds, { timeout = -1, num_workers = 1 }) end, 'timeout option should be non-negative')
+      H.errors_with(function() data.DataLoader(ds, { timeout = 1 }) end, 'timeout option applies to worker processes: it needs num_workers > 0')
+      H.errors_with(function() data.DataLoader(ds, { prefetch_factor = 4 }) end,
+        'prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 to enable multiprocessing.')
+      H.errors_with(function() data.DataLoader(ds, { prefetch_factor = 0, num_workers = 1 }) end,
+        'prefetch_factor option should be a positive integer, but got prefetch_factor=0')
+      H.errors_with(function() data.DataLoader(ds, { persistent_workers = true }) end, 'persistent_workers option needs num_workers > 0')
+      H.errors_with(function() data.DataLoader(ds, { worker_init_fn = 3, num_workers = 1 }) end, 'worker_init_fn should be a function, got number')
+      H.errors_with(function() data.DataLoader(ds, { multiprocessing_context = 'fork' }) end,
+        'multiprocessing_context can only be used with multi-process loading (num_workers > 0), but got num_workers=0')
+      H.errors_with(function() data.DataLoader(ds, { multiprocessing_context = 'spawn', num_workers = 1 }) end,
+        "multiprocessing_context option should specify a valid start method in ['fork'] (moontorch's workers are forked processes), but got multiprocessing_context='spawn'")
+      H.errors_with(function() data.DataLoader(ds, { pin_memory = 'yes' }) end, 'pin_memory option should be a boolean')
+      -- accepted as PyTorch accepts them (pin_memory: nothing to pin without CUDA)
+      local dl = data.DataLoader(ds, { num_workers = 2, prefetch_factor = 3, persistent_workers = true, timeout = 5,
+        pin_memory = true, multiprocessing_context = 'fork', pin_memory_device = '' })
+      assert.are.same({ 2, 3, true, 5, true, '' }, { dl.num_workers, dl.prefetch_factor, dl.persistent_workers, dl.timeout,
+        dl.pin_memory, dl.pin_memory_device })
+      assert.are.same({ 0, false, 0 }, { data.DataLoader(ds).num_workers, data.DataLoader(ds).pin_memory, data.DataLoader(ds).timeout })
+      assert.are.equal(2, data.DataLoader(ds, { num_workers = 1 }).prefetch_factor)
     end)
   end)
 end)

@@ -51,8 +51,8 @@ doc { 'torch.utils.data.BatchSampler(sampler, batch_size, drop_last) -> Sampler'
   ex = 'local b = {}\nfor batch in data.BatchSampler(data.SequentialSampler({1, 2, 3}), 2, false):iter() do b[#b + 1] = #batch end\nprint(table.concat(b, \' \'))  --> 2 1' }
 
 doc.section 'The loader'
-doc { 'torch.utils.data.DataLoader(dataset, {batch_size=1, shuffle=false, sampler=, batch_sampler=, num_workers=0, collate_fn=, pin_memory=false, drop_last=false, timeout=0, worker_init_fn=, generator=, prefetch_factor=, persistent_workers=false}) -> DataLoader',
-  does = 'Batches of samples: for x, y in loader:iter() do (or loader()) yields each batch\'s members as several values; loader:__len() counts the batches. shuffle draws PyTorch\'s order for the same generator; batch_size = false turns batching off (PyTorch\'s None).',
+doc { 'torch.utils.data.DataLoader(dataset, {batch_size=1, shuffle=false, sampler=, batch_sampler=, num_workers=0, collate_fn=, pin_memory=false, drop_last=false, timeout=0, worker_init_fn=, multiprocessing_context=, generator=, prefetch_factor=2, persistent_workers=false, pin_memory_device=}) -> DataLoader',
+  does = 'Batches of samples: for x, y in loader:iter() do (or loader()) yields each batch\'s members as several values; loader:__len() counts the batches. shuffle draws PyTorch\'s order for the same generator; batch_size = false turns batching off (PyTorch\'s None). num_workers > 0 loads the batches in that many forked worker processes (Linux), handed back through shared memory in the sampler\'s order, each worker seeded with base_seed + its id as in PyTorch; worker_init_fn(id), prefetch_factor (batches in flight per worker), persistent_workers (the same processes every pass) and timeout (seconds) as PyTorch\'s; pin_memory does nothing without CUDA; multiprocessing_context can only be \'fork\'. An error in a worker is raised at the loop with the worker\'s id and traceback.',
   ex = 'local loader = data.DataLoader(data.TensorDataset(torch.arange(5), torch.arange(5) * 2), {batch_size = 2})\nfor x, y in loader:iter() do print(x, y) end\nprint(loader:__len())  --> 3' }
 doc { 'torch.utils.data.DataLoader:iter() -> iterator', pt = 'torch.utils.data.DataLoader (iter(loader))',
   does = 'An iterator over the batches (a new pass, reshuffled when shuffle is on); calling the loader does the same.',
@@ -65,7 +65,7 @@ doc { 'torch.utils.data.default_convert(data) -> data',
   does = 'What a loader does to each sample with batching off: numbers and arrays of them to tensors, tensors as they are.',
   ex = 'print(torch.is_tensor(data.default_convert(torch.ones(1))))  --> true' }
 doc { 'torch.utils.data.get_worker_info() -> info or nil',
-  does = 'Inside a loader\'s worker, its id, the number of workers, its seed and its dataset copy; nil in the process that iterates (always, with num_workers = 0).',
+  does = 'Inside a loader\'s worker process: its id (0 to num_workers - 1, as PyTorch counts), num_workers, seed (base_seed + id, an int64 cdata) and dataset (the worker\'s copy); nil in the process that iterates. An IterableDataset shards its stream with it.',
   ex = 'print(data.get_worker_info())  --> nil' }
 
 doc.section 'Datasets on disk'

@@ -264,8 +264,16 @@ doc { 'torch.save(obj, path_or_file, {sync=})',
   does = 'Writes obj (tensors, Lua values, tables with cycles, instances of registered classes: whole modules and optimizers) to a file, or an open Lua file handle, in moontorch\'s checksummed format, atomically (sync = false skips the fsyncs).',
   ex = 'local path = os.tmpname()\ntorch.save({w = torch.ones(2), step = 3}, path)\nprint(torch.load(path).step)  --> 3\nos.remove(path)' }
 doc { 'torch.load(path_or_file, {mmap=, map_location=}) -> value',
-  does = 'Reads what torch.save wrote (views keep sharing their storage; mmap = true maps the file instead of reading it). A damaged file is an error, never a crash. For PyTorch\'s .pt files, export to safetensors and use torch.load_safetensors.',
+  does = 'Reads what torch.save wrote (views keep sharing their storage; mmap = true maps the file instead of reading it). A damaged file is an error, never a crash. PyTorch\'s own .pt files (zip or legacy) are read by torch.load_pytorch.',
   ex = 'local path = os.tmpname()\ntorch.save(torch.arange(3), path)\nprint(torch.load(path))  --> tensor([0, 1, 2])\nos.remove(path)' }
+doc { 'torch.load_pytorch(path_or_file, {map_location=}) -> value',
+  does = 'Reads a file PyTorch\'s torch.save wrote (the zip archive or the legacy format) with a restricted unpickler in C that accepts what PyTorch\'s weights_only=True accepts and runs nothing: tensors (views share storages; Parameter and requires_grad kept), OrderedDict (a torch.OrderedDict, its _metadata kept), dicts, lists and tuples (arrays), numbers, strings, bools; None leaves an entry out. Any other Python global is an error naming it. A state_dict goes straight into model:load_state_dict. torch.load calls it for such files.',
+  pt = 'torch.load',
+  ex = 'local sd = torch.load_pytorch(\'spec/support/pytorch/mlp.pt\')\nprint(sd:keys()[1], sd[\'0.weight\']:size())  --> 0.weight torch.Size([16, 6])' }
+doc { 'torch.load_t7(path, {trust=, format=, long_size=}) -> value',
+  does = 'Reads a file Torch7\'s torch.save wrote (binary, with 8- or 4-byte longs told apart, or ASCII: format = \'binary\' or \'ascii\' and long_size = 4 or 8 force them): numbers, strings, booleans, tables (shared and cyclic ones kept), tensors and storages of every Torch7 type (CUDA\'s too) as moontorch tensors, and Torch7\'s nn modules as moontorch modules with their weights (Linear, SpatialConvolution(MM), SpatialMaxPooling, (Spatial)BatchNormalization, ReLU, Tanh, Sigmoid, Identity, Threshold, Sequential, Concat, View, Reshape, Dropout, rnn\'s SeqLSTM); other classes become plain tables with their class under __typename. A Lua function stored in the file is refused unless trust = true. A damaged file is an error, never a crash.',
+  pt = false,
+  ex = 'local W = dofile(\'spec/support/t7_writer.lua\')  -- (Torch7\'s layout, for the example)\nlocal path = os.tmpname()\nlocal f = io.open(path, \'wb\')\nf:write(W.serialize(W.module(\'nn.Linear\', {weight = W.tensor(\'Float\', {1, 2}, {1, 2}), bias = W.tensor(\'Float\', {1}, {0.5})})))\nf:close()\nlocal m = torch.load_t7(path)\nprint(m(torch.tensor({3, 4})))  --> tensor([11.5000], grad_fn=<AddBackward0>)\nos.remove(path)' }
 doc { 'torch.save_safetensors(tensors, path, metadata, {sync=})',
   does = 'Writes a table of tensors by name to a .safetensors file (byte for byte as the reference writer); metadata an optional table of strings.',
   pt = 'safetensors.torch.save_file',

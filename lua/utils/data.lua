@@ -4,13 +4,15 @@
 --   local train, val = unpack(data.random_split(ds, {0.8, 0.2}, {generator = g}))
 --   local loader = data.DataLoader(train, {batch_size = 64, shuffle = true, generator = g})
 --   for x, y in loader:iter() do ... end                    -- or `for x, y in loader() do`
---   loader:__len()                                           -- the number of batches (LuaJIT's # ignores __len)
+--   loader:__len(), data.len(loader)                         -- the number of batches (LuaJIT's # ignores __len)
+--   data.DataLoader(ds, {num_workers = 2, ...})              -- 2 worker processes (data_workers.lua)
 -- Indices are 1-based everywhere (samplers yield 1..n). A sample that is a Lua array (TensorDataset's
 -- {x, y}) is PyTorch's tuple: the loader yields a batch's members as several values.
 -- Shuffled orders equal PyTorch 1.13's for the same seed: RandomSampler draws randperm / randint(·, 32)
 -- from the generator as PyTorch does, and each pass of a DataLoader first draws its base seed (one
 -- int64) from the loader's generator (or the global one), as PyTorch's iterator does.
--- Batching a TensorDataset with the default collate is one index_select per tensor (in C).
+-- Batching a TensorDataset with the default collate is one index_select per tensor (in C). In a
+-- worker process, default_collate and that index_select write into shared memory (data_workers.lua).
 local ffi = require 'ffi'
 local torch = require 'moontorch'
 local class = require 'moontorch.class'
@@ -46,6 +48,9 @@ M.len = len
 
 ------------------------------------------------------------------------------ datasets
 local Dataset = class.class('data.Dataset', nil, M)
+-- nothing to set up: here so that a subclass calls its parent's constructor as modules do
+-- (`data.Dataset.__init(self)`)
+function Dataset:__init() end
 -- ds[i] calls ds:__getitem(i); other keys are the class's fields
 function Dataset.__index(self, k)
   if type(k) == 'number' then return self:__getitem(k) end
@@ -62,6 +67,7 @@ function Dataset.__tostring(self) return ('<%s object>'):format(class.typename(s
 
 -- IterableDataset: a dataset read as a stream; subclasses define :__iter() returning an iterator function
 local IterableDataset = class.class('data.IterableDataset', Dataset, M)
+function IterableDataset:__init() Dataset.__init(self) end
 function IterableDataset.__iter(self)
   fail('utils.data.IterableDataset', ('%s must define __iter (NotImplementedError)'):format(class.typename(self) or 'IterableDataset'))
 end
@@ -438,6 +444,17 @@ function BatchSampler:__iter()
 end
 
 ------------------------------------------------------------------------------ collation
+-- the WorkerInfo of this process when it is a DataLoader's worker (get_worker_info, below)
+local worker_info
+
+-- a new tensor for a batch: in a worker, in shared memory (handed to the main process without a copy)
+local shm_empty
+local function batch_out(sizes, dt)
+  if not worker_info then return nil end
+  shm_empty = shm_empty or require('moontorch.utils.data_workers').shm_empty
+  return shm_empty(sizes, dt)
+end
+
 local function is_array(t) return rawget(t, 1) ~= nil or (next(t) == nil) end
 
 -- default_collate(samples): PyTorch's default_collate. Tensors are stacked along a new first
@@ -449,6 +466,17 @@ local function default_collate(batch)
   local elem = batch[1]
   local te = type(elem)
   if is_tensor(elem) then
+    if worker_info then -- stacked straight into shared memory, when the samples allow it
+      local dt, ok = elem.dtype, true
+      for _, t in ipairs(batch) do
+        if not is_tensor(t) or t.dtype ~= dt or t.requires_grad or t._device_type ~= 0 then ok = false; break end
+      end
+      if ok then
+        local sizes = { #batch }
+        for d = 1, elem:dim() do sizes[d + 1] = elem:size(d) end
+        return torch.stack(batch, 1, { out = batch_out(sizes, dt) })
+      end
+    end
     return torch.stack(batch, 1)
   elseif te == 'number' then
     local all_int = true
@@ -501,18 +529,47 @@ local function default_convert(data)
 end
 M.default_convert = default_convert
 
--- get_worker_info(): nil, as PyTorch's in the main process; moontorch's DataLoader loads every
--- batch in the process that iterates it (num_workers=0), so a dataset never runs in a worker
-function M.get_worker_info() return nil end
+------------------------------------------------------------------------------ workers
+-- get_worker_info(): in a DataLoader's worker process, its WorkerInfo (id: 0 to num_workers - 1, as
+-- PyTorch's, num_workers, seed: the seed its torch generator got, an int64 cdata, dataset: the
+-- worker's copy of the dataset); nil in the main process
+function M.get_worker_info() return worker_info end
+M._set_worker_info = function(w) worker_info = w end
+
+-- read-only, as PyTorch's: the fields live in a table of their own, so that every assignment
+-- reaches __newindex
+-- (not a public name, as in PyTorch: torch.utils.data._utils.worker.WorkerInfo)
+local WorkerInfo = class.class('data.WorkerInfo')
+M._WorkerInfo = WorkerInfo
+local info_keys = { 'id', 'num_workers', 'seed', 'dataset' }
+function WorkerInfo:__init(fields)
+  local f = {}
+  for _, k in ipairs(info_keys) do f[k] = fields[k] end
+  rawset(self, '_fields', f)
+end
+function WorkerInfo.__index(self, k)
+  local v = rawget(self, '_fields')[k]
+  if v ~= nil then return v end
+  return WorkerInfo[k]
+end
+function WorkerInfo:__newindex() fail('utils.data.WorkerInfo', 'Cannot assign attributes to WorkerInfo objects') end
+function WorkerInfo:__tostring()
+  local f = rawget(self, '_fields')
+  return ('WorkerInfo(id=%d, num_workers=%d, seed=%s, dataset=%s)'):format(f.id, f.num_workers,
+    (tostring(f.seed):gsub('LL$', '')), tostring(f.dataset))
+end
 
 ------------------------------------------------------------------------------ DataLoader
 local DataLoader = class.class('data.DataLoader', nil, M)
 local loader_keys = { batch_size = true, shuffle = true, sampler = true, batch_sampler = true, num_workers = true,
   collate_fn = true, pin_memory = true, drop_last = true, timeout = true, worker_init_fn = true, generator = true,
-  prefetch_factor = true, persistent_workers = true }
+  prefetch_factor = true, persistent_workers = true, multiprocessing_context = true, pin_memory_device = true }
 
 -- DataLoader(dataset, {batch_size=1, shuffle=false, sampler=, batch_sampler=, collate_fn=,
--- drop_last=false, generator=}); batch_size=false turns automatic batching off (PyTorch's None)
+-- drop_last=false, generator=, num_workers=0, worker_init_fn=, prefetch_factor=2,
+-- persistent_workers=false, timeout=0, pin_memory=false}); batch_size=false turns automatic
+-- batching off (PyTorch's None). num_workers > 0 loads batches in that many forked worker processes
+-- (lua/utils/data_workers.lua).
 function DataLoader:__init(dataset, opts)
   local op = 'utils.data.DataLoader'
   opts = opts or {}
@@ -523,11 +580,47 @@ function DataLoader:__init(dataset, opts)
   if batch_size == nil then batch_size = 1 end
   local shuffle, sampler, batch_sampler = opts.shuffle, opts.sampler, opts.batch_sampler
   local drop_last = opts.drop_last or false
-  if opts.num_workers ~= nil and opts.num_workers ~= 0 then
-    if not is_int(opts.num_workers) or opts.num_workers < 0 then
-      fail(op, 'num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.')
+  local num_workers = opts.num_workers or 0
+  if not is_int(num_workers) or num_workers < 0 then
+    fail(op, ('num_workers option should be a non-negative integer (got %s); use num_workers=0 to disable multiprocessing.')
+      :format(pyrepr(num_workers)))
+  end
+  if num_workers > 256 then fail(op, ('num_workers=%d: at most 256 worker processes'):format(num_workers)) end
+  local timeout = opts.timeout or 0
+  if type(timeout) ~= 'number' or timeout ~= timeout then fail(op, 'timeout option should be a number of seconds') end
+  if timeout < 0 then fail(op, 'timeout option should be non-negative') end
+  if timeout > 0 and num_workers == 0 then
+    fail(op, 'timeout option applies to worker processes: it needs num_workers > 0')
+  end
+  local prefetch_factor = opts.prefetch_factor
+  if prefetch_factor ~= nil then
+    if not is_int(prefetch_factor) or prefetch_factor <= 0 then
+      fail(op, ('prefetch_factor option should be a positive integer, but got prefetch_factor=%s'):format(pyrepr(prefetch_factor)))
     end
-    fail(op, 'num_workers > 0 (worker processes) is not supported: batches are loaded in this process (num_workers=0)')
+    if num_workers == 0 and prefetch_factor ~= 2 then
+      fail(op, 'prefetch_factor option could only be specified in multiprocessing. let num_workers > 0 to enable multiprocessing.')
+    end
+  end
+  local persistent = opts.persistent_workers or false
+  if type(persistent) ~= 'boolean' then fail(op, 'persistent_workers option should be a boolean') end
+  if persistent and num_workers == 0 then fail(op, 'persistent_workers option needs num_workers > 0') end
+  if opts.worker_init_fn ~= nil and type(opts.worker_init_fn) ~= 'function' and not (getmetatable(opts.worker_init_fn) or {}).__call then
+    fail(op, ('worker_init_fn should be a function, got %s'):format(type(opts.worker_init_fn)))
+  end
+  local pin_memory = opts.pin_memory or false
+  if type(pin_memory) ~= 'boolean' then fail(op, 'pin_memory option should be a boolean') end
+  if opts.pin_memory_device ~= nil and type(opts.pin_memory_device) ~= 'string' then
+    fail(op, 'pin_memory_device option should be a string')
+  end
+  local ctx = opts.multiprocessing_context
+  if ctx ~= nil then
+    if num_workers == 0 then
+      fail(op, ('multiprocessing_context can only be used with multi-process loading (num_workers > 0), but got num_workers=0'))
+    end
+    if ctx ~= 'fork' then
+      fail(op, ("multiprocessing_context option should specify a valid start method in ['fork'] (moontorch's workers are forked processes), but got multiprocessing_context=%s")
+        :format(type(ctx) == 'string' and ("'" .. ctx .. "'") or tostring(ctx)))
+    end
   end
   if class.isinstance(dataset, IterableDataset) then
     if shuffle then
@@ -561,7 +654,11 @@ function DataLoader:__init(dataset, opts)
   end
   self.dataset, self.batch_size, self.drop_last = dataset, batch_size, drop_last
   self.sampler, self.batch_sampler, self.generator = sampler, batch_sampler, opts.generator
-  self.num_workers = 0
+  self.num_workers, self.timeout, self.worker_init_fn = num_workers, timeout, opts.worker_init_fn
+  self.prefetch_factor = prefetch_factor or 2
+  self.persistent_workers, self.pin_memory = persistent, pin_memory
+  self.pin_memory_device = opts.pin_memory_device or ''
+  self.multiprocessing_context = ctx
   self._auto_collation = batch_sampler ~= nil or (self._iterable and batch_size ~= false)
   -- a given collate_fn only: the default is the class's (so that torch.save can save a loader)
   self.collate_fn = opts.collate_fn
@@ -586,8 +683,9 @@ local function values_of(batch)
   if type(batch) == 'table' and getmetatable(batch) == nil and rawget(batch, 1) ~= nil then return unpack(batch) end
   return batch
 end
+M._values_of = values_of
 
--- a batch with the default collate: one index_select per tensor
+-- a batch with the default collate: one index_select per tensor (in a worker, into shared memory)
 function TensorDataset:__getbatch(idx)
   local ts = rawget(self, 'tensors')
   local n = ts[1]:size(1)
@@ -600,58 +698,93 @@ function TensorDataset:__getbatch(idx)
   end
   local it = torch.tensor(ix, { dtype = torch.int64 })
   local out = {}
-  for k, t in ipairs(ts) do out[k] = t:index_select(1, it) end
+  for k, t in ipairs(ts) do
+    local o
+    if worker_info and not t.requires_grad then
+      local sizes = { #ix }
+      for d = 2, t:dim() do sizes[d] = t:size(d) end
+      o = batch_out(sizes, t.dtype)
+    end
+    out[k] = o and t:index_select(1, it, { out = o }) or t:index_select(1, it)
+  end
   return out
+end
+
+-- The fetchers (PyTorch's _MapDatasetFetcher and _IterableDatasetFetcher), one per loader pass and
+-- one per worker: map_fetcher(loader)(index) gives the collated batch of a batch of indices (or the
+-- converted sample of one index); iterable_fetcher(loader)(n) the batch of the next n samples of
+-- the dataset's iterator (nil n: the next sample), or nil once it ended.
+local function collate_of(loader)
+  if loader._default_collate and not loader._auto_collation then return default_convert end
+  return loader.collate_fn
+end
+function M._map_fetcher(loader)
+  local ds, collate, auto = loader.dataset, collate_of(loader), loader._auto_collation
+  -- with the default collate, a dataset with __getbatch (TensorDataset, the MNIST family) hands
+  -- over a whole batch at once (nil: it cannot, collate its samples)
+  local fast = loader._default_collate and auto and type(ds.__getbatch) == 'function'
+  return function(idx)
+    if not auto then return collate(ds[idx]) end
+    if fast then
+      local b = ds:__getbatch(idx)
+      if b ~= nil then return b end
+    end
+    local samples = {}
+    for k, i in ipairs(idx) do samples[k] = ds[i] end
+    return collate(samples)
+  end
+end
+function M._iterable_fetcher(loader)
+  local it = loader.dataset:__iter()
+  local collate, drop, ended = collate_of(loader), loader.drop_last, false
+  return function(n)
+    if ended then return nil end
+    if n == nil then
+      local v = it()
+      if v == nil then ended = true; return nil end
+      return collate(v)
+    end
+    local b = {}
+    for k = 1, n do
+      local v = it()
+      if v == nil then ended = true; break end
+      b[k] = v
+    end
+    if #b == 0 or (drop and #b < n) then return nil end
+    return collate(b)
+  end
+end
+
+-- PyTorch's iterator draws its base seed (one int64) as it starts, from the loader's generator (or
+-- the global one), before the first index; workers seed their generators from it
+function M._base_seed(loader)
+  local s = torch.empty({}, { dtype = torch.int64 }):random_(loader.generator and { generator = loader.generator } or nil)
+  return ffi.cast('int64_t *', s._data)[0]
 end
 
 -- loader:iter(): an iterator over the batches, each yielded as its values (x, y for {x, y} samples)
 function DataLoader:iter()
-  local op = 'utils.data.DataLoader'
-  local ds, collate = self.dataset, self.collate_fn
-  if self._default_collate and not self._auto_collation then collate = default_convert end
+  if self.num_workers > 0 then return require('moontorch.utils.data_workers').iter(self) end
   if self._iterable then
-    local it = ds:__iter()
-    local bs, drop = self.batch_size, self.drop_last
-    if bs == false then
-      return function()
-        local v = it()
-        if v ~= nil then return values_of(collate(v)) end
-      end
-    end
-    local finished = false
+    M._base_seed(self) -- drawn first for an iterable dataset too (then its __iter runs), as PyTorch does
+    local fetch, bs = M._iterable_fetcher(self), self.batch_size
+    if bs == false then bs = nil end
     return function()
-      if finished then return nil end
-      local b = {}
-      for k = 1, bs do
-        local v = it()
-        if v == nil then finished = true; break end
-        b[k] = v
-      end
-      if #b == 0 or (drop and #b < bs) then return nil end
-      return values_of(collate(b))
+      local b = fetch(bs)
+      if b ~= nil then return values_of(b) end
     end
   end
   local idx_it = sampler_iter(self.batch_sampler or self.sampler)
-  -- PyTorch's iterator draws its base seed (one int64) as it starts, before the first index
-  torch.empty({}, { dtype = torch.int64 }):random_(self.generator and { generator = self.generator } or nil)
-  -- with the default collate, a dataset with __getbatch (TensorDataset, the MNIST family) hands
-  -- over a whole batch at once (nil: it cannot, collate its samples)
-  local fast = self._default_collate and self._auto_collation and type(ds.__getbatch) == 'function'
-  local auto = self._auto_collation
+  M._base_seed(self)
+  local fetch = M._map_fetcher(self)
   return function()
     local idx = idx_it()
     if idx == nil then return nil end
-    if not auto then return values_of(collate(ds[idx])) end
-    if fast then
-      local b = ds:__getbatch(idx)
-      if b ~= nil then return values_of(b) end
-    end
-    local samples = {}
-    for k, i in ipairs(idx) do samples[k] = ds[i] end
-    return values_of(collate(samples))
+    return values_of(fetch(idx))
   end
 end
 DataLoader.__call = DataLoader.iter
 function DataLoader:__tostring() return '<torch.utils.data.dataloader.DataLoader object>' end
 
+M._sampler_iter = sampler_iter
 return M
