@@ -699,10 +699,11 @@ static TGTV void qc_pack_512(const qcjob *j, int64_t n, int64_t p0, int64_t pw, 
   } r[4];
   const int64_t oh_first = p0 / OW, ow_first = p0 % OW;
   /* no padding, stride 1 along rows: every run lies inside the image; a quad's 4 rows advance together */
-  int64_t kq_all = pad[0] == 0 && pad[1] == 0 && s[1] == 1 ? K / 4 : 0;
+  int64_t kq_all = pad[0] == 0 && pad[1] == 0 && s[1] == 1 ? KQ : 0;
   for (int64_t kq = 0; kq < kq_all; kq++) {
     const uint8_t *rp[4];
-    for (int t = 0; t < 4; t++) {
+    int nt = K - 4 * kq < 4 ? (int)(K - 4 * kq) : 4; /* the quad's rows below K; the others are zeros */
+    for (int t = 0; t < nt; t++) {
       int64_t kk = 4 * kq + t, c = kk / (k[0] * k[1]), kh = kk / k[1] % k[0], kw = kk % k[1];
       rp[t] = j->X + (n * j->C + c) * H * W + (oh_first * s[0] + kh * d[0]) * W + kw * d[1];
     }
@@ -714,14 +715,18 @@ static TGTV void qc_pack_512(const qcjob *j, int64_t n, int64_t p0, int64_t pw, 
         if (g > 16) g = 16;
         if (g > 32 - qq % 32) g = 32 - qq % 32;
         __mmask16 m = g == 16 ? (__mmask16)0xffff : (__mmask16)((1u << g) - 1);
-        qc_quads16(_mm_maskz_loadu_epi8(m, rp[0] + ow), _mm_maskz_loadu_epi8(m, rp[1] + ow),
-                   _mm_maskz_loadu_epi8(m, rp[2] + ow), _mm_maskz_loadu_epi8(m, rp[3] + ow), m,
-                   Bq + (qq / 32) * KQ * 32 + kq * 32 + qq % 32);
+        uint32_t *dst = Bq + (qq / 32) * KQ * 32 + kq * 32 + qq % 32;
+        if (nt == 4)
+          qc_quads16(_mm_maskz_loadu_epi8(m, rp[0] + ow), _mm_maskz_loadu_epi8(m, rp[1] + ow),
+                     _mm_maskz_loadu_epi8(m, rp[2] + ow), _mm_maskz_loadu_epi8(m, rp[3] + ow), m, dst);
+        else /* K's last quad */
+          qc_quads16(_mm_maskz_loadu_epi8(m, rp[0] + ow), nt > 1 ? _mm_maskz_loadu_epi8(m, rp[1] + ow) : _mm_setzero_si128(),
+                     nt > 2 ? _mm_maskz_loadu_epi8(m, rp[2] + ow) : _mm_setzero_si128(), _mm_setzero_si128(), m, dst);
         ow += g;
       }
       q += ow1 - ow0;
       ow0 = 0;
-      for (int t = 0; t < 4; t++) rp[t] += s[0] * W;
+      for (int t = 0; t < nt; t++) rp[t] += s[0] * W;
     }
   }
   for (int64_t kq = kq_all; kq < KQ; kq++) {
