@@ -509,6 +509,17 @@ if want('lenet') then
     o and o.peak_kb, t and t.peak_kb, now = nowv(t, 'ms') }
 end
 
+-- (program) issue 26: LeNet-5 inference at batch 1 run by the C runner (torch.export + moontorch-run),
+-- against PyTorch's eager module under no_grad (the target: at most 0.5 of its time); the Lua module's
+-- own time printed beside (`luajit bench/run.lua program`)
+if want('program') then
+  local o, t = ours('program_lenet'), theirs('program_lenet')
+  line('(program) LeNet-5 batch 1, C runner', o and o.runner_us, t and t.us, 'us', 'lower')
+  if o then print(('%-34s ours %10.1f us (the module called from Lua)'):format('(program) LeNet-5 batch 1, Lua', o.lua_us)) end
+  rows[#rows + 1] = { 'LeNet-5 inference, batch 1 (C runner: torch.export + moontorch-run)', o and o.runner_us, t and t.us,
+    'us', 'lower', now = nowv(t, 'us') }
+end
+
 -- (fashion) issue 13: an epoch of the Fashion-MNIST demo (examples/fashion_mnist.lua: LeNet-5, Adam
 -- with a one-cycle schedule, batch 64, 60 000 images, then the 10 000 test images) beside its PyTorch
 -- twin (bench/fashion_mnist.py), each run as a user runs it (one process, data loaded from Debian's
@@ -568,6 +579,59 @@ if want('softmax') then
     { 'ce1k_step_us', 'F.cross_entropy, 128x1000, forward + backward' } }) do
     line('(softmax) ' .. r[2], o[r[1]], t[r[1]], 'us', 'lower')
     rows[#rows + 1] = { '`' .. r[2]:gsub(', ', '`, ', 1), o[r[1]], t[r[1]], 'µs', 'lower', nil, nil, now = nowv(t, r[1]) }
+  end
+end
+
+-- (ddp) issue 23: data-parallel training of the 784-512-256-10 MLP, one thread per process: one
+-- process at batch 128, then 2 ranks (mpirun) under nn.parallel.DistributedDataParallel at global
+-- batch 256 (mpirun --bind-to none, as the launcher), beside PyTorch's DDP on gloo in the same setup
+-- (bench/ddp_gloo.py: processes unbound too); the runs
+-- alternate 5 times, each keeping its best (`luajit bench/run.lua ddp` runs it alone)
+local ddp_rows = {}
+if want('ddp') then
+  local mpirun = sh('command -v mpirun'):match('(%S+)')
+  local lib = io.open(build .. '/lib/moontorch/libmoontorch_mpi.so', 'rb')
+  if lib then lib:close() end
+  if not mpirun or not lib then
+    print('(ddp) skipped: no mpirun or no libmoontorch_mpi.so in this build (Open MPI: libopenmpi-dev openmpi-bin)')
+  else
+    local env1 = ('MOONTORCH_BUILD_DIR=%s BENCH_THREADS=1 '):format(build)
+    local root_flag = sh('id -u'):match('^0') and ' --allow-run-as-root' or ''
+    local runs = {
+      one = function() return figures(env1 .. luajit .. ' bench/workloads/ddp_mlp.lua 50') end,
+      two = function()
+        return figures(('%s%s -np 2 --bind-to none%s %s bench/workloads/ddp_mlp.lua 50'):format(env1, mpirun, root_flag, luajit))
+      end,
+      view = function()
+        return figures(('%sBENCH_DDP_VIEW=1 %s -np 2 --bind-to none%s -x BENCH_DDP_VIEW %s bench/workloads/ddp_mlp.lua 50')
+          :format(env1, mpirun, root_flag, luajit))
+      end,
+      t1 = function() return have_torch and figures(pyenv .. 'BENCH_THREADS=1 ' .. python .. ' bench/ddp_gloo.py 1 50') end,
+      t2 = function() return have_torch and figures(pyenv .. 'BENCH_THREADS=1 ' .. python .. ' bench/ddp_gloo.py 2 50') end,
+    }
+    local best = {}
+    for _ = 1, 5 do
+      for _, k in ipairs({ 'one', 'two', 'view', 't1', 't2' }) do
+        local r = runs[k]()
+        if r and r.ms and (not best[k] or r.ms < best[k].ms) then best[k] = r end
+      end
+    end
+    local one, two, view, t1, t2 = best.one, best.two, best.view, best.t1, best.t2
+    line('(ddp) MLP step, 1 process, batch 128', one and one.ms, t1 and t1.ms, 'ms', 'lower')
+    for _, r in ipairs({ { '', two }, { ', gradient_as_bucket_view', view } }) do
+      local d = r[2]
+      local extra = d and one and ('%.0f samples/s = %.2fx one process; all-reduce %.3f ms/step, not hidden %.3f ms/step')
+        :format(d.samples_s, d.samples_s / one.samples_s, d.comm_ms, d.unhidden_ms) or nil
+      line('(ddp) 2 ranks, global batch 256' .. r[1], d and d.ms, r[1] == '' and t2 and t2.ms or nil, 'ms', 'lower', extra)
+    end
+    if t2 and t1 then
+      print(('(ddp) pytorch gloo: 2 ranks %.0f samples/s = %.2fx its one process'):format(t2.samples_s, t2.samples_s / t1.samples_s))
+    end
+    ddp_rows = { one = one, two = two, view = view, t1 = t1, t2 = t2 }
+    rows[#rows + 1] = { 'MLP 784-512-256-10 step, 1 thread, batch 128, one process', one and one.ms, t1 and t1.ms, 'ms',
+      'lower', one and one.peak_kb, t1 and t1.peak_kb }
+    rows[#rows + 1] = { 'the same, 2 ranks × 1 thread under DDP, global batch 256 (PyTorch: gloo)', two and two.ms,
+      t2 and t2.ms, 'ms', 'lower', two and two.peak_kb, t2 and t2.peak_kb }
   end
 end
 
@@ -633,6 +697,33 @@ if want('observe') then
   end
 end
 
+-- (dataloader) issue 27 part 5: a dataset whose __getitem does 1 ms of Lua (Python) work, batches
+-- of 16, loaded in the iterating process and by 2 worker processes; alternating, best of 2 runs
+-- (`luajit bench/run.lua dataloader` runs it alone). The figure that matters is ours with 2 workers
+-- against ours with none: the work shares the machine's cores with whatever else runs.
+if want('dataloader') then
+  local res = {}
+  for _ = 1, 2 do
+    for _, w in ipairs({ 0, 2 }) do
+      local o, t = ours('dataloader', w), theirs('dataloader', w)
+      for side, v in pairs({ o = o and o.ms_per_batch, t = t and t.ms_per_batch, n = nowv(t, 'ms_per_batch') }) do
+        local k = side .. w
+        if not res[k] or v < res[k] then res[k] = v end
+      end
+    end
+  end
+  for _, w in ipairs({ 0, 2 }) do
+    local label = ('DataLoader, 1 ms of work per sample, batch 16, num_workers=%d'):format(w)
+    line('(dataloader) ' .. label, res['o' .. w], res['t' .. w], 'ms', 'lower')
+    rows[#rows + 1] = { label .. ' (ms per batch)', res['o' .. w], res['t' .. w], 'ms', 'lower', nil, nil, now = res['n' .. w] }
+  end
+  if res.o0 and res.o2 then
+    print(('(dataloader) 2 workers feed batches %.2fx faster than none (ours)%s%s'):format(res.o0 / res.o2,
+      res.t0 and res.t2 and ('; %s %.2fx'):format(torch_label, res.t0 / res.t2) or '',
+      res.n0 and res.n2 and ('; %s %.2fx'):format(now_label, res.n0 / res.n2) or ''))
+  end
+end
+
 -- (lowp) issue 25: low precision: a bfloat16 autocast training step of the 784-512-256-10 MLP (batch 256),
 -- its dynamically quantized inference (batch 128), the demo's LeNet-5 statically quantized (1000 images),
 -- a bfloat16 product; each process measures float32 and low precision alternately, both sides best of 2
@@ -665,33 +756,6 @@ if want('lowp') then
   if o.amp_step_ms and t.amp_step_ms then
     print(('(lowp) ours / PyTorch: amp step %.2f; dynamic quantized inference %.2f; quantized LeNet %.2f')
       :format(o.amp_step_ms / t.amp_step_ms, o.qdyn_infer_ms / t.qdyn_infer_ms, o.lenet_q_ms / t.lenet_q_ms))
-  end
-end
-
--- (dataloader) issue 27 part 5: a dataset whose __getitem does 1 ms of Lua (Python) work, batches
--- of 16, loaded in the iterating process and by 2 worker processes; alternating, best of 2 runs
--- (`luajit bench/run.lua dataloader` runs it alone). The figure that matters is ours with 2 workers
--- against ours with none: the work shares the machine's cores with whatever else runs.
-if want('dataloader') then
-  local res = {}
-  for _ = 1, 2 do
-    for _, w in ipairs({ 0, 2 }) do
-      local o, t = ours('dataloader', w), theirs('dataloader', w)
-      for side, v in pairs({ o = o and o.ms_per_batch, t = t and t.ms_per_batch, n = nowv(t, 'ms_per_batch') }) do
-        local k = side .. w
-        if not res[k] or v < res[k] then res[k] = v end
-      end
-    end
-  end
-  for _, w in ipairs({ 0, 2 }) do
-    local label = ('DataLoader, 1 ms of work per sample, batch 16, num_workers=%d'):format(w)
-    line('(dataloader) ' .. label, res['o' .. w], res['t' .. w], 'ms', 'lower')
-    rows[#rows + 1] = { label .. ' (ms per batch)', res['o' .. w], res['t' .. w], 'ms', 'lower', nil, nil, now = res['n' .. w] }
-  end
-  if res.o0 and res.o2 then
-    print(('(dataloader) 2 workers feed batches %.2fx faster than none (ours)%s%s'):format(res.o0 / res.o2,
-      res.t0 and res.t2 and ('; %s %.2fx'):format(torch_label, res.t0 / res.t2) or '',
-      res.n0 and res.n2 and ('; %s %.2fx'):format(now_label, res.n0 / res.n2) or ''))
   end
 end
 
@@ -752,5 +816,19 @@ print('| --- | --- | --- | --- |')
 local function ms(r) return r and ('%.2f ms'):format(r.ms) or 'n/a' end
 for _, r in ipairs(mlp_rows) do
   print(('| %s | %s | %s | %s |'):format(r[1], ms(r[2]), ms(r[3]), ms(r[4])))
+end
+if next(ddp_rows) then
+  local d = ddp_rows
+  local function sps(r) return r and ('%.0f'):format(r.samples_s) or 'n/a' end
+  local function x(r, base) return r and base and ('%.2f×'):format(r.samples_s / base.samples_s) or 'n/a' end
+  print()
+  print(('| MLP 784-512-256-10, 1 thread per process | samples/s | vs one process | step | all-reduce per step | not hidden by backward | %s DDP (gloo) step |'):format(torch_label))
+  print('| --- | --- | --- | --- | --- | --- | --- |')
+  print(('| one process, batch 128 | %s | 1× | %s | – | – | %s |'):format(sps(d.one), ms(d.one), ms(d.t1)))
+  for _, r in ipairs({ { '2 ranks, DDP, global batch 256', d.two, d.t2 }, { 'the same, `gradient_as_bucket_view`', d.view } }) do
+    local v = r[2]
+    print(('| %s | %s | %s | %s | %s | %s | %s |'):format(r[1], sps(v), x(v, d.one), ms(v),
+      v and ('%.3f ms'):format(v.comm_ms) or 'n/a', v and ('%.3f ms'):format(v.unhidden_ms) or 'n/a', r[3] and ms(r[3]) or '–'))
+  end
 end
 print(('\n(%d s; %s threads; speed ratio > 1 means moontorch is faster)'):format(math.floor(now() - t_start + 0.5), threads))

@@ -391,6 +391,21 @@ def lenet(n):
             opt.step()
     report('ms', best(f, n or 50, 5) * 1e3)
 
+def program_lenet(n):
+    # bench/workloads/program_lenet.lua: LeNet-5 inference, batch 1 of 1x28x28, eval, eager, no_grad
+    import torch.nn as nn
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10)).eval()
+    x = torch.randn(1, 1, 28, 28)
+    def f(r):
+        with torch.no_grad():
+            for _ in range(r):
+                net(x)
+    report('us', best(f, int(n or 2000), 5) * 1e6)
+
 # s6-vec: the softmax family of a training step
 def softmax(_):
     # bench/workloads/softmax.lua: softmax and log_softmax forward, forward + backward; cross-entropy

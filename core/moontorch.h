@@ -1116,6 +1116,72 @@ MT_API mt_status mt_t7_get(mt_t7_file *f, uint32_t node, mt_t7_value *out);
 MT_API const char *mt_t7_format(const mt_t7_file *f); /* "binary, 8-byte longs", "binary, 4-byte longs", "ascii" */
 MT_API void mt_t7_close(mt_t7_file *f);
 
+/* ---------------------------------------------------------------- programs (core/program/program.c) */
+/* A model exported by torch.export (a .mtp file: the graph of op-table ops with their attributes, and
+ * the weights, in torch.save's checksummed format), run without Lua. load checks the whole program and
+ * plans its memory once; run takes the inputs (CPU tensors of the declared dtypes and shapes, in
+ * order) and gives new references to the outputs. One run at a time per program. Messages:
+ * "program_load: <path>: ..." and "program_run: ...". */
+typedef struct mt_program mt_program;
+typedef struct mt_program_io {
+  const char *name;     /* inputs: the exported module's argument name; outputs: "" */
+  int32_t dtype, ndim;
+  const int64_t *sizes; /* ndim sizes (valid while the program lives) */
+} mt_program_io;
+MT_API mt_status mt_program_load(const char *path, mt_program **out);
+MT_API int mt_program_num_inputs(const mt_program *p);
+MT_API int mt_program_num_outputs(const mt_program *p);
+MT_API mt_status mt_program_input(const mt_program *p, int i, mt_program_io *out);  /* i from 0 */
+MT_API mt_status mt_program_output(const mt_program *p, int i, mt_program_io *out);
+MT_API int mt_program_num_buffers(const mt_program *p); /* the planned buffers results are written into */
+MT_API mt_status mt_program_run(mt_program *p, mt_tensor *const *inputs, int ninputs, mt_tensor **outputs,
+                                int noutputs);
+MT_API void mt_program_free(mt_program *p);
+
+/* ---------------------------------------------------------------- ONNX files (core/formats/onnx.c) */
+/* torch.onnx.load's reader: an ONNX ModelProto decoded by protobuf-c and flattened; every string and
+ * array lives as long as the model. Initializers and tensor attributes are checked CPU tensors
+ * (borrowed: retain one to keep it). Without protobuf-c at build time mt_onnx_read says so.
+ * Messages: "onnx.load: <path>: <problem>". */
+typedef struct mt_onnx_attr {
+  const char *name;
+  int32_t type;           /* ONNX's AttributeType: 1 float, 2 int, 3 string, 4 tensor, 5 graph, 6 floats, 7 ints, 8 strings */
+  float f;
+  int64_t i;
+  const char *s;          /* string: slen bytes */
+  int64_t slen;
+  mt_tensor *t;           /* tensor */
+  int64_t n;              /* floats, ints, strings: how many */
+  const float *floats;
+  const int64_t *ints;
+} mt_onnx_attr;
+typedef struct mt_onnx_node {
+  const char *op_type, *domain, *name;
+  int32_t ninputs, noutputs, nattrs;
+  const char *const *inputs;  /* "" for an optional input left out */
+  const char *const *outputs;
+  const mt_onnx_attr *attrs;
+} mt_onnx_node;
+typedef struct mt_onnx_value {
+  const char *name;
+  int32_t elem_type;      /* ONNX's element type (0: not a tensor or not given) */
+  int32_t dtype;          /* moontorch's (-1: none) */
+  int32_t ndim;           /* -1: no shape given */
+  const int64_t *dims;    /* ndim sizes, -1 for a symbolic one */
+} mt_onnx_value;
+typedef struct mt_onnx_model {
+  int64_t ir_version, opset; /* opset: the default domain's */
+  const char *producer;
+  int32_t nnodes, ninits, ninputs, noutputs;
+  const mt_onnx_node *nodes;
+  const char *const *init_names;
+  mt_tensor *const *inits;
+  const mt_onnx_value *inputs, *outputs;
+  void *_priv;
+} mt_onnx_model;
+MT_API mt_status mt_onnx_read(const char *path, mt_onnx_model **out);
+MT_API void mt_onnx_free(mt_onnx_model *m);
+
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array
  * (kept in C so that leak checkers see the references). Grows it to `cap` slots (new slots

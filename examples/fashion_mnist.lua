@@ -5,6 +5,11 @@
 -- random state, curves) that --resume continues from, and draws the loss and accuracy curves as
 -- an SVG picture. The data is Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).
 -- bench/fashion_mnist.py is its PyTorch twin (bench/run.lua's `fashion` section runs both).
+-- --ranks N trains data-parallel in N processes (moontorch.distributed over MPI: each rank a share of
+-- every global batch through a DistributedSampler, gradients averaged by DistributedDataParallel);
+-- started by mpirun itself (`mpirun -np N moontorch examples/fashion_mnist.lua`) it does the same.
+-- Rank 0 prints, draws and saves; the checkpoints are the plain network's, so a run resumes with any
+-- number of ranks.
 local torch = require 'moontorch'
 local nn = require 'moontorch.nn'
 local optim = require 'moontorch.optim'
@@ -28,6 +33,8 @@ usage: moontorch examples/fashion_mnist.lua [options]
   --resume [FILE]    continue from a checkpoint (DIR/checkpoint.mt, the latest; DIR/epochN.mt
                      is the one saved after epoch N)
   --subset N         train on the first N training images only (all)
+  --ranks N          train data-parallel in N processes (through mpirun); the batch size stays the
+                     global one and must divide by N; --ranks 1 samples as the ranks do, in one process
   --amp              forward and loss under bfloat16 autocast (torch.autocast('cpu'); the weights,
                      gradients and optimizer stay float32)
   --profile FILE     profile the first 20 training steps (torch.profiler): their trace in FILE (Chrome's
@@ -71,6 +78,7 @@ local function parse(argv)
     elseif a == '--batch-size' then o.batch_size = count(a, value(a))
     elseif a == '--threads' then o.threads = count(a, value(a))
     elseif a == '--subset' then o.subset = count(a, value(a))
+    elseif a == '--ranks' then o.ranks = count(a, value(a))
     elseif a == '--amp' then o.amp = true
     elseif a == '--seed' then
       local v = value(a)
@@ -102,6 +110,23 @@ local function parse(argv)
 end
 
 local opts = parse({ unpack(arg or {}) })
+
+-- data parallel: --ranks N starts the N processes (mpirun, through moontorch's launcher), each of
+-- which runs this script; one started by mpirun or the launcher joins its world
+local world_env = tonumber(os.getenv('OMPI_COMM_WORLD_SIZE') or os.getenv('WORLD_SIZE') or '')
+if opts.ranks and opts.ranks > 1 and not world_env then
+  require('moontorch.distributed.run').launch { nproc = opts.ranks, script = arg[0], args = { unpack(arg) } }
+end
+local dist, rank, world = nil, 0, 1
+if opts.ranks or (world_env and world_env > 1) then
+  dist = require 'moontorch.distributed'
+  dist.init_process_group('mpi')
+  rank, world = dist.get_rank(), dist.get_world_size()
+  if opts.ranks and opts.ranks ~= world then
+    usage_error(('--ranks %d, but this process is one of %d'):format(opts.ranks, world))
+  end
+end
+local function say(...) if rank == 0 then print(...) end end
 opts.out = opts.out or 'fashion_mnist_run'
 local ckpt_path = opts.out .. '/checkpoint.mt'
 local plot_path = opts.out .. '/curves.svg'
@@ -143,6 +168,9 @@ opts.batch_size = opts.batch_size or 64
 opts.optimizer = opts.optimizer or 'adam'
 opts.lr = opts.lr or DEFAULT_LR[opts.optimizer]
 opts.seed = opts.seed or 1
+if dist and opts.batch_size % world ~= 0 then
+  usage_error(('--batch-size %d does not divide among %d ranks'):format(opts.batch_size, world))
+end
 if opts.threads then torch.set_num_threads(opts.threads) end
 torch.manual_seed(opts.seed)
 
@@ -162,14 +190,35 @@ if opts.subset and opts.subset < train_set:__len() then
   for k = 1, opts.subset do idx[k] = k end
   train_set = data.Subset(train_set, idx)
 end
-local train_loader = data.DataLoader(train_set, { batch_size = opts.batch_size, shuffle = true })
-local test_loader = data.DataLoader(test_set, { batch_size = 1000 })
+local train_loader, test_loader, sampler
+if dist then
+  -- each rank its share of every global batch (the same shuffle in every rank, from seed + epoch),
+  -- and its share of the test set (every world-th image), whose sums are added up over the ranks
+  sampler = data.DistributedSampler(train_set, { num_replicas = world, rank = rank, seed = opts.seed })
+  train_loader = data.DataLoader(train_set, { batch_size = opts.batch_size / world, sampler = sampler })
+  local mine = {}
+  for k = rank + 1, test_set:__len(), world do mine[#mine + 1] = k end
+  test_loader = data.DataLoader(data.Subset(test_set, mine), { batch_size = 1000 })
+else
+  train_loader = data.DataLoader(train_set, { batch_size = opts.batch_size, shuffle = true })
+  test_loader = data.DataLoader(test_set, { batch_size = 1000 })
+end
+-- sums over the ranks (each rank's own numbers when alone)
+local function total(...)
+  if not dist then return ... end
+  local t = torch.tensor({ ... }, { dtype = torch.float64 })
+  dist.all_reduce(t)
+  return unpack(t:tolist())
+end
 
 -- the network, its optimizer and schedule -----------------------------------------------------
 local net = nn.Sequential(
   nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),   -- 1x28x28 -> 6x24x24 -> 6x12x12
   nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),  -- -> 16x8x8 -> 16x4x4
   nn.Flatten(), nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+-- in a world of ranks the network trains through DistributedDataParallel (rank 0's initial
+-- weights everywhere, gradients averaged over the ranks)
+local model = dist and nn.parallel.DistributedDataParallel(net) or net
 local opt
 if opts.optimizer == 'sgd' then
   opt = optim.SGD(net:parameters(), { lr = opts.lr, momentum = 0.9 })
@@ -189,14 +238,15 @@ if checkpoint then
   torch.set_rng_state(checkpoint.rng_state)
   history = checkpoint.history
   first_epoch = checkpoint.epoch + 1
-  print(('resumed from %s after epoch %d of %d'):format(opts.resume == true and ckpt_path or opts.resume,
+  say(('resumed from %s after epoch %d of %d'):format(opts.resume == true and ckpt_path or opts.resume,
     checkpoint.epoch, opts.epochs))
 end
 
-print(('Fashion-MNIST: %d training and %d test images; %s, lr %g, batch %d, %d epoch%s, %d thread%s, seed %d')
+say(('Fashion-MNIST: %d training and %d test images; %s, lr %g, batch %d, %d epoch%s, %d thread%s, seed %d%s')
   :format(train_set:__len(), test_set:__len(), opts.optimizer, opts.lr, opts.batch_size, opts.epochs,
-    opts.epochs == 1 and '' or 's', torch.get_num_threads(), torch.get_num_threads() == 1 and '' or 's', opts.seed))
-if first_epoch == 1 then print(net) end
+    opts.epochs == 1 and '' or 's', torch.get_num_threads(), torch.get_num_threads() == 1 and '' or 's', opts.seed,
+    dist and (', %d ranks (batch %d each)'):format(world, opts.batch_size / world) or ''))
+if first_epoch == 1 then say(net) end
 
 local evaluate = torch.no_grad.wrap(function()
   net:eval()
@@ -207,11 +257,12 @@ local evaluate = torch.no_grad.wrap(function()
     correct = correct + out:argmax(2):eq(y):sum():item()
   end
   net:train()
+  loss, correct = total(loss, correct)
   return loss / test_set:__len(), correct / test_set:__len()
 end)
 
 local function save_plot()
-  if #history.epoch == 0 then return end
+  if #history.epoch == 0 or rank ~= 0 then return end
   make_dir(opts.out)
   local h = history
   plot.save(plot_path, {
@@ -233,7 +284,7 @@ for _, k in ipairs({ 'window_x', 'window_loss', 'window_acc' }) do history[k] = 
 
 -- the training step's forward and loss: under bfloat16 autocast with --amp (issue 25)
 local function forward(x, y)
-  local out = net(x)
+  local out = model(x) -- (DistributedDataParallel around net under --ranks)
   return out, F.cross_entropy(out, y)
 end
 if opts.amp then
@@ -246,7 +297,7 @@ local saved_path = checkpoint and (opts.resume == true and ckpt_path or opts.res
 local saving -- the epoch whose checkpoint is being written
 -- --profile: the first 20 steps recorded (ops with their input shapes, memory, FLOPs, module paths)
 local prof
-if opts.profile then
+if opts.profile and rank == 0 then -- (in a world of ranks: rank 0's steps)
   local profiler = torch.profiler
   prof = profiler.profile {
     schedule = profiler.schedule { wait = 0, warmup = 0, active = 20, ['repeat'] = 1 },
@@ -264,10 +315,23 @@ local function train()
   if prof then prof:start() end
   for epoch = first_epoch, opts.epochs do
     net:train()
+    if sampler then sampler:set_epoch(epoch) end
     local t0 = progress.clock()
     local sum, seen = 0, 0
     local wsum, wright, wseen = 0, 0, 0
-    for i, x, y in progress(train_loader, { desc = ('epoch %d/%d'):format(epoch, opts.epochs), unit = 'batch' }) do
+    local batches_of
+    if rank == 0 then
+      batches_of = progress(train_loader, { desc = ('epoch %d/%d'):format(epoch, opts.epochs), unit = 'batch' })
+    else
+      local it, i = train_loader(), 0
+      batches_of = function()
+        local x, y = it()
+        if x == nil then return nil end
+        i = i + 1
+        return i, x, y
+      end
+    end
+    for i, x, y in batches_of do
       local out, loss = forward(x, y)
       opt:zero_grad()
       loss:backward()
@@ -279,14 +343,16 @@ local function train()
       wsum, wseen = wsum + l * n, wseen + n
       wright = wright + out:argmax(2):eq(y):sum():item()
       if i % window == 0 or i == batches then
+        wsum, wright, wseen = total(wsum, wright, wseen)
         local hx = history.window_x
         hx[#hx + 1] = epoch - 1 + i / batches
         history.window_loss[#hx] = wsum / wseen
         history.window_acc[#hx] = wright / wseen * 100
         wsum, wright, wseen = 0, 0, 0
       end
-      progress.set { loss = l }
+      if rank == 0 then progress.set { loss = l } end
     end
+    sum, seen = total(sum, seen)
     local train_s = progress.clock() - t0
     local t1 = progress.clock()
     local test_loss, acc = evaluate()
@@ -295,7 +361,7 @@ local function train()
     history.train_loss[#history.train_loss + 1] = sum / seen
     history.test_loss[#history.test_loss + 1] = test_loss
     history.test_acc[#history.test_acc + 1] = acc * 100
-    print(('epoch %d: train loss %.4f, test loss %.4f, test accuracy %.2f%% (train %.2f s, test %.2f s)')
+    say(('epoch %d: train loss %.4f, test loss %.4f, test accuracy %.2f%% (train %.2f s, test %.2f s)')
       :format(epoch, sum / seen, test_loss, acc * 100, train_s, test_s))
     make_dir(opts.out)
     local plan = {}
@@ -305,8 +371,11 @@ local function train()
     -- the epoch's own checkpoint, and the latest one that a bare --resume takes (each written
     -- atomically: an interrupted save leaves the previous file whole)
     saving = epoch
-    torch.save(state, ('%s/epoch%d.mt'):format(opts.out, epoch))
-    torch.save(state, ckpt_path)
+    if rank == 0 then -- (the plain network's state_dict: a run with any number of ranks resumes from it)
+      torch.save(state, ('%s/epoch%d.mt'):format(opts.out, epoch))
+      torch.save(state, ckpt_path)
+    end
+    if dist then dist.barrier() end
     saved, saved_path = epoch, ckpt_path
     save_plot()
   end
@@ -335,10 +404,10 @@ if not ok then
   error(err, 0)
 end
 
-if first_epoch > opts.epochs then print(('the checkpoint has finished all %d epoch%s'):format(opts.epochs, opts.epochs == 1 and '' or 's')) end
+if first_epoch > opts.epochs then say(('the checkpoint has finished all %d epoch%s'):format(opts.epochs, opts.epochs == 1 and '' or 's')) end
 save_plot()
 local n = #history.test_acc
 if n > 0 then
-  print(('final test accuracy: %.2f%%'):format(history.test_acc[n]))
-  print(('checkpoint: %s; curves: %s'):format(ckpt_path, plot_path))
+  say(('final test accuracy: %.2f%%'):format(history.test_acc[n]))
+  say(('checkpoint: %s; curves: %s'):format(ckpt_path, plot_path))
 end

@@ -5,7 +5,9 @@
 --   bin/moontorch fuzz/make_seeds.lua [DIR]   writes DIR/fuzz_checkpoint/seed-*,
 --                                             DIR/fuzz_safetensors/seed-* (DIR: fuzz/corpus) and
 --                                             DIR/fuzz_pytorch/seed-* (PyTorch's files, copied),
---                                             DIR/fuzz_t7/seed-* (Torch7's, spec/support/t7_writer.lua)
+--                                             DIR/fuzz_t7/seed-* (Torch7's, spec/support/t7_writer.lua),
+--                                             DIR/fuzz_program/seed-* (torch.export's programs),
+--                                             DIR/fuzz_onnx/seed-* (ONNX files, copied)
 -- As a module (dofile), it gives the objects to fuzz/lua_load_use.lua: M.checkpoints() and
 -- M.safetensors(), lists of { name =, obj =, [module =] function making a module whose
 -- state_dict the object is, [metadata =] }.
@@ -141,6 +143,22 @@ function M.write(dir)
     end
   end
   ls:close()
+  -- ONNX files (fuzz_onnx): PyTorch 1.13's exports and the refused ones of spec/onnx_spec.lua, under 16 KB
+  local ox = dir .. '/fuzz_onnx'
+  mkdir(ox)
+  ls = io.popen("ls spec/support/onnx/ 2>/dev/null")
+  for name in ls:lines() do
+    local src = io.open('spec/support/onnx/' .. name, 'rb')
+    local bytes = src and src:read('*a')
+    if src then src:close() end
+    if name:match('%.onnx$') and bytes and #bytes < 16384 then
+      local out = assert(io.open(ox .. '/seed-' .. name, 'wb'))
+      out:write(bytes)
+      out:close()
+      n = n + 1
+    end
+  end
+  ls:close()
   -- Torch7's files (fuzz_t7): written by the specs' writer of Torch7's layout, in its three forms
   local t7 = dir .. '/fuzz_t7'
   mkdir(t7)
@@ -170,6 +188,22 @@ function M.write(dir)
         n = n + 1
       end
     end
+  end
+  -- programs (fuzz_program): torch.export of small models
+  local pg = dir .. '/fuzz_program'
+  mkdir(pg)
+  torch.manual_seed(0)
+  local nn = require 'moontorch.nn'
+  local programs = {
+    mlp = { nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2), nn.Softmax(2)), torch.randn(3, 4) },
+    conv = { nn.Sequential(nn.Conv2d(2, 3, 3, { padding = 1 }), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2),
+      nn.AvgPool2d(2), nn.Flatten(), nn.Linear(3, 2)), torch.randn(1, 2, 4, 4) },
+    encoder = { nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8 }), torch.randn(3, 1, 4) },
+  }
+  for name, e in pairs(programs) do
+    e[1]:eval()
+    torch.export(e[1], { e[2] }, pg .. '/seed-' .. name)
+    n = n + 1
   end
   return n
 end

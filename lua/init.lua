@@ -141,6 +141,9 @@ local lazy = {
   load_safetensors = function() return require('moontorch.safetensors_io').load end,
   load_pytorch = function() return require('moontorch.interop.pytorch').load end, -- PyTorch's .pt files
   load_t7 = function() return require('moontorch.interop.t7').load end, -- Torch7's .t7 files
+  export = function() return require('moontorch.interop.export').export end, -- programs run from C
+  load_program = function() return require('moontorch.interop.export').load_program end,
+  onnx = function() return require 'moontorch.interop.onnx' end, -- torch.onnx.load
   -- utils.data and datasets (issue 13, data part)
   utils = function() return require 'moontorch.utils' end,
   datasets = function() return require 'moontorch.datasets' end,
@@ -150,6 +153,8 @@ local lazy = {
   profiler = function() return require 'moontorch.profiler' end,
   Timer = function() return require 'moontorch.timer' end, -- Torch7's timer
   List = function() return require 'moontorch.iterlist' end, -- what parameters() returns
+  -- issue 23: torch.distributed (lua/distributed/)
+  distributed = function() return require 'moontorch.distributed' end,
   -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)
   amp = function() return require 'moontorch.amp' end,
   cpu = function() return { amp = require('moontorch.amp')._cpu } end,

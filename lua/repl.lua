@@ -17,6 +17,8 @@ usage: moontorch [options] [script [args...]]
   -e code     run code (may be given several times)
   -l name     require module name, as the global named by its last part (moontorch.nn -> nn)
   -i          stay interactive after the script or -e (the REPL)
+  -m name     run module name as the script (moontorch.name, else name; the rest are its arguments),
+              e.g. moontorch -m distributed.run --nproc 2 train.lua
   -v, --version  the version and what this build runs with (torch.config())
   -h, --help  this help
   -           read the script from standard input
@@ -507,6 +509,13 @@ function M.main(argv)
     elseif a == '-i' then
       interactive = true
       i = i + 1
+    elseif a == '-m' or a:match('^%-m.') then
+      -- python -m: a module found on package.path runs as the script (arg[0] is its file)
+      local name = a == '-m' and (argv[i + 1] or die('-m needs a module name')) or a:sub(3)
+      if a == '-m' then i = i + 1 end
+      script = package.searchpath('moontorch.' .. name, package.path) or package.searchpath(name, package.path)
+        or die(('no module named %s (looked for moontorch.%s and %s on package.path)'):format(name, name, name))
+      break
     elseif a == '--' then
       script = argv[i + 1]
       i = i + 1

@@ -229,6 +229,27 @@ describe('DataLoader workers', function()
       assert.are.equal(fmt(0.659211695), fmt(torch.rand({}):item()))
     end)
 
+    it('the same generator seed gives the same batches, the workers\' random numbers included', function()
+      local function with(seed, opts)
+        opts = opts or {}
+        opts.batch_size, opts.shuffle, opts.num_workers = 3, true, 2
+        opts.generator = torch.Generator():manual_seed(seed)
+        return run(data.DataLoader(D(), opts))
+      end
+      local a = with(0)
+      assert.are.same(a, with(0))
+      assert.are.same(a, with(0, { persistent_workers = true, prefetch_factor = 1 }))
+      assert.are_not.same(a, with(1))
+      -- the global generator likewise
+      torch.manual_seed(3)
+      local g1 = run(data.DataLoader(D(), { batch_size = 3, shuffle = true, num_workers = 3 }))
+      torch.manual_seed(3)
+      assert.are.same(g1, run(data.DataLoader(D(), { batch_size = 3, shuffle = true, num_workers = 3 })))
+      collectgarbage(); collectgarbage() -- the persistent loader's workers
+      assert.is_true(all_gone(children()))
+      assert.are.same({}, children())
+    end)
+
     it('Lua\'s math.random is seeded per worker too', function()
       local M = torch.class('spec.workers.MathRandom', data.Dataset)
       function M:__len() return 2 end
@@ -451,7 +472,7 @@ describe('DataLoader workers', function()
       function K:__getitem(i)
         if i == 5 then
           if self.how == 'kill' then os.execute('kill -9 ' .. my_pid()) sleep_ms(5000)
-          else C.mt_proc_exit(3) end
+          else os.exit(3) end -- as a user's dataset would (exit() in a forked worker)
         end
         return i
       end
@@ -461,6 +482,16 @@ describe('DataLoader workers', function()
       assert.are.same({}, children())
       H.errors_with(function() lists(data.DataLoader(K('exit'), { batch_size = 2, num_workers = 2 })) end,
         'exited unexpectedly with exit code 3')
+      assert.are.same({}, children())
+      -- what a worker sent before it died is given in its turn: one worker, dead in its second batch
+      -- (the main process's next task to it finds the channel closed; the error comes at that batch)
+      local got = {}
+      H.errors_with(function()
+        local it = data.DataLoader(K('exit'), { batch_size = 4, num_workers = 1 })()
+        sleep_ms(300) -- it has sent the first batch and died before the loop asks
+        for b in it do got[#got + 1] = b:tolist() end
+      end, 'exited unexpectedly with exit code 3. (worker id 0)')
+      assert.are.same({ { 1, 2, 3, 4 } }, got)
       assert.are.same({}, children())
       -- an idle worker killed from outside
       local dl = data.DataLoader(D(20), { batch_size = 1, num_workers = 2 })
@@ -506,6 +537,20 @@ describe('DataLoader workers', function()
   end)
 
   describe('shutdown', function()
+    it('a loop left with break: its workers end when the pass is collected; the next pass is whole', function()
+      local dl = data.DataLoader(D(40), { batch_size = 2, num_workers = 2 })
+      local kids
+      for x in dl() do
+        kids = children()
+        if x[1][1]:item() >= 4 then break end
+      end
+      assert.are.equal(2, #kids)
+      collectgarbage(); collectgarbage()
+      assert.is_true(all_gone(kids))
+      assert.are.equal(20, #run(dl))
+      assert.are.same({}, children())
+    end)
+
     it('a pass left with break ends its workers when it is collected', function()
       local it = data.DataLoader(D(100), { batch_size = 1, num_workers = 2 })()
       it()
@@ -529,7 +574,17 @@ describe('DataLoader workers', function()
         local f = io.open('/proc/self/stat'); local pid = f:read('*a'):match('^%%d+'); f:close()
         f = io.open(pids, 'a'); f:write(pid, '\n'); f:close()
       end })
-      for x in dl() do io.write('.') io.flush() end
+      if os.getenv('MT_SPEC_SHM_FILES') then C.mt_shm_use_memfd(0) end -- blocks as /dev/shm files
+      local ok, err = pcall(function() for x in dl() do io.write('.') io.flush() end end)
+      -- by the time the error reaches the loop's caller the workers are reaped (gone from /proc,
+      -- not zombies waiting for this process)
+      local kids = 0
+      for pid in io.open(pids):read('*a'):gmatch('%%d+') do
+        local f = io.open('/proc/' .. pid .. '/stat')
+        if f then kids = kids + 1; f:close() end
+      end
+      io.stderr:write('workers left: ', kids, '\n')
+      error(err, 0)
     ]]
 
     local function start(pidfile)
@@ -552,24 +607,52 @@ describe('DataLoader workers', function()
       error('the workers did not start')
     end
 
-    it('Ctrl-C: the main process raises "interrupted!", ends and reaps its workers; none outlives it', function()
+    -- the names blocks could have in /dev/shm (core/shm.c's fallback: unlinked at once)
+    local function shm_names()
+      local p = io.popen('ls /dev/shm 2>/dev/null')
+      local n = 0
+      for name in p:read('*a'):gmatch('[^\n]+') do if name:match('^moontorch%-') then n = n + 1 end end
+      p:close()
+      return n
+    end
+
+    -- runs the script, sends SIGINT to it (`group`: to its whole process group, as a terminal's
+    -- Ctrl-C does; the script runs under setsid so that the group is its own) once its workers run
+    local function interrupt(group, env)
       local pidfile = os.tmpname()
       local path = start(pidfile)
-      -- SIGINT to the script only (a terminal sends it to the whole group: the workers ignore it)
-      local p = io.popen(('%s %s >/dev/null 2>%s.err & echo $!; wait $!; echo "rc=$?"'):format(H.luajit, path, path))
+      local p = io.popen(('%s %s %s %s >/dev/null 2>%s.err & echo $!; wait $!; echo "rc=$?"'):format(
+        env or '', group and 'setsid' or '', H.luajit, path, path))
       local pid = tonumber(p:read('*l'))
       local wp = worker_pids(pidfile)
       for _, w in ipairs(wp) do assert.are.equal(pid, select(2, proc_state(w))) end
       sleep_ms(100)
-      os.execute('kill -INT ' .. pid)
+      local pgid = H.read_file('/proc/' .. pid .. '/stat'):match('%) %a %d+ (%d+)')
+      local sent = os.execute(group and pgid == tostring(pid) and ('kill -INT -' .. pgid) or ('kill -INT ' .. pid))
+      sent = sent == 0 or sent == true
+      if not sent then os.execute('kill -KILL ' .. pid) end -- or the read below would wait for ever
       local rest = p:read('*a')
+      assert.is_true(sent)
+      -- with setsid the script leads a group of its own: the signal reaches it and its workers only
+      if group then assert.are.equal(tostring(pid), pgid) end
       p:close()
       local err = H.read_file(path .. '.err')
       assert.truthy(rest:find('rc=1', 1, true), rest)
       assert.truthy(err:find('interrupted!', 1, true), err)
-      -- reaped by the script before it ended: gone, not zombies
+      assert.truthy(err:find('workers left: 0\n', 1, true), err)
+      -- gone, not zombies left to init
       for _, w in ipairs(wp) do assert.is_nil(proc_state(w)) end
       os.remove(path); os.remove(path .. '.err'); os.remove(pidfile)
+    end
+
+    it('Ctrl-C: the main process raises "interrupted!", ends and reaps its workers; none outlives it', function()
+      local before = shm_names()
+      interrupt(false)
+      -- a terminal's Ctrl-C reaches the workers too: they ignore it, the main process ends them
+      interrupt(true)
+      -- with blocks as /dev/shm files: none is left behind by name
+      interrupt(true, 'MT_SPEC_SHM_FILES=1')
+      assert.are.equal(before, shm_names())
     end)
 
     it('a main process that is killed takes its workers with it', function()

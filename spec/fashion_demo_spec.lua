@@ -24,33 +24,6 @@ local function demo(args)
   return out:gsub('EXIT %d+%s*$', ''), code
 end
 
--- an IDX pair in `dir` for `split` ('train' or 't10k'): n 28x28 images whose class (0..9) is
--- where a bright 6x6 square sits, on a noisy background: easy to learn, not trivial
-local function write_split(dir, split, n, seed)
-  local x = seed
-  local function rand() -- a small LCG: the same files in every run
-    x = (x * 1103515245 + 12345) % 2147483648
-    return x / 2147483648
-  end
-  local imgs, labels = {}, {}
-  for i = 1, n do
-    local c = (i * 7 + seed) % 10
-    local r0, c0 = 2 + math.floor(c / 5) * 12, 2 + (c % 5) * 5
-    local px = {}
-    for r = 0, 27 do
-      for q = 0, 27 do
-        local v = math.floor(rand() * 60)
-        if r >= r0 and r < r0 + 6 and q >= c0 and q < c0 + 6 then v = 200 + math.floor(rand() * 55) end
-        px[#px + 1] = string.char(v)
-      end
-    end
-    imgs[#imgs + 1] = table.concat(px)
-    labels[#labels + 1] = string.char(c)
-  end
-  H.write_file(dir .. '/' .. split .. '-images-idx3-ubyte', H.idx(8, { n, 28, 28 }, table.concat(imgs)))
-  H.write_file(dir .. '/' .. split .. '-labels-idx1-ubyte', H.idx(8, { n }, table.concat(labels)))
-end
-
 -- a file's bytes, nil when it is not there
 local function read(path)
   local ok, s = pcall(H.read_file, path)
@@ -69,8 +42,8 @@ end
 
 describe('examples/fashion_mnist.lua', function()
   local data = tmpdir()
-  write_split(data, 'train', 640, 3)
-  write_split(data, 't10k', 200, 5)
+  H.fashion_split(data, 'train', 640, 3)
+  H.fashion_split(data, 't10k', 200, 5)
   local common = ('--data %s --batch-size 32 --threads 1'):format(sh_quote(data))
 
   it('--help prints the options and exits 0', function()

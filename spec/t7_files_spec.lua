@@ -309,6 +309,8 @@ describe('Torch7 files', function()
         { tensor_head .. i32(1) .. i64(5) .. i64(1) .. i64(1) .. storage4, 'lies outside its storage' },
         { tensor_head .. i32(1) .. i64(-2) .. i64(1) .. i64(1) .. storage4, 'a negative size or stride' },
         { tensor_head .. i32(1) .. i64(2) .. i64(1) .. i64(0) .. storage4, 'lies outside its storage' },     -- offset 0
+        { tensor_head .. i32(1) .. i64(2) .. i64(1) .. string.rep('\0', 7) .. '\128' .. storage4,
+          'storage offset out of range' },                                                                 -- -2^63
         { tensor_head .. i32(40) .. '', 'a tensor of 40 dimensions' },
         { tensor_head .. i32(1) .. i64(2) .. i64(1) .. i64(1) .. i32(0), 'with elements but no storage' },
         { tensor_head .. i32(1) .. i64(2) .. i64(1) .. i64(1) .. i32(4) .. i32(2) .. s('V 1') .. s('torch.DoubleStorage')

@@ -486,6 +486,8 @@ static mt_status read_value(t7_reader *r, uint32_t *out, uint64_t *children) {
     MT_TRY(rd_longs(r, geo + 2, (size_t)nd, "a tensor's sizes"));
     MT_TRY(rd_longs(r, geo + 2 + nd, (size_t)nd, "a tensor's strides"));
     MT_TRY(rd_longs(r, geo, 1, "a tensor's storage offset"));
+    if (geo[0] == INT64_MIN) /* (found by fuzz_t7: the subtraction below would overflow) */
+      return BAD("a tensor's storage offset out of range");
     geo[0] -= 1; /* (counted from 1 in the file) */
     *children = 1; /* its storage */
     return MT_OK;

@@ -99,6 +99,19 @@ end })
 -- PyTorch's required constructor arguments accepted by name too (nn.Conv2d(3, 64, {kernel_size = 3}))
 Mod.wrap_required(nn)
 
+-- issue 23: nn.parallel.DistributedDataParallel (lua/distributed/ddp.lua), loaded on first use
+class.homes['nn.parallel.DistributedDataParallel'] = 'moontorch.distributed.ddp'
+local parallel_lazy = {
+  DistributedDataParallel = function() return require('moontorch.distributed.ddp').DistributedDataParallel end,
+}
+nn.parallel = setmetatable({ _lazy = parallel_lazy }, { __index = function(t, k)
+  local load = parallel_lazy[k]
+  if load then
+    local v = load()
+    rawset(t, k, v)
+    return v
+  end
+end })
 -- issue 25: nn.quantized (.dynamic), nn.intrinsic (.quantized, .qat), nn.qat, loaded on first use
 do
   local qnames = { quantized = true, intrinsic = true, qat = true }

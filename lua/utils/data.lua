@@ -787,4 +787,18 @@ DataLoader.__call = DataLoader.iter
 function DataLoader:__tostring() return '<torch.utils.data.dataloader.DataLoader object>' end
 
 M._sampler_iter = sampler_iter
+
+-- issue 23: DistributedSampler (lua/distributed/sampler.lua), also as data.distributed.DistributedSampler;
+-- loaded on first use
+class.homes['data.DistributedSampler'] = 'moontorch.distributed.sampler'
+-- (the docs' walk finds `distributed` through _lazy; DistributedSampler's public name is its)
+M._lazy = { distributed = function() return require('moontorch.distributed.sampler') end }
+setmetatable(M, { __index = function(t, k)
+  if k == 'DistributedSampler' or k == 'distributed' then
+    local s = require('moontorch.distributed.sampler')
+    rawset(t, 'distributed', s)
+    return s[k] or s
+  end
+end })
+
 return M

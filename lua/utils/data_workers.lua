@@ -376,7 +376,7 @@ end
 
 function Pass:start(base_seed)
   local cfg = { loader = self.loader, base_seed = base_seed, num_workers = self.n, init_fn = self.loader.worker_init_fn }
-  self.pids, self.fds, self.stopping = {}, {}, {}
+  self.pids, self.fds, self.stopping, self.dead = {}, {}, {}, {}
   self.owner = C.mt_proc_self()
   self.started = true
   for w = 0, self.n - 1 do
@@ -435,7 +435,7 @@ local function wait_any(self)
       C.mt_proc_close(self.fds[w])
       self.fds[w] = nil
       local pid = self.pids[w]
-      if self.stopping[w] then
+      if self.stopping[w] and not self.dead[w] then
         C.mt_proc_wait(pid, 1, int_out)
         self.pids[w] = nil
       else
@@ -460,15 +460,15 @@ function Pass:get_data()
   return m
 end
 
+-- A worker whose channel is closed died (or is dying): the task is dropped and the pass goes on, so
+-- the batches the worker sent before it died are still given in their turn; waiting for its next
+-- result reads the channel's end and raises how it died (wait_any).
 function Pass:send_to(w, hdr, value)
   local ok, err = pcall(send, self.fds[w], hdr, value)
   if not ok then
     if err:find('channel to the other process is closed', 1, true) then
-      -- it died (or is dying): say how
-      local pid = self.pids[w]
-      C.mt_proc_kill(pid, 1)
-      err = death_message(w, pid)
-      self.pids[w] = nil
+      self.dead[w] = true
+      return
     end
     self:shutdown(true)
     fail(OP, err:gsub('^moontorch%.[%w._]+: ', ''))
@@ -602,7 +602,7 @@ local function new_pass(loader)
   local self = setmetatable({
     loader = snapshot(loader), n = loader.num_workers, prefetch = loader.prefetch_factor or 2,
     timeout = loader.timeout or 0, persistent = loader.persistent_workers,
-    msg = ffi.gc(ffi.new('mt_proc_msg'), C.mt_proc_msg_clear), pids = {}, fds = {}, stopping = {},
+    msg = ffi.gc(ffi.new('mt_proc_msg'), C.mt_proc_msg_clear), pids = {}, fds = {}, stopping = {}, dead = {},
   }, Pass)
   self.guard = guard(self)
   return self

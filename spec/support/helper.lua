@@ -122,6 +122,34 @@ function H.idx(code, sizes, body)
   return table.concat(h) .. body
 end
 
+-- fashion_split(dir, split, n, seed): a Fashion-MNIST-shaped IDX pair in `dir` for `split` ('train'
+-- or 't10k'): n 28x28 images whose class (0..9) is where a bright 6x6 square sits, on a noisy
+-- background: easy to learn, not trivial (the demo's specs train on it)
+function H.fashion_split(dir, split, n, seed)
+  local x = seed
+  local function rand() -- a small LCG: the same files in every run
+    x = (x * 1103515245 + 12345) % 2147483648
+    return x / 2147483648
+  end
+  local imgs, labels = {}, {}
+  for i = 1, n do
+    local c = (i * 7 + seed) % 10
+    local r0, c0 = 2 + math.floor(c / 5) * 12, 2 + (c % 5) * 5
+    local px = {}
+    for r = 0, 27 do
+      for q = 0, 27 do
+        local v = math.floor(rand() * 60)
+        if r >= r0 and r < r0 + 6 and q >= c0 and q < c0 + 6 then v = 200 + math.floor(rand() * 55) end
+        px[#px + 1] = string.char(v)
+      end
+    end
+    imgs[#imgs + 1] = table.concat(px)
+    labels[#labels + 1] = string.char(c)
+  end
+  H.write_file(dir .. '/' .. split .. '-images-idx3-ubyte', H.idx(8, { n, 28, 28 }, table.concat(imgs)))
+  H.write_file(dir .. '/' .. split .. '-labels-idx1-ubyte', H.idx(8, { n }, table.concat(labels)))
+end
+
 -- ckpt_rechecksum(bytes): a torch.save file's bytes with the checksum recomputed (core/checkpoint.c
 -- describes it), so that a spec can change values inside a file and still get them past the check
 function H.ckpt_rechecksum(s)
