@@ -246,8 +246,11 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
   X(qpack, (mt_tensor * packed, const mt_tensor *w))                                                              \
   /* x (float32, contiguous) -> q (uint8): min and max of x, PyTorch's ChooseQuantizationParams, quantize */      \
   X(quantize_dynamic, (mt_tensor * q, const mt_tensor *x, int reduce_range, double *scale, int64_t *zero_point))  \
-  X(qim2col, (mt_tensor * cols, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,         \
-              const int64_t *d, const int64_t *o, uint8_t fill))
+  /* the quantized 2-D convolution (groups 1) straight from x (N, C, H, W) uint8 contiguous: g's W is the weight  \
+   * as (Co = g->N) x (K = C * KH * KW) int8, a_scale / a_zp x's; scales, zero points, bias, relu and out_u8      \
+   * ((N, Co, OH, OW) contiguous: o = {OH, OW}) as qgemm's (g->M, A, lda, Wp, out_f32 and ldo unused) */         \
+  X(qconv2d, (const mt_qgemm *g, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,        \
+              const int64_t *d, const int64_t *o))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

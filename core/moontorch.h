@@ -1516,7 +1516,7 @@ MT_API mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, co
                             const mt_tensor *packed, double out_scale, int64_t out_zp, int out_u8, int relu,
                             mt_tensor **out);
 /* The weight packed once as the int8 product reads it (an int32 tensor), for the `packed` argument of
- * mt_qlinear / mt_qconv2d / mt_qlinear_dynamic (NULL there: packed at each call). */
+ * mt_qlinear / mt_qlinear_dynamic (NULL there: packed at each call). */
 MT_API mt_status mt_qpack(const mt_tensor *w, mt_tensor **out);
 /* Dynamic quantization's linear layer: x (..., K) float quantized to uint8 with its own range (PyTorch's
  * ChooseQuantizationParams; [0, 127] with reduce_range), then mt_qlinear's product, float out (x's dtype). */
@@ -1524,11 +1524,16 @@ MT_API mt_status mt_qlinear_dynamic(const mt_tensor *x, const mt_tensor *w, cons
                                     const mt_tensor *w_zps, const mt_tensor *bias, const mt_tensor *packed,
                                     int reduce_range, mt_tensor **out);
 /* The quantized 2-D convolution: x (N, C, H, W) uint8, w (Co, C, KH, KW) int8; stride, padding, dilation of 2;
- * groups 1; the result (N, Co, OH, OW) uint8 requantized with out_scale / out_zp (relu: clamped at 0). */
+ * groups 1; the result (N, Co, OH, OW) uint8 requantized with out_scale / out_zp (relu: clamped at 0). The
+ * product runs channels by pixels straight from the image (core/tensor/qgemm.c), the same integers as mt_qlinear's. */
 MT_API mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w,
                             const mt_tensor *w_scales, const mt_tensor *w_zps, const mt_tensor *bias,
                             const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups,
-                            const mt_tensor *packed, double out_scale, int64_t out_zp, int relu, mt_tensor **out);
+                            double out_scale, int64_t out_zp, int relu, mt_tensor **out);
+
+/* The max pool of a quantized tensor's integers x (uint8 / int8 / int32, the CPU; the max of the values is the
+ * max of the integers): mt_max_pool's windows, no indices (core/ops/pool.c). */
+MT_API mt_status mt_qmax_pool(mt_tensor *x, const mt_pool_params *p, mt_tensor **values);
 
 /* ---------------------------------------------------------------- parity session */
 /* The in-place view ops (t_, transpose_, unsqueeze_, squeeze_, as_strided_): t takes the sizes,

@@ -182,6 +182,28 @@ describe('examples/fashion_mnist.lua', function()
     os.execute('rm -rf ' .. sh_quote(out_dir))
   end)
 
+  it('--amp trains under bfloat16 autocast; examples/quantize_demo.lua quantizes the result (issue 25)', function()
+    local out_dir = tmpdir()
+    local out, code = demo(('%s --epochs 2 --amp --out %s'):format(common, sh_quote(out_dir)))
+    assert.equal(0, code, out)
+    local lines = epochs_of(out)
+    assert.equal(2, #lines, out)
+    local acc = tonumber(lines[2]:match('test accuracy ([%d.]+)%%'))
+    assert.truthy(acc >= 90, out)
+    -- static quantization after training: the float32 accuracy of the trained network, the quantized one
+    -- within a point of it (2 of the 200 images), and both timed
+    local p = io.popen(('cd %s && %s bin/moontorch examples/quantize_demo.lua %s --data %s --calibrate 256 --threads 1 2>&1; echo "EXIT $?"')
+      :format(sh_quote(root), sh_quote(H.luajit), sh_quote(out_dir .. '/checkpoint.mt'), sh_quote(data)))
+    local q = p:read('*a')
+    p:close()
+    assert.truthy(q:find('EXIT 0%s*$'), q)
+    local fa = tonumber(q:match('float32:%s+test accuracy ([%d.]+)%%, 200 images in [%d.]+ ms'))
+    local qa = tonumber(q:match('quantized: test accuracy ([%d.]+)%%, 200 images in [%d.]+ ms %([%d.]+x faster, 1 threads%)'))
+    assert.are.equal(acc, fa, q)
+    assert.truthy(qa and math.abs(qa - fa) <= 1.0, q)
+    os.execute('rm -rf ' .. sh_quote(out_dir))
+  end)
+
   teardown(function() os.execute('rm -rf ' .. sh_quote(data)) end)
 end)
 

@@ -380,6 +380,42 @@ describe('static quantization', function()
   end)
 end)
 
+  it('quantized max_pool2d: the max of the integers, the quantizer kept (2 x 2 fast path, other windows, indices)', function()
+    -- the max of values quantized with one scale is the quantized max: compared with the float pool of the
+    -- integers (exact), for quint8 (the 2 x 2 path: rows of 8 and 16 outputs and a tail), qint8 and qint32
+    torch.manual_seed(3)
+    for _, c in ipairs({
+      { { 3, 4, 24, 38 }, { 2 } }, { { 2, 5, 9, 9 }, { 2 } }, { { 1, 2, 11, 13 }, { 3, 2, 1 } },
+      { { 2, 3, 10, 12 }, { { 2, 3 }, { 1, 2 }, 0, 2 } }, { { 4, 7, 7 }, { 2, { ceil_mode = true } } },
+    }) do
+      for _, dt in ipairs({ torch.quint8, torch.qint8, torch.qint32 }) do
+        local x = torch.randn(c[1]) * 3
+        local q = torch.quantize_per_tensor(x, 0.05, dt == torch.qint32 and 7 or 0, dt)
+        local got = F.max_pool2d(q, unpack(c[2]))
+        assert.are.equal(dt, got.dtype)
+        assert.are.equal(q:q_scale(), got:q_scale())
+        assert.are.equal(q:q_zero_point(), got:q_zero_point())
+        local want = F.max_pool2d(q:int_repr():float(), unpack(c[2]))
+        assert.is_true(torch.equal(got:int_repr():float(), want), dt.name .. ' ' .. table.concat(c[1], 'x'))
+        assert.is_true(torch.equal(nn.MaxPool2d(unpack(c[2]))(q):int_repr(), got:int_repr()))
+      end
+    end
+    -- with indices: the values pooled widened, the indices as the float pool's
+    local q = torch.quantize_per_tensor(torch.randn(2, 3, 8, 8), 0.1, 128, torch.quint8)
+    local v, i = F.max_pool2d(q, 2, { return_indices = true })
+    local fv, fi = F.max_pool2d(q:int_repr():float(), 2, { return_indices = true })
+    assert.is_true(torch.equal(v:int_repr():float(), fv) and torch.equal(i, fi))
+    -- the C door refuses other dtypes and wrong shapes, naming itself
+    local ok, err = pcall(function()
+      return require('moontorch.nn.pooling').quantized_max_pool2d(torch.randn(1, 2, 4, 4), 2)
+    end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('quantized max_pool2d: expected a quantized tensor\'s integers (uint8, int8 or int32), got float32', 1, true), err)
+    ok, err = pcall(function() return F.max_pool2d(torch.quantize_per_tensor(torch.randn(4, 4), 0.1, 0, torch.quint8), 2) end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find('quantized max_pool2d', 1, true), err)
+  end)
+
 describe('quantization-aware training', function()
   it('prepare_qat, three steps of SGD through fake quantization, convert: PyTorch 1.13\'s losses and weights', function()
     local calib = { grid({ 2, 1, 8, 8 }, 20, 1.0), grid({ 2, 1, 8, 8 }, 21, 1.0), grid({ 2, 1, 8, 8 }, 22, 1.0) }

@@ -25,7 +25,8 @@ static const char *sizes_x(const int64_t *s, int from, int ndim, char *buf, size
 }
 
 /* The input checked: nsp + 1 or nsp + 2 dims, float32 or float64, no empty non-batch dim. */
-static mt_status check_input(const char *op, mt_tensor *x, int nsp, int adaptive) {
+/* (quantized: the integers of a quantized tensor, whose dtype mt_qmax_pool checks) */
+static mt_status check_input_(const char *op, mt_tensor *x, int nsp, int adaptive, int quantized) {
   CHECK(x, op, "input");
   if (nsp < 1 || nsp > 3) return mt_error(MT_EINVAL, "%s: pooling over %d dims (1 to 3 are supported)", op, nsp);
   if (x->_ndim != nsp + 1 && x->_ndim != nsp + 2) {
@@ -44,7 +45,7 @@ static mt_status check_input(const char *op, mt_tensor *x, int nsp, int adaptive
       return mt_error(MT_ESHAPE, "%s: Expected %dD or %dD (batch mode) tensor with optional 0 dim batch size for "
                       "input, but got:%s", op, nsp + 1, nsp + 2, MT_SHAPE(x));
     }
-  if (x->_dtype != MT_FLOAT32 && x->_dtype != MT_FLOAT64) {
+  if (!quantized && x->_dtype != MT_FLOAT32 && x->_dtype != MT_FLOAT64) {
     const char *n = mt_dtype_name(x->_dtype);
     /* PyTorch's ScalarType names: Long, Int, Half, ... */
     const char *py = !strcmp(n, "int64")      ? "Long"
@@ -59,6 +60,9 @@ static mt_status check_input(const char *op, mt_tensor *x, int nsp, int adaptive
     return mt_error(MT_EDTYPE, "%s: \"%s\" not implemented for '%s'", op, op, py);
   }
   return MT_OK;
+}
+static mt_status check_input(const char *op, mt_tensor *x, int nsp, int adaptive) {
+  return check_input_(op, x, nsp, adaptive, 0);
 }
 
 /* the planes (the product of the leading dims) and the spatial sizes, padded to 3 in front */
@@ -200,6 +204,24 @@ static mt_status max_pool(mt_tensor *x, const mt_pool_params *p, int64_t base, m
   int64_t in[3], out[3];
   MT_TRY(pool_geometry(op, x, p, 1, in, out));
   return max_pool_windows(op, x, p->nsp, in, out, p, NULL, base, values, indices);
+}
+
+/* issue 25: the max pool of a quantized tensor's integers (the max of the values is the max of the integers):
+ * uint8, int8 or int32 on the CPU, no indices, no autograd */
+mt_status mt_qmax_pool(mt_tensor *x, const mt_pool_params *p, mt_tensor **values) {
+  char op[40];
+  if (!p) return mt_error(MT_EINVAL, "quantized max_pool: no parameters");
+  snprintf(op, sizeof op, "quantized max_pool%s", dims_name(p->nsp));
+  MT_TRY(check_input_(op, x, p->nsp, 0, 1));
+  if (x->_dtype != MT_UINT8 && x->_dtype != MT_INT8 && x->_dtype != MT_INT32)
+    return mt_error(MT_EDTYPE, "%s: expected a quantized tensor's integers (uint8, int8 or int32), got %s", op,
+                    mt_dtype_name(x->_dtype));
+  if (x->_device_type != MT_CPU)
+    return mt_error(MT_EDEVICE, "%s: quantized computation runs on the CPU; the input is on %s", op,
+                    mt_device_str(mt_device_of(x)));
+  int64_t in[3], out[3];
+  MT_TRY(pool_geometry(op, x, p, 1, in, out));
+  return max_pool_windows(op, x, p->nsp, in, out, p, NULL, 0, values, NULL);
 }
 
 static mt_status adaptive_max_pool(mt_tensor *x, int nsp, const int64_t *sizes, int64_t base, mt_tensor **values,

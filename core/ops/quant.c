@@ -213,8 +213,8 @@ mt_status mt_qlinear(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_
 
 mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_tensor *w, const mt_tensor *w_scales,
                      const mt_tensor *w_zps, const mt_tensor *bias, const int64_t *stride, const int64_t *padding,
-                     const int64_t *dilation, int64_t groups, const mt_tensor *packed, double out_scale, int64_t out_zp,
-                     int relu, mt_tensor **out) {
+                     const int64_t *dilation, int64_t groups, double out_scale, int64_t out_zp, int relu,
+                     mt_tensor **out) {
   const char *op = "quantized conv2d";
   MT_TRY(cpu_only(x, op, "input"));
   MT_TRY(cpu_only(w, op, "weight"));
@@ -236,36 +236,30 @@ mt_status mt_qconv2d(const mt_tensor *x, double x_scale, int64_t x_zp, const mt_
   }
   if (out_zp < 0 || out_zp > 255 || !(out_scale > 0) || x_zp < 0 || x_zp > 255)
     return mt_error(MT_EINVAL, "%s: scales must be positive and zero points in [0, 255]", op);
-  mt_tensor *sc = NULL, *zc = NULL, *bc = NULL, *xc = NULL, *wc = NULL, *cols = NULL, *r = NULL, *rt = NULL;
+  mt_tensor *sc = NULL, *zc = NULL, *bc = NULL, *xc = NULL, *wc = NULL, *r = NULL;
   int per_channel;
+  int64_t K = C * k[0] * k[1];
   MT_TRY(weight_args(op, w, w_scales, w_zps, bias, Co, &sc, &zc, &bc, &per_channel));
-  int64_t K = C * k[0] * k[1], rows = N * o[0] * o[1];
-  MT_TRY(check_packed(op, packed, Co, K));
-  int64_t csz[2] = {rows, K}, rsz[4] = {N, o[0], o[1], Co};
+  int64_t rsz[4] = {N, Co, o[0], o[1]};
   mt_status s = mt_contiguous((mt_tensor *)x, &xc);
   if (!s) s = mt_contiguous((mt_tensor *)w, &wc);
-  if (!s) s = mt_new(mt_device_of(x), csz, 2, MT_UINT8, op, &cols);
-  if (!s) s = mt_kernels_of(x)->qim2col(cols, xc, k, stride, padding, dilation, o, (uint8_t)x_zp);
   if (!s) s = mt_new(mt_device_of(x), rsz, 4, MT_UINT8, op, &r);
-  mt_tensor w2; /* the weight as Co x (C * KH * KW) */
   if (!s) {
-    w2 = *wc;
-    w2._ndim = 2, w2._sizes[1] = K, w2._strides[0] = K, w2._strides[1] = 1;
+    mt_qgemm g = {0, Co, K, NULL, 0, x_scale, x_zp, (const int8_t *)wc->_data, K, NULL, (const double *)sc->_data,
+                  (const int64_t *)zc->_data, per_channel, bc ? (const float *)bc->_data : NULL, NULL,
+                  (uint8_t *)r->_data, 0, out_scale, out_zp, relu};
+    s = mt_kernels_of(x)->qconv2d(&g, xc, k, stride, padding, dilation, o);
   }
-  if (!s) s = run_qgemm(x, cols, rows, K, x_scale, x_zp, &w2, packed, Co, sc, zc, per_channel, bc, out_scale, out_zp, 1,
-                        relu, r);
-  /* (N, OH, OW, Co) -> (N, Co, OH, OW), contiguous */
-  if (!s) s = mt_permute(r, (const int64_t[]){0, 3, 1, 2}, 4, &rt);
-  if (!s) s = mt_contiguous(rt, out);
   mt_tensor_release(sc);
   mt_tensor_release(zc);
   mt_tensor_release(bc);
   mt_tensor_release(xc);
   mt_tensor_release(wc);
-  mt_tensor_release(cols);
-  mt_tensor_release(r);
-  mt_tensor_release(rt);
-  return s;
+  if (s) {
+    mt_tensor_release(r);
+    return s;
+  }
+  return mt_give(r, out);
 }
 
 mt_status mt_qlinear_dynamic(const mt_tensor *x, const mt_tensor *w, const mt_tensor *w_scales, const mt_tensor *w_zps,

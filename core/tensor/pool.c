@@ -2,7 +2,8 @@
  * (with the flat per-plane position of each maximum), linear resamplings as sums over taps (avg
  * pools, adaptive avg pools, nearest / linear / cubic interpolation) and their adjoints, and the
  * writes and reads at per-plane positions (max pools' backward, max_unpool and its backward).
- * Inputs come contiguous, as planes (P, S0, S1, S2) (core/kernels.h); float32 and float64. Planes
+ * Inputs come contiguous, as planes (P, S0, S1, S2) (core/kernels.h); float32 and float64 (the max pools also
+ * uint8, int8 and int32: quantized tensors' integers). Planes
  * are split over the thread pool when there is enough work. */
 #include "cpu.h"
 
@@ -26,7 +27,7 @@ typedef struct max_job {
   int avx2; /* the 2 x 2 path may use AVX2 */
 } max_job;
 
-#define MAX_POOL_RANGE(T)                                                                                       \
+#define MAX_POOL_RANGE(T, LOWEST)                                                                               \
   static void max_range_##T(void *ctx, int64_t p0, int64_t p1) {                                              \
     const max_job *j = ctx;                                                                                     \
     const mt_windows *w = j->w;                                                                                 \
@@ -44,7 +45,7 @@ typedef struct max_job {
           for (int64_t c = 0; c < O2; c++) {                                                                    \
             const int64_t s2 = w->start[2][c], c2 = w->count[2][c];                                             \
             int64_t best = (s0 * S1 + s1) * S2 + s2;                                                            \
-            T m = -INFINITY;                                                                                    \
+            T m = LOWEST;                                                                                       \
             for (int64_t k0 = 0; k0 < c0; k0++) {                                                               \
               for (int64_t k1 = 0; k1 < c1; k1++) {                                                             \
                 const int64_t row = ((s0 + k0 * st0) * S1 + s1 + k1 * st1) * S2 + s2;                          \
@@ -65,8 +66,12 @@ typedef struct max_job {
       }                                                                                                         \
     }                                                                                                           \
   }
-MAX_POOL_RANGE(float)
-MAX_POOL_RANGE(double)
+MAX_POOL_RANGE(float, -INFINITY)
+MAX_POOL_RANGE(double, -INFINITY)
+/* the integers of quantized tensors (issue 25: mt_qmax_pool; no NaN, the same order) */
+MAX_POOL_RANGE(uint8_t, 0)
+MAX_POOL_RANGE(int8_t, INT8_MIN)
+MAX_POOL_RANGE(int32_t, INT32_MIN)
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -182,6 +187,36 @@ static void max_range_2x2_float(void *ctx, int64_t p0, int64_t p1) {
   }
 }
 
+/* uint8 2 x 2 windows without indices (quantized LeNet's pools): 16 outputs at a time with SSE2, the rows' max,
+ * then each byte pair's */
+static void max_range_2x2_u8(void *ctx, int64_t p0, int64_t p1) {
+  const max_job *j = ctx;
+  const mt_windows *w = j->w;
+  const int64_t S1 = w->in[1], S2 = w->in[2], O1 = w->out[1], O2 = w->out[2];
+  for (int64_t p = p0; p < p1; p++) {
+    const uint8_t *x = (const uint8_t *)j->x + p * S1 * S2;
+    uint8_t *v = (uint8_t *)j->v + p * O1 * O2;
+    for (int64_t b = 0; b < O1; b++) {
+      const uint8_t *r0 = x + 2 * b * S2, *r1 = r0 + S2;
+      uint8_t *vr = v + b * O2;
+      int64_t c = 0;
+#ifdef POOL_X86
+      const __m128i lo = _mm_set1_epi16(0x00ff);
+      for (; c + 8 <= O2; c += 8) { /* inputs 2c .. 2c + 15 of each row: inside, 2 O2 <= S2 */
+        __m128i m = _mm_max_epu8(_mm_loadu_si128((const __m128i *)(r0 + 2 * c)), _mm_loadu_si128((const __m128i *)(r1 + 2 * c)));
+        m = _mm_and_si128(_mm_max_epu8(m, _mm_srli_epi16(m, 8)), lo);
+        _mm_storel_epi64((__m128i *)(vr + c), _mm_packus_epi16(m, m));
+      }
+#endif
+      for (; c < O2; c++) {
+        uint8_t a = r0[2 * c] > r0[2 * c + 1] ? r0[2 * c] : r0[2 * c + 1];
+        uint8_t e = r1[2 * c] > r1[2 * c + 1] ? r1[2 * c] : r1[2 * c + 1];
+        vr[c] = a > e ? a : e;
+      }
+    }
+  }
+}
+
 static bool whole_2x2(const mt_windows *w) {
   if (w->out[0] != 1 || w->in[0] != 1 || w->step[1] != 1 || w->step[2] != 1) return false;
   if (w->in[1] < 2 * w->out[1] || w->in[2] < 2 * w->out[2]) return false;
@@ -206,10 +241,13 @@ mt_status mt_cpu_pool_max(mt_tensor *values, mt_tensor *indices, const mt_tensor
 #endif
   int64_t work = w->in[0] * w->in[1] * w->in[2] + oplane;
   mt_range_fn fn;
-  if (x->_dtype == MT_FLOAT32)
-    fn = whole_2x2(w) ? max_range_2x2_float : max_range_float;
-  else
-    fn = max_range_double;
+  switch (x->_dtype) {
+  case MT_FLOAT32: fn = whole_2x2(w) ? max_range_2x2_float : max_range_float; break;
+  case MT_UINT8: fn = whole_2x2(w) && !j.idx ? max_range_2x2_u8 : max_range_uint8_t; break;
+  case MT_INT8: fn = max_range_int8_t; break;
+  case MT_INT32: fn = max_range_int32_t; break;
+  default: fn = max_range_double;
+  }
   mt_parallel_for(P, plane_grain(work), fn, &j);
   return MT_OK;
 }

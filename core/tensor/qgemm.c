@@ -159,18 +159,35 @@ typedef struct {
   int failed;
 } qjob;
 
+
 #ifdef MT_Q_X86
-/* speed: uint8 out = clamp(nearbyint(v / os) + zp, lo, 255), 16 at a time, the scalar loop's operations */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void requant_512(uint8_t *o, const float *v,
-                                                                                     int64_t w, float os, float zp,
-                                                                                     float lo) {
-  const __m512 vos = _mm512_set1_ps(os), vzp = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(255.0f);
+/* the epilogue below, 16 columns at a time (the VNNI path): the same operations, the products and sums rounded
+ * one at a time (no fused multiply-add) */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void epilogue_512(const qjob *q, int64_t i,
+                                                                                      int64_t j0, int64_t w,
+                                                                                      const int32_t *acc) {
+  const mt_qgemm *g = q->g;
+  const __m512i rs = _mm512_set1_epi32(q->rowsum[i]);
+  const __m512 vos = _mm512_set1_ps((float)g->out_scale), vzp = _mm512_set1_ps((float)g->out_zp);
+  const __m512 vlo = _mm512_set1_ps(g->relu ? (float)g->out_zp : 0.0f), vhi = _mm512_set1_ps(255.0f);
   for (int64_t j = 0; j < w; j += 16) {
     __mmask16 m = w - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (w - j)) - 1);
-    __m512 t = _mm512_div_ps(_mm512_maskz_loadu_ps(m, v + j), vos);
-    t = _mm512_add_ps(_mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vzp);
-    t = _mm512_min_ps(_mm512_max_ps(t, vlo), vhi); /* NaN: lo */
-    _mm_mask_storeu_epi8(o + j, m, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(t)));
+    __m512i t = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(m, acc + j), _mm512_maskz_loadu_epi32(m, q->colterm + j0 + j));
+    if (q->wzp) t = _mm512_sub_epi32(t, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(m, q->wzp + j0 + j), rs));
+    __m512 v = _mm512_mul_round_ps(_mm512_cvtepi32_ps(t), _mm512_maskz_loadu_ps(m, q->mult + j0 + j),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (g->bias)
+      v = _mm512_add_round_ps(v, _mm512_maskz_loadu_ps(m, g->bias + j0 + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (g->out_u8) {
+      v = _mm512_div_ps(v, vos);
+      v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vzp);
+      v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi); /* NaN: lo */
+      _mm_mask_storeu_epi8(g->out_u8 + i * g->ldo + j0 + j, m, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+    } else {
+      if (g->relu) /* v > 0 ? v : NaN stays, else +0 */
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LE_OQ), v, _mm512_setzero_ps());
+      _mm512_mask_storeu_ps(g->out_f32 + i * g->ldo + j0 + j, m, v);
+    }
   }
 }
 #endif
@@ -195,12 +212,6 @@ static void epilogue(const qjob *q, int64_t i, int64_t j0, int64_t w, const int3
   if (g->out_u8) {
     uint8_t *o = g->out_u8 + i * g->ldo + j0;
     float os = (float)g->out_scale, zp = (float)g->out_zp, lo = g->relu ? (float)g->out_zp : 0.0f;
-#ifdef MT_Q_X86
-    if (q->path == QPATH_VNNI) { /* the same operations, 16 at a time */
-      requant_512(o, v, w, os, zp, lo);
-      return;
-    }
-#endif
     for (int64_t j = 0; j < w; j++) {
       float t = nearbyintf(v[j] / os) + zp;
       t = t >= lo ? t : lo; /* NaN too */
@@ -233,8 +244,12 @@ static void q_panels(void *ctx, int64_t p0, int64_t p1) {
       int64_t rows = g->M - i0 < MR ? g->M - i0 : MR;
       const uint8_t *a = q->A + i0 * q->lda;
 #ifdef MT_Q_X86
-      if (q->path == QPATH_VNNI) tiles_vnni(q->KQ, a, q->lda, wp, rows, acc, NR);
-      else if (q->path == QPATH_AVX2) tiles_avx2(q->KQ, a, q->lda, wp, rows, acc, NR);
+      if (q->path == QPATH_VNNI) {
+        tiles_vnni(q->KQ, a, q->lda, wp, rows, acc, NR);
+        for (int64_t r = 0; r < rows; r++) epilogue_512(q, i0 + r, j0, w, acc + r * NR);
+        continue;
+      }
+      if (q->path == QPATH_AVX2) tiles_avx2(q->KQ, a, q->lda, wp, rows, acc, NR);
       else tile_scalar(q->KQ, a, q->lda, wp, rows, acc, NR);
 #else
       tile_scalar(q->KQ, a, q->lda, wp, rows, acc, NR);
@@ -447,48 +462,447 @@ mt_status mt_cpu_dequantize(mt_tensor *x, const mt_tensor *q, const double *scal
   return MT_OK;
 }
 
-/* ---------------------------------------------------------------- im2col of a uint8 image */
-/* x (N, C, H, W) uint8 contiguous -> cols (N * OH * OW, C * KH * KW) uint8, outside the image the zero
- * point (the quantized 0) */
-mt_status mt_cpu_qim2col(mt_tensor *cols, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,
-                         const int64_t *d, const int64_t *o, uint8_t fill) {
-  int64_t N = x->_sizes[0], C = x->_sizes[1], H = x->_sizes[2], W = x->_sizes[3];
-  const uint8_t *X = (const uint8_t *)x->_data;
-  uint8_t *out = (uint8_t *)cols->_data;
-  int64_t row = C * k[0] * k[1];
-  /* one output row (n, oh) at a time, column by column of the kernel: for each (c, kh, kw) the image row
-   * ih is read along ow (stride s[1]), written down the columns of cols (stride `row`); the positions
-   * outside the image (ow below lo or from hi on) get the zero point */
-  for (int64_t n = 0; n < N; n++)
-    for (int64_t oh = 0; oh < o[0]; oh++) {
-      uint8_t *base = out + (n * o[0] + oh) * o[1] * row;
-      int64_t col = 0;
-      for (int64_t c = 0; c < C; c++)
-        for (int64_t kh = 0; kh < k[0]; kh++) {
-          int64_t ih = oh * s[0] - p[0] + kh * d[0];
-          const uint8_t *src = X + ((n * C + c) * H + (ih < 0 ? 0 : ih)) * W;
-          for (int64_t kw = 0; kw < k[1]; kw++, col++) {
-            uint8_t *dst = base + col;
-            if (ih < 0 || ih >= H) {
-              for (int64_t ow = 0; ow < o[1]; ow++) dst[ow * row] = fill;
-              continue;
-            }
-            int64_t off = kw * d[1] - p[1]; /* iw = ow * s[1] + off */
-            int64_t lo = off >= 0 ? 0 : (-off + s[1] - 1) / s[1];
-            int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / s[1] + 1;
-            if (hi > o[1]) hi = o[1];
-            if (lo > hi) lo = hi;
-            int64_t ow = 0;
-            for (; ow < lo; ow++) dst[ow * row] = fill;
-            if (s[1] == 1) {
-              const uint8_t *sp = src + off;
-              for (; ow < hi; ow++) dst[ow * row] = sp[ow];
+/* ---------------------------------------------------------------- the convolution, channels by pixels */
+/* out[n, co, pixel] = W[co, :] . column(pixel) + the epilogue: the product taken the other way round from the
+ * linear layer's, so that a convolution of few output channels (LeNet's 6 and 16) fills the vector lanes with
+ * pixels, and the result is written in (N, Co, OH, OW) order at once. A job is a chunk of QC_P pixels of one
+ * image: T (4 KQ rows of QC_P bytes) = the chunk's columns transposed (row k = (c, kh, kw): runs of the image,
+ * copied for stride 1; outside the image the zero point; rows from K on zero), then per panel of 32 pixels
+ * Bq[kq][32] = the quads of T's rows 4kq..4kq+3 (SSE2 byte/word interleaves); a tile takes up to QC_R channels x
+ * 32 pixels: acc += Bq's quads (uint8) . the channel's weight quad (int8, broadcast), exact in int32 as the
+ * linear layer's tiles, and the epilogue is the same float operations as theirs (every path the same bits). */
+#define QC_P 256
+#define QC_R 8
+
+typedef struct {
+  const mt_qgemm *g;
+  const uint8_t *X;
+  int64_t C, H, W;
+  const int64_t *k, *s, *p, *d, *o;
+  int64_t K, KQ, P, chunks; /* P = OH * OW pixels an image, in chunks of QC_P */
+  const uint32_t *Wq;        /* Co x KQ weight quads */
+  const int32_t *colterm, *wzp; /* per channel (wzp NULL: every weight zero point 0) */
+  const float *mult;
+  int path;
+  int failed;
+} qcjob;
+
+/* T's rows for pixels [p0, p0 + pw) of image n */
+static void qc_cols(const qcjob *j, int64_t n, int64_t p0, int64_t pw, uint8_t *T) {
+  const int64_t *k = j->k, *s = j->s, *pad = j->p, *d = j->d;
+  int64_t OW = j->o[1], H = j->H, W = j->W;
+  uint8_t fill = (uint8_t)j->g->a_zp;
+  for (int64_t kk = 0; kk < j->K; kk++) {
+    int64_t c = kk / (k[0] * k[1]), kh = kk / k[1] % k[0], kw = kk % k[1];
+    const uint8_t *img = j->X + (n * j->C + c) * H * W;
+    int64_t off = kw * d[1] - pad[1]; /* iw = ow * s[1] + off */
+    int64_t lo = off >= 0 ? 0 : (-off + s[1] - 1) / s[1];
+    int64_t hi = W - 1 - off < 0 ? 0 : (W - 1 - off) / s[1] + 1;
+    if (hi > OW) hi = OW;
+    if (lo > hi) lo = hi;
+    for (int64_t pix = p0; pix < p0 + pw;) {
+      int64_t oh = pix / OW, ow0 = pix % OW, ow1 = OW - ow0 < p0 + pw - pix ? OW : ow0 + (p0 + pw - pix);
+      uint8_t *dd = T + kk * QC_P + (pix - p0); /* dd[ow - ow0] */
+      int64_t ih = oh * s[0] - pad[0] + kh * d[0];
+      /* (short runs, LeNet's 8 to 24 bytes: loops, not calls) */
+      if (ih < 0 || ih >= H) {
+        for (int64_t ow = ow0; ow < ow1; ow++) dd[ow - ow0] = fill;
+      } else {
+        const uint8_t *src = img + ih * W;
+        int64_t a = lo < ow0 ? ow0 : lo > ow1 ? ow1 : lo, b = hi < a ? a : hi > ow1 ? ow1 : hi;
+        for (int64_t ow = ow0; ow < a; ow++) dd[ow - ow0] = fill;
+        if (s[1] == 1) {
+          const uint8_t *sp = src + off;
+          for (int64_t ow = a; ow < b; ow++) dd[ow - ow0] = sp[ow];
+        } else {
+          for (int64_t ow = a; ow < b; ow++) dd[ow - ow0] = src[ow * s[1] + off];
+        }
+        for (int64_t ow = b; ow < ow1; ow++) dd[ow - ow0] = fill;
+      }
+      pix += ow1 - ow0;
+    }
+  }
+}
+
+/* Bq (panels of KQ x 32 quads) <- T's first pw pixels (pw a multiple of 32: T's bytes past the chunk's pixels
+ * are zeros or a former chunk's, which only lanes that are never stored read) */
+static void qc_quads(const uint8_t *T, int64_t KQ, int64_t pw, uint32_t *Bq) {
+  for (int64_t kq = 0; kq < KQ; kq++) {
+    const uint8_t *r0 = T + 4 * kq * QC_P, *r1 = r0 + QC_P, *r2 = r1 + QC_P, *r3 = r2 + QC_P;
+    for (int64_t pp = 0; pp < pw; pp += 16) {
+      uint32_t *dst = Bq + (pp / 32) * KQ * 32 + kq * 32 + pp % 32;
+#ifdef MT_Q_X86
+      __m128i a0 = _mm_loadu_si128((const __m128i *)(r0 + pp)), a1 = _mm_loadu_si128((const __m128i *)(r1 + pp));
+      __m128i a2 = _mm_loadu_si128((const __m128i *)(r2 + pp)), a3 = _mm_loadu_si128((const __m128i *)(r3 + pp));
+      __m128i l01 = _mm_unpacklo_epi8(a0, a1), h01 = _mm_unpackhi_epi8(a0, a1);
+      __m128i l23 = _mm_unpacklo_epi8(a2, a3), h23 = _mm_unpackhi_epi8(a2, a3);
+      _mm_storeu_si128((__m128i *)dst, _mm_unpacklo_epi16(l01, l23));
+      _mm_storeu_si128((__m128i *)(dst + 4), _mm_unpackhi_epi16(l01, l23));
+      _mm_storeu_si128((__m128i *)(dst + 8), _mm_unpacklo_epi16(h01, h23));
+      _mm_storeu_si128((__m128i *)(dst + 12), _mm_unpackhi_epi16(h01, h23));
+#else
+      for (int t = 0; t < 16; t++)
+        dst[t] = (uint32_t)r0[pp + t] | (uint32_t)r1[pp + t] << 8 | (uint32_t)r2[pp + t] << 16 | (uint32_t)r3[pp + t] << 24;
+#endif
+    }
+  }
+}
+
+/* acc (R x 32) = the R channels' weight quads (rows of wq, KQ each) . one panel's quads */
+static void qc_tile_scalar(int R, int64_t KQ, const uint32_t *bq, const uint32_t *wq, int32_t *acc) {
+  for (int i = 0; i < R; i++) {
+    int32_t a[32] = {0};
+    for (int64_t kq = 0; kq < KQ; kq++) {
+      uint32_t w = wq[i * KQ + kq];
+      int32_t w0 = (int8_t)(w & 0xff), w1 = (int8_t)((w >> 8) & 0xff), w2 = (int8_t)((w >> 16) & 0xff), w3 = (int8_t)(w >> 24);
+      const uint32_t *b = bq + kq * 32;
+      for (int t = 0; t < 32; t++)
+        a[t] += (int32_t)(b[t] & 0xff) * w0 + (int32_t)((b[t] >> 8) & 0xff) * w1 + (int32_t)((b[t] >> 16) & 0xff) * w2 +
+                (int32_t)(b[t] >> 24) * w3;
+    }
+    memcpy(acc + i * 32, a, sizeof a);
+  }
+}
+
+/* the epilogue of one channel's row of acc (w pixels), the linear layer's operations */
+static void qc_epilogue(const qcjob *j, int64_t co, const int32_t *acc, const int32_t *psum, int64_t w, uint8_t *o) {
+  const mt_qgemm *g = j->g;
+  float v[32];
+  int32_t ct = j->colterm[co], wz = j->wzp ? j->wzp[co] : 0;
+  float mu = j->mult[co];
+  for (int64_t t = 0; t < w; t++) {
+    int32_t a = acc[t] - ct;
+    if (wz) a -= wz * psum[t];
+    v[t] = (float)a * mu;
+  }
+  if (g->bias)
+    for (int64_t t = 0; t < w; t++) v[t] += g->bias[co];
+  float os = (float)g->out_scale, zp = (float)g->out_zp, lo = g->relu ? (float)g->out_zp : 0.0f;
+  for (int64_t t = 0; t < w; t++) {
+    float r = nearbyintf(v[t] / os) + zp;
+    r = r >= lo ? r : lo; /* NaN too */
+    r = r <= 255.0f ? r : 255.0f;
+    o[t] = (uint8_t)r;
+  }
+}
+
+#ifdef MT_Q_X86
+static inline __attribute__((always_inline)) TGT2 void qc_tile_avx2_(const int R, int64_t KQ, const uint32_t *bq,
+                                                                       const uint32_t *wq, int32_t *acc) {
+  __m256i a[QC_R][4];
+  for (int i = 0; i < R; i++)
+    for (int v = 0; v < 4; v++) a[i][v] = _mm256_setzero_si256();
+  const __m256i lo8 = _mm256_set1_epi16(0x00ff);
+  for (int64_t kq = 0; kq < KQ; kq++) {
+    __m256i be[4], bo[4]; /* the pixels' quads: bytes 0, 2 and 1, 3 as 16-bit lanes (values 0..255) */
+    for (int v = 0; v < 4; v++) {
+      __m256i b = _mm256_loadu_si256((const __m256i *)(bq + kq * 32 + 8 * v));
+      be[v] = _mm256_and_si256(b, lo8);
+      bo[v] = _mm256_srli_epi16(b, 8);
+    }
+    for (int i = 0; i < R; i++) {
+      __m256i w = _mm256_set1_epi32((int32_t)wq[i * KQ + kq]);
+      __m256i we = _mm256_srai_epi16(_mm256_slli_epi16(w, 8), 8), wo = _mm256_srai_epi16(w, 8); /* sign-extended */
+      for (int v = 0; v < 4; v++) {
+        a[i][v] = _mm256_add_epi32(a[i][v], _mm256_madd_epi16(be[v], we));
+        a[i][v] = _mm256_add_epi32(a[i][v], _mm256_madd_epi16(bo[v], wo));
+      }
+    }
+  }
+  for (int i = 0; i < R; i++)
+    for (int v = 0; v < 4; v++) _mm256_storeu_si256((__m256i *)(acc + i * 32 + 8 * v), a[i][v]);
+}
+static TGT2 void qc_tile_avx2(int R, int64_t KQ, const uint32_t *bq, const uint32_t *wq, int32_t *acc) {
+  int i = 0;
+  for (; i + 2 <= R; i += 2) qc_tile_avx2_(2, KQ, bq, wq + i * KQ, acc + i * 32);
+  if (i < R) qc_tile_avx2_(1, KQ, bq, wq + i * KQ, acc + i * 32);
+}
+
+static inline __attribute__((always_inline)) TGTV void qc_tile_vnni_(const int R, int64_t KQ, const uint32_t *bq,
+                                                                       const uint32_t *wq, int32_t *acc) {
+  __m512i a0[QC_R], a1[QC_R];
+  for (int i = 0; i < R; i++) a0[i] = a1[i] = _mm512_setzero_si512();
+  for (int64_t kq = 0; kq < KQ; kq++) {
+    __m512i b0 = _mm512_loadu_si512(bq + kq * 32), b1 = _mm512_loadu_si512(bq + kq * 32 + 16);
+    for (int i = 0; i < R; i++) {
+      __m512i w = _mm512_set1_epi32((int32_t)wq[i * KQ + kq]);
+      a0[i] = _mm512_dpbusd_epi32(a0[i], b0, w);
+      a1[i] = _mm512_dpbusd_epi32(a1[i], b1, w);
+    }
+  }
+  for (int i = 0; i < R; i++) {
+    _mm512_storeu_si512(acc + i * 32, a0[i]);
+    _mm512_storeu_si512(acc + i * 32 + 16, a1[i]);
+  }
+}
+static TGTV void qc_tile_vnni(int R, int64_t KQ, const uint32_t *bq, const uint32_t *wq, int32_t *acc) {
+  switch (R) {
+  case 8: qc_tile_vnni_(8, KQ, bq, wq, acc); break;
+  case 7: qc_tile_vnni_(7, KQ, bq, wq, acc); break;
+  case 6: qc_tile_vnni_(6, KQ, bq, wq, acc); break;
+  case 5: qc_tile_vnni_(5, KQ, bq, wq, acc); break;
+  case 4: qc_tile_vnni_(4, KQ, bq, wq, acc); break;
+  case 3: qc_tile_vnni_(3, KQ, bq, wq, acc); break;
+  case 2: qc_tile_vnni_(2, KQ, bq, wq, acc); break;
+  default: qc_tile_vnni_(1, KQ, bq, wq, acc); break;
+  }
+}
+
+/* qc_epilogue's operations 16 pixels at a time (the products and sums rounded as the scalar ones: no fused
+ * multiply-add) */
+static TGTV void qc_epilogue_512(const qcjob *j, int64_t co, const int32_t *acc, const int32_t *psum, int64_t w,
+                                 uint8_t *o) {
+  const mt_qgemm *g = j->g;
+  const __m512i ct = _mm512_set1_epi32(j->colterm[co]), wz = _mm512_set1_epi32(j->wzp ? j->wzp[co] : 0);
+  const __m512 mu = _mm512_set1_ps(j->mult[co]), b = _mm512_set1_ps(g->bias ? g->bias[co] : 0.0f);
+  const __m512 vos = _mm512_set1_ps((float)g->out_scale), vzp = _mm512_set1_ps((float)g->out_zp);
+  const __m512 vlo = _mm512_set1_ps(g->relu ? (float)g->out_zp : 0.0f), vhi = _mm512_set1_ps(255.0f);
+  int has_wz = j->wzp && j->wzp[co];
+  for (int64_t t = 0; t < w; t += 16) {
+    __mmask16 m = w - t >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (w - t)) - 1);
+    __m512i a = _mm512_sub_epi32(_mm512_loadu_si512(acc + t), ct);
+    if (has_wz) a = _mm512_sub_epi32(a, _mm512_mullo_epi32(wz, _mm512_loadu_si512(psum + t)));
+    __m512 v = _mm512_mul_round_ps(_mm512_cvtepi32_ps(a), mu, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (g->bias) v = _mm512_add_round_ps(v, b, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_div_ps(v, vos);
+    v = _mm512_add_ps(_mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vzp);
+    v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi); /* NaN: lo */
+    _mm_mask_storeu_epi8(o + t, m, _mm512_cvtepi32_epi8(_mm512_cvttps_epi32(v)));
+  }
+}
+#endif
+
+#ifdef MT_Q_X86
+/* qc_cols + qc_quads in one pass, 16 pixels of an output row at a time (AVX-512BW masked loads and stores: no
+ * byte read or written outside the run): the rows of the 4 (c, kh, kw) of a quad read as they are where the run
+ * lies inside the image (stride 1), else gathered with the zero point outside; then interleaved into quads */
+/* 16 pixels' bytes of 4 rows -> their 16 quads at dst (the lanes of m) */
+static inline __attribute__((always_inline)) TGTV void qc_quads16(__m128i v0, __m128i v1, __m128i v2, __m128i v3,
+                                                                    __mmask16 m, uint32_t *dst) {
+  __m128i l01 = _mm_unpacklo_epi8(v0, v1), h01 = _mm_unpackhi_epi8(v0, v1);
+  __m128i l23 = _mm_unpacklo_epi8(v2, v3), h23 = _mm_unpackhi_epi8(v2, v3);
+  __m512i z = _mm512_castsi128_si512(_mm_unpacklo_epi16(l01, l23));
+  z = _mm512_inserti32x4(z, _mm_unpackhi_epi16(l01, l23), 1);
+  z = _mm512_inserti32x4(z, _mm_unpacklo_epi16(h01, h23), 2);
+  z = _mm512_inserti32x4(z, _mm_unpackhi_epi16(h01, h23), 3);
+  _mm512_mask_storeu_epi32(dst, m, z);
+}
+
+static TGTV void qc_pack_512(const qcjob *j, int64_t n, int64_t p0, int64_t pw, uint32_t *Bq) {
+  const int64_t *k = j->k, *s = j->s, *pad = j->p, *d = j->d;
+  int64_t OW = j->o[1], H = j->H, W = j->W, K = j->K, KQ = j->KQ;
+  uint8_t fill = (uint8_t)j->g->a_zp;
+  const __m128i vfill = _mm_set1_epi8((char)fill);
+  struct {
+    const uint8_t *img;
+    int64_t kh, off, lo, hi;
+  } r[4];
+  const int64_t oh_first = p0 / OW, ow_first = p0 % OW;
+  /* no padding, stride 1 along rows: every run lies inside the image; a quad's 4 rows advance together */
+  int64_t kq_all = pad[0] == 0 && pad[1] == 0 && s[1] == 1 ? KQ : 0;
+  for (int64_t kq = 0; kq < kq_all; kq++) {
+    const uint8_t *rp[4];
+    int nt = K - 4 * kq < 4 ? (int)(K - 4 * kq) : 4; /* the quad's rows below K; the others are zeros */
+    for (int t = 0; t < nt; t++) {
+      int64_t kk = 4 * kq + t, c = kk / (k[0] * k[1]), kh = kk / k[1] % k[0], kw = kk % k[1];
+      rp[t] = j->X + (n * j->C + c) * H * W + (oh_first * s[0] + kh * d[0]) * W + kw * d[1];
+    }
+    int64_t ow0 = ow_first;
+    for (int64_t q = 0; q < pw;) {
+      int64_t ow1 = OW - ow0 < pw - q ? OW : ow0 + (pw - q);
+      for (int64_t ow = ow0; ow < ow1;) {
+        int64_t qq = q + (ow - ow0), g = ow1 - ow;
+        if (g > 16) g = 16;
+        if (g > 32 - qq % 32) g = 32 - qq % 32;
+        __mmask16 m = g == 16 ? (__mmask16)0xffff : (__mmask16)((1u << g) - 1);
+        uint32_t *dst = Bq + (qq / 32) * KQ * 32 + kq * 32 + qq % 32;
+        if (nt == 4)
+          qc_quads16(_mm_maskz_loadu_epi8(m, rp[0] + ow), _mm_maskz_loadu_epi8(m, rp[1] + ow),
+                     _mm_maskz_loadu_epi8(m, rp[2] + ow), _mm_maskz_loadu_epi8(m, rp[3] + ow), m, dst);
+        else /* K's last quad */
+          qc_quads16(_mm_maskz_loadu_epi8(m, rp[0] + ow), nt > 1 ? _mm_maskz_loadu_epi8(m, rp[1] + ow) : _mm_setzero_si128(),
+                     nt > 2 ? _mm_maskz_loadu_epi8(m, rp[2] + ow) : _mm_setzero_si128(), _mm_setzero_si128(), m, dst);
+        ow += g;
+      }
+      q += ow1 - ow0;
+      ow0 = 0;
+      for (int t = 0; t < nt; t++) rp[t] += s[0] * W;
+    }
+  }
+  for (int64_t kq = kq_all; kq < KQ; kq++) {
+    int nt = K - 4 * kq < 4 ? (int)(K - 4 * kq) : 4; /* the quad's rows below K; the others are zeros */
+    for (int t = 0; t < nt; t++) {
+      int64_t kk = 4 * kq + t;
+      int64_t c = kk / (k[0] * k[1]), kw = kk % k[1];
+      r[t].kh = kk / k[1] % k[0];
+      r[t].img = j->X + (n * j->C + c) * H * W;
+      r[t].off = kw * d[1] - pad[1];
+      r[t].lo = r[t].off >= 0 ? 0 : (-r[t].off + s[1] - 1) / s[1];
+      r[t].hi = W - 1 - r[t].off < 0 ? 0 : (W - 1 - r[t].off) / s[1] + 1;
+      if (r[t].hi > OW) r[t].hi = OW;
+      if (r[t].lo > r[t].hi) r[t].lo = r[t].hi;
+    }
+    int64_t oh = oh_first, ow0 = ow_first;
+    for (int64_t q = 0; q < pw;) {
+      int64_t ow1 = OW - ow0 < pw - q ? OW : ow0 + (pw - q);
+      /* this row's segment [ow0, ow1): read straight when every row of the quad has it inside the image */
+      const uint8_t *rp[4] = {NULL, NULL, NULL, NULL};
+      int fast = s[1] == 1;
+      for (int t = 0; t < nt; t++) {
+        int64_t ih = oh * s[0] - pad[0] + r[t].kh * d[0];
+        if (ih >= 0 && ih < H) rp[t] = r[t].img + ih * W + r[t].off; /* rp[t][ow * s[1]] */
+        if (!rp[t] || ow0 < r[t].lo || ow1 > r[t].hi) fast = 0;
+      }
+      for (int64_t ow = ow0; ow < ow1;) {
+        int64_t qq = q + (ow - ow0), g = ow1 - ow;
+        if (g > 16) g = 16;
+        if (g > 32 - qq % 32) g = 32 - qq % 32;
+        __mmask16 m = g == 16 ? (__mmask16)0xffff : (__mmask16)((1u << g) - 1);
+        uint32_t *dst = Bq + (qq / 32) * KQ * 32 + kq * 32 + qq % 32;
+        if (fast && nt == 4) { /* the common case, straight */
+          qc_quads16(_mm_maskz_loadu_epi8(m, rp[0] + ow), _mm_maskz_loadu_epi8(m, rp[1] + ow),
+                     _mm_maskz_loadu_epi8(m, rp[2] + ow), _mm_maskz_loadu_epi8(m, rp[3] + ow), m, dst);
+          ow += g;
+          continue;
+        }
+        __m128i v[4];
+        if (fast) {
+          for (int t = 0; t < nt; t++) v[t] = _mm_maskz_loadu_epi8(m, rp[t] + ow);
+        } else {
+          for (int t = 0; t < nt; t++) {
+            if (!rp[t]) {
+              v[t] = vfill;
+            } else if (s[1] == 1 && ow >= r[t].lo && ow + g <= r[t].hi) {
+              v[t] = _mm_maskz_loadu_epi8(m, rp[t] + ow);
             } else {
-              for (; ow < hi; ow++) dst[ow * row] = src[ow * s[1] + off];
+              uint8_t b[16];
+              for (int64_t i = 0; i < 16; i++) {
+                int64_t o_ = ow + i;
+                b[i] = i < g && o_ >= r[t].lo && o_ < r[t].hi ? rp[t][o_ * s[1]] : fill;
+              }
+              v[t] = _mm_loadu_si128((const __m128i *)b);
             }
-            for (; ow < o[1]; ow++) dst[ow * row] = fill;
           }
         }
+        for (int t = nt; t < 4; t++) v[t] = _mm_setzero_si128();
+        qc_quads16(v[0], v[1], v[2], v[3], m, dst);
+        ow += g;
+      }
+      q += ow1 - ow0;
+      oh++;
+      ow0 = 0;
     }
+  }
+}
+
+/* the pixels' sums of one panel (K bytes each; the quads past K are zeros): vpdpbusd with ones, exact */
+static TGTV void qc_psum_512(int64_t KQ, const uint32_t *bq, int32_t *psum) {
+  __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+  const __m512i ones = _mm512_set1_epi8(1);
+  for (int64_t kq = 0; kq < KQ; kq++) {
+    s0 = _mm512_dpbusd_epi32(s0, _mm512_loadu_si512(bq + kq * 32), ones);
+    s1 = _mm512_dpbusd_epi32(s1, _mm512_loadu_si512(bq + kq * 32 + 16), ones);
+  }
+  _mm512_storeu_si512(psum, s0);
+  _mm512_storeu_si512(psum + 16, s1);
+}
+#endif
+
+static void qc_chunks(void *ctx, int64_t c0, int64_t c1) {
+  qcjob *j = ctx;
+  const mt_qgemm *g = j->g;
+  int64_t KQ = j->KQ, Co = g->N;
+  uint8_t *T = calloc((size_t)4 * KQ * QC_P + 64, 1);
+  uint32_t *Bq = mt_aligned_alloc((size_t)KQ * QC_P * sizeof(uint32_t));
+  int32_t *acc = mt_aligned_alloc((size_t)(QC_R * 32 + QC_P) * sizeof(int32_t)), *psum = acc + QC_R * 32;
+  if (Bq) memset(Bq, 0, (size_t)KQ * QC_P * sizeof(uint32_t));
+  if (!T || !Bq || !acc) {
+    free(T);
+    mt_aligned_free(Bq);
+    mt_aligned_free(acc);
+    __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t n = c / j->chunks, p0 = c % j->chunks * QC_P, pw = j->P - p0 < QC_P ? j->P - p0 : QC_P;
+#ifdef MT_Q_X86
+    if (j->path == QPATH_VNNI) {
+      qc_pack_512(j, n, p0, pw, Bq);
+      if (j->wzp) /* the pixels' sums, for the weight zero points' term */
+        for (int64_t pp = 0; pp < pw; pp += 32) qc_psum_512(KQ, Bq + (pp / 32) * KQ * 32, psum + pp);
+    } else
+#endif
+    {
+      qc_cols(j, n, p0, pw, T);
+      qc_quads(T, KQ, (pw + 31) / 32 * 32, Bq);
+      if (j->wzp)
+        for (int64_t t = 0; t < pw; t++) {
+          int32_t sum = 0;
+          for (int64_t kk = 0; kk < j->K; kk++) sum += T[kk * QC_P + t];
+          psum[t] = sum;
+        }
+    }
+    uint8_t *out = g->out_u8 + n * Co * j->P + p0;
+    for (int64_t pp = 0; pp < pw; pp += 32) {
+      const uint32_t *bq = Bq + (pp / 32) * KQ * 32;
+      int64_t w = pw - pp < 32 ? pw - pp : 32;
+      for (int64_t co = 0; co < Co; co += QC_R) {
+        int R = Co - co < QC_R ? (int)(Co - co) : QC_R;
+        const uint32_t *wq = j->Wq + co * KQ;
+#ifdef MT_Q_X86
+        if (j->path == QPATH_VNNI) {
+          qc_tile_vnni(R, KQ, bq, wq, acc);
+          for (int i = 0; i < R; i++) qc_epilogue_512(j, co + i, acc + i * 32, psum + pp, w, out + (co + i) * j->P + pp);
+          continue;
+        }
+        if (j->path == QPATH_AVX2) qc_tile_avx2(R, KQ, bq, wq, acc);
+        else qc_tile_scalar(R, KQ, bq, wq, acc);
+#else
+        qc_tile_scalar(R, KQ, bq, wq, acc);
+#endif
+        for (int i = 0; i < R; i++) qc_epilogue(j, co + i, acc + i * 32, psum + pp, w, out + (co + i) * j->P + pp);
+      }
+    }
+  }
+  free(T);
+  mt_aligned_free(Bq);
+  mt_aligned_free(acc);
+}
+
+mt_status mt_cpu_qconv2d(const mt_qgemm *g, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,
+                         const int64_t *d, const int64_t *o) {
+  int64_t N = x->_sizes[0], Co = g->N, K = g->K, KQ = (K + 3) / 4, P = o[0] * o[1];
+  if (N == 0 || Co == 0 || P == 0) return MT_OK;
+  if (q_path < 0) q_path = choose_qpath();
+  char *mem = malloc((size_t)Co * (KQ * 4 + 16) + 64);
+  if (!mem) return mt_error(MT_ENOMEM, "quantized conv2d: out of memory");
+  uint32_t *Wq = (uint32_t *)mem;
+  int32_t *colterm = (int32_t *)(Wq + Co * KQ), *wzp = colterm + Co;
+  float *mult = (float *)(wzp + Co);
+  int any_wzp = 0;
+  int32_t azp = (int32_t)g->a_zp;
+  for (int64_t co = 0; co < Co; co++) {
+    const int8_t *row = g->W + co * g->ldw;
+    uint8_t *q = (uint8_t *)(Wq + co * KQ);
+    int32_t sum = 0;
+    for (int64_t kk = 0; kk < KQ * 4; kk++) {
+      q[kk] = kk < K ? (uint8_t)row[kk] : 0;
+      sum += kk < K ? row[kk] : 0;
+    }
+    int64_t c = g->per_channel ? co : 0;
+    wzp[co] = g->w_zp ? (int32_t)g->w_zp[c] : 0;
+    if (wzp[co]) any_wzp = 1;
+    colterm[co] = azp * sum - (int32_t)K * azp * wzp[co];
+    mult[co] = (float)(g->a_scale * g->w_scale[c]);
+  }
+  int64_t chunks = (P + QC_P - 1) / QC_P;
+  qcjob j = {g, (const uint8_t *)x->_data, x->_sizes[1], x->_sizes[2], x->_sizes[3], k, s, p, d, o, K, KQ, P, chunks,
+             Wq, colterm, any_wzp ? wzp : NULL, mult, q_path, 0};
+  if (mt_get_num_threads() > 1 && !mt_in_parallel() && N * chunks > 1 && N * P * Co * K >= 64LL * 1024)
+    mt_parallel_for(N * chunks, 1, qc_chunks, &j);
+  else
+    qc_chunks(&j, 0, N * chunks);
+  free(mem);
+  if (j.failed) return mt_error(MT_ENOMEM, "quantized conv2d: out of memory");
   return MT_OK;
 }

@@ -121,6 +121,14 @@ function M.max_pool2d(x, kernel_size, ...)
   local k, s, p, d, cm, ri = max_pool_args('max_pool2d', 2, x, kernel_size, ...)
   return max_pool_nd(x, 2, k, s, p, d, cm, ri)
 end
+-- issue 25: the max pool of a quantized tensor's integers `int` without indices (C: mt_qmax_pool), or nil when
+-- the indices are asked (lua/quantization/functional.lua pools the values widened then); not an F function
+function M.quantized_max_pool2d(int, kernel_size, ...)
+  local k, s, p, d, cm, ri = max_pool_args('max_pool2d', 2, int, kernel_size, ...)
+  if ri then return nil end
+  if C.mt_qmax_pool(int, fill(2, k, s, p, d, cm), outp) ~= 0 then raise_last() end
+  return wrap(outp[0])
+end
 function M.max_pool3d(x, kernel_size, ...)
   local k, s, p, d, cm, ri = max_pool_args('max_pool3d', 3, x, kernel_size, ...)
   return max_pool_nd(x, 3, k, s, p, d, cm, ri)

@@ -22,19 +22,23 @@ end
 
 -- the weight's quantizer as the C calls take it: float64 scales, int64 zero points (1 or per channel), and
 -- the weight packed for the int8 product: made once per quantized weight, kept beside it (not saved)
-local function wparams(w)
+-- (the convolution's kernel reads the weight as it is: nopack)
+local function wparams(w, nopack)
   local c = rawget(w, '_cache')
-  if c then return c[1], c[2], c[3] end
-  local s, z
-  if w._axis then s, z = w._scales, w._zero_points
-  else s, z = torch.tensor({ w._scale }, { dtype = torch.float64 }), torch.tensor({ w._zero_point }, { dtype = torch.int64 }) end
-  local int = w._int
-  if int:dim() > 2 then int = int:reshape(int:size(1), -1) end
-  if C.mt_qpack(int, outp) ~= 0 then raise_last() end
-  local packed = take()
-  c = { s, z, packed }
-  rawset(w, '_cache', c)
-  return s, z, packed
+  if not c then
+    local s, z
+    if w._axis then s, z = w._scales, w._zero_points
+    else s, z = torch.tensor({ w._scale }, { dtype = torch.float64 }), torch.tensor({ w._zero_point }, { dtype = torch.int64 }) end
+    c = { s, z }
+    rawset(w, '_cache', c)
+  end
+  if not nopack and not c[3] then
+    local int = w._int
+    if int:dim() > 2 then int = int:reshape(int:size(1), -1) end
+    if C.mt_qpack(int, outp) ~= 0 then raise_last() end
+    c[3] = take()
+  end
+  return c[1], c[2], c[3]
 end
 M.wparams = wparams
 
@@ -89,10 +93,10 @@ local function pair(v, name)
 end
 function M.conv2d(x, w, b, stride, padding, dilation, groups, scale, zero_point, relu)
   need_q(x, 'quantized.conv2d')
-  local ws, wz, packed = wparams(w)
+  local ws, wz = wparams(w, true)
   local s, p, d = pair(stride or 1, 'stride'), pair(padding or 0, 'padding'), pair(dilation or 1, 'dilation')
   local sa, pa, da = ffi.new('int64_t[2]', s), ffi.new('int64_t[2]', p), ffi.new('int64_t[2]', d)
-  if C.mt_qconv2d(x._int, x._scale, x._zero_point, w._int, ws, wz, b, sa, pa, da, groups or 1, packed, scale,
+  if C.mt_qconv2d(x._int, x._scale, x._zero_point, w._int, ws, wz, b, sa, pa, da, groups or 1, scale,
     zero_point, relu and 1 or 0, outp) ~= 0 then
     raise_last()
   end
@@ -117,6 +121,10 @@ local function on_values(x, op, fn)
 end
 function M.max_pool(fname, x, ...)
   need_q(x, fname)
+  if fname == 'max_pool2d' then -- the integers pooled as they are (2 x 2 windows of uint8: 16 at a time)
+    local r = require('moontorch.nn.pooling').quantized_max_pool2d(x._int, ...)
+    if r then return qt.same_quantizer(x, r) end
+  end
   local F = require('moontorch.nn').functional
   -- the max of integers is one of them: widened, pooled, narrowed back exactly
   local r, extra = F[fname](x._int:float(), ...)
