@@ -6,6 +6,14 @@
  * Built only where nvcc is (MT_HAVE_CUDA). */
 #include "gpu.h"
 
+/* the setting is kept in every build (torch.backends reads and writes it); only cuBLAS reads it */
+static int allow_tf32; /* torch.backends.cuda.matmul.allow_tf32: off, as PyTorch's default */
+
+MT_API int mt_cuda_allow_tf32(int set) {
+  if (set >= 0) __atomic_store_n(&allow_tf32, set != 0, __ATOMIC_RELAXED);
+  return __atomic_load_n(&allow_tf32, __ATOMIC_RELAXED);
+}
+
 #ifdef MT_HAVE_CUDA
 #include <cublas_v2.h>
 #include <dlfcn.h>

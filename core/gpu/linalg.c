@@ -5,13 +5,6 @@
 
 #include <stdlib.h>
 
-static int allow_tf32; /* torch.backends.cuda.matmul.allow_tf32: off, as PyTorch's default */
-
-MT_API int mt_cuda_allow_tf32(int set) {
-  if (set >= 0) __atomic_store_n(&allow_tf32, set != 0, __ATOMIC_RELAXED);
-  return __atomic_load_n(&allow_tf32, __ATOMIC_RELAXED);
-}
-
 mt_status mt_gpu_gemm_slot(const mt_gemm *j) {
   if (j->nb == 0 || j->M == 0 || j->N == 0) return MT_OK;
   int dev = mt_gpu_device_of(j->C);
