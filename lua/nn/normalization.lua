@@ -18,11 +18,7 @@ local type, tostring, ipairs, math = type, tostring, ipairs, math
 local M = {}
 local nn, F -- set by install
 
-local function define(name, parent)
-  local cls = class.class('nn.' .. name, parent or Module)
-  M[name] = cls
-  return cls
-end
+local define = Mod.definer(M)
 local function empty(sizes, fk) return fk and torch.empty(sizes, fk) or torch.empty(sizes) end
 local function init_parameters(self) if layers.skipping == 0 then self:reset_parameters() end end
 
