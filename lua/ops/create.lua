@@ -534,21 +534,18 @@ do
     N = N or (opts and opts.N) or x:size(1)
     local inc = opts and opts.increasing or false
     if x:dim() ~= 1 then fail('vander', 'x must be a one-dimensional tensor.') end
-    local cols = {}
+    if type(N) ~= 'number' or N ~= floor(N) or N ~= N or N == math.huge then
+      fail('vander', ("argument 'N' must be an integer, got %s"):format(tostring(N)))
+    end
+    if N < 0 then fail('vander', 'N must be non-negative.') end
     local dt = x.dtype == torch.bool and torch.int64 or x.dtype
+    local n = x:size(1)
+    if N == 0 then return torch.empty(n, 0, { dtype = dt }) end
+    -- the powers 0 .. N-1 by running products (one allocation, so that a huge N fails at once)
     local xx = x:to(dt)
-    local p = torch.ones_like(xx)
-    for i = 1, N do
-      cols[i] = p
-      p = p * xx
-    end
-    if not inc then
-      local r = {}
-      for i = 1, N do r[i] = cols[N + 1 - i] end
-      cols = r
-    end
-    if N == 0 then return torch.empty(x:size(1), 0, { dtype = dt }) end
-    return torch.stack(cols, 2)
+    local r = torch.ones(n, 1, { dtype = dt })
+    if N > 1 then r = torch.cat({ r, xx:unsqueeze(2):expand(n, N - 1):cumprod(2) }, 2) end
+    return inc and r or r:flip(2)
   end
   local function constructor(name)
     return function(...)

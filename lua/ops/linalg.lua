@@ -334,6 +334,9 @@ do
     if x:dim() < 2 or x:size(-1) ~= x:size(-2) then
       fail('matrix_power', 'matrix_power: expected a tensor of square matrices')
     end
+    if type(n) ~= 'number' or n ~= floor(n) or n ~= n or math.abs(n) == huge then
+      fail('matrix_power', ("expected an integer exponent n, got %s"):format(tostring(n)))
+    end
     if n < 0 then return matrix_power(torch.linalg.inv(x), -n) end
     if n == 0 then
       local e = torch.eye(x:size(-1), { dtype = x.dtype })

@@ -1,0 +1,57 @@
+-- Hostile arguments found by a sweep of the public API (every torch function, Tensor method,
+-- nn.functional, linalg, special, fft called with nil, wrong types, huge and negative sizes, NaN,
+-- 0-size tensors, views): each must be a Lua error naming the op, quickly; these hung (a loop
+-- over a huge size before anything was allocated) or failed on index tables of empty results.
+-- PyTorch 1.13 (/usr/bin/python3) gives the same shapes for the empty results of flip, roll and the
+-- pools (its repeat_interleave tries to allocate one there).
+local H = require 'spec.support.helper'
+local torch = H.torch
+local F = torch.nn.functional
+
+describe('hostile arguments', function()
+  it('adaptive pools to a huge output size: an allocation error, not a loop over 10^12 outputs', function()
+    H.errors_with(function() F.adaptive_avg_pool1d(torch.randn(3, 4), 1e12) end, 'out of memory')
+    H.errors_with(function() torch.adaptive_avg_pool1d(torch.randn(3, 4), 1e12) end, 'adaptive_avg_pool')
+    H.errors_with(function() F.adaptive_avg_pool3d(torch.randn(1, 2, 1, 2, 1), 1e12) end, 'adaptive_avg_pool3d')
+    -- an empty batch to a huge size: an empty result (PyTorch: torch.Size([0, 3, 1000000000000]))
+    assert.are.same({ 0, 3, 1e12 }, H.shape(F.adaptive_avg_pool1d(torch.empty(0, 3, 4), 1e12)))
+    -- and the usual sizes still pool
+    H.near(F.adaptive_avg_pool1d(torch.tensor({ { 1, 2, 3, 4 } }), 2), { { 1.5, 3.5 } })
+  end)
+  it('matrix_power: a non-integer, infinite or NaN exponent is an error (it looped forever on inf)', function()
+    for _, n in ipairs({ math.huge, -math.huge, 0 / 0, 0.5 }) do
+      H.errors_with(function() torch.matrix_power(torch.eye(2), n) end, 'matrix_power: expected an integer exponent n')
+      H.errors_with(function() torch.linalg.matrix_power(torch.eye(2), n) end, 'matrix_power')
+      H.errors_with(function() torch.eye(2):matrix_power(n) end, 'matrix_power')
+    end
+    H.near(torch.matrix_power(torch.tensor({ { 1, 1 }, { 0, 1 } }), 5), { { 1, 5 }, { 0, 1 } })
+  end)
+  it('vander: N checked as PyTorch; a huge N allocates once (and fails at once), an empty x gives an empty result', function()
+    -- torch.vander(tensor([2, 3]), 4) -> [[8, 4, 2, 1], [27, 9, 3, 1]]; increasing=True, N=3 on [2., 3.]
+    assert.are.same({ { 8, 4, 2, 1 }, { 27, 9, 3, 1 } }, torch.vander(torch.tensor({ 2, 3 }, { dtype = torch.int64 }), 4):tolist())
+    assert.are.same({ { 1, 2, 4 }, { 1, 3, 9 } }, torch.vander(torch.tensor({ 2, 3 }), 3, { increasing = true }):tolist())
+    -- uint8 [200, 3], N=3 -> int64 [[40000, 200, 1], [9, 3, 1]]; bool [True, False] -> [[1, 1, 1], [0, 0, 1]]
+    local u = torch.vander(torch.tensor({ 200, 3 }, { dtype = torch.uint8 }), 3)
+    assert.are.same({ { 40000, 200, 1 }, { 9, 3, 1 } }, u:tolist())
+    assert.are.equal(torch.int64, u.dtype)
+    assert.are.same({ { 1, 1, 1 }, { 0, 0, 1 } }, torch.vander(torch.tensor({ true, false }), 3):tolist())
+    assert.are.same({ 2, 0 }, H.shape(torch.vander(torch.tensor({ 1, 2 }), 0)))
+    assert.are.same({ 0, 1e12 }, H.shape(torch.vander(torch.empty(0), 1e12)))
+    H.errors_with(function() torch.vander(torch.tensor({ 1, 2 }), 1e12) end, 'out of memory')
+    for _, n in ipairs({ 0.5, math.huge, 0 / 0 }) do
+      H.errors_with(function() torch.vander(torch.tensor({ 1, 2 }), n) end, "vander: argument 'N' must be an integer")
+    end
+    H.errors_with(function() torch.vander(torch.tensor({ 1, 2 }), -1) end, 'vander: N must be non-negative.')
+    -- the gradient: d/dx sum(x^2 + x + 1) = 2x + 1
+    local x = torch.tensor({ 1.5, 2 }, { requires_grad = true })
+    torch.vander(x, 3):sum():backward()
+    H.near(x.grad, { 4, 5 })
+  end)
+  it('flip, roll and repeat_interleave of an empty tensor with a huge dim: an empty result, no index tables', function()
+    local e = torch.empty(0, 1e12)
+    assert.are.same({ 0, 1e12 }, H.shape(e:flip(2)))
+    assert.are.same({ 0, 1e12 }, H.shape(e:roll(1, 2)))
+    assert.are.same({ 0, 2e12 }, H.shape(e:repeat_interleave(2, 2)))
+    assert.are.same({ { 3, 2, 1 } }, torch.tensor({ { 1, 2, 3 } }):flip(2):tolist())
+  end)
+end)
