@@ -937,7 +937,9 @@ do
       return torch.nn.functional[name](x, k, unpack(args, 1, n))
     end
   end
-  composed.affine_grid, composed.grid_sample = affine_grid, grid_sample
+  -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
+  composed.affine_grid = K.node_autograd('AffineGridGeneratorBackward0', affine_grid)
+  composed.grid_sample = K.node_autograd('GridSampler2DBackward0', grid_sample)
   composed.max_pool2d_with_indices = with_indices('max_pool2d')
   composed.max_pool3d_with_indices = with_indices('max_pool3d')
 end

@@ -424,11 +424,28 @@ function M.lerp(a, b, w)
 end
 methods.lerp = M.lerp
 
+-- addcmul/addcdiv: a + v t1 t2, a + v t1 / t2; recorded as one node named as PyTorch's (the C op
+-- composes them of binary ops); the gradients broadcast back by the Function (fit_grad)
+local function addc_raw(a, t1, t2, v, divide)
+  if C.mt_addcmul(a, t1, t2, v, divide, nil, outp) ~= 0 then raise_last() end
+  return take()
+end
+local addc_nodes = {
+  [0] = require('moontorch.ops.compose').node('AddcmulBackward0', addc_raw, function(g, _, t1, t2, v)
+    local gv = v == 1 and g or g * v
+    return g, gv * t2, gv * t1
+  end),
+  [1] = require('moontorch.ops.compose').node('AddcdivBackward0', addc_raw, function(g, _, t1, t2, v)
+    local gv = v == 1 and g or g * v
+    local g1 = gv / t2
+    return g, g1, -g1 * t1 / t2
+  end),
+}
 local function addc(divide, name)
+  local node = addc_nodes[divide]
   return function(a, t1, t2, opts)
     local v = type(opts) == 'table' and opts.value or (type(opts) == 'number' and opts) or 1
-    if C.mt_addcmul(a, t1, t2, v, divide, nil, outp) ~= 0 then raise_last() end
-    return take()
+    return node(a, t1, t2, v, divide)
   end, function(a, t1, t2, opts)
     local v = type(opts) == 'table' and opts.value or (type(opts) == 'number' and opts) or 1
     if C.mt_addcmul(a, t1, t2, v, divide, a, nil) ~= 0 then raise_last() end

@@ -126,17 +126,26 @@ function M.baddbmm(c, a, b, opts)
   return finish(C.mt_baddbmm(c, a, b, beta, alpha, out, outp), out)
 end
 
--- addmv: beta * c + alpha * (a @ v), composed (not a hot path)
-function M.addmv(c, a, v, opts)
-  check3('addmv', c, a, v)
-  local beta, alpha = coefs('addmv', opts)
-  local out = out_of(opts)
+-- addmv: beta * c + alpha * (a @ v), composed (not a hot path), recorded as one node named as
+-- PyTorch's (AddmvBackward0); with beta 0, c is not read (nor its NaNs), as PyTorch
+local function addmv_raw(c, a, v, beta, alpha)
   local r = M.mv(a, v)
   if alpha ~= 1 then r = r:mul(alpha) end
   if beta ~= 0 then
     local cc = beta == 1 and c or c:mul(beta)
     r = cc:add(r)
   end
+  return r
+end
+local addmv_node = require('moontorch.ops.compose').node('AddmvBackward0', addmv_raw, function(g, c, a, v, beta, alpha)
+  local ga = alpha == 1 and g or g * alpha
+  return beta == 0 and g * 0 or (beta == 1 and g or g * beta), ga:unsqueeze(2) * v:unsqueeze(1), a:t():mv(ga)
+end)
+function M.addmv(c, a, v, opts)
+  check3('addmv', c, a, v)
+  local beta, alpha = coefs('addmv', opts)
+  local out = out_of(opts)
+  local r = addmv_node(c, a, v, beta, alpha)
   if out ~= nil then
     if out:dim() ~= 1 or out:size(1) ~= r:size(1) then
       fail('addmv', ('out has shape %s, expected [%d]'):format(tostring(out:size()), r:size(1)))
@@ -678,6 +687,10 @@ do
     end
     return Q
   end
+  -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
+  cdist = K.node_autograd('CdistBackward0', cdist)
+  pdist = K.node_autograd('PdistBackward0', pdist)
+  householder_product = K.node_autograd('LinalgHouseholderProductBackward0', householder_product)
   composed.pdist = pdist -- (F.pdist too: lua/nn/functional.lua)
 
   local fns = { -- torch functions and methods

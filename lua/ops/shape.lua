@@ -846,6 +846,10 @@ do
   end
   composed.broadcast_tensors = broadcast_tensors -- (cross's: lua/ops/linalg.lua)
 
+  -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
+  diagonal_scatter = K.node_autograd('DiagonalScatterBackward0', diagonal_scatter)
+  block_diag = K.node_autograd('BlockDiagBackward0', block_diag)
+
   local fns = { -- torch functions and methods
     take = take, take_along_dim = take_along_dim, diag_embed = diag_embed, diagflat = diagflat,
     select_scatter = select_scatter, slice_scatter = slice_scatter, diagonal_scatter = diagonal_scatter,
