@@ -304,10 +304,14 @@ local WANT = {
   { 'F.multi_margin_loss(x, tgt)', 'MultiMarginLossBackward0', function() return F.multi_margin_loss(x, tgt) end },
   { 'F.grid_sample(img, torch.zeros(2, 3, 3, 2, dtype=torch.float64), align_corners=False)', 'GridSampler2DBackward0', function() return F.grid_sample(img, torch.zeros(2, 3, 3, 2, {dtype = torch.float64})) end },
   { 'F.affine_grid(a[:2].unsqueeze(0), (1, 1, 2, 2), align_corners=False)', 'AffineGridGeneratorBackward0', function() return F.affine_grid(a:narrow(1, 1, 2):unsqueeze(1), {1, 1, 2, 2}) end },
+  -- session 9: median() one node; kron UnsafeView; instance_norm and cosine_similarity composed as PyTorch 1.13
+  { 'x.median()', 'MedianBackward0', function() return x:median() end },
+  { 'torch.kron(a, b)', 'UnsafeViewBackward0', function() return torch.kron(a, b) end },
+  { 'F.instance_norm(img)', 'ViewBackward0', function() return F.instance_norm(img) end },
+  { 'F.cosine_similarity(a, b)', 'SumBackward1', function() return F.cosine_similarity(a, b) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
-  { 'x.median()', 'MedianBackward0', 'ReshapeAliasBackward0', function() return x:median() end },
   { 'x.median(1)[0]', 'MedianBackward1', 'ReshapeAliasBackward0', function() return x:median(2) end },
   { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', 'ReshapeAliasBackward0', function() return x:kthvalue(2, 2) end },
   { 'x.mode(1)[0]', 'ModeBackward0', 'ReshapeAliasBackward0', function() return x:mode(2) end },
@@ -317,14 +321,11 @@ local OWED = {
   { 'x.aminmax()[0]', 'torch::autograd::NotImplemented', 'AminBackward0', function() return x:aminmax() end },
   { 'torch.trapezoid(x)', 'MulBackward1', 'MulBackward0', function() return torch.trapezoid(x) end },
   { 'torch.cov(x)', 'SqueezeBackward0', 'DivBackward0', function() return torch.cov(x) end },
-  { 'torch.kron(a, b)', 'UnsafeViewBackward0', 'ReshapeAliasBackward0', function() return torch.kron(a, b) end },
   { 'torch.einsum("ij,jk->ik", a, b)', 'ViewBackward0', 'ExpandBackward0', function() return torch.einsum("ij,jk->ik", a, b) end },
   { 'torch.linalg.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.linalg.det(a) end },
   { 'torch.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.det(a) end },
   { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', 'AddBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
   { 'torch.chain_matmul(a, b, a)', 'ViewBackward0', 'MmBackward0', function() return torch.chain_matmul(a, b, a) end },
-  { 'F.instance_norm(img)', 'ViewBackward0', 'MulBackward0', function() return F.instance_norm(img) end },
-  { 'F.cosine_similarity(a, b)', 'SumBackward1', 'DivBackward0', function() return F.cosine_similarity(a, b) end },
 }
 
 local function name_of(f)
@@ -432,6 +433,8 @@ describe('nodes composed in Lua', function()
     { 'DistBackward0', function(p, q) return torch.dist(p, q, 3) end, { r(3, 4), r(3, 4) } },
     { 'DistBackward0', function(p, q) return torch.dist(p, q, 1) end, { r(3, 4), r(3, 4) } },
     { 'RenormBackward0', function(t) return torch.renorm(t, 2, 1, 1) end, { wide() } },
+    { 'MedianBackward0', function(t) return t:median() end, { r(3, 4) } },
+    { 'MedianBackward0', function(t) return torch.median(t) end, { r(5) } },
     { 'AddcmulBackward0', function(p, q, t) return torch.addcmul(p, q, t, { value = 0.5 }) end, { r(3, 4), r(4), r(3, 1) } },
     { 'AddcdivBackward0', function(p, q, t) return torch.addcdiv(p, q, t + 3, { value = 2 }) end, { r(3, 4), r(3, 4), r(3, 4) } },
     { 'AddcmulBackward0', function(p, q, t) return torch.addcmul(p, q, t, { value = 0.5 }) end, { r(3, 4), r(3, 1), r(4) } },
@@ -473,6 +476,30 @@ describe('nodes composed in Lua', function()
     H.near(A.grad, { { -0.041548489580099705, -0.11750758695339081, -0.013560711928773993 },
       { -0.22235720534229111, 0.2806405712528864, -0.3079916894231773 },
       { 0.1382342437432983, -0.062049152640982, 0.005224185673098959 } }, 1e-12)
+  end)
+  it("median(): the gradient shared by the elements equal to the median, as PyTorch's", function()
+    -- x.median().backward() for [1, 2, 2, 3], [3, 1, 2], [1, nan, 2, nan], [2, 2, 2] (torch 1.13)
+    local nan = 0 / 0
+    local want = { { 0, 0.5, 0.5, 0 }, { 0, 0, 1 }, { 0, 0.5, 0, 0.5 }, { 1 / 3, 1 / 3, 1 / 3 } }
+    for i, v in ipairs({ { 1, 2, 2, 3 }, { 3, 1, 2 }, { 1, nan, 2, nan }, { 2, 2, 2 } }) do
+      local t = torch.tensor(v, { dtype = d, requires_grad = true })
+      t:median():backward()
+      H.near(t.grad, want[i], 1e-12)
+    end
+  end)
+  it("cosine_similarity: each divided by its norm, then summed; a norm below eps clamped in value only (PyTorch 1.13)", function()
+    -- F.cosine_similarity(a, b) for these rows, then (y * [1, 2, 3]).sum().backward() (torch 1.13, float64)
+    local A = torch.tensor({ { 1, 2, 3 }, { 1e-9, -2e-9, 1e-9 }, { 0.5, 0, -1 } }, { dtype = d, requires_grad = true })
+    local B = torch.tensor({ { 0.5, -1, 2 }, { 1, 1, 1 }, { 3, 2, 1 } }, { dtype = d, requires_grad = true })
+    local y = F.cosine_similarity(A, B)
+    H.near(y, { 0.524890659167824, 0.0, 0.11952286093343939 }, 1e-12)
+    ;(y * torch.tensor({ 1, 2, 3 }, { dtype = d })):sum():backward()
+    H.near(A.grad, { { 0.020828994411421588, -0.19162674858507855, 0.1208081675862452 },
+      { 115470053.83792517, 115470053.83792517, 115470053.83792517 },
+      { 2.007984063681781, 1.4342743312012725, 1.0039920318408906 } }, 1e-9, 1e-12)
+    H.near(B.grad, { { 0.06665278211654907, 0.33326391058274535, 0.1499687597622354 },
+      { 0.11547005383792516, -0.23094010767585033, 0.11547005383792516 },
+      { 0.28173245791453566, -0.051224083257188295, -0.7427492072292303 } }, 1e-12)
   end)
   it('give the padding row of an embedding no gradient, as PyTorch', function()
     local wgt = r(5, 3)

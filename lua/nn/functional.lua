@@ -614,8 +614,10 @@ end
 -- cosine_similarity(x1, x2, dim=2, eps=1e-8): <x1, x2> / (max(||x1||, eps) max(||x2||, eps)) along
 -- dim (PyTorch's dim 1). As in PyTorch 1.13 the squared norms are clamped at eps^2 by a clamp
 -- that autograd does not see (the gradient is that of the unclamped formula, at the clamped value).
+-- the 2-norm along dim (kept) as the root of the sum of squares, that sum at least eps^2 by a clamp
+-- autograd does not see (PyTorch 1.13 clamps it in place without recording)
 local function clamped_norm(x, dim, eps)
-  local s = (x * x):sum(dim)
+  local s = (x * x):sum(dim, { keepdim = true })
   return (s + (s:clamp_min(eps * eps) - s):detach()):sqrt()
 end
 -- pdist(x, p=2): torch.pdist (lua/ops/linalg.lua)
@@ -632,7 +634,8 @@ function F.cosine_similarity(x1, x2, ...)
   if not x1:is_floating_point() then x1 = x1:to(x2.dtype) end
   if not x2:is_floating_point() then x2 = x2:to(x1.dtype) end
   x1, x2 = x1:expand(shape), x2:expand(shape)
-  return (x1 * x2):sum(dim) / (clamped_norm(x1, dim, eps) * clamped_norm(x2, dim, eps))
+  -- as PyTorch 1.13: each divided by its norm first, then the sum (SumBackward1)
+  return ((x1 / clamped_norm(x1, dim, eps)) * (x2 / clamped_norm(x2, dim, eps))):sum(dim)
 end
 
 ------------------------------------------------------------------------------ losses

@@ -126,7 +126,10 @@ function M.multi_margin_loss(input, target, ...)
   return reduce(fn, loss, r)
 end
 -- one node named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
-M.multi_margin_loss = require('moontorch.ops.compose').node_autograd('MultiMarginLossBackward0', M.multi_margin_loss)
+do
+  local node = require('moontorch.ops.compose').node_autograd('MultiMarginLossBackward0', M.multi_margin_loss)
+  function M.multi_margin_loss(...) return node(...) end -- (a function of this file: help finds its options here)
+end
 
 -- triplet_margin_with_distance_loss(anchor, positive, negative, {distance_function=nil, margin=1,
 -- swap=false, reduction='mean'}): max(0, margin + d(a, p) - d(a, n)), d pairwise_distance by default

@@ -212,7 +212,8 @@ do
       vb[2 * i - 1], vb[2 * i] = 1, bs[i]
       out[i] = as[i] * bs[i]
     end
-    return (a:reshape(va) * b:reshape(vb)):reshape(out)
+    -- (PyTorch's _unsafe_view of the fresh product: UnsafeViewBackward0, a reshape's gradient)
+    return T.name_grad_fn((a:reshape(va) * b:reshape(vb)):reshape(out), 'UnsafeViewBackward0')
   end
   local function inner(a, b)
     need('inner', a) need('inner', b, 'other')

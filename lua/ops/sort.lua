@@ -159,11 +159,27 @@ function methods.kthvalue(t, k, dim, keepdim, opts)
   return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
 end
 
+-- median of all elements: one node named as PyTorch's, whose gradient is shared evenly by the
+-- elements equal to the median (NaNs, when it is NaN), as PyTorch's evenly_distribute_backward
+local median_all_raw, median_dim
+local median_all = require('moontorch.ops.compose').node('MedianBackward0', function(t) return median_all_raw(t) end,
+  function(g, t)
+    local v = median_all_raw(t:detach())
+    local mask = v:item() ~= v:item() and t:detach():isnan() or t:detach():eq(v)
+    return g * mask:to(g.dtype) / mask:sum():item()
+  end)
+
 -- median(): the lower median of all elements (NaN if any); median(dim, keepdim): values, indices
 function methods.median(t, dim, keepdim, opts)
   if type(dim) == 'table' then dim, keepdim = nil, dim end
   if dim == nil and not (type(keepdim) == 'table' and keepdim.dim) then
     check_tensor(t, 'median')
+    return median_all(t)
+  end
+  return median_dim(t, dim, keepdim, opts)
+end
+function median_all_raw(t)
+  do
     local n = t:numel()
     if n == 0 then
       if not t:is_floating_point() then fail('median', 'median of an empty integer tensor is undefined') end
@@ -178,6 +194,8 @@ function methods.median(t, dim, keepdim, opts)
     local v = pick_lines(vs, is, 0, { p }, false, true)
     return v
   end
+end
+function median_dim(t, dim, keepdim, opts)
   if dim == nil then dim = keepdim.dim end
   local vs, is, d, scalar, shape = sorted_lines(t, dim, 'median')
   local n = shape[d + 1]
