@@ -401,6 +401,7 @@ local root1 = ffi.new('mt_tensor *[1]')
 local grad1 = ffi.new('mt_tensor *[1]')
 function methods.backward(t, gradient, opts)
   if type(gradient) == 'table' and not is_tensor(gradient) and opts == nil then gradient, opts = nil, gradient end
+  T.options(opts, 'backward')
   local create = opts and opts.create_graph or false
   local retain = opts and opts.retain_graph
   if retain == nil then retain = create end

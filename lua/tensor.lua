@@ -301,6 +301,14 @@ local function parse_sizes(op, ...)
 end
 M.parse_sizes = parse_sizes
 M.is_opts = is_opts
+-- opts, after a check that it is an options table (or nil): a number or a boolean where the options
+-- go is the op's error, not an index into a number deeper in
+function M.options(opts, op)
+  if opts ~= nil and (type(opts) ~= 'table' or is_tensor(opts)) then
+    fail(op, ('expected an options table {...} as the last argument, got %s'):format(is_tensor(opts) and 'a tensor' or type(opts)))
+  end
+  return opts
+end
 
 local function resolve_dtype(d, op)
   if d == nil then return nil end

@@ -55,3 +55,31 @@ describe('hostile arguments', function()
     assert.are.same({ { 3, 2, 1 } }, torch.tensor({ { 1, 2, 3 } }):flip(2):tolist())
   end)
 end)
+
+describe('an options table where one goes', function()
+  it('anything else there is the op\'s error (it was an index into a number deeper in)', function()
+    local F = torch.nn.functional
+    local x = torch.randn(3, 4)
+    local calls = {
+      { 'log_softmax', function() return F.log_softmax(x, nil, -1) end },
+      { 'softmax', function() return F.softmax(x, 2, -1) end },
+      { 'backward', function() return x:backward(nil, -1) end },
+      { 'bernoulli', function() return x:bernoulli(nil, -1) end },
+      { 'exponential_', function() return x:exponential_(nil, -1) end },
+      { 'cat', function() return torch.cat({ x }, nil, -1) end },
+      { 'stack', function() return torch.stack({ x }, 1, -1) end },
+      { 'hann_window', function() return torch.hann_window(4, nil, -1) end },
+      { 'eye', function() return torch.eye(3, nil, -1) end },
+      { 'zeros_like', function() return torch.zeros_like(x, true) end },
+      { 'rand_like', function() return torch.rand_like(x, true) end },
+      { 'randn_like', function() return torch.randn_like(x, 5) end },
+    }
+    for _, c in ipairs(calls) do
+      H.errors_with(c[2], 'moontorch.' .. c[1] .. ': expected an options table {...} as the last argument, got ')
+    end
+    H.errors_with(function() torch.full_like(x, 'str') end, 'moontorch.full_like: fill value must be a number, got string')
+    -- and the tables still work
+    assert.are.same({ 3, 4 }, H.shape(torch.zeros_like(x, { dtype = torch.float64 })))
+    assert.are.same({ 6, 4 }, H.shape(torch.cat({ x, x }, { dim = 1 })))
+  end)
+end)

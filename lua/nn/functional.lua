@@ -333,6 +333,7 @@ end
 
 -- the dim softmax-like functions take: given, or PyTorch's old implicit choice (deprecated there)
 local function softmax_dim(fn, x, dim, opts)
+  T.options(opts, fn)
   if is_opts(dim) then opts, dim = dim, dim.dim end
   if dim == nil then
     warn(('Implicit dimension choice for %s has been deprecated. Change the call to include dim=X as an argument.')

@@ -72,10 +72,11 @@ local function like(name, fill)
     if not is_tensor(t) then fail(name, 'expected a tensor, got ' .. type(t)) end
     local value, opts = a, b
     if fill == 'value' then
-      if type(a) == 'table' then fail(name, 'fill value must be a number') end
+      if type(a) ~= 'number' and type(a) ~= 'boolean' then fail(name, 'fill value must be a number, got ' .. type(a)) end
     else
       value, opts = fill, a
     end
+    T.options(opts, name)
     local dt = opts and opts.dtype and resolve_dtype(opts.dtype, name) or by_id[t._dtype]
     local dev = T.check_device(opts, name)
     if opts and opts.device ~= nil then -- t's sizes on another device
@@ -294,6 +295,7 @@ end
 
 function M.eye(n, m, opts)
   if type(m) == 'table' then opts, m = m, nil end
+  T.options(opts, 'eye')
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'eye') or default_dtype()
   n = int_arg(n, 'eye', 'n')
   m = m == nil and n or int_arg(m, 'eye', 'm')
@@ -577,6 +579,7 @@ do
       if torch[name] ~= nil then return end
       torch[name] = function(n, periodic, opts)
         if type(periodic) == 'table' then periodic, opts = nil, periodic end
+        T.options(opts, name)
         if periodic == nil then periodic = true end
         local dt = opts and opts.dtype or torch.get_default_dtype()
         if n == 0 then return torch.empty(0, { dtype = dt }) end

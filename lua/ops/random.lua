@@ -132,6 +132,7 @@ end
 
 -- the C generator named by an options table (nil: the default one)
 local function gen_of(opts, op)
+  T.options(opts, op)
   local g = opts and opts.generator
   if g == nil then return nil end
   if not is_generator(g) then fail(op, 'generator must be a torch.Generator, got ' .. type(g)) end
@@ -355,6 +356,7 @@ end
 
 local function empty_like(t, opts, op)
   check_tensor(t, op)
+  T.options(opts, op)
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, op)
   local dev = T.check_device(opts, op)
   if opts and opts.device ~= nil then -- t's sizes on another device

@@ -87,6 +87,7 @@ end
 -- (tensors, dim, opts) or (tensors, {dim=, out=})
 local function dim_opts(dim, opts, op)
   if type(dim) == 'table' then dim, opts = dim.dim, dim end
+  T.options(opts, op)
   local out = opts and opts.out
   if out ~= nil then check_tensor(out, op, 'out') end
   return dim or 1, out
