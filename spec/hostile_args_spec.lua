@@ -83,3 +83,32 @@ describe('an options table where one goes', function()
     assert.are.same({ 6, 4 }, H.shape(torch.cat({ x, x }, { dim = 1 })))
   end)
 end)
+
+describe('numbers where numbers go', function()
+  it('a boolean, nil or string for an integer argument is the op\'s error', function()
+    local F = torch.nn.functional
+    local x = torch.randn(3, 4)
+    local calls = {
+      { 'nn.functional.glu: expected an integer dim, got true', function() return F.glu(x, true) end },
+      { 'diag_embed: expected an integer offset, got boolean', function() return torch.diag_embed(x, true) end },
+      { 'diagflat: expected an integer offset, got boolean', function() return torch.diagflat(x, true) end },
+      { 'diff: expected an integer n, got boolean', function() return torch.diff(x, true) end },
+      { 'histc: expected an integer bins, got boolean', function() return torch.histc(x, true) end },
+      { 'histc: expected numbers for min and max, got nil and string', function() return torch.histc(x, 10, nil, 'a') end },
+      { 'rot90: expected an integer k, got boolean', function() return torch.rot90(x, true) end },
+      { 'quantile: quantile() q must be a number or a tensor, got nil', function() return torch.quantile(x) end },
+      { 'nanquantile: quantile() q must be a number or a tensor, got nil', function() return x:nanquantile() end },
+      { 'select_scatter: expected a tensor for src, got nil', function() return torch.select_scatter(x, nil, -1) end },
+      { 'select_scatter: expected an integer index, got nil', function() return torch.select_scatter(x, x[1], 1) end },
+      { 'slice_scatter: expected a tensor for src, got nil', function() return torch.slice_scatter(x) end },
+      { 'trapezoid: expected x to be a tensor, a number (dx) or options, got boolean', function() return torch.trapezoid(x, true) end },
+      { 'nn.RNNBase: expected the name of the layer', function() return torch.nn.RNNBase(x) end },
+      { 'nn.RNNCellBase: expected the name of the cell', function() return torch.nn.RNNCellBase(x) end },
+    }
+    for _, c in ipairs(calls) do H.errors_with(c[2], 'moontorch.' .. c[1]) end
+    -- the usual calls still work
+    assert.are.same({ 2, 1 }, torch.histc(torch.tensor({ 1, 2, 1 }), 2):tolist())
+    assert.are.same({ 2 }, torch.diff(torch.tensor({ 1, 4, 9 }), 2):tolist())
+    assert.are.same({ { 4, 3 }, { 2, 1 } }, torch.rot90(torch.tensor({ { 1, 2 }, { 3, 4 } }), 2):tolist())
+  end)
+end)

@@ -219,6 +219,7 @@ function F.glu(x, dim)
   need_tensor('glu', x)
   if is_opts(dim) then dim = dim.dim end
   dim = dim or -1
+  if type(dim) ~= 'number' or dim % 1 ~= 0 then bad('glu', 'expected an integer dim, got ' .. tostring(dim)) end
   if x:dim() == 0 then bad('glu', 'glu does not support scalars because halving size must be even') end
   local d = dim < 0 and x:dim() + dim + 1 or dim
   local n = x:size(d)

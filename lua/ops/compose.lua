@@ -46,6 +46,15 @@ local function sizes(t)
   for i = 1, t:dim() do s[i] = t:size(i) end
   return s
 end
+-- v, after a check that it is an integer (nil allowed where `optional`): the op's error otherwise
+local function int(op, what, v, optional)
+  if v == nil and optional then return nil end
+  if type(v) ~= 'number' or v ~= floor(v) then
+    fail(op, ('expected an integer %s, got %s'):format(what, type(v) == 'number' and tostring(v) or type(v)))
+  end
+  return v
+end
+M.int = int
 M.need, M.pdim, M.opts_of, M.size_of, M.is_float, M.as_float, M.sizes = need, pdim, opts_of, size_of, is_float,
   as_float, sizes
 

@@ -443,6 +443,7 @@ do
       local o = n
       n, dim, prepend, append = o.n, o.dim, o.prepend, o.append
     end
+    K.int('diff', 'n', n, true)
     n, dim = n or 1, dim or -1
     if x:dim() == 0 then fail('diff', 'diff expects input to be at least one-dimensional') end
     local d = pdim('diff', dim, x:dim())
@@ -522,6 +523,10 @@ do
       local o = bins
       bins, lo, hi = o.bins, o.min, o.max
     end
+    K.int('histc', 'bins', bins, true)
+    if (lo ~= nil and type(lo) ~= 'number') or (hi ~= nil and type(hi) ~= 'number') then
+      fail('histc', ('expected numbers for min and max, got %s and %s'):format(type(lo), type(hi)))
+    end
     bins, lo, hi = bins or 100, lo or 0, hi or 0
     if not is_float(x) then fail('histc', '"histogram_cpu" not implemented for \'' .. tostring(x.dtype):gsub('^torch%.', '') .. "'") end
     if bins <= 0 then fail('histc', 'torch.histc: bins must be > 0, but got ' .. bins .. ' for dimension 0') end
@@ -548,6 +553,7 @@ do
       local interp = opts.interpolation or 'linear'
       if not is_float(x) then fail(op, 'quantile() input tensor must be either float or double dtype') end
       local scalar_q = type(q) == 'number'
+      if not scalar_q and not is_tensor(q) then fail(op, 'quantile() q must be a number or a tensor, got ' .. type(q)) end
       local qt = scalar_q and torch.tensor({ q }, { dtype = x.dtype }) or q:to(x.dtype)
       if qt:dim() > 1 then fail(op, 'quantile() q must be a scalar or 1D tensor') end
       if qt:lt(0):any() or qt:gt(1):any() then fail(op, 'quantile() q values must be in the range [0, 1]') end
@@ -638,6 +644,7 @@ do
       need('trapezoid', y)
       if type(x) == 'table' and not is_tensor(x) then x, opts = nil, x end
       if type(x) == 'number' then opts = { dx = x } x = nil end
+      if x ~= nil and not is_tensor(x) then fail('trapezoid', 'expected x to be a tensor, a number (dx) or options, got ' .. type(x)) end
       opts = opts or {}
       local d = pdim('trapezoid', opts.dim or -1, y:dim())
       local n = y:size(d)

@@ -739,6 +739,7 @@ do
     function(g, _, offset, dim1, dim2) return g:diagonal(offset, dim1, dim2) end)
   local function diag_embed(x, offset, dim1, dim2)
     need('diag_embed', x)
+    K.int('diag_embed', 'offset', offset, true)
     return diag_embed_node(x, offset or 0, dim1 or -2, dim2 or -1)
   end
   function diag_embed_raw(x, offset, dim1, dim2)
@@ -768,6 +769,7 @@ do
   end
   local function diagflat(x, offset)
     need('diagflat', x)
+    K.int('diagflat', 'offset', offset, true)
     return diag_embed(x:reshape(-1), offset or 0)
   end
   local select_scatter_raw
@@ -776,6 +778,8 @@ do
     function(g, _, _, d, i) return select_scatter_raw(g, torch.zeros_like(g:select(d, i)), d, i), g:select(d, i) end)
   local function select_scatter(x, src, dim, index)
     need('select_scatter', x)
+    need('select_scatter', src, 'src')
+    K.int('select_scatter', 'index', index)
     local d = pdim('select_scatter', dim, x:dim())
     local n = x:size(d)
     return select_scatter_node(x, src, d, index < 0 and index + n + 1 or index)
@@ -791,6 +795,7 @@ do
   -- slice_scatter(x, src, dim=1, start=nil, end=nil, step=1): start 1-based, end inclusive-exclusive as Lua's narrow
   local function slice_scatter(x, src, dim, start, stop, step)
     need('slice_scatter', x)
+    need('slice_scatter', src, 'src')
     if type(dim) == 'table' then
       local o = dim
       dim, start, stop, step = o.dim, o.start, o['end'], o.step

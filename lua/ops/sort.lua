@@ -455,6 +455,7 @@ do
   local function rot90(x, k, dims)
     need('rot90', x)
     if type(k) == 'table' then k, dims = nil, k end
+    K.int('rot90', 'k', k, true)
     return rot90_node(x, k or 1, dims or { 1, 2 })
   end
   function rot90_raw(x, k, dims)
