@@ -516,6 +516,10 @@ do
   local function tri_indices(op, lower)
     return function(row, col, offset, opts)
       if type(offset) == 'table' then offset, opts = nil, offset end
+      K.int(op, 'row', row)
+      K.int(op, 'col', col)
+      K.int(op, 'offset', offset, true)
+      T.options(opts, op)
       offset = offset or 0
       local rs, cs = {}, {}
       for i = 0, row - 1 do
@@ -533,6 +537,7 @@ do
   local function vander(x, N, opts)
     need('vander', x)
     if type(N) == 'table' then N, opts = nil, N end
+    T.options(opts, 'vander')
     N = N or (opts and opts.N) or x:size(1)
     local inc = opts and opts.increasing or false
     if x:dim() ~= 1 then fail('vander', 'x must be a one-dimensional tensor.') end

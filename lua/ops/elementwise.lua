@@ -191,6 +191,9 @@ local function unary(op, name, a, p1, p2, out)
   if not is_tensor(a) then
     if type(a) == 'number' then a = torch.tensor(a) else fail(name, 'expected a tensor, got ' .. type(a)) end
   end
+  if (p1 ~= nil and type(p1) ~= 'number') or (p2 ~= nil and type(p2) ~= 'number') then
+    fail(name, ('expected numbers for its parameters, got %s and %s'):format(type(p1), type(p2)))
+  end
   if C.mt_unary(op, a, p1 or 0, p2 or 0, out, outp) ~= 0 then raise_last() end
   if out ~= nil then C.mt_tensor_release(outp[0]); return out end
   return take()

@@ -669,6 +669,7 @@ do
       -- cov(input, {correction=1, fweights=, aweights=}): rows are variables, columns observations
       torch.cov = function(x, opts)
         need('cov', x)
+        T.options(opts, 'cov')
         opts = opts or {}
         local c = opts.correction == nil and 1 or opts.correction
         local m = x:dim() == 1 and x:view(1, -1) or x

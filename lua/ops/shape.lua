@@ -644,6 +644,8 @@ do
   local function combinations(x, r, opts)
     need('combinations', x)
     if type(r) == 'table' then r, opts = nil, r end
+    T.options(opts, 'combinations')
+    K.int('combinations', 'r', r, true)
     r = r or (opts and opts.r) or 2
     local rep = opts and opts.with_replacement or false
     if x:dim() ~= 1 then fail('combinations', ('Expect a 1D vector, but got shape [%s]'):format(table.concat(sizes(x), ', '))) end

@@ -566,6 +566,7 @@ do
     end
     if torch.isin == nil then
       torch.isin = function(elements, test, opts)
+        T.options(opts, 'isin')
         local inv = opts and opts.invert or false
         local e = is_tensor(elements) and elements or torch.tensor(elements)
         local t = is_tensor(test) and test or torch.tensor({ test })
