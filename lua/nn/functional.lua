@@ -423,6 +423,9 @@ end)
 function F.group_norm(x, num_groups, ...)
   need_tensor('group_norm', x)
   local v = args('group_norm', { 'weight', 'bias', 'eps' }, ...)
+  for _, k in ipairs({ 'weight', 'bias' }) do
+    if v[k] ~= nil and not torch.is_tensor(v[k]) then bad('group_norm', ('%s must be a tensor or nil, got %s'):format(k, type(v[k]))) end
+  end
   if x:dim() < 2 then
     bad('group_norm', ('Expected at least 2 dimensions for input tensor but received %d'):format(x:dim()))
   end
