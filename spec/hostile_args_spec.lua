@@ -130,6 +130,10 @@ describe('more argument checks the sweep asked for', function()
     local F = torch.nn.functional
     H.errors_with(function() F.batch_norm(x, -1, -1) end, 'moontorch.nn.functional.batch_norm: running_mean must be a tensor or nil, got number')
     H.errors_with(function() F.group_norm(x, 2, -1) end, 'moontorch.nn.functional.group_norm: weight must be a tensor or nil, got number')
+    H.errors_with(function() torch.broadcast_shapes(x, nil) end, 'moontorch.broadcast_shapes: expected shapes (tables, numbers or tensors), got nil at 2')
+    -- PyTorch: "expected scalar type Long but found Float"
+    H.errors_with(function() F.multilabel_margin_loss(torch.randn(2, 3), torch.zeros(2, 3)) end,
+      "multilabel_margin_loss: expected an integer tensor of classes for argument #2 'target', got torch.float32")
     assert.are.same({ { 1, 2, 2, 3, 3, 3 }, { 1, 1, 2, 1, 2, 3 } }, torch.tril_indices(3, 3):tolist())
     assert.are.same({ 3, 2 }, H.shape(torch.combinations(torch.tensor({ 1, 2, 3 }))))
   end)

@@ -56,6 +56,9 @@ function M.multilabel_margin_loss(input, target, ...)
   end
   local x = nd == 1 and input:unsqueeze(1) or input
   local n, c = x:size(1), x:size(2)
+  if target:is_floating_point() or target.dtype == torch.bool then
+    fail(fn, ("expected an integer tensor of classes for argument #2 'target', got %s"):format(tostring(target.dtype)))
+  end
   if target:dim() ~= nd or target:numel() ~= input:numel() or (nd == 2 and target:size(1) ~= n) then
     fail(fn, ("inconsistent size %s for argument #2 'target'"):format(size_str(target)))
   end

@@ -570,6 +570,7 @@ do
     for i = 1, n do
       local s = select(i, ...)
       if is_tensor(s) then s = sizes(s) elseif type(s) == 'number' then s = { s } end
+      if type(s) ~= 'table' then fail('broadcast_shapes', ('expected shapes (tables, numbers or tensors), got %s at %d'):format(type(s), i)) end
       shapes[i] = s
       if #s > nd then nd = #s end
     end
