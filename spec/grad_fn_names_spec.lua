@@ -309,13 +309,14 @@ local WANT = {
   { 'torch.kron(a, b)', 'UnsafeViewBackward0', function() return torch.kron(a, b) end },
   { 'F.instance_norm(img)', 'ViewBackward0', function() return F.instance_norm(img) end },
   { 'F.cosine_similarity(a, b)', 'SumBackward1', function() return F.cosine_similarity(a, b) end },
+  -- session 9: values and indices from one node (median(dim), kthvalue, mode, cummax)
+  { 'x.median(1)[0]', 'MedianBackward1', function() return x:median(2) end },
+  { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', function() return x:kthvalue(2, 2) end },
+  { 'x.mode(1)[0]', 'ModeBackward0', function() return x:mode(2) end },
+  { 'torch.cummax(x, 1)[0]', 'CummaxBackward0', function() return torch.cummax(x, 2) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
-  { 'x.median(1)[0]', 'MedianBackward1', 'ReshapeAliasBackward0', function() return x:median(2) end },
-  { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', 'ReshapeAliasBackward0', function() return x:kthvalue(2, 2) end },
-  { 'x.mode(1)[0]', 'ModeBackward0', 'ReshapeAliasBackward0', function() return x:mode(2) end },
-  { 'torch.cummax(x, 1)[0]', 'CummaxBackward0', 'StackBackward0', function() return torch.cummax(x, 2) end },
   { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', 'StackBackward0', function() return torch.logcumsumexp(x, 2) end },
   { 'torch.quantile(x, 0.3)', 'SqueezeBackward3', 'SqueezeBackward1', function() return torch.quantile(x, 0.3) end },
   { 'x.aminmax()[0]', 'torch::autograd::NotImplemented', 'AminBackward0', function() return x:aminmax() end },
@@ -434,6 +435,12 @@ describe('nodes composed in Lua', function()
     { 'DistBackward0', function(p, q) return torch.dist(p, q, 1) end, { r(3, 4), r(3, 4) } },
     { 'RenormBackward0', function(t) return torch.renorm(t, 2, 1, 1) end, { wide() } },
     { 'MedianBackward0', function(t) return t:median() end, { r(3, 4) } },
+    { 'MedianBackward1', function(t) return (t:median(1)) end, { r(4, 3) } },
+    { 'KthvalueBackward0', function(t) return (t:kthvalue(2, 2, true)) end, { r(4, 3) } },
+    { 'KthvalueBackward0', function(t) return (torch.kthvalue(t, 3, { dim = 1 })) end, { r(4, 3) } },
+    { 'ModeBackward0', function(t) return (t:mode(-1)) end, { r(4, 3) } },
+    { 'CummaxBackward0', function(t) return (torch.cummax(t, 1)) end, { r(3, 4) } },
+    { 'CumminBackward0', function(t) return (torch.cummin(t, -1)) end, { r(3, 4) } },
     { 'MedianBackward0', function(t) return torch.median(t) end, { r(5) } },
     { 'AddcmulBackward0', function(p, q, t) return torch.addcmul(p, q, t, { value = 0.5 }) end, { r(3, 4), r(4), r(3, 1) } },
     { 'AddcdivBackward0', function(p, q, t) return torch.addcdiv(p, q, t + 3, { value = 2 }) end, { r(3, 4), r(3, 4), r(3, 4) } },
@@ -485,6 +492,21 @@ describe('nodes composed in Lua', function()
       local t = torch.tensor(v, { dtype = d, requires_grad = true })
       t:median():backward()
       H.near(t.grad, want[i], 1e-12)
+    end
+  end)
+  it('median(dim), kthvalue, mode give the gradient to the element picked; cummax sums it there (torch 1.13)', function()
+    -- x = [[1, 2, 2, 3], [5, 4, 6, 4]]: x.median(1)[0], x.kthvalue(2, 1)[0], x.mode(1)[0], torch.cummax(x, 1)[0],
+    -- each .sum().backward(): x.grad
+    local want = { { { 0, 1, 0, 0 }, { 0, 0, 0, 1 } }, { { 0, 1, 0, 0 }, { 0, 0, 0, 1 } },
+      { { 0, 0, 1, 0 }, { 0, 0, 0, 1 } }, { { 1, 1, 1, 1 }, { 2, 0, 2, 0 } } }
+    local fs = { function(t) return t:median(2) end, function(t) return t:kthvalue(2, 2) end,
+      function(t) return t:mode(2) end, function(t) return torch.cummax(t, 2) end }
+    for k, f in ipairs(fs) do
+      local t = torch.tensor({ { 1, 2, 2, 3 }, { 5, 4, 6, 4 } }, { dtype = d, requires_grad = true })
+      local v, i = f(t)
+      assert.is_false(i.requires_grad)
+      v:sum():backward()
+      assert.are.same(want[k], t.grad:tolist())
     end
   end)
   it("cosine_similarity: each divided by its norm, then summed; a norm below eps clamped in value only (PyTorch 1.13)", function()

@@ -489,6 +489,32 @@ do
       return torch.stack(vals, d), torch.stack(idxs, d)
     end
   end
+  -- cummax/cummin as one node named as PyTorch's (CummaxBackward0, CumminBackward0): the gradient
+  -- of each value goes to the element it came from, summed (PyTorch's cummaxmin_backward)
+  local function cum_node(name, raw)
+    local Fn
+    return function(x, dim)
+      if not (torch.is_tensor(x) and x.requires_grad and torch.is_grad_enabled()) then return raw(x, dim) end
+      if not Fn then
+        Fn = torch.autograd.Function('moontorch.' .. name)
+        Fn._backward_name = name
+        function Fn.forward(ctx, t, d)
+          local v, i = raw(t, d)
+          ctx:mark_non_differentiable(i)
+          ctx:save_for_backward(i)
+          ctx.d = t:dim() == 0 and 0 or pdim(name, d, t:dim())
+          ctx.shape = t:size()
+          return v, i
+        end
+        function Fn.backward(ctx, g)
+          local i = unpack(ctx.saved_tensors)
+          if ctx.d == 0 then return g, nil end
+          return torch.zeros(ctx.shape, { dtype = g.dtype, device = g.device }):scatter_add(ctx.d, i, g), nil
+        end
+      end
+      return Fn.apply(x, dim)
+    end
+  end
   local function logcumsumexp(x, dim)
     need('logcumsumexp', x)
     local d = pdim('logcumsumexp', dim, x:dim())
@@ -632,7 +658,8 @@ do
   end
 
   local fns = { -- torch functions and methods
-    diff = diff, trace = trace, cummax = cum_extreme('cummax', true), cummin = cum_extreme('cummin', false),
+    diff = diff, trace = trace, cummax = cum_node('CummaxBackward0', cum_extreme('cummax', true)),
+    cummin = cum_node('CumminBackward0', cum_extreme('cummin', false)),
     logcumsumexp = logcumsumexp, nanmean = nanmean, histc = histc, quantile = quantile_impl('quantile', false),
     nanquantile = quantile_impl('nanquantile', true), renorm = renorm, sum_to_size = sum_to_size,
   }

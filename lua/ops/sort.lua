@@ -159,9 +159,51 @@ function methods.kthvalue(t, k, dim, keepdim, opts)
   return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
 end
 
+-- the reductions that pick one element of each line along a dim (median(dim), kthvalue, mode):
+-- values and indices from one node named as PyTorch's, whose gradient goes to the picked element
+-- (PyTorch's value_selecting_reduction_backward). dim_pos: where the dim is among the arguments
+-- after the tensor (a table there holds keepdim, and median's also dim, as the functions read them)
+local nils = {}
+local function picked_node(name, raw, dim_pos)
+  local Fn
+  return function(t, ...)
+    if not (is_tensor(t) and t.requires_grad and C.mt_is_grad_enabled() ~= 0) then return raw(t, ...) end
+    if not Fn then
+      Fn = torch.autograd.Function('moontorch.' .. name)
+      Fn._backward_name = name
+      function Fn.forward(ctx, x, ...)
+        local v, i = raw(x, ...)
+        ctx:mark_non_differentiable(i)
+        ctx:save_for_backward(i)
+        local dim, keepdim, opts = select(dim_pos, ...)
+        if type(dim) == 'table' then dim, keepdim = nil, dim end
+        if dim == nil and type(keepdim) == 'table' then dim = keepdim.dim end
+        local nd = x:dim()
+        ctx.d = dim == nil and math.max(nd, 1) or (dim < 0 and dim + nd + 1 or dim)
+        ctx.keep, ctx.shape, ctx.nrest = keepdim_of(keepdim, opts), x:size(), select('#', ...)
+        return v, i
+      end
+      function Fn.backward(ctx, g)
+        local i = unpack(ctx.saved_tensors)
+        local shape, d = ctx.shape, ctx.d
+        local gx
+        if #shape == 0 then
+          gx = g:reshape({})
+        else
+          if not ctx.keep then g, i = g:unsqueeze(d), i:unsqueeze(d) end
+          gx = torch.zeros(shape, { dtype = g.dtype, device = g.device }):scatter(d, i, g)
+        end
+        return gx, unpack(nils, 1, ctx.nrest)
+      end
+    end
+    return Fn.apply(t, ...)
+  end
+end
+
 -- median of all elements: one node named as PyTorch's, whose gradient is shared evenly by the
 -- elements equal to the median (NaNs, when it is NaN), as PyTorch's evenly_distribute_backward
 local median_all_raw, median_dim
+local median_dim_node = picked_node('MedianBackward1', function(...) return median_dim(...) end, 1)
 local median_all = require('moontorch.ops.compose').node('MedianBackward0', function(t) return median_all_raw(t) end,
   function(g, t)
     local v = median_all_raw(t:detach())
@@ -176,7 +218,7 @@ function methods.median(t, dim, keepdim, opts)
     check_tensor(t, 'median')
     return median_all(t)
   end
-  return median_dim(t, dim, keepdim, opts)
+  return median_dim_node(t, dim, keepdim, opts)
 end
 function median_all_raw(t)
   do
@@ -249,6 +291,8 @@ function methods.mode(t, dim, keepdim, opts)
   end
   return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
 end
+methods.kthvalue = picked_node('KthvalueBackward0', methods.kthvalue, 2)
+methods.mode = picked_node('ModeBackward0', methods.mode, 1)
 
 ------------------------------------------------------------------------------ unique, searchsorted, bincount
 -- unique({sorted=, return_inverse=, return_counts=}) -> values[, inverse][, counts]
