@@ -314,10 +314,10 @@ local WANT = {
   { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', function() return x:kthvalue(2, 2) end },
   { 'x.mode(1)[0]', 'ModeBackward0', function() return x:mode(2) end },
   { 'torch.cummax(x, 1)[0]', 'CummaxBackward0', function() return torch.cummax(x, 2) end },
+  { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', function() return torch.logcumsumexp(x, 2) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
-  { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', 'StackBackward0', function() return torch.logcumsumexp(x, 2) end },
   { 'torch.quantile(x, 0.3)', 'SqueezeBackward3', 'SqueezeBackward1', function() return torch.quantile(x, 0.3) end },
   { 'x.aminmax()[0]', 'torch::autograd::NotImplemented', 'AminBackward0', function() return x:aminmax() end },
   { 'torch.trapezoid(x)', 'MulBackward1', 'MulBackward0', function() return torch.trapezoid(x) end },
@@ -441,6 +441,8 @@ describe('nodes composed in Lua', function()
     { 'ModeBackward0', function(t) return (t:mode(-1)) end, { r(4, 3) } },
     { 'CummaxBackward0', function(t) return (torch.cummax(t, 1)) end, { r(3, 4) } },
     { 'CumminBackward0', function(t) return (torch.cummin(t, -1)) end, { r(3, 4) } },
+    { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 2) end, { r(3, 4) } },
+    { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 1) end, { r(3, 4) } },
     { 'MedianBackward0', function(t) return torch.median(t) end, { r(5) } },
     { 'AddcmulBackward0', function(p, q, t) return torch.addcmul(p, q, t, { value = 0.5 }) end, { r(3, 4), r(4), r(3, 1) } },
     { 'AddcdivBackward0', function(p, q, t) return torch.addcdiv(p, q, t + 3, { value = 2 }) end, { r(3, 4), r(3, 4), r(3, 4) } },
@@ -508,6 +510,18 @@ describe('nodes composed in Lua', function()
       v:sum():backward()
       assert.are.same(want[k], t.grad:tolist())
     end
+  end)
+  it("logcumsumexp: PyTorch's backward (the gradient's signs apart, in log space)", function()
+    -- x = [[-1000, 0, 1, 2], [3, -2, 5, 0.5]], w = [[1, -2, 0.5, 3], [-1, 0, 2, -0.5]] (float64):
+    -- y = torch.logcumsumexp(x, 1); (y * w).sum().backward(); y, x.grad (torch 1.13)
+    local X = torch.tensor({ { -1000, 0, 1, 2 }, { 3, -2, 5, 0.5 } }, { dtype = d, requires_grad = true })
+    local W = torch.tensor({ { 1, -2, 0.5, 3 }, { -1, 0, 2, -0.5 } }, { dtype = d })
+    local y = torch.logcumsumexp(X, 2)
+    H.near(y, { { -1000.0, 0.0, 1.3132616875182228, 2.40760596444438 },
+      { 3.0, 3.0067153484891183, 5.127730871634859, 5.137460305849859 } }, 1e-12)
+    ;(y * W):sum():backward()
+    H.near(X.grad, { { 1.0, -1.595437569803861, 1.0997147024793956, 1.9957228673244662 },
+      { -0.8207625008466306, 0.0012076927695440294, 1.3243959362762816, -0.00484112819919458 } }, 1e-12)
   end)
   it("cosine_similarity: each divided by its norm, then summed; a norm below eps clamped in value only (PyTorch 1.13)", function()
     -- F.cosine_similarity(a, b) for these rows, then (y * [1, 2, 3]).sum().backward() (torch 1.13, float64)

@@ -515,9 +515,7 @@ do
       return Fn.apply(x, dim)
     end
   end
-  local function logcumsumexp(x, dim)
-    need('logcumsumexp', x)
-    local d = pdim('logcumsumexp', dim, x:dim())
+  local function logcumsumexp_raw(x, d)
     local L = x:size(d)
     if L == 0 then return x:clone() end
     local cur = x:select(d, 1)
@@ -527,6 +525,21 @@ do
       outs[i] = cur
     end
     return torch.stack(outs, d)
+  end
+  -- one node named as PyTorch's, with PyTorch's backward (logcumsumexp_backward): the positive and
+  -- the negative parts of the gradient summed in log space, from the end
+  local logcumsumexp_node
+  logcumsumexp_node = K.node('LogcumsumexpBackward0', logcumsumexp_raw, function(g, x, d)
+    local out = logcumsumexp_node(x, d)
+    local lowest = torch.full_like(g, torch.finfo(g.dtype).min)
+    local function rev(t) return logcumsumexp_node(t:flip(d), d):flip(d) end
+    local lp = torch.where(g:gt(0), g:log(), lowest)
+    local ln = torch.where(g:lt(0), (-g):log(), lowest)
+    return (rev(lp - out) + x):exp() - (rev(ln - out) + x):exp()
+  end)
+  local function logcumsumexp(x, dim)
+    need('logcumsumexp', x)
+    return logcumsumexp_node(x, pdim('logcumsumexp', dim, x:dim()))
   end
   -- nanmean(dim, keepdim, {dtype =}): dim and keepdim by position or in the options
   local function nanmean(x, dim, keepdim, opts)
