@@ -315,6 +315,8 @@ local WANT = {
   { 'x.mode(1)[0]', 'ModeBackward0', function() return x:mode(2) end },
   { 'torch.cummax(x, 1)[0]', 'CummaxBackward0', function() return torch.cummax(x, 2) end },
   { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', function() return torch.logcumsumexp(x, 2) end },
+  { 'torch.linalg.det(a)', 'LinalgDetBackward0', function() return torch.linalg.det(a) end },
+  { 'torch.det(a)', 'LinalgDetBackward0', function() return torch.det(a) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
@@ -323,8 +325,6 @@ local OWED = {
   { 'torch.trapezoid(x)', 'MulBackward1', 'MulBackward0', function() return torch.trapezoid(x) end },
   { 'torch.cov(x)', 'SqueezeBackward0', 'DivBackward0', function() return torch.cov(x) end },
   { 'torch.einsum("ij,jk->ik", a, b)', 'ViewBackward0', 'ExpandBackward0', function() return torch.einsum("ij,jk->ik", a, b) end },
-  { 'torch.linalg.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.linalg.det(a) end },
-  { 'torch.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.det(a) end },
   { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', 'AddBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
   { 'torch.chain_matmul(a, b, a)', 'ViewBackward0', 'MmBackward0', function() return torch.chain_matmul(a, b, a) end },
 }
@@ -442,6 +442,8 @@ describe('nodes composed in Lua', function()
     { 'CummaxBackward0', function(t) return (torch.cummax(t, 1)) end, { r(3, 4) } },
     { 'CumminBackward0', function(t) return (torch.cummin(t, -1)) end, { r(3, 4) } },
     { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 2) end, { r(3, 4) } },
+    { 'LinalgDetBackward0', function(t) return torch.linalg.det(t) end, { r(3, 3) } },
+    { 'LinalgDetBackward0', function(t) return t:det() end, { r(2, 3, 3) } },
     { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 1) end, { r(3, 4) } },
     { 'MedianBackward0', function(t) return torch.median(t) end, { r(5) } },
     { 'AddcmulBackward0', function(p, q, t) return torch.addcmul(p, q, t, { value = 0.5 }) end, { r(3, 4), r(4), r(3, 1) } },

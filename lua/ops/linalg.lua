@@ -586,10 +586,11 @@ do
     local X = B and M:narrow(-1, n + 1, width - n) or nil
     return X, det * psign, logabs, sign, zero_at
   end
-  local function linalg_det(A)
+  -- one node named as PyTorch's; the gradient autograd's of the elimination (K.node_autograd)
+  local linalg_det = K.node_autograd('LinalgDetBackward0', function(A)
     local _, det = gauss_jordan('linalg.det', A, nil) -- the pivots' product with the permutation's sign
     return det
-  end
+  end)
   local function solve_raw(A, B)
     need('linalg.solve', B, 'B')
     local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
