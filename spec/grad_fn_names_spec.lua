@@ -317,6 +317,7 @@ local WANT = {
   { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', function() return torch.logcumsumexp(x, 2) end },
   { 'torch.linalg.det(a)', 'LinalgDetBackward0', function() return torch.linalg.det(a) end },
   { 'torch.det(a)', 'LinalgDetBackward0', function() return torch.det(a) end },
+  { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
@@ -325,7 +326,6 @@ local OWED = {
   { 'torch.trapezoid(x)', 'MulBackward1', 'MulBackward0', function() return torch.trapezoid(x) end },
   { 'torch.cov(x)', 'SqueezeBackward0', 'DivBackward0', function() return torch.cov(x) end },
   { 'torch.einsum("ij,jk->ik", a, b)', 'ViewBackward0', 'ExpandBackward0', function() return torch.einsum("ij,jk->ik", a, b) end },
-  { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', 'AddBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
   { 'torch.chain_matmul(a, b, a)', 'ViewBackward0', 'MmBackward0', function() return torch.chain_matmul(a, b, a) end },
 }
 
@@ -443,6 +443,8 @@ describe('nodes composed in Lua', function()
     { 'CumminBackward0', function(t) return (torch.cummin(t, -1)) end, { r(3, 4) } },
     { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 2) end, { r(3, 4) } },
     { 'LinalgDetBackward0', function(t) return torch.linalg.det(t) end, { r(3, 3) } },
+    { 'LinalgSlogdetBackward0', function(t) return select(2, torch.linalg.slogdet(t)) end, { wc() } },
+    { 'LinalgSlogdetBackward0', function(t) return select(2, torch.slogdet(t)) end, { r(2, 3, 3) } },
     { 'LinalgDetBackward0', function(t) return t:det() end, { r(2, 3, 3) } },
     { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 1) end, { r(3, 4) } },
     { 'MedianBackward0', function(t) return torch.median(t) end, { r(5) } },

@@ -622,9 +622,28 @@ do
     local Xm, gBm = vec and X:unsqueeze(-1) or X, vec and gB:unsqueeze(-1) or gB
     return -gBm:matmul(Xm:transpose(-2, -1)), gB
   end)
-  local function linalg_slogdet(A)
+  local function slogdet_raw(A)
     local _, _, logabs, sign = gauss_jordan('linalg.slogdet', A, nil)
-    return sign:detach(), logabs
+    return sign:detach(), logabs:detach()
+  end
+  -- sign and log|det| from one node named as PyTorch's: log|det|'s gradient is g A^-T (the sign's
+  -- is none)
+  local SlogdetFn
+  local function linalg_slogdet(A)
+    if not (is_tensor(A) and A.requires_grad and torch.is_grad_enabled()) then return slogdet_raw(A) end
+    if not SlogdetFn then
+      SlogdetFn = torch.autograd.Function('moontorch.LinalgSlogdetBackward0')
+      SlogdetFn._backward_name = 'LinalgSlogdetBackward0'
+      function SlogdetFn.forward(ctx, M)
+        ctx:save_for_backward(M)
+        return slogdet_raw(M)
+      end
+      function SlogdetFn.backward(ctx, _, g)
+        local M = unpack(ctx.saved_tensors)
+        return g:unsqueeze(-1):unsqueeze(-1) * linalg_inv(M):transpose(-2, -1)
+      end
+    end
+    return SlogdetFn.apply(A)
   end
 
   ------------------------------------------------------------------------------ torch.linalg: matrix_exp, householder_product
