@@ -318,12 +318,13 @@ local WANT = {
   { 'torch.linalg.det(a)', 'LinalgDetBackward0', function() return torch.linalg.det(a) end },
   { 'torch.det(a)', 'LinalgDetBackward0', function() return torch.det(a) end },
   { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
+  { 'torch.trapezoid(x)', 'MulBackward1', function() return torch.trapezoid(x) end },
+  { 'torch.trapezoid(x, torch.arange(4., dtype=torch.float64))', 'DivBackward1', function() return torch.trapezoid(x, torch.arange(4, { dtype = torch.float64 })) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
   { 'torch.quantile(x, 0.3)', 'SqueezeBackward3', 'SqueezeBackward1', function() return torch.quantile(x, 0.3) end },
   { 'x.aminmax()[0]', 'torch::autograd::NotImplemented', 'AminBackward0', function() return x:aminmax() end },
-  { 'torch.trapezoid(x)', 'MulBackward1', 'MulBackward0', function() return torch.trapezoid(x) end },
   { 'torch.cov(x)', 'SqueezeBackward0', 'DivBackward0', function() return torch.cov(x) end },
   { 'torch.einsum("ij,jk->ik", a, b)', 'ViewBackward0', 'ExpandBackward0', function() return torch.einsum("ij,jk->ik", a, b) end },
   { 'torch.chain_matmul(a, b, a)', 'ViewBackward0', 'MmBackward0', function() return torch.chain_matmul(a, b, a) end },

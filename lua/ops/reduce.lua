@@ -697,9 +697,10 @@ do
           for i = 1, y:dim() do view[i] = i == d and n - 1 or 1 end
           dx = dx:reshape(view)
         end
-        return (s * dx):sum(d) / 2
+        -- (PyTorch divides and multiplies by a Scalar here: DivBackward1, MulBackward1)
+        return T.name_grad_fn((s * dx):sum(d) / 2, 'DivBackward1')
       end
-      return s:sum(d) * ((opts.dx or 1) / 2)
+      return T.name_grad_fn(s:sum(d) * ((opts.dx or 1) / 2), 'MulBackward1')
     end
     if torch.trapezoid == nil then torch.trapezoid = trapezoid end
     if torch.trapz == nil then torch.trapz = trapezoid end
