@@ -116,6 +116,15 @@ function Seq:forward(idx)
   return out:transpose(1, 2):contiguous(), w
 end
 
+-- an LSTM or GRU and what it returns: the output and the final states
+local Rec, RecM = torch.class('spec_onnx_export.Recurrent', 'nn.Module')
+function Rec:__init(rnn) RecM.__init(self); self.rnn = rnn end
+function Rec:forward(x, hx)
+  local out, h = self.rnn(x, hx)
+  if self.rnn.mode == 'LSTM' then return out, h[1], h[2] end
+  return out, h
+end
+
 local function models()
   torch.manual_seed(7)
   local m = {}
@@ -139,13 +148,17 @@ local function models()
   mixed.bn.running_var:uniform_(0.5, 1.5)
   m.mixed = { mixed, { torch.randn(2, 3, 12) } }
   m.tokens = { Seq(), { torch.tensor({ { 1, 4, 7, 19, 20 }, { 3, 3, 2, 5, 11 } }, { dtype = torch.int64 }) } }
+  m.lstm = { Rec(nn.LSTM(4, 5)), { torch.randn(3, 2, 4) } }
+  m.lstm2 = { Rec(nn.LSTM(4, 5, { num_layers = 2, bidirectional = true, batch_first = true })), { torch.randn(2, 3, 4) } }
+  m.gru = { Rec(nn.GRU(4, 5, { num_layers = 2, bidirectional = true })), { torch.randn(3, 2, 4) } }
   for _, e in pairs(m) do e[1]:eval() end
   return m
 end
 
-local ORDER = { 'mlp', 'lenet', 'lenet_seq', 'resblock', 'encoder', 'encoder_bf', 'mixed', 'tokens' }
--- the batch dim of each model's first input, made dynamic (the encoder without batch_first: dim 2)
-local BATCH = { encoder = 2 }
+local ORDER = { 'mlp', 'lenet', 'lenet_seq', 'resblock', 'encoder', 'encoder_bf', 'mixed', 'tokens', 'lstm', 'lstm2',
+  'gru' }
+-- the batch dim of each model's first input, made dynamic (those without batch_first: dim 2)
+local BATCH = { encoder = 2, lstm = 2, gru = 2 }
 
 describe('ONNX export (torch.onnx.export)', function()
   teardown(function() os.execute("rm -rf '" .. dir .. "'") end)
@@ -234,6 +247,30 @@ describe('ONNX export (torch.onnx.export)', function()
     H.near(gm(x), m(x), 1e-5, 1e-5)
     local r = check_files({ p })
     if r then assert.are.equal('ok', r[p], tostring(r[p])) end
+  end)
+
+  it('LSTM and GRU: ONNX\'s gate orders, initial states from the inputs, a sequence length of its own', function()
+    torch.manual_seed(11)
+    for _, rnn in ipairs({ nn.LSTM(3, 4, { num_layers = 2 }), nn.GRU(3, 4, { bidirectional = true, bias = false }) }) do
+      local m = Rec(rnn):eval()
+      local x = torch.randn(5, 2, 3)
+      local dirs = rnn.bidirectional and 2 or 1
+      local h0 = torch.randn(rnn.num_layers * dirs, 2, 4)
+      local hx = rnn.mode == 'LSTM' and { h0, torch.randn(rnn.num_layers * dirs, 2, 4) } or h0
+      local p = path('rnn_h0')
+      local ins = rnn.mode == 'LSTM' and { x, hx } or { x, hx }
+      -- (an LSTM's {h0, c0} is one argument of forward: traced as given)
+      torch.onnx.export(m, ins, p, { dynamic_axes = { input_1 = { [1] = 'steps' } } })
+      local f = H.read_file(p)
+      assert.is_truthy(f:find(rnn.mode, 1, true))
+      local gm = torch.onnx.load(p)
+      local longer = torch.randn(8, 2, 3)
+      local want, got = { m(longer, hx) }, { gm(longer, unpack(rnn.mode == 'LSTM' and hx or { hx })) }
+      assert.are.equal(#want, #got)
+      for i = 1, #want do H.near(got[i], want[i], 1e-5, 1e-5) end
+      local r = check_files({ p })
+      if r then assert.are.equal('ok', r[p], tostring(r[p])) end
+    end
   end)
 
   it('the weights are initializers named after the parameters, written once', function()

@@ -366,6 +366,80 @@ OPS.ReduceMin = reduce('amin')
 
 
 
+------------------------------------------------------------------------------ recurrent ops
+-- LSTM and GRU with ONNX's default activations (sigmoid, tanh): every step written out with the
+-- ops above. Gates: ONNX's orders (LSTM i o f c; GRU z r h). They give several outputs: a table
+-- { Y, Y_h [, Y_c] }, which the reader's getitem nodes take apart (MULTI below).
+local function rnn_check(A, what)
+  if A.activations or A.activation_alpha or A.activation_beta then opfail(A, what .. ' with activations other than the default') end
+  if A.clip then opfail(A, what .. ' with clip') end
+  if (A.layout or 0) ~= 0 then opfail(A, what .. ' with layout 1') end
+  if (A.input_forget or 0) ~= 0 then opfail(A, what .. ' with input_forget') end
+end
+local function rnn_dirs(A)
+  local d = A.direction or 'forward'
+  if d == 'forward' then return { false } elseif d == 'reverse' then return { true }
+  elseif d == 'bidirectional' then return { false, true } end
+  opfail(A, 'direction ' .. tostring(d))
+end
+-- run(A, X, W, R, B, seq_lens, h0, c0, gates, step): Y (seq, dirs, batch, H), Y_h, Y_c
+local function rnn_run(A, X, W, R, B, seq_lens, h0, c0, ngates, step)
+  if seq_lens ~= nil then opfail(A, 'sequence_lens (every sequence must be as long as the input)') end
+  local t = torch()
+  local H = A.hidden_size or R:size(3)
+  local seq, batch = X:size(1), X:size(2)
+  local ys, hs, cs = {}, {}, {}
+  for d, reverse in ipairs(rnn_dirs(A)) do
+    local Wd, Rd = W:select(1, d), R:select(1, d)
+    local Wb, Rb
+    if B ~= nil then
+      Wb, Rb = B:select(1, d):narrow(1, 1, ngates * H), B:select(1, d):narrow(1, ngates * H + 1, ngates * H)
+    else
+      Wb = t.zeros({ ngates * H }, { dtype = X.dtype }); Rb = Wb
+    end
+    local h = h0 ~= nil and h0:select(1, d) or t.zeros({ batch, H }, { dtype = X.dtype })
+    local c = c0 ~= nil and c0:select(1, d) or t.zeros({ batch, H }, { dtype = X.dtype })
+    local xs = F().linear(X, Wd, Wb) -- (seq, batch, gates * H)
+    local out = {}
+    for k = 1, seq do
+      local s = reverse and seq - k + 1 or k
+      h, c = step(xs:select(1, s), h, c, Rd, Rb, H)
+      out[s] = h
+    end
+    ys[d] = t.stack(out, 1)
+    hs[d], cs[d] = h, c
+  end
+  return t.stack(ys, 2), t.stack(hs, 1), cs[1] ~= nil and t.stack(cs, 1) or nil
+end
+OPS.LSTM = function(A, X, W, R, B, seq_lens, h0, c0, P)
+  rnn_check(A, 'LSTM')
+  if P ~= nil then opfail(A, 'LSTM with peepholes (P)') end
+  local Y, Yh, Yc = rnn_run(A, X, W, R, B, seq_lens, h0, c0, 4, function(x, h, c, Rd, Rb, H)
+    local g = x + F().linear(h, Rd, Rb)
+    local i, o = g:narrow(2, 1, H):sigmoid(), g:narrow(2, H + 1, H):sigmoid()
+    local f, cc = g:narrow(2, 2 * H + 1, H):sigmoid(), g:narrow(2, 3 * H + 1, H):tanh()
+    c = f * c + i * cc
+    return o * c:tanh(), c
+  end)
+  return { Y, Yh, Yc }
+end
+OPS.GRU = function(A, X, W, R, B, seq_lens, h0)
+  rnn_check(A, 'GRU')
+  local before = (A.linear_before_reset or 0) ~= 0
+  local Y, Yh = rnn_run(A, X, W, R, B, seq_lens, h0, nil, 3, function(x, h, _, Rd, Rb, H)
+    local Rzr, Rh = Rd:narrow(1, 1, 2 * H), Rd:narrow(1, 2 * H + 1, H)
+    local bzr, bh = Rb:narrow(1, 1, 2 * H), Rb:narrow(1, 2 * H + 1, H)
+    local zr = (x:narrow(2, 1, 2 * H) + F().linear(h, Rzr, bzr)):sigmoid()
+    local z, r = zr:narrow(2, 1, H), zr:narrow(2, H + 1, H)
+    local n
+    if before then n = (x:narrow(2, 2 * H + 1, H) + r * F().linear(h, Rh, bh)):tanh()
+    else n = (x:narrow(2, 2 * H + 1, H) + F().linear(r * h, Rh, bh)):tanh() end
+    return (1 - z) * n + z * h, nil
+  end)
+  return { Y, Yh }
+end
+local MULTI = { LSTM = 3, GRU = 2 } -- ops giving several outputs (as a table)
+
 ------------------------------------------------------------------------------ the reader
 local function cstr(p) return p ~= nil and ffi.string(p) or '' end
 
@@ -479,7 +553,10 @@ function M.load(path)
       for k = 0, node.noutputs - 1 do
         local oname = cstr(node.outputs[k])
         if oname ~= '' then
-          if k == 0 then env[oname] = out else env[oname] = { unsupported = op_type, index = k + 1, node = nname } end
+          if MULTI[op_type] and k < MULTI[op_type] then
+            env[oname] = graph:call_function(G.operators.getitem, { n = 2, out, k + 1 })
+          elseif k == 0 then env[oname] = out
+          else env[oname] = { unsupported = op_type, index = k + 1, node = nname } end
         end
       end
     end

@@ -76,8 +76,9 @@ local function as_value(x, like)
   bad(('expected a tensor, got %s'):format(type(x)))
 end
 
--- emit(op_type, inputs, attrs) -> the node's (first) output value, computed by torch.onnx.load's op
-local function emit(op_type, ins, attrs)
+-- emit(op_type, inputs, attrs[, nout]) -> the node's output value (nout > 1: that many values, of an op
+-- that gives a table of outputs: LSTM, GRU), computed by torch.onnx.load's op
+local function emit(op_type, ins, attrs, nout)
   local OPS = require('moontorch.interop.onnx')._OPS
   local fn = OPS[op_type]
   S.n = S.n + 1
@@ -99,10 +100,17 @@ local function emit(op_type, ins, attrs)
     ok, t2 = pcall(fn, A, unpack(a2, 1, nin))
     if not ok then bad(('%s does not follow the dynamic axes: %s'):format(op_type, why(t2))) end
   end
-  local out = value(t, t2)
-  S.nodes[#S.nodes + 1] = { op = op_type, name = A._node, inputs = ins, nin = nin, attrs = attrs or {}, out = out }
-  out.node = S.nodes[#S.nodes]
-  return out
+  local nd = { op = op_type, name = A._node, inputs = ins, nin = nin, attrs = attrs or {} }
+  S.nodes[#S.nodes + 1] = nd
+  if nout then
+    nd.outs = {}
+    for k = 1, nout do nd.outs[k] = value(t[k], t2[k]); nd.outs[k].node = nd end
+    return unpack(nd.outs, 1, nout)
+  end
+  nd.out = value(t, t2)
+  nd.outs = { nd.out }
+  nd.out.node = nd
+  return nd.out
 end
 
 local function dynamic_dims(x) -- the dims of x (from 1) whose size follows a dynamic axis
@@ -500,6 +508,71 @@ local function encoder(m, a)
   return x
 end
 
+-- nn.LSTM and nn.GRU (evaluation; no projections): one ONNX LSTM/GRU per layer, both directions in it.
+-- PyTorch's gate order (LSTM i f g o; GRU r z n) is rewritten into ONNX's (LSTM i o f c; GRU z r h);
+-- GRU with linear_before_reset = 1, as PyTorch computes it.
+local function recurrent(m, a)
+  local lstm = m.mode == 'LSTM'
+  if m.mode ~= 'LSTM' and m.mode ~= 'GRU' then bad(typename(m) .. ' (only LSTM and GRU are written)') end
+  if (m.proj_size or 0) > 0 then bad('nn.LSTM with proj_size') end
+  local x = as_value(a[1])
+  if x.t:dim() ~= 3 then bad(typename(m) .. ' on an unbatched input') end
+  local hx = a[2]
+  local h0, c0
+  if hx ~= nil then
+    if lstm then
+      if type(hx) ~= 'table' or is_value(hx) then bad('nn.LSTM: hx must be {h0, c0}') end
+      h0, c0 = as_value(hx[1]), as_value(hx[2])
+    else
+      h0 = as_value(hx)
+    end
+  end
+  local H, dirs = m.hidden_size, m.bidirectional and 2 or 1
+  local order = lstm and { 1, 4, 2, 3 } or { 2, 1, 3 } -- ONNX's k-th gate is PyTorch's order[k]
+  local ng = #order
+  local t = torch()
+  local function reorder(w)
+    local parts = {}
+    for k, g in ipairs(order) do parts[k] = w:narrow(1, (g - 1) * H + 1, H) end
+    return t.cat(parts, 1)
+  end
+  if m.batch_first then x = emit('Transpose', { x }, { perm = { 1, 0, 2 } }) end
+  local hs, cs = {}, {}
+  for l = 0, m.num_layers - 1 do
+    local W, R, B = {}, {}, {}
+    for d = 0, dirs - 1 do
+      local sfx = ('_l%d%s'):format(l, d == 1 and '_reverse' or '')
+      W[d + 1] = reorder(m['weight_ih' .. sfx]:detach())
+      R[d + 1] = reorder(m['weight_hh' .. sfx]:detach())
+      if m.bias then B[d + 1] = t.cat({ reorder(m['bias_ih' .. sfx]:detach()), reorder(m['bias_hh' .. sfx]:detach()) }, 1) end
+    end
+    local name = S.param_names[m['weight_ih_l' .. l]] or ('rnn_l' .. l)
+    name = name:gsub('weight_ih_l%d+$', '') .. 'l' .. l
+    local ins = { x, const(t.stack(W, 1), name .. '_W'), const(t.stack(R, 1), name .. '_R'),
+      m.bias and const(t.stack(B, 1), name .. '_B') or nil, nil, nil, nil, n = 4 }
+    if h0 then
+      ins[5] = nil
+      ins[6] = emit('Slice', { h0, ints({ l * dirs }), ints({ (l + 1) * dirs }), ints({ 0 }) })
+      ins.n = 6
+      if c0 then
+        ins[7] = emit('Slice', { c0, ints({ l * dirs }), ints({ (l + 1) * dirs }), ints({ 0 }) })
+        ins.n = 7
+      end
+    end
+    local attrs = { hidden_size = H, direction = dirs == 2 and 'bidirectional' or 'forward' }
+    if not lstm then attrs.linear_before_reset = 1 end
+    local Y, Yh, Yc = emit(lstm and 'LSTM' or 'GRU', ins, attrs, lstm and 3 or 2)
+    -- (seq, dirs, batch, H) -> (seq, batch, dirs * H)
+    x = O.reshape(emit('Transpose', { Y }, { perm = { 0, 2, 1, 3 } }), { Y.t:size(1), Y.t:size(3), dirs * H })
+    hs[#hs + 1], cs[#cs + 1] = Yh, Yc
+  end
+  if m.batch_first then x = emit('Transpose', { x }, { perm = { 1, 0, 2 } }) end
+  local hn = #hs == 1 and hs[1] or emit('Concat', hs, { axis = 0 })
+  if not lstm then return { n = 2, x, hn } end
+  local cn = #cs == 1 and cs[1] or emit('Concat', cs, { axis = 0 })
+  return { n = 2, x, { n = 2, hn, cn } }
+end
+
 local ident = function(_, a) return as_value(a[1]) end
 local function unary_mod(name, p1, p2) return function(m, a) return O.unary(name, a[1], p1 and m[p1], p2 and m[p2]) end end
 local MODULES = {
@@ -536,6 +609,8 @@ local MODULES = {
   ['nn.MultiheadAttention'] = mha,
   ['nn.TransformerEncoderLayer'] = encoder_layer,
   ['nn.TransformerEncoder'] = encoder,
+  ['nn.LSTM'] = recurrent,
+  ['nn.GRU'] = recurrent,
 }
 for _, k in ipairs({ 'Dropout', 'Dropout1d', 'Dropout2d', 'Dropout3d', 'AlphaDropout', 'FeatureAlphaDropout' }) do
   MODULES['nn.' .. k] = function(m, a)
@@ -709,10 +784,10 @@ local function write(path, opset, inputs, outputs)
     keep[#keep + 1] = ins
     for k = 1, nd.nin do ins[k - 1] = cstring(keep, nd.inputs[k] and nd.inputs[k].name or '') end
     c.ninputs, c.inputs = nd.nin, ins
-    local outs = ffi.new('const char *[1]')
+    local outs = ffi.new('const char *[?]', #nd.outs)
     keep[#keep + 1] = outs
-    outs[0] = cstring(keep, nd.out.name)
-    c.noutputs, c.outputs = 1, outs
+    for k, o in ipairs(nd.outs) do outs[k - 1] = cstring(keep, o.name) end
+    c.noutputs, c.outputs = #nd.outs, outs
     local names = {}
     for k in pairs(nd.attrs) do names[#names + 1] = k end
     table.sort(names)
@@ -822,7 +897,12 @@ function M.export(module, example_inputs, path, opts)
     bad('example_inputs must be a tensor or a table of tensors')
   end
   for i, x in ipairs(example_inputs) do
-    if not is_tensor(x) then bad(('example input %d is not a tensor'):format(i)) end
+    local ok = is_tensor(x)
+    if type(x) == 'table' and not ok and #x > 0 then -- (a table of tensors: an LSTM's {h0, c0})
+      ok = true
+      for _, y in ipairs(x) do ok = ok and is_tensor(y) end
+    end
+    if not ok then bad(('example input %d is not a tensor (or a list of tensors)'):format(i)) end
   end
   if type(path) ~= 'string' then bad('path must be a string') end
   if opts ~= nil and type(opts) ~= 'table' then bad('options must be a table') end
@@ -846,25 +926,34 @@ function M.export(module, example_inputs, path, opts)
   local gm = t.fx.symbolic_trace(module)
   S = { used = {}, consts = {}, inits = {}, nodes = {}, n = 0, opset = opset, param_names = param_names,
     transposed = {}, parts = {}, dynamic = false }
-  local ins = {}
-  for i, x in ipairs(example_inputs) do
-    local axes = axes_of(dyn[in_names[i]], in_names[i])
+  local ins, args = {}, {} -- the graph's inputs (a table argument gives one each); forward's arguments
+  local function input(x, name)
+    local axes = axes_of(dyn[name], name)
     local x2 = x
     if axes then
       for d in pairs(axes) do
-        if d < 1 or d > x:dim() then bad(("dynamic_axes['%s']: dim %d of a %d-dim input"):format(in_names[i], d, x:dim())) end
-        if x:size(d) == 0 then bad(("dynamic_axes['%s']: dim %d is empty in the example"):format(in_names[i], d)) end
+        if d < 1 or d > x:dim() then bad(("dynamic_axes['%s']: dim %d of a %d-dim input"):format(name, d, x:dim())) end
+        if x:size(d) == 0 then bad(("dynamic_axes['%s']: dim %d is empty in the example"):format(name, d)) end
         x2 = t.cat({ x2, x2:narrow(d, 1, 1) }, d)
       end
       S.dynamic = true
     end
-    S.used[in_names[i]] = true
-    ins[i] = value(x, x2, in_names[i])
-    ins[i].params = axes
-    ins[i].is_input = true
+    if S.used[name] then bad(("input name '%s' is used twice"):format(name)) end
+    S.used[name] = true
+    local v = value(x, x2, name)
+    v.params = axes
+    ins[#ins + 1] = v
+    return v
+  end
+  for i, x in ipairs(example_inputs) do
+    if is_tensor(x) then args[i] = input(x, in_names[i])
+    else
+      args[i] = { n = #x }
+      for j, y in ipairs(x) do args[i][j] = input(y, ('%s_%d'):format(in_names[i], j)) end
+    end
   end
   local ok, res = pcall(function()
-    return t.no_grad(function() return lower(gm, ins) end)
+    return t.no_grad(function() return lower(gm, args) end)
   end)
   local built = S
   S = nil
@@ -908,13 +997,15 @@ function M.export(module, example_inputs, path, opts)
     end
     for name in pairs(dyn) do
       local known = false
-      for _, n in ipairs(in_names) do if n == name then known = true end end
+      for _, v in ipairs(ins) do if v.name == name then known = true end end
       for _, n in ipairs(out_names) do if n == name then known = true end end
       if not known then bad(("dynamic_axes names '%s', which is no input or output"):format(tostring(name))) end
     end
     -- names for the values between
     for _, nd in ipairs(S.nodes) do
-      if nd.out.name == nil then nd.out.name = new_name(nd.name) end
+      for k, o in ipairs(nd.outs) do
+        if o.name == nil then o.name = new_name(k == 1 and nd.name or (nd.name .. '_out' .. k)) end
+      end
     end
     -- the graph must give the module's outputs
     local want = { t.no_grad(function() return module(unpack(example_inputs)) end) }
