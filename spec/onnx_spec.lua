@@ -25,6 +25,8 @@ describe('ONNX files (torch.onnx.load)', function()
       { 'resblock', 'a ResNet block (batch norms folded into the convolutions, Add)' },
       { 'encoder', 'a TransformerEncoderLayer (MatMul, Softmax, Reshape, Shape, Gather, Slice, ReduceMean ...)' },
       { 'mixed', 'a CNN with BatchNormalization, AveragePool, Pad, GELU (Erf), LayerNormalization, Concat' },
+      { 'lstm', 'an LSTM, 2 layers, bidirectional (LSTM with initial states, its Y and Y_h used)' },
+      { 'gru', 'a GRU, batch first (GRU, linear_before_reset)' },
     }
     for _, c in ipairs(cases) do
       it(c[2], function()
