@@ -844,6 +844,9 @@ MT_API int mt_output_nr(const mt_tensor *t);
 MT_API mt_node *mt_node_retain(mt_node *n);
 MT_API void mt_node_release(mt_node *n);
 MT_API const char *mt_node_name(const mt_node *n);   /* "AddBackward0", "AccumulateGrad", ... */
+/* Name a node as PyTorch names the node of the call that made it, where one of our nodes does
+ * the same work under another op's name (x:t() records a transpose: TBackward0). name is copied. */
+MT_API mt_status mt_node_rename(mt_node *n, const char *name);
 MT_API int mt_node_num_next(const mt_node *n);
 /* next_functions[i]: the node (borrowed, may be NULL) and which of its inputs the edge feeds. */
 MT_API mt_node *mt_node_next(const mt_node *n, int i, int *input_nr);

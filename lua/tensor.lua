@@ -532,6 +532,14 @@ function M.set_indexers(num, tab, ten, newidx)
   number_index, table_index, tensor_index, newindex_handler = num, tab, ten, newidx
 end
 
+-- t's grad_fn named as PyTorch names the node of the call that made t, where one of our nodes does
+-- that call's work under another op's name (x:t() records a transpose: TBackward0); t returned
+function M.name_grad_fn(t, name)
+  local n = C.mt_grad_fn(t)
+  if n ~= nil and C.mt_node_rename(n, name) ~= 0 then raise_last() end
+  return t
+end
+
 -- metamethods are installed by the op modules (arithmetic) and format.lua (__tostring);
 -- ffi.metatype must be called once all of them are in tensor_mt.
 function M.finalize()

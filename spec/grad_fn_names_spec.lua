@@ -277,47 +277,48 @@ local WANT = {
   { 'F.fold(F.unfold(img, 2), (5, 5), 2)', 'Col2ImBackward0', function() return F.fold(F.unfold(img, 2), {5, 5}, 2) end },
   { 'F.one_hot(tgt).double()', 'None', function() return F.one_hot(tgt):double() end },
   { 'F.embedding_bag(torch.tensor([[0, 2]]), a)', 'EmbeddingBagBackward0', function() return F.embedding_bag(torch.tensor({{1, 3}}, {dtype = torch.int64}), a) end },
+  -- session 9: renamed nodes (mt_node_rename), ReshapeAlias, NormBackward1, RenormBackward0
+  { 'x.max()', 'MaxBackward1', function() return x:max() end },
+  { 'x.norm()', 'NormBackward1', function() return x:norm() end },
+  { 'torch.renorm(a, 2, 0, 1)', 'RenormBackward0', function() return torch.renorm(a, 2, 1, 1) end },
+  { 'x.reshape(12)', 'ReshapeAliasBackward0', function() return x:reshape(12) end },
+  { 'x.t()', 'TBackward0', function() return x:t() end },
+  { 'x.flatten()', 'ReshapeAliasBackward0', function() return x:flatten() end },
+  { 'g3.flatten(1)', 'ReshapeAliasBackward0', function() return g3:flatten(2) end },
+  { 'x.split(2, 1)[0]', 'SplitBackward0', function() return x:split(2, 2)[1] end },
+  { 'x.chunk(2, 1)[0]', 'SplitBackward0', function() return x:chunk(2, 2)[1] end },
+  { 'torch.inner(a, b)', 'ReshapeAliasBackward0', function() return torch.inner(a, b) end },
+  { 'torch.linalg.vector_norm(x)', 'LinalgVectorNormBackward0', function() return torch.linalg.vector_norm(x) end },
+  { 'torch.linalg.matrix_norm(a)', 'LinalgVectorNormBackward0', function() return torch.linalg.matrix_norm(a) end },
+  { 'torch.linalg.norm(x)', 'LinalgVectorNormBackward0', function() return torch.linalg.norm(x) end },
+  { 'F.bilinear(x, x, torch.ones(2, 4, 4, dtype=torch.float64))', 'ReshapeAliasBackward0', function() return F.bilinear(x, x, torch.ones(2, 4, 4, {dtype = torch.float64})) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
   { 'torch.addcmul(a, a, b)', 'AddcmulBackward0', 'AddBackward0', function() return torch.addcmul(a, a, b) end },
   { 'torch.addcdiv(a, a, pos[:, :3])', 'AddcdivBackward0', 'AddBackward0', function() return torch.addcdiv(a, a, pos:narrow(2, 1, 3)) end },
-  { 'x.max()', 'MaxBackward1', 'AmaxBackward0', function() return x:max() end },
-  { 'x.norm()', 'NormBackward1', 'NormBackward0', function() return x:norm() end },
-  { 'x.median()', 'MedianBackward0', 'ViewBackward0', function() return x:median() end },
-  { 'x.median(1)[0]', 'MedianBackward1', 'ViewBackward0', function() return x:median(2) end },
-  { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', 'ViewBackward0', function() return x:kthvalue(2, 2) end },
-  { 'x.mode(1)[0]', 'ModeBackward0', 'ViewBackward0', function() return x:mode(2) end },
+  { 'x.median()', 'MedianBackward0', 'ReshapeAliasBackward0', function() return x:median() end },
+  { 'x.median(1)[0]', 'MedianBackward1', 'ReshapeAliasBackward0', function() return x:median(2) end },
+  { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', 'ReshapeAliasBackward0', function() return x:kthvalue(2, 2) end },
+  { 'x.mode(1)[0]', 'ModeBackward0', 'ReshapeAliasBackward0', function() return x:mode(2) end },
   { 'torch.cummax(x, 1)[0]', 'CummaxBackward0', 'StackBackward0', function() return torch.cummax(x, 2) end },
   { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', 'StackBackward0', function() return torch.logcumsumexp(x, 2) end },
   { 'torch.quantile(x, 0.3)', 'SqueezeBackward3', 'SqueezeBackward1', function() return torch.quantile(x, 0.3) end },
-  { 'torch.renorm(a, 2, 0, 1)', 'RenormBackward0', 'MulBackward0', function() return torch.renorm(a, 2, 1, 1) end },
   { 'x.aminmax()[0]', 'torch::autograd::NotImplemented', 'AminBackward0', function() return x:aminmax() end },
   { 'torch.trapezoid(x)', 'MulBackward1', 'MulBackward0', function() return torch.trapezoid(x) end },
   { 'torch.cov(x)', 'SqueezeBackward0', 'DivBackward0', function() return torch.cov(x) end },
-  { 'x.reshape(12)', 'ReshapeAliasBackward0', 'ViewBackward0', function() return x:reshape(12) end },
-  { 'x.t()', 'TBackward0', 'TransposeBackward0', function() return x:t() end },
-  { 'x.flatten()', 'ReshapeAliasBackward0', 'ViewBackward0', function() return x:flatten() end },
-  { 'g3.flatten(1)', 'ReshapeAliasBackward0', 'ViewBackward0', function() return g3:flatten(2) end },
-  { 'x.split(2, 1)[0]', 'SplitBackward0', 'SliceBackward0', function() return x:split(2, 2)[1] end },
-  { 'x.chunk(2, 1)[0]', 'SplitBackward0', 'SliceBackward0', function() return x:chunk(2, 2)[1] end },
-  { 'torch.kron(a, b)', 'UnsafeViewBackward0', 'ViewBackward0', function() return torch.kron(a, b) end },
+  { 'torch.kron(a, b)', 'UnsafeViewBackward0', 'ReshapeAliasBackward0', function() return torch.kron(a, b) end },
   { 'torch.block_diag(a, b)', 'BlockDiagBackward0', 'CatBackward0', function() return torch.block_diag(a, b) end },
   { 'torch.diagonal_scatter(a, v)', 'DiagonalScatterBackward0', 'WhereBackward0', function() return torch.diagonal_scatter(a, v) end },
   { 'torch.addmv(v, a, w)', 'AddmvBackward0', 'AddBackward0', function() return torch.addmv(v, a, w) end },
   { 'torch.einsum("ij,jk->ik", a, b)', 'ViewBackward0', 'ExpandBackward0', function() return torch.einsum("ij,jk->ik", a, b) end },
-  { 'torch.inner(a, b)', 'ReshapeAliasBackward0', 'ViewBackward0', function() return torch.inner(a, b) end },
   { 'torch.cdist(a, b)', 'CdistBackward0', 'NormBackward1', function() return torch.cdist(a, b) end },
   { 'torch.linalg.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.linalg.det(a) end },
   { 'torch.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.det(a) end },
   { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', 'AddBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
-  { 'torch.linalg.vector_norm(x)', 'LinalgVectorNormBackward0', 'NormBackward0', function() return torch.linalg.vector_norm(x) end },
-  { 'torch.linalg.matrix_norm(a)', 'LinalgVectorNormBackward0', 'NormBackward1', function() return torch.linalg.matrix_norm(a) end },
-  { 'torch.linalg.norm(x)', 'LinalgVectorNormBackward0', 'NormBackward1', function() return torch.linalg.norm(x) end },
   { 'torch.chain_matmul(a, b, a)', 'ViewBackward0', 'MmBackward0', function() return torch.chain_matmul(a, b, a) end },
   { 'torch.pdist(a)', 'PdistBackward0', 'NormBackward1', function() return torch.pdist(a) end },
   { 'torch.linalg.householder_product(a, v[:2].detach())', 'LinalgHouseholderProductBackward0', 'SubBackward0', function() return torch.linalg.householder_product(a, v:narrow(1, 1, 2):detach()) end },
-  { 'F.bilinear(x, x, torch.ones(2, 4, 4, dtype=torch.float64))', 'ReshapeAliasBackward0', 'ViewBackward0', function() return F.bilinear(x, x, torch.ones(2, 4, 4, {dtype = torch.float64})) end },
   { 'F.instance_norm(img)', 'ViewBackward0', 'MulBackward0', function() return F.instance_norm(img) end },
   { 'F.cosine_similarity(a, b)', 'SumBackward1', 'DivBackward0', function() return F.cosine_similarity(a, b) end },
   { 'F.multi_margin_loss(x, tgt)', 'MultiMarginLossBackward0', 'MeanBackward0', function() return F.multi_margin_loss(x, tgt) end },
@@ -429,6 +430,9 @@ describe('nodes composed in Lua', function()
     { 'DistBackward0', function(p, q) return torch.dist(p, q) end, { r(3, 4), r(4) } },
     { 'DistBackward0', function(p, q) return torch.dist(p, q, 3) end, { r(3, 4), r(3, 4) } },
     { 'DistBackward0', function(p, q) return torch.dist(p, q, 1) end, { r(3, 4), r(3, 4) } },
+    { 'RenormBackward0', function(t) return torch.renorm(t, 2, 1, 1) end, { wide() } },
+    { 'RenormBackward0', function(t) return torch.renorm(t, 1, 2, 2.5) end, { wide() } },
+    { 'RenormBackward0', function(t) return torch.renorm(t, 3, 3, 0.5) end, { r(2, 3, 2) } },
   }
   for i, c in ipairs(cases) do
     it(c[1] .. ' #' .. i, function()
@@ -437,6 +441,20 @@ describe('nodes composed in Lua', function()
       assert.is_true(ag.gradgradcheck(c[2], c[3]))
     end)
   end
+  it("renorm: the gradient goes through the norm too, as PyTorch's renorm_backward", function()
+    -- torch.manual_seed(0); a = torch.randn(3, 3, dtype=torch.float64) * 2; w = torch.randn(3, 3, dtype=torch.float64)
+    -- (torch.renorm(a, 2, 0, 1) * w).sum().backward(); a.grad (moontorch held the scale constant before)
+    local A = torch.tensor({ { 3.0819922164880866, -0.5868578115218928, -4.357578764149115 },
+      { 1.1368625545613356, -2.169044684848042, -2.7971907907417535 },
+      { 0.8066936952585986, 1.6760526659953197, -1.4385151569387185 } }, { dtype = d, requires_grad = true })
+    local W = torch.tensor({ { -0.40334352493217457, -0.5966353626151273, 0.18203648506130554 },
+      { -0.8566745932963743, 1.100604170903427, -1.0711873631091473 },
+      { 0.12270123916331216, -0.5663174751548546, 0.37311463418249957 } }, { dtype = d })
+    ;(torch.renorm(A, 2, 1, 1) * W):sum():backward()
+    H.near(A.grad, { { -0.041548489580099705, -0.11750758695339081, -0.013560711928773993 },
+      { -0.22235720534229111, 0.2806405712528864, -0.3079916894231773 },
+      { 0.1382342437432983, -0.062049152640982, 0.005224185673098959 } }, 1e-12)
+  end)
   it('give the padding row of an embedding no gradient, as PyTorch', function()
     local wgt = r(5, 3)
     F.embedding(idx, wgt, { padding_idx = 3 }):sum():backward()
@@ -450,6 +468,7 @@ describe('nodes composed in Lua', function()
     do
       local t, p = r(4, 3, 2), r(3)
       local y = F.mse_loss(F.mish(F.batch_norm(t, nil, nil, p, nil, true)), torch.zeros(4, 3, 2, { dtype = d }))
+      y = y + torch.renorm(t, 2, 1, 1):sum() -- a node whose backward runs autograd
       local g = ag.grad({ y }, { t }, { create_graph = true })[1]
       g:sum():backward()
     end

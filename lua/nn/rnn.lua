@@ -158,7 +158,7 @@ end
 function RNNBase:_weights(l, d)
   local sfx = ('_l%d%s'):format(l, d == 1 and '_reverse' or '')
   return self['weight_ih' .. sfx], self['weight_hh' .. sfx], self['bias_ih' .. sfx], self['bias_hh' .. sfx],
-    self['weight_hr' .. sfx], ns
+    self['weight_hr' .. sfx]
 end
 
 -- One direction of one layer. igs[t]: the input projection of step t (biases in), [bs_t, G];

@@ -494,15 +494,12 @@ do
       fail('linalg.vector_norm', 'Expected a floating point or complex tensor as input. Got ' .. tostring(y.dtype):gsub('^torch%.', ''))
     end
     if dim == nil then
-      local r = y:reshape(-1):norm(ord)
-      if keepdim then
-        local one = {}
-        for i = 1, x:dim() do one[i] = 1 end
-        r = r:reshape(one)
-      end
-      return r
+      if y:dim() == 0 then return T.name_grad_fn(y:norm(ord), 'LinalgVectorNormBackward0') end
+      dim = {}
+      for i = 1, y:dim() do dim[i] = i end
     end
-    return y:norm(ord, dim, { keepdim = keepdim })
+    -- one node, named as PyTorch's (its gradient is the norm's)
+    return T.name_grad_fn(y:norm(ord, dim, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
   end
   local function matrix_norm(x, ord, dim, keepdim, opts)
     need('linalg.matrix_norm', x)
@@ -512,7 +509,9 @@ do
     dim = dim or opts.dim or { -2, -1 }
     if keepdim == nil then keepdim = opts.keepdim or false end
     local d1, d2 = pdim('linalg.matrix_norm', dim[1], x:dim()), pdim('linalg.matrix_norm', dim[2], x:dim())
-    if ord == 'fro' then return x:norm(2, { d1, d2 }, { keepdim = keepdim }) end
+    if ord == 'fro' then -- PyTorch's: the vector norm of the two dims
+      return T.name_grad_fn(x:norm(2, { d1, d2 }, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
+    end
     if ord == 1 or ord == -1 or ord == huge or ord == -huge then
       local sum_d, red_d = d1, d2
       if ord == huge or ord == -huge then sum_d, red_d = d2, d1 end

@@ -180,13 +180,14 @@ def_bool('any', R.any)
 local function def_maxmin(name, is_min)
   local amop = is_min and R.amin or R.amax
   local other = is_min and 'minimum' or 'maximum'
+  local grad_name = is_min and 'MinBackward1' or 'MaxBackward1'
   local function f(t, a1, a2, a3)
     check_tensor(t, name)
     if is_tensor(a1) then return methods[other](t, a1, a2) end
     local dim, keepdim, opts = parse(a1, a2, a3, name)
     if dim == nil then
       check_nonempty(t, 0, name)
-      return reduce(amop, name, t, nil, 0, -1, 0, nil)
+      return T.name_grad_fn(reduce(amop, name, t, nil, 0, -1, 0, nil), grad_name) -- PyTorch's max() node
     end
     if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. type(dim)) end
     local d = one_dim(t, dim, name)
@@ -593,14 +594,17 @@ do
       return torch.stack(outs, 1)
     end
   end
-  local function renorm(x, p, dim, maxnorm)
-    need('renorm', x)
-    local d = pdim('renorm', dim, x:dim())
+  -- renorm: each slice along dim whose p-norm is above maxnorm scaled to maxnorm; one node named as
+  -- PyTorch's, whose gradient also goes through the norm (as PyTorch's renorm_backward)
+  local renorm_node = K.node_autograd('RenormBackward0', function(x, p, d, maxnorm)
     local others = {}
     for i = 1, x:dim() do if i ~= d then others[#others + 1] = i end end
     local norms = #others > 0 and x:norm(p, others, { keepdim = true }) or x:abs()
-    local f = torch.where(norms:gt(maxnorm), maxnorm / (norms + 1e-7), torch.ones_like(norms))
-    return x * f:detach()
+    return x * torch.where(norms:gt(maxnorm), maxnorm / (norms + 1e-7), torch.ones_like(norms))
+  end)
+  local function renorm(x, p, dim, maxnorm)
+    need('renorm', x)
+    return renorm_node(x, p, pdim('renorm', dim, x:dim()), maxnorm)
   end
   local function sum_to_size(x, ...)
     local s = ...

@@ -226,7 +226,7 @@ function methods.split(t, size, dim)
     end
     local pos = 0
     for i = 1, ns do
-      r[i] = narrow0(t, d, pos, sizes[i])
+      r[i] = T.name_grad_fn(narrow0(t, d, pos, sizes[i]), 'SplitWithSizesBackward0')
       pos = pos + sizes[i]
     end
     return r
@@ -242,7 +242,7 @@ function methods.split(t, size, dim)
   T.check_list_len(count, 'split')
   for i = 1, count do
     local start = (i - 1) * size
-    r[i] = narrow0(t, d, start, math.min(size, n - start))
+    r[i] = T.name_grad_fn(narrow0(t, d, start, math.min(size, n - start)), 'SplitBackward0')
   end
   return r
 end

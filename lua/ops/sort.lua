@@ -451,10 +451,64 @@ do
     if k == 3 then return x:flip(d0):transpose(d0, d1) end
     return x:clone()
   end
+  -- unique and unique_consecutive with {dim = d}: the slices along d, each as a list of Lua numbers
+  -- that compare as the slices' values do (bools as 0/1, an int64 as its high and low 32 bits, so
+  -- that values past 2^53 stay apart); NaN sorts last and equals nothing, not even itself
+  local function slices(op, t, dim)
+    if t:dim() == 0 then fail(op, 'Dimension specified as ' .. tostring(dim) .. ' but tensor has no dimensions') end
+    local d = pdim(op, dim, t:dim())
+    local moved = t:movedim(d, 1)
+    local n = moved:size(1)
+    local shape = sizes(moved)
+    local m = 1
+    for k = 2, #shape do m = m * shape[k] end
+    if m == 0 and n > 0 then
+      fail(op, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+    end
+    local list = {}
+    if n > 0 then
+      local rows = moved:reshape(n, m)
+      local dt = t.dtype
+      if dt == torch.bool then rows = rows:to(torch.uint8)
+      elseif dt == torch.int64 then
+        local hi = rows:div(4294967296, { rounding_mode = 'floor' })
+        rows = torch.stack({ hi, rows - hi * 4294967296 }, 3):reshape(n, 2 * m)
+      elseif t:is_complex() then
+        fail(op, 'unique with dim is not supported for complex tensors')
+      end
+      list = rows:tolist()
+    end
+    return d, moved, n, list
+  end
+  -- the one-dimensional results of dim = d: values (slices `keep` of moved), inverse, counts
+  local function slice_results(d, moved, keep, inverse, counts, opts)
+    local r = { moved:index_select(1, torch.tensor(keep, { dtype = torch.int64 })):movedim(1, d) }
+    if opts.return_inverse then r[#r + 1] = torch.tensor(inverse, { dtype = torch.int64 }) end
+    if opts.return_counts then r[#r + 1] = torch.tensor(counts, { dtype = torch.int64 }) end
+    return unpack(r)
+  end
+  local function same_row(a, b)
+    for k = 1, #a do if a[k] ~= b[k] then return false end end
+    return true
+  end
+  local function unique_consecutive_dim(x, opts)
+    local d, moved, n, list = slices('unique_consecutive', x, opts.dim)
+    local keep, inverse, counts = {}, {}, {}
+    for i = 1, n do
+      if i == 1 or not same_row(list[i - 1], list[i]) then
+        keep[#keep + 1] = i
+        counts[#keep] = 0
+      end
+      counts[#keep] = counts[#keep] + 1
+      inverse[i] = #keep
+    end
+    return slice_results(d, moved, keep, inverse, counts, opts)
+  end
   local function unique_consecutive(x, opts)
     need('unique_consecutive', x)
     opts = opts or {}
-    if opts.dim ~= nil then fail('unique_consecutive', 'unique_consecutive with dim is not supported by moontorch yet') end
+    if type(opts) ~= 'table' then fail('unique_consecutive', 'expected an options table, got ' .. type(opts)) end
+    if opts.dim ~= nil then return unique_consecutive_dim(x, opts) end
     local flat = x:reshape(-1)
     local n = flat:numel()
     if n == 0 then
@@ -505,38 +559,34 @@ do
     do
       local base = methods.unique
       local function unique_dim(t, opts)
-        local d = pdim('unique', opts.dim, t:dim())
-        local moved = t:movedim(d, 1)
-        local n = moved:size(1)
-        local rows = moved:reshape(n, -1)
-        local list = rows:tolist()
-        local m = rows:size(2)
+        local d, moved, n, list = slices('unique', t, opts.dim)
         local order = {}
         for i = 1, n do order[i] = i end
+        -- lexicographic, NaN after every number, ties (equal slices, NaN against NaN) by position
         local function less(a, b)
           local ra, rb = list[a], list[b]
-          for k = 1, m do
-            if ra[k] ~= rb[k] then return ra[k] < rb[k] end
+          for k = 1, #ra do
+            local x, y = ra[k], rb[k]
+            if x ~= y then
+              if x ~= x then
+                if y == y then return false end
+              elseif y ~= y then return true
+              else return x < y end
+            end
           end
           return a < b
         end
         table.sort(order, less)
         local keep, inverse, counts = {}, {}, {}
         for j, i in ipairs(order) do
-          local same = j > 1
-          if same then
-            local prev = list[order[j - 1]]
-            for k = 1, m do if prev[k] ~= list[i][k] then same = false break end end
+          if j == 1 or not same_row(list[order[j - 1]], list[i]) then
+            keep[#keep + 1] = i
+            counts[#keep] = 0
           end
-          if not same then keep[#keep + 1] = i counts[#keep] = 0 end
           counts[#keep] = counts[#keep] + 1
           inverse[i] = #keep
         end
-        local values = moved:index_select(1, torch.tensor(keep, { dtype = torch.int64 })):movedim(1, d)
-        local r = { values }
-        if opts.return_inverse then r[#r + 1] = torch.tensor(inverse, { dtype = torch.int64 }) end
-        if opts.return_counts then r[#r + 1] = torch.tensor(counts, { dtype = torch.int64 }) end
-        return unpack(r)
+        return slice_results(d, moved, keep, inverse, counts, opts)
       end
       local function unique(t, opts, ...)
         if type(opts) == 'table' and not is_tensor(opts) and opts.dim ~= nil and is_tensor(t) then
