@@ -696,62 +696,11 @@ M.METHODS = METHODS
 
 ------------------------------------------------------------------------------ the graph, lowered
 local function lower(gm, inputs)
-  local G = require 'moontorch.fx.graph'
-  local GM = require 'moontorch.fx.graph_module'
-  local env = {}
-  local n_in = 0
-  local result
-  local function val(a)
-    return G.map_arg(a, function(x)
-      local v = env[x]
-      if v == nil then bad('a node read before its value: ' .. tostring(x)) end
-      if v == false then return nil end
-      return v
-    end)
-  end
-  for _, n in ipairs(gm.graph:nodes()) do
-    local args = val(n.args)
-    local kwargs = n.kwargs and val(n.kwargs) or nil
-    local r
-    if n.op == 'placeholder' then
-      n_in = n_in + 1
-      r = inputs[n_in] -- (nil: an optional argument not given)
-    elseif n.op == 'get_attr' then
-      r = GM.fetch(gm, n.target)
-      if is_tensor(r) then r = const(r) end
-    elseif n.op == 'call_module' then
-      local m = GM.fetch(gm, n.target)
-      local name = typename(m)
-      local low = MODULES[name]
-      if not low then bad(('%s (at %s) cannot be exported to ONNX'):format(tostring(name), n.target)) end
-      local a = {}
-      for i = 1, args.n or #args do a[i] = args[i] end
-      if kwargs and next(kwargs) then a[(args.n or #args) + 1] = kwargs end
-      r = low(m, a)
-    elseif n.op == 'call_function' then
-      local low = functions()[n.target] or functions()[unwrap(n.target)]
-      if not low then
-        local gname = require('moontorch.fx.graph').wrapped_name(n.target) or tostring(n.target)
-        bad(('the function %s (node %s) cannot be exported to ONNX'):format(gname, n.name))
-      end
-      r = low(args, kwargs)
-    elseif n.op == 'call_method' then
-      local low = METHODS[n.target]
-      if not low then bad(('the method %s (node %s) cannot be exported to ONNX'):format(n.target, n.name)) end
-      local self_ = args[1]
-      if is_tensor(self_) then self_ = const(self_) end
-      if not is_value(self_) then bad(('the method %s called on a %s'):format(n.target, type(self_))) end
-      r = low(self_, unpack(args, 2, args.n or #args))
-    elseif n.op == 'output' then
-      result = (args.n or #args) > 1 and args or args[1] -- (forward returned several values: all of them)
-      break
-    else
-      bad('a graph node of op ' .. tostring(n.op))
-    end
-    if r == nil then r = false end
-    env[n] = r
-  end
-  return result
+  return require('moontorch.interop.export').walk(gm, {
+    op = OP, what = 'exported to ONNX', const = const, is_value = is_value,
+    modules = MODULES, functions = functions(), methods = METHODS, all_outputs = true,
+    placeholder = function(_, i) return inputs[i] end, -- (nil: an optional argument not given)
+  })
 end
 
 ------------------------------------------------------------------------------ written with mt_onnx_write
