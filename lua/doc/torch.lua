@@ -624,7 +624,7 @@ doc { 'torch.triangular_solve(b, A, upper, transpose, unitriangular) -> solution
   ex = 'print((torch.triangular_solve(torch.tensor({{2}, {4}}), torch.tensor({{2, 0}, {0, 4}}))))  --> tensor([[1.], [1.]])' }
 doc { 'torch.linalg.qr(A, mode, {mode=}) -> Q, R',
   does = 'A = Q R (batched) with orthonormal columns in Q and R upper triangular, as LAPACK\'s geqrf / orgqr (PyTorch\'s signs). mode \'reduced\' (Q (m, k), R (k, n), k = min(m, n)), \'complete\' (Q (m, m)), \'r\' (R alone; Q empty). Gradient LinalgQrBackward0 (reduced; complete when m <= n).',
-  ex = 'local Q, R = torch.linalg.qr(torch.tensor({{3, 1}, {4, 2}}))\nprint(R)  --> tensor([[-5.0000, -2.2000], [ 0.0000, -0.4000]])' }
+  ex = 'local Q, R = torch.linalg.qr(torch.tensor({{3, 1}, {4, 2}}))\nprint(R)  --> tensor([[-5.0000, -2.2000], [0.0000, 0.4000]])' }
 doc { 'torch.qr(input, some) -> Q, R', 'Tensor:qr(some) -> Q, R',
   does = 'PyTorch 1.13\'s older spelling: linalg.qr with mode \'reduced\' (some, the default) or \'complete\'.',
   ex = 'local Q = torch.qr(torch.eye(2))\nprint(Q:abs())  --> tensor([[1., 0.], [0., 1.]])' }
