@@ -509,13 +509,17 @@ const mt_blas *mt_blas_get(const char *op) {
 
 mt_status mt_blas_load(void) { return mt_blas_get("blas") ? MT_OK : MT_EDEVICE; }
 
-/* LAPACK: the loaded BLAS's own exports first (OpenBLAS carries LAPACK), else liblapack.so.3 (Debian's
- * liblapack3), opened once; a symbol neither has is an error naming the op */
+/* LAPACK: the loaded BLAS's own exports first (OpenBLAS carries LAPACK), else $MT_LAPACK_LIB or liblapack.so.3
+ * (Debian's liblapack3), opened once; a symbol neither has is an error naming the op */
 static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
 static void *lapack_handle;
 static char lapack_why[300];
+static const char *lapack_name(void) {
+  const char *lib = getenv("MT_LAPACK_LIB"); /* a user's own LAPACK */
+  return is_set(lib) ? lib : "liblapack.so.3";
+}
 static void open_lapack(void) {
-  lapack_handle = dlopen("liblapack.so.3", RTLD_NOW | RTLD_LOCAL);
+  lapack_handle = dlopen(lapack_name(), RTLD_NOW | RTLD_LOCAL);
   if (!lapack_handle) snprintf(lapack_why, sizeof lapack_why, "%s", dlerror());
 }
 void *mt_lapack_symbol(const char *op, const char *name) {
@@ -524,8 +528,8 @@ void *mt_lapack_symbol(const char *op, const char *name) {
   if (f) return f;
   pthread_once(&lapack_once, open_lapack);
   if (lapack_handle && (f = dlsym(lapack_handle, name))) return f;
-  mt_error(MT_ENOTIMPL, "%s: needs LAPACK: %s has no %s and liblapack.so.3 %s", op,
-           ob.path[0] ? ob.path : "the BLAS", name, lapack_handle ? "has none either" : "cannot be loaded");
+  mt_error(MT_ENOTIMPL, "%s: needs LAPACK: %s has no %s and %s %s%s", op, ob.path[0] ? ob.path : "the BLAS", name,
+           lapack_name(), lapack_handle ? "has none either" : "cannot be loaded: ", lapack_handle ? "" : lapack_why);
   return NULL;
 }
 

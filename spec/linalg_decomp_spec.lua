@@ -652,6 +652,30 @@ describe('cholesky_solve, cholesky_inverse, triangular_solve', function()
   end)
 end)
 
+describe('linalg decompositions: where LAPACK comes from', function()
+  local refblas = '/usr/lib/x86_64-linux-gnu/blas/libblas.so.3'
+  local code = [[
+local torch = require 'moontorch'
+local ok, err = pcall(torch.linalg.cholesky, torch.tensor({{4, 2}, {2, 5}}))
+print(ok and tostring(ok and torch.linalg.cholesky(torch.tensor({{4, 2}, {2, 5}}))[2][1]:item()) or err)
+print(torch.tensor({{1, 2}}):matmul(torch.tensor({{3}, {4}})):item())
+]]
+  it('a BLAS without LAPACK (the reference libblas): liblapack.so.3 is used', function()
+    if not io.open(refblas) then return pending('no reference libblas.so.3 here') end
+    local out, ok, err = H.run_lua(code, { 'MT_OPENBLAS_LIB=' .. refblas })
+    assert.is_true(ok, err)
+    assert.are.equal('1\n11\n', out)
+  end)
+  it('neither: the op is an error naming it, the rest keeps working', function()
+    if not io.open(refblas) then return pending('no reference libblas.so.3 here') end
+    local out, ok, err = H.run_lua(code, { 'MT_OPENBLAS_LIB=' .. refblas, 'MT_LAPACK_LIB=/nonexistent/liblapack.so' })
+    assert.is_true(ok, err)
+    assert.is_truthy(out:find('moontorch.linalg.cholesky: needs LAPACK: ', 1, true), out)
+    assert.is_truthy(out:find('has no dpotrf_ and /nonexistent/liblapack.so cannot be loaded', 1, true), out)
+    assert.is_truthy(out:find('\n11\n', 1, true), out)
+  end)
+end)
+
 describe('linalg decompositions: memory', function()
   it('no tensors leak from the ops, their gradients and their errors', function()
     local stats = torch._C.mt_get_stats()

@@ -628,8 +628,8 @@ function M.matrix_rank(A, tol, hermitian, opts)
   if herm then
     S = raw.eigh(A, false, false):abs()
   else
-    local info
-    _, S, _, info = raw.svd(A, false, false)
+    local _, s, _, info = raw.svd(A, false, false)
+    S = s
     svd_check(op, info)
   end
   local t = tolerance(A, S, atol, rtol)
