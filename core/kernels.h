@@ -253,7 +253,8 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
               const int64_t *d, const int64_t *o))                                                         \
   /* lapack.c (torch.linalg's decompositions, by LAPACK): `nb` row-major (m, n) float64 matrices, every tensor     \
    * contiguous float64 (info, pivots int32; rank int64) with the batch first; the column-major copies are made  \
-   * here. info: LAPACK's per matrix (0 ok, > 0 the routine's failure, -4 for svd: a non-finite input). */       \
+   * here. info: LAPACK's per matrix (0 ok, > 0 the routine's failure, -4 for svd and lstsq: a non-finite     \
+   * input; eigh gives NaN results for one). */                                                                   \
   X(cholesky, (mt_tensor * L, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t n, int upper))            \
   X(solve_triangular, (mt_tensor * X, const mt_tensor *A, const mt_tensor *B, int64_t nb, int64_t n, int64_t k,  \
                        int upper, int left, int unitriangular))                                                  \

@@ -55,6 +55,12 @@ static void from_col(double *r, const double *c, lp_int lda, int64_t m, int64_t 
     for (int64_t j = 0; j < n; j++) r[i * n + j] = c[j * lda + i];
 }
 
+static int all_finite(const double *x, int64_t n) {
+  int ok = 1;
+  for (int64_t i = 0; i < n; i++) ok &= isfinite(x[i]) != 0;
+  return ok;
+}
+
 static double *work_alloc(const char *op, size_t count) {
   double *w = malloc((count ? count : 1) * sizeof(double));
   if (!w) mt_error(MT_ENOMEM, "%s: out of memory for LAPACK's workspace (%zu doubles)", op, count);
@@ -206,7 +212,15 @@ mt_status mt_cpu_eigh(mt_tensor *w, mt_tensor *V, mt_tensor *info, const mt_tens
     return mt_error(MT_ENOMEM, "%s: out of memory for LAPACK's workspace", op);
   }
   for (int64_t b = 0; b < nb; b++) {
-    to_col(a, nn, (const double *)A->_data + b * n * n, n, n);
+    const double *src = (const double *)A->_data + b * n * n;
+    if (!all_finite(src, n * n)) { /* NaN results (LAPACK's scaling would only make noise of them) */
+      inf[b] = 0;
+      for (int64_t e = 0; e < n; e++) ((double *)w->_data)[b * n + e] = NAN;
+      if (V)
+        for (int64_t e = 0; e < n * n; e++) ((double *)V->_data)[b * n * n + e] = NAN;
+      continue;
+    }
+    to_col(a, nn, src, n, n);
     syevd(&jobz, &uplo, &nn, a, &nn, (double *)w->_data + b * n, work, &lwork, iwork, &liwork, &i);
     inf[b] = i;
     if (V) from_col((double *)V->_data + b * n * n, a, nn, n, n);
@@ -262,9 +276,7 @@ mt_status mt_cpu_svd(mt_tensor *U, mt_tensor *S, mt_tensor *Vh, mt_tensor *info,
   for (int64_t b = 0; b < nb; b++) {
     const double *src = (const double *)A->_data + b * m * n;
     double *sv = (double *)S->_data + b * k;
-    int finite = 1;
-    for (int64_t e = 0; e < m * n; e++) finite &= isfinite(src[e]) != 0;
-    if (!finite) { /* LAPACK's gesdd may not return on NaN: reported as PyTorch's "non-finite values" */
+    if (!all_finite(src, m * n)) { /* LAPACK's gesdd may not return on NaN: reported as PyTorch's "non-finite values" */
       inf[b] = -4;
       for (int64_t e = 0; e < k; e++) sv[e] = NAN;
       if (uv) {
@@ -325,7 +337,17 @@ mt_status mt_cpu_lstsq(mt_tensor *X, mt_tensor *rank, mt_tensor *S, mt_tensor *i
     goto done;
   }
   for (int64_t b = 0; b < nb; b++) {
-    to_col(a, lda, (const double *)A->_data + b * m * n, m, n);
+    const double *src = (const double *)A->_data + b * m * n;
+    if (!all_finite(src, m * n) || !all_finite((const double *)B->_data + b * m * k, m * k)) {
+      /* gelsd's scaling reports a non-finite norm on stderr (xerbla): NaN results and info -4 instead */
+      inf[b] = -4;
+      rk[b] = 0;
+      for (int64_t e = 0; e < n * k; e++) ((double *)X->_data)[b * n * k + e] = NAN;
+      if (S)
+        for (int64_t e = 0; e < mn; e++) ((double *)S->_data)[b * mn + e] = NAN;
+      continue;
+    }
+    to_col(a, lda, src, m, n);
     memset(bb, 0, (size_t)(mx * kk) * sizeof(double));
     if (k > 0) to_col(bb, ldb, (const double *)B->_data + b * m * k, m, k);
     gelsd(&m_, &n_, &k_, a, &lda, bb, &ldb, s, &rcond, &r, work, &lwork, iwork, &i);

@@ -640,7 +640,15 @@ end
 -- X = pinv(A) B for a full-rank A: gB = pinv(A)^T gX, gA = pinv's gradient with gP = gX B^T
 local lstsq_node
 lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond)
-  local X, rank, S = raw.lstsq(A, B, rcond)
+  local X, rank, S, info = raw.lstsq(A, B, rcond)
+  local batch, code = first_failure(info)
+  if code and code < 0 then
+    fail('linalg.lstsq', batch_prefix(batch) .. 'The algorithm failed to converge because the input matrix contained '
+      .. 'non-finite values.')
+  elseif code then
+    fail('linalg.lstsq', batch_prefix(batch) .. ('The algorithm failed to converge because the input matrix is '
+      .. 'ill-conditioned or has too many repeated singular values (error code: %d).'):format(code))
+  end
   stash.rank, stash.S = rank, S
   return X
 end, function(gs, A, B, rcond)
