@@ -644,6 +644,43 @@ describe('linalg.lu_factor, lu, lu_unpack, lu_solve', function()
   end)
 end)
 
+describe('linalg.lu_solve and linalg.cond', function()
+  -- PyTorch 1.13: torch.linalg.lu_solve(LU, piv, B), (..., adjoint=True), (LU, piv, B.T, left=False) with
+  -- LU, piv = torch.linalg.lu_factor(G); torch.linalg.cond(G, p) for each p
+  local LUS = { { 0.3333333333333327, -0.6666666666666663 }, { 0.333333333333335, 1.333333333333333 }, { -8.881784197001252e-16, -0.0 } }
+  local LUS_adj = { { 2.3333333333333335, 2.0 }, { -0.3333333333333339, -0.0 }, { 3.119198021565916e-16, 0.0 } }
+  local COND = { { nil, 88.4482799206987 }, { 2, 88.4482799206987 }, { -2, 0.011306042366189414 }, { 'fro', 90.78423749626243 },
+    { 'nuc', 116.07658777239594 }, { math.huge, 158.33333333333337 }, { -math.huge, 17.999999999999996 }, { 1, 133.0 },
+    { -1, 28.000000000000018 } }
+  it('lu_solve matches PyTorch: left, adjoint, right', function()
+    local LU, piv = torch.linalg.lu_factor(G)
+    close(torch.linalg.lu_solve(LU, piv, Bm), LUS, 1e-9)
+    close(torch.linalg.lu_solve(LU, piv, Bm, { adjoint = true }), LUS_adj, 1e-9)
+    close(torch.linalg.lu_solve(LU, piv, mT(Bm), { left = false }), mT(t64(LUS_adj)), 1e-9)
+    assert.are.equal('LinalgLuSolveBackward0', torch.linalg.lu_solve(LU:clone():requires_grad_(), piv, Bm).grad_fn:name())
+    torch.manual_seed(18)
+    local X = torch.randn(2, 3, 3, f64)
+    local B = torch.randn(2, 3, 2, f64):requires_grad_()
+    local LUx, pivx = torch.linalg.lu_factor(X)
+    H.near(X:matmul(torch.linalg.lu_solve(LUx, pivx, B)), B, 1e-9, 1e-9)
+    assert.is_true(torch.autograd.gradcheck(function(lu, b) return torch.linalg.lu_solve(lu, pivx, b) end,
+      { LUx:clone():requires_grad_(), B }))
+  end)
+  it('cond matches PyTorch for every p; singular: inf', function()
+    for _, c in ipairs(COND) do
+      close(torch.linalg.cond(G, c[1]), c[2], 1e-8)
+    end
+    assert.are.equal(math.huge, torch.linalg.cond(t64 { { 1, 0 }, { 0, 0 } }):item())
+    assert.are.equal(math.huge, torch.linalg.cond(t64 { { 1, 0 }, { 0, 0 } }, 1):item())
+    close(torch.linalg.cond(t64 { { 1, 2, 3 }, { 4, 5, 6 } }), 12.302245, 1e-5)
+    H.errors_with(function() torch.linalg.cond(t64 { { 1, 2, 3 }, { 4, 5, 6 } }, 'fro') end,
+      'linalg.cond(ord=fro): A must be batches of square matrices, but they are 2 by 3 matrices')
+    assert.are.same({ 2 }, H.shape(torch.linalg.cond(torch.stack { G, G })))
+    torch.manual_seed(19)
+    assert.is_true(torch.autograd.gradcheck(function(x) return torch.linalg.cond(x) end, { torch.randn(3, 3, f64):requires_grad_() }))
+  end)
+end)
+
 describe('cholesky_solve, cholesky_inverse, triangular_solve', function()
   it('match PyTorch', function()
     local L = torch.linalg.cholesky(A)

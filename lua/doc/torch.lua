@@ -673,6 +673,12 @@ doc { 'torch.lu_unpack(LU, pivots, unpack_data, unpack_pivots) -> P, L, U',
 doc { 'torch.lu_solve(b, LU, pivots) -> Tensor', 'Tensor:lu_solve(LU, pivots) -> Tensor',
   does = 'X with A X = b from A\'s lu_factor results.',
   ex = 'local LU, piv = torch.linalg.lu_factor(torch.tensor({{2, 0}, {0, 4}}))\nprint(torch.lu_solve(torch.tensor({{2}, {4}}), LU, piv))  --> tensor([[1.], [1.]])' }
+doc { 'torch.linalg.lu_solve(LU, pivots, B, {left=, adjoint=}) -> Tensor',
+  does = 'X with A X = B (left) or X A = B from A\'s lu_factor results; adjoint: A^T in A\'s place. Gradient LinalgLuSolveBackward0.',
+  ex = 'local LU, piv = torch.linalg.lu_factor(torch.tensor({{2, 0}, {0, 4}}))\nprint(torch.linalg.lu_solve(LU, piv, torch.tensor({{2}, {4}})))  --> tensor([[1.], [1.]])' }
+doc { 'torch.linalg.cond(A, p) -> Tensor',
+  does = 'The condition number: S_max / S_min (p nil or 2; -2: S_min / S_max), else norm(A, p) * norm(A^-1, p) for square A (p \'fro\', \'nuc\', 1, -1, math.huge, -math.huge); inf for a singular A.',
+  ex = 'print(torch.linalg.cond(torch.tensor({{2, 0}, {0, 1}})))  --> tensor(2.)' }
 doc { 'torch.cholesky_solve(B, L, upper) -> Tensor', 'Tensor:cholesky_solve(L, upper) -> Tensor',
   does = 'X with A X = B given A\'s Cholesky factor L (lower; upper: U). Gradient CholeskySolveBackward0.',
   ex = 'print(torch.cholesky_solve(torch.tensor({{4}, {8}}), torch.tensor({{2, 0}, {0, 2}})))  --> tensor([[1.], [2.]])' }

@@ -866,6 +866,71 @@ function M.lu_solve(b, LU, pivots)
   return solve_triangular(U, y, true, true, false)
 end
 
+-- torch.linalg.lu_solve(LU, pivots, B, {left=, adjoint=}): X with A X = B (left), X A = B; adjoint: A^T for A
+local function lu_solve_left(LU, pivots, B, adjoint)
+  local P, L, U = M.lu_unpack(LU, pivots)
+  if adjoint then -- A^T X = B: U^T L^T P^T X = B
+    local y = solve_triangular(mT(U), B, false, true, false)
+    return P:matmul(solve_triangular(mT(L), y, true, true, true))
+  end
+  local y = solve_triangular(L, mT(P):matmul(B), false, true, true)
+  return solve_triangular(U, y, true, true, false)
+end
+local linalg_lu_solve = K.node_autograd('LinalgLuSolveBackward0', function(LU, pivots, B, left, adjoint)
+  if left then return lu_solve_left(LU, pivots, B, adjoint) end
+  return mT(lu_solve_left(LU, pivots, mT(B), not adjoint)) -- X A = B: A^T X^T = B^T
+end)
+function M.linalg_lu_solve(LU, pivots, B, opts)
+  local op = 'linalg.lu_solve'
+  opts = opts_at(opts) or {}
+  check(op, LU, true, 'LU')
+  need(op, pivots, 'pivots')
+  need(op, B, 'B')
+  local left = bool_opt(op, 'left', opts.left, true)
+  local adjoint = bool_opt(op, 'adjoint', opts.adjoint, false)
+  if B:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  local n = LU:size(-1)
+  if (left and B:size(-2) or B:size(-1)) ~= n then
+    fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(
+      left and 'AX = B' or 'XA = B', n, n, B:size(-2), B:size(-1)))
+  end
+  return linalg_lu_solve(LU, pivots, B, left, adjoint)
+end
+
+-- torch.linalg.cond(A, p): S_max / S_min (p nil or 2; -2 the inverse), else norm(A, p) * norm(A^-1, p) for square
+-- A (p 'fro', 'nuc', math.huge, -math.huge, 1, -1); a singular A's is inf
+local cond_ps = { fro = true, nuc = true, [1] = true, [-1] = true, [huge] = true, [-huge] = true }
+function M.cond(A, p)
+  local op = 'linalg.cond'
+  if opts_at(p) then p = p.p end
+  check(op, A, false)
+  if p == nil or p == 2 or p == -2 then
+    local S = svdvals(op, A)
+    local k = S:size(-1)
+    if k == 0 then return torch.zeros(S:narrow(-1, 1, 0):sum(-1):size(), { dtype = A.dtype }) end
+    local hi, lo = S:narrow(-1, 1, 1), S:narrow(-1, k, 1)
+    return (p == -2 and lo / hi or hi / lo):squeeze(-1)
+  end
+  if not cond_ps[p] then fail(op, 'linalg.cond got an invalid norm type: ' .. tostring(p)) end
+  if A:size(-1) ~= A:size(-2) then
+    fail(op, ('linalg.cond(ord=%s): A must be batches of square matrices, but they are %d by %d matrices'):format(
+      tostring(p), A:size(-2), A:size(-1)))
+  end
+  local function norm(x)
+    if p == 'nuc' then return svdvals(op, x):sum(-1) end
+    return torch.linalg.matrix_norm(x, p)
+  end
+  local LU, piv, info = M.lu_factor_ex(A)
+  local n = A:size(-1)
+  local I = torch.eye(n, { dtype = A.dtype }):expand(sizes(A))
+  local singular = info:ne(0)
+  -- a singular matrix's inverse is not computed (its U has a zero on the diagonal): the identity's stands in
+  local LUs = torch.where(singular:unsqueeze(-1):unsqueeze(-1), torch.eye(n, { dtype = A.dtype }), LU)
+  local inv = lu_solve_left(LUs, piv, I, false)
+  local r = norm(A) * norm(inv)
+  return torch.where(singular, huge, r)
+end
+
 ------------------------------------------------------------------------------ cholesky_solve, cholesky_inverse
 local function cs_raw(B, L, upper)
   if upper then L = mT(L) end
@@ -922,6 +987,7 @@ function M.install(tt, linalg)
     cholesky = M.cholesky, cholesky_ex = M.cholesky_ex, solve_triangular = M.solve_triangular, qr = M.qr,
     eigh = M.eigh, eigvalsh = M.eigvalsh, svd = M.svd, svdvals = M.svdvals, lstsq = M.lstsq, pinv = M.pinv,
     matrix_rank = M.matrix_rank, lu_factor = M.lu_factor, lu_factor_ex = M.lu_factor_ex, lu = M.lu,
+    lu_solve = M.linalg_lu_solve, cond = M.cond,
   }
   for k, v in pairs(L) do if linalg[k] == nil then linalg[k] = v end end
   local fns = {
