@@ -27,6 +27,8 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -362,9 +364,19 @@ typedef struct shm_slot {
   int32_t dtype, op;
   char fill[128 - 32];
 } shm_slot;
-#define SHM_CTL(n) ((((size_t)(n) * sizeof(shm_slot)) + 4095) & ~(size_t)4095)
+/* the segment opens with a bell: a futex word that each post rings (bell += 1, then FUTEX_WAKE
+ * where a member sleeps on it: `sleepers`), so that a waiting member sleeps in the kernel and wakes
+ * the moment a post lands rather than napping and polling */
+typedef struct shm_bell {
+  uint32_t bell, sleepers;
+  char fill[128 - 8];
+} shm_bell;
+#define SHM_CTL(n) ((sizeof(shm_bell) + ((size_t)(n) * sizeof(shm_slot)) + 4095) & ~(size_t)4095)
 
-static shm_slot *shm_slot_of(mt_dist_group *g, int r) { return (shm_slot *)(g->shm + (size_t)r * sizeof(shm_slot)); }
+static shm_bell *shm_bell_of(mt_dist_group *g) { return (shm_bell *)g->shm; }
+static shm_slot *shm_slot_of(mt_dist_group *g, int r) {
+  return (shm_slot *)(g->shm + sizeof(shm_bell) + (size_t)r * sizeof(shm_slot));
+}
 static char *shm_half(mt_dist_group *g, int r, uint64_t seq) {
   return g->shm + SHM_CTL(g->size) + ((size_t)r * 2 + (size_t)(seq & 1)) * g->shm_cap;
 }
@@ -387,7 +399,11 @@ static void shm_setup(mt_dist_group *g) {
   char *map = NULL;
   size_t len = 0;
   if (g->rank == 0 && !S.shm_off) {
-    m.cap = (int64_t)((S.shm_bytes + 63) & ~(size_t)63);
+    /* MOONTORCH_DIST_SHM_BYTES, else 16 MiB over the members, within 1..4 MiB (a DDP bucket of a few
+     * MB in one round; at most 32 MiB of the node's memory per group) */
+    size_t cap = S.shm_bytes ? S.shm_bytes : (size_t)16 * 1024 * 1024 / (size_t)n;
+    if (!S.shm_bytes) cap = cap < ((size_t)1 << 20) ? (size_t)1 << 20 : cap > ((size_t)4 << 20) ? (size_t)4 << 20 : cap;
+    m.cap = (int64_t)((cap + 63) & ~(size_t)63);
     snprintf(m.name, sizeof m.name, "/moontorch-%d-%u", (int)getpid(), S.shm_made++);
     len = SHM_CTL(n) + (size_t)n * 2 * (size_t)m.cap;
     int fd = shm_open(m.name, O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -689,8 +705,30 @@ static int64_t shm_lo(int64_t count, int n, int k) {
   return (int64_t)(((__int128)count * k / n) & ~(int64_t)15);
 }
 
-/* wait until every other member has posted round seq in `done` (1) or `arrived` (0); 0 if the
- * caller gave up meanwhile (w->msg says so) */
+/* post `*field = seq` and ring the bell for whoever sleeps on it */
+static void shm_post(mt_dist_group *g, uint64_t *field, uint64_t seq) {
+  shm_bell *b = shm_bell_of(g);
+  __atomic_store_n(field, seq, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&b->bell, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST))
+    syscall(SYS_futex, &b->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* every other member has posted round seq in `done` (1) or `arrived` (0)? (marks who has in g->in) */
+static int shm_all_posted(mt_dist_group *g, int done, uint64_t seq) {
+  int all = 1;
+  for (int k = 0; k < g->size; k++) {
+    if (k == g->rank) continue;
+    shm_slot *sl = shm_slot_of(g, k);
+    if (__atomic_load_n(done ? &sl->done : &sl->arrived, __ATOMIC_ACQUIRE) >= seq)
+      __atomic_store_n(&g->in[k], (unsigned char)1, __ATOMIC_RELAXED);
+    else all = 0;
+  }
+  return all;
+}
+
+/* wait until every other member has posted round seq: 20 us of polling, then asleep on the bell
+ * (in slices of 10 ms, to see a caller that gave up: w->msg says so, 0) */
 static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
   mt_dist_group *g = w->g;
   int n = g->size, me = g->rank;
@@ -700,24 +738,28 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
   S.arriving_kind = w->kind;
   S.arriving_phase = done;
   pthread_mutex_unlock(&S.mu);
+  shm_bell *b = shm_bell_of(g);
   double t0 = mt_dist_now();
   int ok = 1;
-  for (;;) {
-    int all = 1;
-    for (int k = 0; k < n; k++) {
-      if (k == me) continue;
-      shm_slot *sl = shm_slot_of(g, k);
-      uint64_t v = __atomic_load_n(done ? &sl->done : &sl->arrived, __ATOMIC_ACQUIRE);
-      if (v >= seq) __atomic_store_n(&g->in[k], (unsigned char)1, __ATOMIC_RELAXED);
-      else all = 0;
-    }
-    if (all) break;
+  while (!shm_all_posted(g, done, seq)) {
     if (__atomic_load_n(&S.broken[0], __ATOMIC_RELAXED)) {
       snprintf(w->msg, sizeof w->msg, "distributed.%s: given up (the caller's wait timed out)", kind_names[w->kind]);
       ok = 0;
       break;
     }
-    nap_after(t0);
+    if (mt_dist_now() - t0 < 20e-6) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    __atomic_add_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
+    uint32_t v = __atomic_load_n(&b->bell, __ATOMIC_SEQ_CST);
+    if (!shm_all_posted(g, done, seq)) {
+      struct timespec ts = {0, 10000000L};
+      syscall(SYS_futex, &b->bell, FUTEX_WAIT, v, &ts, NULL, 0);
+    }
+    __atomic_sub_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
   }
   pthread_mutex_lock(&S.mu);
   S.arriving = NULL;
@@ -749,7 +791,7 @@ static int shm_all_reduce(mt_dist_work *w) {
     mine->count = w->count;
     mine->dtype = w->dtype;
     mine->op = w->op;
-    __atomic_store_n(&mine->arrived, seq, __ATOMIC_RELEASE);
+    shm_post(g, &mine->arrived, seq);
     if (S.die_round == seq && S.die_rank == g->world_ranks[me] && g->world) raise(SIGKILL);
     if (!shm_wait(w, 0, seq)) {
       ok = 0;
@@ -765,7 +807,7 @@ static int shm_all_reduce(mt_dist_work *w) {
       for (int k = 0; k < n; k++) srcs[k] = shm_half(g, k, seq);
       if (hi > lo) fn(shm_half(g, me, seq), srcs, n, lo, hi, w->op == MT_DIST_AVG);
     }
-    __atomic_store_n(&mine->done, seq, __ATOMIC_RELEASE);
+    shm_post(g, &mine->done, seq);
     if (!shm_wait(w, 1, seq)) {
       ok = 0;
       break;
@@ -1206,7 +1248,7 @@ mt_status mt_dist_init(double timeout_s, mt_dist_group **world) {
     const char *so = getenv("MOONTORCH_DIST_SHM");
     S.shm_off = so && so[0] == '0';
     const char *sb = getenv("MOONTORCH_DIST_SHM_BYTES");
-    S.shm_bytes = 1 << 20;
+    S.shm_bytes = 0;
     if (sb && atoll(sb) >= 64 && atoll(sb) <= (1LL << 30)) S.shm_bytes = (size_t)atoll(sb);
     const char *td = getenv("MOONTORCH_DIST_TEST_DIE");
     unsigned long long dr = 0;
