@@ -170,6 +170,8 @@ local lazy = {
   -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)
   amp = function() return require 'moontorch.amp' end,
   cpu = function() return { amp = require('moontorch.amp')._cpu } end,
+  -- torch.distributions (lua/distributions/)
+  distributions = function() return require 'moontorch.distributions' end,
 }
 for _, n in ipairs({ 'autocast', 'is_autocast_enabled', 'is_autocast_cpu_enabled', 'set_autocast_enabled',
   'set_autocast_cpu_enabled', 'get_autocast_cpu_dtype', 'get_autocast_gpu_dtype', 'set_autocast_cpu_dtype',
