@@ -135,6 +135,8 @@ do
   end
   torch.polygamma, torch.special.polygamma = polygamma, polygamma
 end
+-- torch.special's other names and the functions composed from the ops (lua/ops/special.lua)
+require('moontorch.ops.special').install(torch, T.methods)
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
 -- dims (and the arguments around them) by name too: x:split(1, {dim = 2}), x:transpose{dim0 = 1, dim1 = 2}
