@@ -54,7 +54,15 @@ local CASES = {
   bernoulli_logits = { function(dt) return D.Bernoulli { logits = P({ -2.0, 0.0, 3.0 }, dt) } end, { 1.0, 0.0, 1.0 } },
   categorical = { function(dt) return D.Categorical(P({ { 0.1, 0.2, 0.7 }, { 0.5, 0.25, 0.25 } }, dt)) end, { 3, 1 } },
   categorical_logits = { function(dt) return D.Categorical { logits = P({ { 1.0, -1.0, 0.5, 2.0 } }, dt) } end, { 4 } },
+  cauchy = { function(dt) return D.Cauchy(P({ 0.0, 1.5, -2.0 }, dt), P({ 1.0, 0.5, 3.0 }, dt)) end, { 0.3, 1.0, -4.0 }, { 0.1, 0.5, 0.975 } },
+  geometric = { function(dt) return D.Geometric(P({ 0.2, 0.5, 0.9 }, dt)) end, { 0.0, 3.0, 1.0 } },
+  lognormal = { function(dt) return D.LogNormal(P({ 0.0, 1.5, -2.0 }, dt), P({ 1.0, 0.5, 3.0 }, dt)) end, { 0.3, 1.0, 4.0 }, { 0.1, 0.5, 0.975 } },
+  halfnormal = { function(dt) return D.HalfNormal(P({ 1.0, 0.5, 3.0 }, dt)) end, { 0.3, 1.0, 4.0 }, { 0.1, 0.5, 0.975 } },
+  gumbel = { function(dt) return D.Gumbel(P({ 0.0, 1.5, -2.0 }, dt), P({ 1.0, 0.5, 3.0 }, dt)) end, { 0.3, 1.0, -4.0 }, { 0.1, 0.5, 0.975 } },
 }
+-- draws that pass uniform or normal numbers through log, exp, tan: PyTorch's math library and ours may
+-- round the last bit differently (float64), or a few ulp in float32 (exp/log of the vector library)
+local TRANSFORMED_DRAWS = { laplace = true, cauchy = true, geometric = true, lognormal = true, gumbel = true }
 
 describe('torch.distributions', function()
   for _, dtn in ipairs { 'float32', 'float64' } do
@@ -70,7 +78,7 @@ describe('torch.distributions', function()
         local s = d:sample({ 4 })
         -- the draws: bit for bit (Categorical's are PyTorch's plus one); Laplace's pass its uniform
         -- draws through log1p, whose float64 result may differ from glibc's in the last bit
-        local draw_tol = (name == 'laplace' and dtn == 'float64') and 1e-15 or 0
+        local draw_tol = TRANSFORMED_DRAWS[name] and (dtn == 'float64' and 1e-15 or 1e-6) or 0
         same(list(s), categorical and plus_one(want.sample) or want.sample, draw_tol, name .. ' sample')
         assert.equal(categorical and torch.int64 or dt, s.dtype)
         if want.rsample then
@@ -122,6 +130,10 @@ describe('torch.distributions', function()
       laplace = { D.Laplace(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })), D.Laplace(f({ 1.0, 1.0 }), f({ 0.5, 2.0 })) },
       bernoulli = { D.Bernoulli(f({ 0.2, 0.0, 1.0, 0.5 })), D.Bernoulli(f({ 0.5, 0.3, 0.7, 0.0 })) },
       categorical = { D.Categorical(f({ { 0.2, 0.8, 0.0 }, { 0.5, 0.5, 0.0 } })), D.Categorical(f({ { 0.5, 0.25, 0.25 }, { 0.0, 0.5, 0.5 } })) },
+      gumbel = { D.Gumbel(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })), D.Gumbel(f({ 1.0, 1.0 }), f({ 0.5, 2.0 })) },
+      geometric = { D.Geometric(f({ 0.3, 0.9 })), D.Geometric(f({ 0.5, 0.2 })) },
+      lognormal = { D.LogNormal(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })), D.LogNormal(f({ 1.0, 1.0 }), f({ 0.5, 2.0 })) },
+      halfnormal = { D.HalfNormal(f({ 1.0, 2.0 })), D.HalfNormal(f({ 0.5, 2.0 })) },
       independent = { D.Independent(D.Normal(f({ { 0.0, 1.0 } }), f({ { 1.0, 2.0 } })), 1), D.Independent(D.Normal(f({ { 1.0, 1.0 } }), f({ { 0.5, 2.0 } })), 1) },
     }
     for name, pq in pairs(pairs_) do
@@ -137,6 +149,44 @@ describe('torch.distributions', function()
     assert.truthy(tostring(err):find('No KL(p || q) is implemented for p = Normal and q = Bernoulli', 1, true), err)
     ok, err = pcall(D.kl_divergence, D.Normal(0, 1), 3)
     assert.truthy(tostring(err):find('expected two distributions', 1, true), err)
+  end)
+
+  it('TransformedDistribution: log_prob, cdf, icdf through the transforms (torch 1.13\'s values); transforms', function()
+    local T = D.transforms
+    local f = function(v) return torch.tensor(v, { dtype = torch.float64 }) end
+    local td = D.TransformedDistribution(D.Normal(f({ 0.0, 1.0 }), f({ 1.0, 0.5 })), { T.AffineTransform(1.0, -2.0), T.SigmoidTransform() })
+    local x = f({ 0.3, 0.8 })
+    same(list(td:log_prob(x)), W.transformed.log_prob, 1e-13, 'td log_prob')
+    same(list(td:cdf(x)), W.transformed.cdf, 1e-13, 'td cdf')
+    same(list(td:icdf(x)), W.transformed.icdf, 1e-13, 'td icdf')
+    assert.equal(torch.Size({ 2 }), td.batch_shape)
+    assert.equal(torch.Size({ 5, 2 }), td:rsample(5):size())
+    -- the maps and their inverses
+    local y = f({ -1.0, 0.5, 2.0 })
+    for _, t in ipairs { T.ExpTransform(), T.SigmoidTransform(), T.TanhTransform(), T.AffineTransform(2, -3), T.PowerTransform(3),
+      T.ComposeTransform({ T.AffineTransform(1, 2), T.ExpTransform() }) } do
+      local xx = t == nil and y or (getmetatable(t) == T.PowerTransform and y:abs() or y)
+      same(list(t.inv(t(xx))), list(xx), 1e-12, tostring(t) .. ' inverse')
+      -- the jacobian against a finite difference
+      local h = 1e-6
+      local fd = ((t(xx + h) - t(xx - h)) / (2 * h)):abs():log()
+      same(list(t:log_abs_det_jacobian(xx, t(xx))), list(fd), 1e-6, tostring(t) .. ' log_abs_det_jacobian')
+    end
+    assert.is_true(T.AffineTransform(1, 2):equals(T.AffineTransform(1, 2)))
+    assert.is_false(T.AffineTransform(1, 2):equals(T.AffineTransform(1, 3)))
+    local ok, err = pcall(function() return T.AbsTransform().inv end)
+    assert.truthy(tostring(err):find('not bijective', 1, true), err)
+    ok, err = pcall(D.TransformedDistribution, D.Normal(0, 1), { 3 })
+    assert.truthy(tostring(err):find('transforms must be a Transform or a list of Transforms', 1, true), err)
+    -- KL of two transformed distributions needs the same transforms
+    ok, err = pcall(D.kl_divergence, D.TransformedDistribution(D.Normal(0, 1), T.ExpTransform()),
+      D.TransformedDistribution(D.Normal(0, 1), T.SigmoidTransform()))
+    assert.truthy(tostring(err):find('different transforms', 1, true), err)
+    same(D.kl_divergence(D.TransformedDistribution(D.Normal(0, 1), T.ExpTransform()),
+      D.TransformedDistribution(D.Normal(1, 1), T.ExpTransform())):item(), 0.5, 1e-7, 'td kl')
+    -- Geometric's probs must be positive (PyTorch's extra check)
+    ok, err = pcall(D.Geometric, torch.tensor({ 0.0, 0.5 }))
+    assert.truthy(tostring(err):find('to be positive but found invalid values', 1, true), err)
   end)
 
   it('register_kl: the most specific registered pair wins; the decorator form', function()

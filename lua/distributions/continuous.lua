@@ -1,5 +1,5 @@
 -- torch.distributions' continuous distributions of one real number per draw: Normal, Uniform,
--- Exponential, Laplace (PyTorch's, same formulas, same draws from the same seed: each sampler asks
+-- Exponential, Laplace, Cauchy (PyTorch's, same formulas, same draws from the same seed: each sampler asks
 -- the generator for the numbers PyTorch's does, in the same order). Parameters are tensors or
 -- numbers, broadcast against each other (the batch_shape); positional or in an options table:
 -- Normal(0, 1), Normal{loc = mu, scale = sigma, validate_args = false}.
@@ -249,6 +249,47 @@ Laplace._props = {
   mode = function(self) return self.loc end,
   stddev = function(self) return self.scale * math.sqrt(2) end,
   variance = function(self) return self.scale:pow(2) * 2 end,
+}
+
+
+---------------------------------------------------------------------------------------- Cauchy
+local Cauchy = class.class('torch.distributions.Cauchy', Distribution)
+M.Cauchy = Cauchy
+Cauchy._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.positive } }
+
+-- Cauchy(loc, scale, {validate_args=})
+function Cauchy:__init(loc, scale, opts)
+  local numbers, validate
+  self.loc, self.scale, numbers, validate = two_params('distributions.Cauchy', { 'loc', 'scale' }, loc, scale, opts)
+  self._dtype = self.loc.dtype
+  Distribution.__init(self, numbers and {} or D.size_list(self.loc), {}, validate)
+end
+Cauchy.expand = expander({ 'loc', 'scale' })
+
+function Cauchy:rsample(...)
+  local shape = self:_extended_shape(D.shape_arg('distributions.Cauchy.rsample', ...))
+  local eps = torch.empty(shape, { dtype = self._dtype }):cauchy_()
+  return self.loc + eps * self.scale
+end
+function Cauchy:log_prob(value)
+  value = value_check(self, value, 'log_prob')
+  return -math.log(math.pi) - self.scale:log() - ((value - self.loc) / self.scale):pow(2):log1p()
+end
+function Cauchy:cdf(value)
+  value = value_check(self, value, 'cdf')
+  return ((value - self.loc) / self.scale):atan() / math.pi + 0.5
+end
+function Cauchy:icdf(value)
+  value = value_check(self, value, 'icdf')
+  return ((value - 0.5) * math.pi):tan() * self.scale + self.loc
+end
+function Cauchy:entropy() return self.scale:log() + math.log(4 * math.pi) end
+Cauchy._props = {
+  support = function() return constraints.real end,
+  has_rsample = function() return true end,
+  mean = function(self) return torch.full(self:_extended_shape(), 0 / 0, { dtype = self._dtype }) end,
+  mode = function(self) return self.loc end,
+  variance = function(self) return torch.full(self:_extended_shape(), math.huge, { dtype = self._dtype }) end,
 }
 
 return M

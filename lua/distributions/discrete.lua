@@ -1,4 +1,4 @@
--- torch.distributions' discrete distributions: Bernoulli, Categorical, OneHotCategorical (PyTorch's,
+-- torch.distributions' discrete distributions: Bernoulli, Categorical, OneHotCategorical, Geometric (PyTorch's,
 -- same formulas, same draws from the same seed). Each takes probs or logits (not both): positional
 -- probs (Categorical(p)), or {probs=} / {logits=} (+ validate_args). Categories count from 1, as
 -- every index in moontorch: Categorical's samples, log_prob's values, enumerate_support and mode are
@@ -274,6 +274,56 @@ OneHotCategorical._props = {
     local p = self._categorical.probs
     return p * (1 - p)
   end,
+}
+
+
+---------------------------------------------------------------------------------------- Geometric
+local Geometric = class.class('torch.distributions.Geometric', Distribution)
+M.Geometric = Geometric
+Geometric._arg_constraints = { { 'probs', constraints.unit_interval }, { 'logits', constraints.real } }
+
+-- Geometric(probs) / Geometric{logits = l}: the number of failures before the first success of
+-- Bernoulli(probs) trials (0, 1, 2, ...: counts, not positions)
+function Geometric:__init(probs, logits, opts)
+  local validate
+  probs, logits, validate = probs_or_logits('distributions.Geometric', probs, logits, opts)
+  local given = probs ~= nil and probs or logits
+  local vals, number = D.broadcast_all('distributions.Geometric', given)
+  if probs ~= nil then self.probs = vals[1] else self.logits = vals[1] end
+  self._param = vals[1]
+  Distribution.__init(self, number and {} or D.size_list(vals[1]), {}, validate)
+  if self:_validating() and rawget(self, 'probs') and not self.probs:gt(0):all() then
+    local pv = self.probs
+    fail('distributions.Geometric', ('Expected parameter probs (Tensor of shape (%s%s) of distribution %s to be positive but found invalid values:\n%s')
+      :format(table.concat(D.size_list(pv), ', '), pv:dim() == 1 and ',)' or ')', tostring(self), tostring(pv[pv:le(0)])))
+  end
+end
+Geometric.expand = Bernoulli.expand
+
+function Geometric:sample(...)
+  local shape = self:_extended_shape(D.shape_arg('distributions.Geometric.sample', ...))
+  return D.no_grad(function()
+    local tiny = torch.finfo(self.probs.dtype).tiny
+    local u = torch.rand(shape, { dtype = self.probs.dtype }):clamp({ min = tiny })
+    return (u:log() / (-self.probs):log1p()):floor()
+  end)
+end
+function Geometric:log_prob(value)
+  value = value_check(self, value, 'log_prob')
+  local v = D.broadcast_all('distributions.Geometric.log_prob', value, self.probs)
+  local p = torch.where(v[2]:eq(1):logical_and(v[1]:eq(0)), torch.zeros({}, { dtype = v[2].dtype }), v[2])
+  return v[1] * (-p):log1p() + self.probs:log()
+end
+function Geometric:entropy()
+  return torch.nn.functional.binary_cross_entropy_with_logits(self.logits, self.probs, { reduction = 'none' }) / self.probs
+end
+Geometric._props = {
+  probs = Bernoulli._props.probs,
+  logits = Bernoulli._props.logits,
+  support = function() return constraints.nonnegative_integer end,
+  mean = function(self) return self.probs:reciprocal() - 1 end,
+  mode = function(self) return torch.zeros_like(self.probs) end,
+  variance = function(self) return (self.probs:reciprocal() - 1) / self.probs end,
 }
 
 return M

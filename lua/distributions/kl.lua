@@ -9,6 +9,7 @@ local D = require 'moontorch.distributions.distribution'
 local C = require 'moontorch.distributions.continuous'
 local Dd = require 'moontorch.distributions.discrete'
 local Ind = require 'moontorch.distributions.independent'
+local Tr = require 'moontorch.distributions.transformed'
 
 local fail = core.fail
 local Distribution = D.Distribution
@@ -115,6 +116,30 @@ local function kl_categorical(p, q)
 end
 M.register_kl(Dd.Categorical, Dd.Categorical, kl_categorical)
 M.register_kl(Dd.OneHotCategorical, Dd.OneHotCategorical, function(p, q) return kl_categorical(p._categorical, q._categorical) end)
+
+M.register_kl(Dd.Geometric, Dd.Geometric, function(p, q)
+  return -p:entropy() - (-q.probs):log1p() / p.probs - q.logits
+end)
+
+M.register_kl(Tr.Gumbel, Tr.Gumbel, function(p, q)
+  local ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+  local t1 = -ct1:log() - ct2 + ct3
+  local t2 = ct1 * Tr.EULER_GAMMA
+  local t3 = (ct2 + (ct1 + 1):lgamma() - ct3):exp()
+  return t1 + t2 + t3 - (1 + Tr.EULER_GAMMA)
+end)
+
+M.register_kl(Tr.HalfNormal, Tr.HalfNormal, function(p, q) return M.kl_divergence(p.base_dist, q.base_dist) end)
+
+-- the same transforms of two bases: the bases' KL
+M.register_kl(Tr.TransformedDistribution, Tr.TransformedDistribution, function(p, q)
+  local same = #p.transforms == #q.transforms
+  for i = 1, #p.transforms do same = same and p.transforms[i]:equals(q.transforms[i]) end
+  if not same then
+    fail('distributions.kl_divergence', 'No KL(p || q) is implemented for TransformedDistributions with different transforms')
+  end
+  return M.kl_divergence(p.base_dist, q.base_dist)
+end)
 
 M.register_kl(Ind.Independent, Ind.Independent, function(p, q)
   if p.reinterpreted_batch_ndims ~= q.reinterpreted_batch_ndims then

@@ -82,3 +82,39 @@ doc { 'torch.distributions.constraints.greater_than(lower_bound) -> Constraint',
   pt = 'torch.distributions.constraints.greater_than, torch.distributions.constraints.greater_than_eq, torch.distributions.constraints.less_than, torch.distributions.constraints.interval, torch.distributions.constraints.half_open_interval, torch.distributions.constraints.integer_interval, torch.distributions.constraints.independent, torch.distributions.constraints.dependent, torch.distributions.constraints.is_dependent',
   does = 'Sets with bounds (numbers or tensors); independent reduces base_constraint\'s check over the rightmost dimensions; dependent marks a parameter whose set depends on the others (Uniform\'s low and high): never checked alone.',
   ex = 'local cs = torch.distributions.constraints\nprint(cs.interval(0, 1):check(torch.tensor({0.5, 2.0})), cs.is_dependent(cs.dependent()))  --> tensor([ True, False]) true' }
+
+doc.section 'More distributions'
+doc { 'torch.distributions.Cauchy(loc, scale, {validate_args=})',
+  does = 'The Cauchy distribution (mean NaN, variance inf, as PyTorch\'s); rsample from t:cauchy_().',
+  ex = 'local d = torch.distributions.Cauchy(0, 1)\nprint(d:cdf(torch.tensor(1.0)), d:log_prob(torch.tensor(0.0)))  --> tensor(0.7500) tensor(-1.1447)' }
+doc { 'torch.distributions.Geometric(probs, logits, {validate_args=})',
+  does = 'The number of failures before the first success of Bernoulli(probs) trials: 0, 1, 2, ... (counts, not positions); probs in (0, 1].',
+  ex = 'local d = torch.distributions.Geometric(0.5)\nprint(d.mean, d:log_prob(torch.tensor(1.0)))  --> tensor(1.) tensor(-1.3863)' }
+doc { 'torch.distributions.TransformedDistribution(base_distribution, transforms, {validate_args=})',
+  does = 'Draws of base_distribution passed through transforms (one, or an array applied in order); log_prob by the change of variables, cdf and icdf through monotone transforms. Elementwise transforms only (torch.distributions.transforms).',
+  ex = 'local D = torch.distributions\nlocal d = D.TransformedDistribution(D.Normal(0, 1), D.transforms.AffineTransform(1, 2))\nprint(d:log_prob(torch.tensor(1.0)), D.Normal(1, 2):log_prob(torch.tensor(1.0)))  --> tensor(-1.6121) tensor(-1.6121)' }
+doc { 'torch.distributions.LogNormal(loc, scale, {validate_args=})',
+  does = 'exp of Normal(loc, scale) (a TransformedDistribution; d.loc and d.scale are its base\'s).',
+  ex = 'local d = torch.distributions.LogNormal(0, 1)\nprint(d.mean, d:log_prob(torch.tensor(1.0)))  --> tensor(1.6487) tensor(-0.9189)' }
+doc { 'torch.distributions.HalfNormal(scale, {validate_args=})',
+  does = '|Normal(0, scale)| (log_prob -inf below 0).',
+  ex = 'local d = torch.distributions.HalfNormal(1)\nprint(d:cdf(torch.tensor(1.0)), d:log_prob(torch.tensor(0.0)))  --> tensor(0.6827) tensor(-0.2258)' }
+doc { 'torch.distributions.Gumbel(loc, scale, {validate_args=})',
+  does = 'The Gumbel distribution: loc - scale log(-log U) for U uniform on (0, 1).',
+  ex = 'local d = torch.distributions.Gumbel(0, 1)\nprint(d.mean, d:log_prob(torch.tensor(0.0)))  --> tensor(0.5772) tensor(-1.)' }
+
+doc.section 'Transforms'
+doc { 'torch.distributions.transforms.Transform()', 'torch.distributions.transforms.Transform:log_abs_det_jacobian(x, y) -> Tensor',
+  'torch.distributions.transforms.Transform:equals(other) -> boolean',
+  'torch.distributions.transforms.Transform:forward_shape(shape) -> shape', 'torch.distributions.transforms.Transform:inverse_shape(shape) -> shape',
+  pt = 'torch.distributions.transforms.Transform, torch.distributions.transforms.Transform.log_abs_det_jacobian, torch.distributions.transforms.Transform.forward_shape, torch.distributions.transforms.Transform.inverse_shape',
+  unchecked_args = true,
+  does = 'An elementwise map: t(x) applies it, t.inv is its inverse (a transform too, for a bijective one), log_abs_det_jacobian(x, y) the log of |dy/dx|; fields bijective, sign (a number, or a tensor of signs), domain, codomain. equals is PyTorch\'s ==: the same kind of map with the same parameters. A subclass defines _call, _inverse and log_abs_det_jacobian.',
+  ex = 'local t = torch.distributions.transforms.ExpTransform()\nprint(t(torch.tensor(0.0)), t.inv(torch.tensor(1.0)), t:log_abs_det_jacobian(torch.tensor(2.0)))  --> tensor(1.) tensor(0.) tensor(2.)' }
+doc { 'torch.distributions.transforms.ExpTransform()', 'torch.distributions.transforms.SigmoidTransform()',
+  'torch.distributions.transforms.TanhTransform()', 'torch.distributions.transforms.AbsTransform()',
+  'torch.distributions.transforms.AffineTransform(loc, scale, event_dim)', 'torch.distributions.transforms.PowerTransform(exponent)',
+  'torch.distributions.transforms.ComposeTransform(parts)', 'torch.distributions.transforms.identity_transform',
+  unchecked_args = true,
+  does = 'y = exp(x), sigmoid(x), tanh(x), |x| (not bijective), loc + scale x (event_dim 0 only), x ^ exponent; ComposeTransform applies parts in order; identity_transform is the empty composition.',
+  ex = 'local T = torch.distributions.transforms\nlocal t = T.ComposeTransform({T.AffineTransform(1, 2), T.ExpTransform()})\nprint(t(torch.tensor(0.0)), t.inv(t(torch.tensor(0.5))))  --> tensor(2.7183) tensor(0.5000)' }

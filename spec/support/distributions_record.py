@@ -28,6 +28,11 @@ CASES = [
     ('bernoulli_logits', lambda dt: D.Bernoulli(logits=P([-2.0, 0.0, 3.0], dt)), [1.0, 0.0, 1.0], None),
     ('categorical', lambda dt: D.Categorical(P([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]], dt)), [2, 0], None),
     ('categorical_logits', lambda dt: D.Categorical(logits=P([[1.0, -1.0, 0.5, 2.0]], dt)), [3], None),
+    ('cauchy', lambda dt: D.Cauchy(P([0.0, 1.5, -2.0], dt), P([1.0, 0.5, 3.0], dt)), [0.3, 1.0, -4.0], [0.1, 0.5, 0.975]),
+    ('geometric', lambda dt: D.Geometric(P([0.2, 0.5, 0.9], dt)), [0.0, 3.0, 1.0], None),
+    ('lognormal', lambda dt: D.LogNormal(P([0.0, 1.5, -2.0], dt), P([1.0, 0.5, 3.0], dt)), [0.3, 1.0, 4.0], [0.1, 0.5, 0.975]),
+    ('halfnormal', lambda dt: D.HalfNormal(P([1.0, 0.5, 3.0], dt)), [0.3, 1.0, 4.0], [0.1, 0.5, 0.975]),
+    ('gumbel', lambda dt: D.Gumbel(P([0.0, 1.5, -2.0], dt), P([1.0, 0.5, 3.0], dt)), [0.3, 1.0, -4.0], [0.1, 0.5, 0.975]),
 ]
 
 print('-- written by spec/support/distributions_record.py (PyTorch %s)' % torch.__version__)
@@ -72,8 +77,16 @@ KL = [
     ('laplace', D.Laplace(f([0.0, 1.0]), f([1.0, 2.0])), D.Laplace(f([1.0, 1.0]), f([0.5, 2.0]))),
     ('bernoulli', D.Bernoulli(f([0.2, 0.0, 1.0, 0.5])), D.Bernoulli(f([0.5, 0.3, 0.7, 0.0]))),
     ('categorical', D.Categorical(f([[0.2, 0.8, 0.0], [0.5, 0.5, 0.0]])), D.Categorical(f([[0.5, 0.25, 0.25], [0.0, 0.5, 0.5]]))),
+    ('gumbel', D.Gumbel(f([0.0, 1.0]), f([1.0, 2.0])), D.Gumbel(f([1.0, 1.0]), f([0.5, 2.0]))),
+    ('geometric', D.Geometric(f([0.3, 0.9])), D.Geometric(f([0.5, 0.2]))),
+    ('lognormal', D.LogNormal(f([0.0, 1.0]), f([1.0, 2.0])), D.LogNormal(f([1.0, 1.0]), f([0.5, 2.0]))),
+    ('halfnormal', D.HalfNormal(f([1.0, 2.0])), D.HalfNormal(f([0.5, 2.0]))),
     ('independent', D.Independent(D.Normal(f([[0.0, 1.0]]), f([[1.0, 2.0]])), 1), D.Independent(D.Normal(f([[1.0, 1.0]]), f([[0.5, 2.0]])), 1)),
 ]
+T = D.transforms
+td = D.TransformedDistribution(D.Normal(f([0.0, 1.0]), f([1.0, 0.5])), [T.AffineTransform(1.0, -2.0), T.SigmoidTransform()])
+x = f([0.3, 0.8])
+print(' transformed = { log_prob = %s, cdf = %s, icdf = %s },' % (L(td.log_prob(x)), L(td.cdf(x)), L(td.icdf(x))))
 print(' kl = {')
 for name, p, q in KL:
     print('  %s = %s,' % (name, L(D.kl_divergence(p, q))))
