@@ -516,6 +516,18 @@ if want('program') then
   local o, t = ours('program_lenet'), theirs('program_lenet')
   line('(program) LeNet-5 batch 1, C runner', o and o.runner_us, t and t.us, 'us', 'lower')
   if o then print(('%-34s ours %10.1f us (the module called from Lua)'):format('(program) LeNet-5 batch 1, Lua', o.lua_us)) end
+  -- ONNX Runtime (bench/.venv's onnxruntime) on our torch.onnx.export of the same LeNet and on PyTorch
+  -- 1.13's export of it: the C runner's time over ORT's (the target: at most 1.0)
+  if o and o.ort_ours_us then
+    print(('%-34s ORT %10.1f us on our export (%.2fx: runner / ORT; ORT output max diff %.2g)'):format(
+      '(program) LeNet-5 batch 1, ORT', o.ort_ours_us, o.runner_us / o.ort_ours_us, o.ort_ours_maxdiff or -1))
+    if o.ort_pytorch_us then
+      print(('%-34s ORT %10.1f us on PyTorch 1.13\'s export (%.2fx: runner / ORT)'):format(
+        '(program) LeNet-5 batch 1, ORT', o.ort_pytorch_us, o.runner_us / o.ort_pytorch_us))
+    end
+  elseif o then
+    print('(program) LeNet-5 batch 1, ORT: onnxruntime is not in bench/.venv (bench/venv.sh installs it)')
+  end
   rows[#rows + 1] = { 'LeNet-5 inference, batch 1 (C runner: torch.export + moontorch-run)', o and o.runner_us, t and t.us,
     'us', 'lower', now = nowv(t, 'us') }
 end

@@ -18,12 +18,16 @@ fail() {
   exit 1
 }
 py=${BENCH_VENV_PYTHON:-/usr/bin/python3}
+# (and ONNX Runtime, for bench/workloads/program_lenet.lua's comparison: bench/onnx_runtime.py)
 if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import torch' >/dev/null 2>&1; then
+  "$venv/bin/python" -c 'import onnxruntime' >/dev/null 2>&1 ||
+    "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet onnxruntime ||
+    echo "bench/venv.sh: pip install onnxruntime failed (no ONNX Runtime row)" >&2
   "$venv/bin/python" -c 'import torch; print("bench/.venv: torch", torch.__version__)'
   exit 0
 fi
 "$py" -m venv "$venv" || fail "could not create $venv with $py -m venv (Debian: apt-get install python3-venv)"
-"$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet torch numpy ||
+"$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet torch numpy onnxruntime ||
   fail "pip install torch from the Python package index failed here (no network, or no wheel for this Python)"
 "$venv/bin/python" -c 'import torch' || fail "torch installed in $venv but does not import"
 rm -f "$failed"

@@ -844,6 +844,9 @@ MT_API int mt_output_nr(const mt_tensor *t);
 MT_API mt_node *mt_node_retain(mt_node *n);
 MT_API void mt_node_release(mt_node *n);
 MT_API const char *mt_node_name(const mt_node *n);   /* "AddBackward0", "AccumulateGrad", ... */
+/* Name a node as PyTorch names the node of the call that made it, where one of our nodes does
+ * the same work under another op's name (x:t() records a transpose: TBackward0). name is copied. */
+MT_API mt_status mt_node_rename(mt_node *n, const char *name);
 MT_API int mt_node_num_next(const mt_node *n);
 /* next_functions[i]: the node (borrowed, may be NULL) and which of its inputs the edge feeds. */
 MT_API mt_node *mt_node_next(const mt_node *n, int i, int *input_nr);
@@ -1187,6 +1190,7 @@ typedef struct mt_onnx_value {
   int32_t dtype;          /* moontorch's (-1: none) */
   int32_t ndim;           /* -1: no shape given */
   const int64_t *dims;    /* ndim sizes, -1 for a symbolic one */
+  const char *const *dim_params; /* NULL, or ndim names (NULL where the size is dims[d]): symbolic sizes */
 } mt_onnx_value;
 typedef struct mt_onnx_model {
   int64_t ir_version, opset; /* opset: the default domain's */
@@ -1200,6 +1204,14 @@ typedef struct mt_onnx_model {
 } mt_onnx_model;
 MT_API mt_status mt_onnx_read(const char *path, mt_onnx_model **out);
 MT_API void mt_onnx_free(mt_onnx_model *m);
+/* torch.onnx.export's writer: the model described as mt_onnx_read gives one (nodes with their
+ * attributes, initializers: contiguous CPU tensors, inputs and outputs with their element types and
+ * shapes, dim_params naming symbolic sizes) encoded as an ONNX ModelProto by protobuf-c and written to
+ * path. ir_version 0: 8. The graph itself is not checked here (onnx.checker's work). Messages:
+ * "onnx.export: <path>: <problem>". */
+MT_API mt_status mt_onnx_write(const mt_onnx_model *m, const char *path);
+/* 1 when this build reads and writes ONNX files (protobuf-c found when it was built), else 0 */
+MT_API int mt_onnx_built(void);
 
 /* ---------------------------------------------------------------- FFI support */
 /* The Lua layer's handle registry keeps the tensor references its handles own in this array

@@ -14,49 +14,16 @@
  * its elements read (all of them up to 64 Ki elements, else the first and the last). Any crash,
  * ASan or UBSan report, leak, or broken invariant (abort) is a finding. */
 #define _GNU_SOURCE
-#include "moontorch.h"
-
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+#define FUZZ_NAME "fuzz_checkpoint"
+#include "fuzz_common.h"
 
 #define HEADER 64
 #define PIECE ((size_t)128 << 10)
 #define MAX_DEPTH 1000 /* lua/checkpoint.lua's */
-#define TOUCH_ALL (1 << 16)
-
-static int memfd = -1;
-static char path[64];
-static volatile double sink;
-
-static uint64_t rd64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-static void wr64(uint8_t *p, uint64_t v) {
-  memcpy(p, &v, 8);
-}
-
-static void check(int ok, const char *what) {
-  if (!ok) {
-    fprintf(stderr, "fuzz_checkpoint: invariant broken: %s (last error: %s)\n", what, mt_last_error());
-    abort();
-  }
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  mt_set_num_threads(1);
-  memfd = memfd_create("fuzz_checkpoint", MFD_CLOEXEC);
-  if (memfd < 0) {
-    perror("memfd_create");
-    abort();
-  }
-  snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+  fuzz_init();
   return 0;
 }
 
@@ -93,51 +60,6 @@ static int repair(uint8_t *f, size_t n) {
   wr64(f + 56, mt_xxh3_64(h, HEADER));
   free(dig);
   return 1;
-}
-
-static void touch_tensor(mt_tensor *t) {
-  check(t->_ndim >= 0 && t->_ndim <= MT_MAX_DIMS, "rank");
-  check(mt_dtype_valid(t->_dtype), "dtype");
-  /* the view lies inside its storage */
-  int64_t item = (int64_t)mt_dtype_size(t->_dtype), numel = 1, last = t->_offset;
-  for (int d = 0; d < t->_ndim; d++) {
-    check(t->_sizes[d] >= 0 && t->_strides[d] >= 0, "sizes and strides are not negative");
-    numel *= t->_sizes[d]; /* the reader checked for overflow; UBSan would say otherwise */
-    if (t->_sizes[d] > 0)
-      last += (t->_sizes[d] - 1) * t->_strides[d];
-  }
-  check(numel == t->_numel, "numel");
-  if (numel > 0)
-    check((uint64_t)((last + 1) * item) <= t->_storage->_nbytes, "the view lies inside its storage");
-  if (numel == 0)
-    return;
-  double acc = 0;
-  if (numel <= TOUCH_ALL) {
-    double *buf = malloc((size_t)numel * sizeof *buf);
-    check(buf != NULL, "malloc");
-    check(mt_tensor_to_doubles(t, buf, numel) == MT_OK, "to_doubles");
-    for (int64_t i = 0; i < numel; i++)
-      acc += buf[i];
-    free(buf);
-    mt_tensor *c = NULL;
-    check(mt_contiguous(t, &c) == MT_OK, "contiguous");
-    mt_tensor_release(c);
-  } else {
-    int64_t idx[MT_MAX_DIMS] = {0};
-    double x;
-    check(mt_tensor_get(t, idx, &x) == MT_OK, "the first element");
-    acc += x;
-    for (int d = 0; d < t->_ndim; d++)
-      idx[d] = t->_sizes[d] - 1;
-    check(mt_tensor_get(t, idx, &x) == MT_OK, "the last element");
-    acc += x;
-  }
-  if (numel == 1) {
-    double x;
-    check(mt_tensor_item(t, &x) == MT_OK, "item");
-    acc += x;
-  }
-  sink = acc;
 }
 
 /* one value and everything in it; 0 when the reader refused something */
@@ -179,8 +101,7 @@ static int walk(mt_ckpt_reader *r, int depth) {
 }
 
 static void load(const uint8_t *data, size_t size, int use_mmap) {
-  check(ftruncate(memfd, 0) == 0, "ftruncate");
-  check(pwrite(memfd, data, size, 0) == (ssize_t)size, "pwrite");
+  fuzz_put(data, size);
   mt_ckpt_reader *r = NULL;
   if (mt_ckpt_reader_open(path, use_mmap, &r) != MT_OK) {
     check(r == NULL && mt_last_error()[0] != 0, "a refused file gives no reader and a message");

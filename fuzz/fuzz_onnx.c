@@ -6,35 +6,12 @@
  * initializer's and attribute tensor's elements, the graph's inputs and outputs with their dims. Any
  * crash, ASan or UBSan report, leak, or broken invariant (abort) is a finding. */
 #define _GNU_SOURCE
-#include "moontorch.h"
-
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-static int memfd = -1;
-static char path[64];
-static volatile size_t sink;
-
-static void check(int ok, const char *what) {
-  if (!ok) {
-    fprintf(stderr, "fuzz_onnx: invariant broken: %s (last error: %s)\n", what, mt_last_error());
-    abort();
-  }
-}
+#define FUZZ_NAME "fuzz_onnx"
+#include "fuzz_common.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  mt_set_num_threads(1);
-  memfd = memfd_create("fuzz_onnx", MFD_CLOEXEC);
-  if (memfd < 0) {
-    perror("memfd_create");
-    abort();
-  }
-  snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+  fuzz_init();
   return 0;
 }
 
@@ -56,8 +33,7 @@ static void value(const mt_onnx_value *v) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  check(ftruncate(memfd, 0) == 0, "ftruncate");
-  check(pwrite(memfd, data, size, 0) == (ssize_t)size, "pwrite");
+  fuzz_put(data, size);
   mt_onnx_model *m = NULL;
   if (mt_onnx_read(path, &m) != MT_OK) {
     check(m == NULL && mt_last_error()[0] != 0, "a refused file gives no model and a message");

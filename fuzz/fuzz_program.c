@@ -10,47 +10,15 @@
  * declared types (zeros, then ones; skipped above 2^20 elements), and every output read. Any crash,
  * ASan or UBSan report, leak, or broken invariant (abort) is a finding. */
 #define _GNU_SOURCE
-#include "moontorch.h"
-
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+#define FUZZ_NAME "fuzz_program"
+#include "fuzz_common.h"
 
 #define HEADER 64
 #define PIECE ((size_t)128 << 10)
 
-static int memfd = -1;
-static char path[64];
-static volatile double sink;
-
-static uint64_t rd64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-static void wr64(uint8_t *p, uint64_t v) {
-  memcpy(p, &v, 8);
-}
-
-static void check(int ok, const char *what) {
-  if (!ok) {
-    fprintf(stderr, "fuzz_program: invariant broken: %s (last error: %s)\n", what, mt_last_error());
-    abort();
-  }
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  mt_set_num_threads(1);
-  memfd = memfd_create("fuzz_program", MFD_CLOEXEC);
-  if (memfd < 0) {
-    perror("memfd_create");
-    abort();
-  }
-  snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+  fuzz_init();
   return 0;
 }
 
@@ -126,8 +94,7 @@ static void run(mt_program *p, double fill) {
 }
 
 static void load(const uint8_t *data, size_t size) {
-  check(ftruncate(memfd, 0) == 0, "ftruncate");
-  check(pwrite(memfd, data, size, 0) == (ssize_t)size, "pwrite");
+  fuzz_put(data, size);
   mt_program *p = NULL;
   if (mt_program_load(path, &p) != MT_OK) {
     check(p == NULL && mt_last_error()[0] != 0, "a refused file gives no program and a message");

@@ -13,38 +13,14 @@
  * storage and its elements read (all up to 64 Ki elements, else the first and the last). Any
  * crash, ASan or UBSan report, leak, or broken invariant (abort) is a finding. */
 #define _GNU_SOURCE
-#include "moontorch.h"
+#define FUZZ_NAME "fuzz_pytorch"
+#include "fuzz_common.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#define TOUCH_ALL (1 << 16)
-
-static int memfd = -1;
-static char path[64];
-static volatile double sink;
 static uint32_t crc_table[256];
-
-static void check(int ok, const char *what) {
-  if (!ok) {
-    fprintf(stderr, "fuzz_pytorch: invariant broken: %s (last error: %s)\n", what, mt_last_error());
-    abort();
-  }
-}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  mt_set_num_threads(1);
-  memfd = memfd_create("fuzz_pytorch", MFD_CLOEXEC);
-  if (memfd < 0) {
-    perror("memfd_create");
-    abort();
-  }
-  snprintf(path, sizeof path, "/proc/self/fd/%d", memfd);
+  fuzz_init();
   for (uint32_t i = 0; i < 256; i++) {
     uint32_t c = i;
     for (int k = 0; k < 8; k++)
@@ -102,42 +78,6 @@ static int repair(uint8_t *f, size_t n) {
   return 1;
 }
 
-static void touch_tensor(mt_tensor *t) {
-  check(t->_ndim >= 0 && t->_ndim <= MT_MAX_DIMS, "rank");
-  check(mt_dtype_valid(t->_dtype), "dtype");
-  int64_t item = (int64_t)mt_dtype_size(t->_dtype), numel = 1, last = t->_offset;
-  for (int d = 0; d < t->_ndim; d++) {
-    check(t->_sizes[d] >= 0 && t->_strides[d] >= 0, "sizes and strides are not negative");
-    numel *= t->_sizes[d]; /* the reader checked for overflow; UBSan would say otherwise */
-    if (t->_sizes[d] > 0)
-      last += (t->_sizes[d] - 1) * t->_strides[d];
-  }
-  check(numel == t->_numel, "numel");
-  if (numel > 0)
-    check((uint64_t)((last + 1) * item) <= t->_storage->_nbytes, "the view lies inside its storage");
-  if (numel == 0)
-    return;
-  double acc = 0;
-  if (numel <= TOUCH_ALL) {
-    double *buf = malloc((size_t)numel * sizeof *buf);
-    check(buf != NULL, "malloc");
-    check(mt_tensor_to_doubles(t, buf, numel) == MT_OK, "to_doubles");
-    for (int64_t i = 0; i < numel; i++)
-      acc += buf[i];
-    free(buf);
-  } else {
-    int64_t idx[MT_MAX_DIMS] = {0};
-    double x;
-    check(mt_tensor_get(t, idx, &x) == MT_OK, "the first element");
-    acc += x;
-    for (int d = 0; d < t->_ndim; d++)
-      idx[d] = t->_sizes[d] - 1;
-    check(mt_tensor_get(t, idx, &x) == MT_OK, "the last element");
-    acc += x;
-  }
-  sink = acc;
-}
-
 static void walk(mt_pt_file *f) {
   uint32_t n = mt_pt_count(f), root = mt_pt_root(f);
   check(root >= 1 && root <= n, "the root is a node");
@@ -192,8 +132,7 @@ static void walk(mt_pt_file *f) {
 }
 
 static void load(const uint8_t *data, size_t size) {
-  check(ftruncate(memfd, 0) == 0, "ftruncate");
-  check(pwrite(memfd, data, size, 0) == (ssize_t)size, "pwrite");
+  fuzz_put(data, size);
   mt_pt_file *f = NULL;
   if (mt_pt_open(path, &f) != MT_OK) {
     check(f == NULL && mt_last_error()[0] != 0, "a refused file gives no reader and a message");

@@ -159,6 +159,23 @@ function M.write(dir)
     end
   end
   ls:close()
+  -- and torch.onnx.export's own files (where this build writes ONNX): an MLP with a dynamic batch, a
+  -- CNN (Conv, BatchNormalization, MaxPool, GlobalAveragePool, Flatten), a transformer layer (opset 13)
+  if require('moontorch.ffi').C.mt_onnx_built() ~= 0 then
+    torch.manual_seed(5)
+    local cnn = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2),
+      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2, 3)):eval()
+    local exports = {
+      { 'mlp', nn.Sequential(nn.Linear(3, 4), nn.GELU(), nn.Linear(4, 2)):eval(), torch.randn(2, 3),
+        { dynamic_axes = { input = { 1 } } } },
+      { 'cnn', cnn, torch.randn(1, 1, 6, 6) },
+      { 'encoder', nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 4 }):eval(), torch.randn(3, 1, 4), { opset = 13 } },
+    }
+    for _, e in ipairs(exports) do
+      torch.onnx.export(e[2], e[3], ox .. '/seed-export-' .. e[1] .. '.onnx', e[4])
+      n = n + 1
+    end
+  end
   -- Torch7's files (fuzz_t7): written by the specs' writer of Torch7's layout, in its three forms
   local t7 = dir .. '/fuzz_t7'
   mkdir(t7)

@@ -234,7 +234,9 @@ function methods.register_hook(t, fn)
 end
 
 ------------------------------------------------------------------------------ the engine loop
-local ev = ffi.new('mt_engine_event')
+-- one event struct per running engine: a backward may run inside another's hook or Function
+-- backward (re-entrant, as PyTorch's engine), and the outer one's event must outlive the inner run
+local events, depth = {}, 0
 local EV_DONE, EV_PRE, EV_LUA, EV_POST, EV_TENSOR = 0, 1, 2, 3, 4
 
 local function grads_array(arr, n)
@@ -266,7 +268,7 @@ local function call_tensor_hooks(e, list, slot, arr)
   end
 end
 
-local function on_pre(e)
+local function on_pre(e, ev)
   local node = ev.node
   local entry = entries[tonumber(C.mt_node_lua_id(node))]
   if not entry then return end
@@ -290,7 +292,7 @@ local function on_pre(e)
   end
 end
 
-local function on_post(e)
+local function on_post(e, ev)
   local entry = entries[tonumber(C.mt_node_lua_id(ev.node))]
   if not entry then return end
   for _, fn in ipairs(entry.post) do
@@ -303,7 +305,7 @@ local function on_post(e)
   end
 end
 
-local function on_tensor(e)
+local function on_tensor(e, ev)
   local v = C.mt_node_variable(ev.node)
   if v == nil then return end
   local entry = entries[tonumber(C.mt_tensor_hooks_id(v))]
@@ -312,13 +314,13 @@ end
 
 local lua_backward -- set by the Function module: lua_backward(e, ev, create_graph, retain_graph)
 
-local function loop_events(e, create, retain)
+local function loop_events(e, ev, create, retain)
   while true do
     local k = ev.kind
     if k == EV_DONE then return end
-    if k == EV_PRE then on_pre(e)
-    elseif k == EV_POST then on_post(e)
-    elseif k == EV_TENSOR then on_tensor(e)
+    if k == EV_PRE then on_pre(e, ev)
+    elseif k == EV_POST then on_post(e, ev)
+    elseif k == EV_TENSOR then on_tensor(e, ev)
     elseif k == EV_LUA then
       if not lua_backward then fail('backward', 'a Lua function node was met but Functions are not loaded') end
       lua_backward(e, ev, create, retain)
@@ -327,9 +329,9 @@ local function loop_events(e, create, retain)
   end
 end
 -- without Lua hooks and functions the first run finishes: no loop on that path
-local function loop(e, create, retain)
+local function loop(e, ev, create, retain)
   if C.mt_engine_run(e, ev) ~= 0 then raise_last() end
-  if ev.kind ~= EV_DONE then loop_events(e, create, retain) end
+  if ev.kind ~= EV_DONE then loop_events(e, ev, create, retain) end
 end
 
 local engp = ffi.new('mt_engine *[1]')
@@ -338,7 +340,14 @@ local function run_engine(op, rarr, garr, n, retain, create, iarr, inputs, ni, a
     raise_last()
   end
   local e = engp[0]
-  local ok, err = pcall(loop, e, create, retain)
+  depth = depth + 1
+  local ev = events[depth]
+  if not ev then
+    ev = ffi.new('mt_engine_event')
+    events[depth] = ev
+  end
+  local ok, err = pcall(loop, e, ev, create, retain)
+  depth = depth - 1
   if not ok and M.rewrite_error then err = M.rewrite_error(err) end
   local captured
   if ok and ni > 0 then
@@ -392,6 +401,7 @@ local root1 = ffi.new('mt_tensor *[1]')
 local grad1 = ffi.new('mt_tensor *[1]')
 function methods.backward(t, gradient, opts)
   if type(gradient) == 'table' and not is_tensor(gradient) and opts == nil then gradient, opts = nil, gradient end
+  T.options(opts, 'backward')
   local create = opts and opts.create_graph or false
   local retain = opts and opts.retain_graph
   if retain == nil then retain = create end

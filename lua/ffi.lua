@@ -98,7 +98,7 @@ end
 
 -- Raise a message of our own (Lua-side argument checks) at the caller's line.
 function M.fail(op, msg)
-  error(scrub('moontorch.' .. op .. ': ' .. msg), user_level())
+  error(scrub('moontorch.' .. tostring(op) .. ': ' .. tostring(msg)), user_level())
 end
 
 return M

@@ -301,6 +301,14 @@ local function parse_sizes(op, ...)
 end
 M.parse_sizes = parse_sizes
 M.is_opts = is_opts
+-- opts, after a check that it is an options table (or nil): a number or a boolean where the options
+-- go is the op's error, not an index into a number deeper in
+function M.options(opts, op)
+  if opts ~= nil and (type(opts) ~= 'table' or is_tensor(opts)) then
+    fail(op, ('expected an options table {...} as the last argument, got %s'):format(is_tensor(opts) and 'a tensor' or type(opts)))
+  end
+  return opts
+end
 
 local function resolve_dtype(d, op)
   if d == nil then return nil end
@@ -530,6 +538,14 @@ M.tensor_mt = tensor_mt
 
 function M.set_indexers(num, tab, ten, newidx)
   number_index, table_index, tensor_index, newindex_handler = num, tab, ten, newidx
+end
+
+-- t's grad_fn named as PyTorch names the node of the call that made t, where one of our nodes does
+-- that call's work under another op's name (x:t() records a transpose: TBackward0); t returned
+function M.name_grad_fn(t, name)
+  local n = C.mt_grad_fn(t)
+  if n ~= nil and C.mt_node_rename(n, name) ~= 0 then raise_last() end
+  return t
 end
 
 -- metamethods are installed by the op modules (arithmetic) and format.lua (__tostring);

@@ -277,52 +277,57 @@ local WANT = {
   { 'F.fold(F.unfold(img, 2), (5, 5), 2)', 'Col2ImBackward0', function() return F.fold(F.unfold(img, 2), {5, 5}, 2) end },
   { 'F.one_hot(tgt).double()', 'None', function() return F.one_hot(tgt):double() end },
   { 'F.embedding_bag(torch.tensor([[0, 2]]), a)', 'EmbeddingBagBackward0', function() return F.embedding_bag(torch.tensor({{1, 3}}, {dtype = torch.int64}), a) end },
+  -- session 9: renamed nodes (mt_node_rename), ReshapeAlias, NormBackward1, RenormBackward0
+  { 'x.max()', 'MaxBackward1', function() return x:max() end },
+  { 'x.norm()', 'NormBackward1', function() return x:norm() end },
+  { 'torch.renorm(a, 2, 0, 1)', 'RenormBackward0', function() return torch.renorm(a, 2, 1, 1) end },
+  { 'x.reshape(12)', 'ReshapeAliasBackward0', function() return x:reshape(12) end },
+  { 'x.t()', 'TBackward0', function() return x:t() end },
+  { 'x.flatten()', 'ReshapeAliasBackward0', function() return x:flatten() end },
+  { 'g3.flatten(1)', 'ReshapeAliasBackward0', function() return g3:flatten(2) end },
+  { 'x.split(2, 1)[0]', 'SplitBackward0', function() return x:split(2, 2)[1] end },
+  { 'x.chunk(2, 1)[0]', 'SplitBackward0', function() return x:chunk(2, 2)[1] end },
+  { 'torch.inner(a, b)', 'ReshapeAliasBackward0', function() return torch.inner(a, b) end },
+  { 'torch.linalg.vector_norm(x)', 'LinalgVectorNormBackward0', function() return torch.linalg.vector_norm(x) end },
+  { 'torch.linalg.matrix_norm(a)', 'LinalgVectorNormBackward0', function() return torch.linalg.matrix_norm(a) end },
+  { 'torch.linalg.norm(x)', 'LinalgVectorNormBackward0', function() return torch.linalg.norm(x) end },
+  { 'F.bilinear(x, x, torch.ones(2, 4, 4, dtype=torch.float64))', 'ReshapeAliasBackward0', function() return F.bilinear(x, x, torch.ones(2, 4, 4, {dtype = torch.float64})) end },
+  -- session 9: one node each (compose.node, compose.node_autograd)
+  { 'torch.addcmul(a, a, b)', 'AddcmulBackward0', function() return torch.addcmul(a, a, b) end },
+  { 'torch.addcdiv(a, a, pos[:, :3])', 'AddcdivBackward0', function() return torch.addcdiv(a, a, pos:narrow(2, 1, 3)) end },
+  { 'torch.block_diag(a, b)', 'BlockDiagBackward0', function() return torch.block_diag(a, b) end },
+  { 'torch.diagonal_scatter(a, v)', 'DiagonalScatterBackward0', function() return torch.diagonal_scatter(a, v) end },
+  { 'torch.addmv(v, a, w)', 'AddmvBackward0', function() return torch.addmv(v, a, w) end },
+  { 'torch.cdist(a, b)', 'CdistBackward0', function() return torch.cdist(a, b) end },
+  { 'torch.pdist(a)', 'PdistBackward0', function() return torch.pdist(a) end },
+  { 'torch.linalg.householder_product(a, v[:2].detach())', 'LinalgHouseholderProductBackward0', function() return torch.linalg.householder_product(a, v:narrow(1, 1, 2):detach()) end },
+  { 'F.multi_margin_loss(x, tgt)', 'MultiMarginLossBackward0', function() return F.multi_margin_loss(x, tgt) end },
+  { 'F.grid_sample(img, torch.zeros(2, 3, 3, 2, dtype=torch.float64), align_corners=False)', 'GridSampler2DBackward0', function() return F.grid_sample(img, torch.zeros(2, 3, 3, 2, {dtype = torch.float64})) end },
+  { 'F.affine_grid(a[:2].unsqueeze(0), (1, 1, 2, 2), align_corners=False)', 'AffineGridGeneratorBackward0', function() return F.affine_grid(a:narrow(1, 1, 2):unsqueeze(1), {1, 1, 2, 2}) end },
+  -- session 9: median() one node; kron UnsafeView; instance_norm and cosine_similarity composed as PyTorch 1.13
+  { 'x.median()', 'MedianBackward0', function() return x:median() end },
+  { 'torch.kron(a, b)', 'UnsafeViewBackward0', function() return torch.kron(a, b) end },
+  { 'F.instance_norm(img)', 'ViewBackward0', function() return F.instance_norm(img) end },
+  { 'F.cosine_similarity(a, b)', 'SumBackward1', function() return F.cosine_similarity(a, b) end },
+  -- session 9: values and indices from one node (median(dim), kthvalue, mode, cummax)
+  { 'x.median(1)[0]', 'MedianBackward1', function() return x:median(2) end },
+  { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', function() return x:kthvalue(2, 2) end },
+  { 'x.mode(1)[0]', 'ModeBackward0', function() return x:mode(2) end },
+  { 'torch.cummax(x, 1)[0]', 'CummaxBackward0', function() return torch.cummax(x, 2) end },
+  { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', function() return torch.logcumsumexp(x, 2) end },
+  { 'torch.linalg.det(a)', 'LinalgDetBackward0', function() return torch.linalg.det(a) end },
+  { 'torch.det(a)', 'LinalgDetBackward0', function() return torch.det(a) end },
+  { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
+  { 'torch.trapezoid(x)', 'MulBackward1', function() return torch.trapezoid(x) end },
+  { 'torch.trapezoid(x, torch.arange(4., dtype=torch.float64))', 'DivBackward1', function() return torch.trapezoid(x, torch.arange(4, { dtype = torch.float64 })) end },
 }
 -- { PyTorch's expression, its grad_fn name, moontorch's today, the call in Lua }
 local OWED = {
-  { 'torch.addcmul(a, a, b)', 'AddcmulBackward0', 'AddBackward0', function() return torch.addcmul(a, a, b) end },
-  { 'torch.addcdiv(a, a, pos[:, :3])', 'AddcdivBackward0', 'AddBackward0', function() return torch.addcdiv(a, a, pos:narrow(2, 1, 3)) end },
-  { 'x.max()', 'MaxBackward1', 'AmaxBackward0', function() return x:max() end },
-  { 'x.norm()', 'NormBackward1', 'NormBackward0', function() return x:norm() end },
-  { 'x.median()', 'MedianBackward0', 'ViewBackward0', function() return x:median() end },
-  { 'x.median(1)[0]', 'MedianBackward1', 'ViewBackward0', function() return x:median(2) end },
-  { 'x.kthvalue(2, 1)[0]', 'KthvalueBackward0', 'ViewBackward0', function() return x:kthvalue(2, 2) end },
-  { 'x.mode(1)[0]', 'ModeBackward0', 'ViewBackward0', function() return x:mode(2) end },
-  { 'torch.cummax(x, 1)[0]', 'CummaxBackward0', 'StackBackward0', function() return torch.cummax(x, 2) end },
-  { 'torch.logcumsumexp(x, 1)', 'LogcumsumexpBackward0', 'StackBackward0', function() return torch.logcumsumexp(x, 2) end },
   { 'torch.quantile(x, 0.3)', 'SqueezeBackward3', 'SqueezeBackward1', function() return torch.quantile(x, 0.3) end },
-  { 'torch.renorm(a, 2, 0, 1)', 'RenormBackward0', 'MulBackward0', function() return torch.renorm(a, 2, 1, 1) end },
   { 'x.aminmax()[0]', 'torch::autograd::NotImplemented', 'AminBackward0', function() return x:aminmax() end },
-  { 'torch.trapezoid(x)', 'MulBackward1', 'MulBackward0', function() return torch.trapezoid(x) end },
   { 'torch.cov(x)', 'SqueezeBackward0', 'DivBackward0', function() return torch.cov(x) end },
-  { 'x.reshape(12)', 'ReshapeAliasBackward0', 'ViewBackward0', function() return x:reshape(12) end },
-  { 'x.t()', 'TBackward0', 'TransposeBackward0', function() return x:t() end },
-  { 'x.flatten()', 'ReshapeAliasBackward0', 'ViewBackward0', function() return x:flatten() end },
-  { 'g3.flatten(1)', 'ReshapeAliasBackward0', 'ViewBackward0', function() return g3:flatten(2) end },
-  { 'x.split(2, 1)[0]', 'SplitBackward0', 'SliceBackward0', function() return x:split(2, 2)[1] end },
-  { 'x.chunk(2, 1)[0]', 'SplitBackward0', 'SliceBackward0', function() return x:chunk(2, 2)[1] end },
-  { 'torch.kron(a, b)', 'UnsafeViewBackward0', 'ViewBackward0', function() return torch.kron(a, b) end },
-  { 'torch.block_diag(a, b)', 'BlockDiagBackward0', 'CatBackward0', function() return torch.block_diag(a, b) end },
-  { 'torch.diagonal_scatter(a, v)', 'DiagonalScatterBackward0', 'WhereBackward0', function() return torch.diagonal_scatter(a, v) end },
-  { 'torch.addmv(v, a, w)', 'AddmvBackward0', 'AddBackward0', function() return torch.addmv(v, a, w) end },
   { 'torch.einsum("ij,jk->ik", a, b)', 'ViewBackward0', 'ExpandBackward0', function() return torch.einsum("ij,jk->ik", a, b) end },
-  { 'torch.inner(a, b)', 'ReshapeAliasBackward0', 'ViewBackward0', function() return torch.inner(a, b) end },
-  { 'torch.cdist(a, b)', 'CdistBackward0', 'NormBackward1', function() return torch.cdist(a, b) end },
-  { 'torch.linalg.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.linalg.det(a) end },
-  { 'torch.det(a)', 'LinalgDetBackward0', 'MulBackward0', function() return torch.det(a) end },
-  { 'torch.linalg.slogdet(a)[1]', 'LinalgSlogdetBackward0', 'AddBackward0', function() return select(2, torch.linalg.slogdet(a)) end },
-  { 'torch.linalg.vector_norm(x)', 'LinalgVectorNormBackward0', 'NormBackward0', function() return torch.linalg.vector_norm(x) end },
-  { 'torch.linalg.matrix_norm(a)', 'LinalgVectorNormBackward0', 'NormBackward1', function() return torch.linalg.matrix_norm(a) end },
-  { 'torch.linalg.norm(x)', 'LinalgVectorNormBackward0', 'NormBackward1', function() return torch.linalg.norm(x) end },
   { 'torch.chain_matmul(a, b, a)', 'ViewBackward0', 'MmBackward0', function() return torch.chain_matmul(a, b, a) end },
-  { 'torch.pdist(a)', 'PdistBackward0', 'NormBackward1', function() return torch.pdist(a) end },
-  { 'torch.linalg.householder_product(a, v[:2].detach())', 'LinalgHouseholderProductBackward0', 'SubBackward0', function() return torch.linalg.householder_product(a, v:narrow(1, 1, 2):detach()) end },
-  { 'F.bilinear(x, x, torch.ones(2, 4, 4, dtype=torch.float64))', 'ReshapeAliasBackward0', 'ViewBackward0', function() return F.bilinear(x, x, torch.ones(2, 4, 4, {dtype = torch.float64})) end },
-  { 'F.instance_norm(img)', 'ViewBackward0', 'MulBackward0', function() return F.instance_norm(img) end },
-  { 'F.cosine_similarity(a, b)', 'SumBackward1', 'DivBackward0', function() return F.cosine_similarity(a, b) end },
-  { 'F.multi_margin_loss(x, tgt)', 'MultiMarginLossBackward0', 'MeanBackward0', function() return F.multi_margin_loss(x, tgt) end },
-  { 'F.grid_sample(img, torch.zeros(2, 3, 3, 2, dtype=torch.float64), align_corners=False)', 'GridSampler2DBackward0', 'AddBackward0', function() return F.grid_sample(img, torch.zeros(2, 3, 3, 2, {dtype = torch.float64})) end },
-  { 'F.affine_grid(a[:2].unsqueeze(0), (1, 1, 2, 2), align_corners=False)', 'AffineGridGeneratorBackward0', 'ViewBackward0', function() return F.affine_grid(a:narrow(1, 1, 2):unsqueeze(1), {1, 1, 2, 2}) end },
 }
 
 local function name_of(f)
@@ -429,6 +434,41 @@ describe('nodes composed in Lua', function()
     { 'DistBackward0', function(p, q) return torch.dist(p, q) end, { r(3, 4), r(4) } },
     { 'DistBackward0', function(p, q) return torch.dist(p, q, 3) end, { r(3, 4), r(3, 4) } },
     { 'DistBackward0', function(p, q) return torch.dist(p, q, 1) end, { r(3, 4), r(3, 4) } },
+    { 'RenormBackward0', function(t) return torch.renorm(t, 2, 1, 1) end, { wide() } },
+    { 'MedianBackward0', function(t) return t:median() end, { r(3, 4) } },
+    { 'MedianBackward1', function(t) return (t:median(1)) end, { r(4, 3) } },
+    { 'KthvalueBackward0', function(t) return (t:kthvalue(2, 2, true)) end, { r(4, 3) } },
+    { 'KthvalueBackward0', function(t) return (torch.kthvalue(t, 3, { dim = 1 })) end, { r(4, 3) } },
+    { 'ModeBackward0', function(t) return (t:mode(-1)) end, { r(4, 3) } },
+    { 'CummaxBackward0', function(t) return (torch.cummax(t, 1)) end, { r(3, 4) } },
+    { 'CumminBackward0', function(t) return (torch.cummin(t, -1)) end, { r(3, 4) } },
+    { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 2) end, { r(3, 4) } },
+    { 'LinalgDetBackward0', function(t) return torch.linalg.det(t) end, { r(3, 3) } },
+    { 'LinalgSlogdetBackward0', function(t) return select(2, torch.linalg.slogdet(t)) end, { wc() } },
+    { 'LinalgSlogdetBackward0', function(t) return select(2, torch.slogdet(t)) end, { r(2, 3, 3) } },
+    { 'LinalgDetBackward0', function(t) return t:det() end, { r(2, 3, 3) } },
+    { 'LogcumsumexpBackward0', function(t) return torch.logcumsumexp(t, 1) end, { r(3, 4) } },
+    { 'MedianBackward0', function(t) return torch.median(t) end, { r(5) } },
+    { 'AddcmulBackward0', function(p, q, t) return torch.addcmul(p, q, t, { value = 0.5 }) end, { r(3, 4), r(4), r(3, 1) } },
+    { 'AddcdivBackward0', function(p, q, t) return torch.addcdiv(p, q, t + 3, { value = 2 }) end, { r(3, 4), r(3, 4), r(3, 4) } },
+    { 'AddcmulBackward0', function(p, q, t) return torch.addcmul(p, q, t, { value = 0.5 }) end, { r(3, 4), r(3, 1), r(4) } },
+    { 'AddcdivBackward0', function(p, q, t) return torch.addcdiv(p, q, t:abs() + 1, { value = 0.5 }) end, { r(3, 4), r(3, 1), r(4) } },
+    { 'AddmvBackward0', function(m, p, q) return torch.addmv(m, p, q, { beta = 0.5, alpha = 2 }) end, { r(3), r(3, 4), r(4) } },
+    { 'AddmvBackward0', function(m, p, q) return torch.addmv(m, p, q) end, { r(1), r(3, 4), r(4) } },
+    { 'CdistBackward0', function(p, q) return torch.cdist(p, q) end, { r(3, 4), r(2, 4) } },
+    { 'CdistBackward0', function(p, q) return torch.cdist(p, q, 1.5) end, { r(2, 3, 4), r(2, 2, 4) } },
+    { 'PdistBackward0', function(t) return torch.pdist(t) end, { r(4, 3) } },
+    { 'BlockDiagBackward0', function(p, q, t) return torch.block_diag(p, q, t) end, { r(2, 3), r(2), r(1, 1) } },
+    { 'DiagonalScatterBackward0', function(p, q) return torch.diagonal_scatter(p, q, 1) end, { r(3, 4), r(3) } },
+    { 'MultiMarginLossBackward0', function(t) return F.multi_margin_loss(t, tgt) end, { r(3, 4) } },
+    { 'MultiMarginLossBackward0', function(t, q) return F.multi_margin_loss(t, tgt, 2, 0.5, q) end, { r(3, 4), r(4) } },
+    { 'AffineGridGeneratorBackward0', function(t) return F.affine_grid(t, { 2, 1, 3, 4 }, false) end, { r(2, 2, 3) } },
+    { 'AffineGridGeneratorBackward0', function(t) return F.affine_grid(t, { 1, 1, 2, 2, 3 }, true) end, { r(1, 3, 4) } },
+    { 'GridSampler2DBackward0', function(t, q) return F.grid_sample(t, q:tanh(), { align_corners = false }) end,
+      { r(1, 2, 3, 4), r(1, 2, 3, 2) } },
+    { 'LinalgHouseholderProductBackward0', function(p, q) return torch.linalg.householder_product(p, q) end, { r(4, 3), r(2) } },
+    { 'RenormBackward0', function(t) return torch.renorm(t, 1, 2, 2.5) end, { wide() } },
+    { 'RenormBackward0', function(t) return torch.renorm(t, 3, 3, 0.5) end, { r(2, 3, 2) } },
   }
   for i, c in ipairs(cases) do
     it(c[1] .. ' #' .. i, function()
@@ -437,6 +477,71 @@ describe('nodes composed in Lua', function()
       assert.is_true(ag.gradgradcheck(c[2], c[3]))
     end)
   end
+  it("renorm: the gradient goes through the norm too, as PyTorch's renorm_backward", function()
+    -- torch.manual_seed(0); a = torch.randn(3, 3, dtype=torch.float64) * 2; w = torch.randn(3, 3, dtype=torch.float64)
+    -- (torch.renorm(a, 2, 0, 1) * w).sum().backward(); a.grad (moontorch held the scale constant before)
+    local A = torch.tensor({ { 3.0819922164880866, -0.5868578115218928, -4.357578764149115 },
+      { 1.1368625545613356, -2.169044684848042, -2.7971907907417535 },
+      { 0.8066936952585986, 1.6760526659953197, -1.4385151569387185 } }, { dtype = d, requires_grad = true })
+    local W = torch.tensor({ { -0.40334352493217457, -0.5966353626151273, 0.18203648506130554 },
+      { -0.8566745932963743, 1.100604170903427, -1.0711873631091473 },
+      { 0.12270123916331216, -0.5663174751548546, 0.37311463418249957 } }, { dtype = d })
+    ;(torch.renorm(A, 2, 1, 1) * W):sum():backward()
+    H.near(A.grad, { { -0.041548489580099705, -0.11750758695339081, -0.013560711928773993 },
+      { -0.22235720534229111, 0.2806405712528864, -0.3079916894231773 },
+      { 0.1382342437432983, -0.062049152640982, 0.005224185673098959 } }, 1e-12)
+  end)
+  it("median(): the gradient shared by the elements equal to the median, as PyTorch's", function()
+    -- x.median().backward() for [1, 2, 2, 3], [3, 1, 2], [1, nan, 2, nan], [2, 2, 2] (torch 1.13)
+    local nan = 0 / 0
+    local want = { { 0, 0.5, 0.5, 0 }, { 0, 0, 1 }, { 0, 0.5, 0, 0.5 }, { 1 / 3, 1 / 3, 1 / 3 } }
+    for i, v in ipairs({ { 1, 2, 2, 3 }, { 3, 1, 2 }, { 1, nan, 2, nan }, { 2, 2, 2 } }) do
+      local t = torch.tensor(v, { dtype = d, requires_grad = true })
+      t:median():backward()
+      H.near(t.grad, want[i], 1e-12)
+    end
+  end)
+  it('median(dim), kthvalue, mode give the gradient to the element picked; cummax sums it there (torch 1.13)', function()
+    -- x = [[1, 2, 2, 3], [5, 4, 6, 4]]: x.median(1)[0], x.kthvalue(2, 1)[0], x.mode(1)[0], torch.cummax(x, 1)[0],
+    -- each .sum().backward(): x.grad
+    local want = { { { 0, 1, 0, 0 }, { 0, 0, 0, 1 } }, { { 0, 1, 0, 0 }, { 0, 0, 0, 1 } },
+      { { 0, 0, 1, 0 }, { 0, 0, 0, 1 } }, { { 1, 1, 1, 1 }, { 2, 0, 2, 0 } } }
+    local fs = { function(t) return t:median(2) end, function(t) return t:kthvalue(2, 2) end,
+      function(t) return t:mode(2) end, function(t) return torch.cummax(t, 2) end }
+    for k, f in ipairs(fs) do
+      local t = torch.tensor({ { 1, 2, 2, 3 }, { 5, 4, 6, 4 } }, { dtype = d, requires_grad = true })
+      local v, i = f(t)
+      assert.is_false(i.requires_grad)
+      v:sum():backward()
+      assert.are.same(want[k], t.grad:tolist())
+    end
+  end)
+  it("logcumsumexp: PyTorch's backward (the gradient's signs apart, in log space)", function()
+    -- x = [[-1000, 0, 1, 2], [3, -2, 5, 0.5]], w = [[1, -2, 0.5, 3], [-1, 0, 2, -0.5]] (float64):
+    -- y = torch.logcumsumexp(x, 1); (y * w).sum().backward(); y, x.grad (torch 1.13)
+    local X = torch.tensor({ { -1000, 0, 1, 2 }, { 3, -2, 5, 0.5 } }, { dtype = d, requires_grad = true })
+    local W = torch.tensor({ { 1, -2, 0.5, 3 }, { -1, 0, 2, -0.5 } }, { dtype = d })
+    local y = torch.logcumsumexp(X, 2)
+    H.near(y, { { -1000.0, 0.0, 1.3132616875182228, 2.40760596444438 },
+      { 3.0, 3.0067153484891183, 5.127730871634859, 5.137460305849859 } }, 1e-12)
+    ;(y * W):sum():backward()
+    H.near(X.grad, { { 1.0, -1.595437569803861, 1.0997147024793956, 1.9957228673244662 },
+      { -0.8207625008466306, 0.0012076927695440294, 1.3243959362762816, -0.00484112819919458 } }, 1e-12)
+  end)
+  it("cosine_similarity: each divided by its norm, then summed; a norm below eps clamped in value only (PyTorch 1.13)", function()
+    -- F.cosine_similarity(a, b) for these rows, then (y * [1, 2, 3]).sum().backward() (torch 1.13, float64)
+    local A = torch.tensor({ { 1, 2, 3 }, { 1e-9, -2e-9, 1e-9 }, { 0.5, 0, -1 } }, { dtype = d, requires_grad = true })
+    local B = torch.tensor({ { 0.5, -1, 2 }, { 1, 1, 1 }, { 3, 2, 1 } }, { dtype = d, requires_grad = true })
+    local y = F.cosine_similarity(A, B)
+    H.near(y, { 0.524890659167824, 0.0, 0.11952286093343939 }, 1e-12)
+    ;(y * torch.tensor({ 1, 2, 3 }, { dtype = d })):sum():backward()
+    H.near(A.grad, { { 0.020828994411421588, -0.19162674858507855, 0.1208081675862452 },
+      { 115470053.83792517, 115470053.83792517, 115470053.83792517 },
+      { 2.007984063681781, 1.4342743312012725, 1.0039920318408906 } }, 1e-9, 1e-12)
+    H.near(B.grad, { { 0.06665278211654907, 0.33326391058274535, 0.1499687597622354 },
+      { 0.11547005383792516, -0.23094010767585033, 0.11547005383792516 },
+      { 0.28173245791453566, -0.051224083257188295, -0.7427492072292303 } }, 1e-12)
+  end)
   it('give the padding row of an embedding no gradient, as PyTorch', function()
     local wgt = r(5, 3)
     F.embedding(idx, wgt, { padding_idx = 3 }):sum():backward()
@@ -450,6 +555,7 @@ describe('nodes composed in Lua', function()
     do
       local t, p = r(4, 3, 2), r(3)
       local y = F.mse_loss(F.mish(F.batch_norm(t, nil, nil, p, nil, true)), torch.zeros(4, 3, 2, { dtype = d }))
+      y = y + torch.renorm(t, 2, 1, 1):sum() -- a node whose backward runs autograd
       local g = ag.grad({ y }, { t }, { create_graph = true })[1]
       g:sum():backward()
     end

@@ -10,6 +10,14 @@ local DIR = 'spec/support/onnx/'
 local function io_of(name) return torch.load(DIR .. name .. '_io.pt') end
 
 describe('ONNX files (torch.onnx.load)', function()
+  if require('moontorch.ffi').C.mt_onnx_built() == 0 then
+    it('this build has no ONNX: torch.onnx.load says so', function()
+      H.errors_with(function() torch.onnx.load(DIR .. 'mlp.onnx') end,
+        'onnx.load: this moontorch was built without ONNX')
+      pending('built without ONNX (-DMT_ONNX=OFF or protobuf-c missing): only the error is checked')
+    end)
+    return
+  end
   describe("PyTorch 1.13's torch.onnx.export of each model runs and gives PyTorch's outputs", function()
     local cases = {
       { 'mlp', 'an MLP (Gemm, Relu)' },
@@ -17,6 +25,8 @@ describe('ONNX files (torch.onnx.load)', function()
       { 'resblock', 'a ResNet block (batch norms folded into the convolutions, Add)' },
       { 'encoder', 'a TransformerEncoderLayer (MatMul, Softmax, Reshape, Shape, Gather, Slice, ReduceMean ...)' },
       { 'mixed', 'a CNN with BatchNormalization, AveragePool, Pad, GELU (Erf), LayerNormalization, Concat' },
+      { 'lstm', 'an LSTM, 2 layers, bidirectional (LSTM with initial states, its Y and Y_h used)' },
+      { 'gru', 'a GRU, batch first (GRU, linear_before_reset)' },
     }
     for _, c in ipairs(cases) do
       it(c[2], function()

@@ -527,3 +527,77 @@ describe('memory', function()
     assert.are.equal(base, tonumber(stats.live_tensors))
   end)
 end)
+
+-- unique / unique_consecutive with {dim = d}: every dtype (bool used to fail: "attempt to compare
+-- two boolean values"). Values from /usr/bin/python3's torch 1.13 (/tmp script: torch.unique(x,
+-- dim=d - 1, return_inverse=True, return_counts=True) and likewise unique_consecutive), inverse + 1.
+describe('unique and unique_consecutive with dim', function()
+  local b = { { true, false, true }, { false, false, true }, { true, false, true } }
+  local function all3(f, x, opts)
+    opts.return_inverse, opts.return_counts = true, true
+    local v, i, c = f(x, opts)
+    return v:tolist(), i:tolist(), c:tolist(), v
+  end
+  it('bool', function()
+    local v, i, c, t = all3(torch.unique, torch.tensor(b), { dim = 2 })
+    assert.are.same({ { false, true, true }, { false, false, true }, { false, true, true } }, v)
+    assert.are.same({ 2, 1, 3 }, i)
+    assert.are.same({ 1, 1, 1 }, c)
+    assert.are.equal(torch.bool, t.dtype)
+    v, i, c = all3(torch.unique, torch.tensor(b), { dim = 1 })
+    assert.are.same({ { false, false, true }, { true, false, true } }, v)
+    assert.are.same({ 2, 1, 2 }, i)
+    assert.are.same({ 1, 2 }, c)
+    -- sorted=false: with dim, sorted all the same (as PyTorch)
+    assert.are.same({ { false, true, true }, { false, false, true }, { false, true, true } },
+      torch.tensor(b):unique({ sorted = false, dim = -1 }):tolist())
+    v, i, c = all3(torch.unique_consecutive, torch.tensor(b), { dim = 2 })
+    assert.are.same(b, v)
+    assert.are.same({ 1, 2, 3 }, i)
+    assert.are.same({ 1, 1, 1 }, c)
+    -- without dim: unique(tensor([True, True, False, True])), unique_consecutive of the same
+    local tv, ti, tc = torch.unique(torch.tensor({ true, true, false, true }), { return_inverse = true, return_counts = true })
+    assert.are.same({ { false, true }, { 2, 2, 1, 2 }, { 1, 3 } }, { tv:tolist(), ti:tolist(), tc:tolist() })
+    tv, ti, tc = torch.unique_consecutive(torch.tensor({ true, true, false, true }), { return_inverse = true, return_counts = true })
+    assert.are.same({ { true, false, true }, { 1, 1, 2, 3 }, { 2, 1, 1 } }, { tv:tolist(), ti:tolist(), tc:tolist() })
+  end)
+  it('integers (int64 past 2^53 kept apart, uint8), floats (-0 == 0), 3-d, a transposed view', function()
+    local i64 = torch.tensor({ { 3, 1, 3, 2 }, { 1, 0, 1, 5 } }, { dtype = torch.int64 })
+    local v, i, c = all3(torch.unique, i64, { dim = 2 })
+    assert.are.same({ { { 1, 2, 3 }, { 0, 5, 1 } }, { 3, 1, 3, 2 }, { 1, 1, 2 } }, { v, i, c })
+    v, i, c = all3(torch.unique, i64:t(), { dim = 1 }) -- a non-contiguous view
+    assert.are.same({ { { 1, 0 }, { 2, 5 }, { 3, 1 } }, { 3, 1, 3, 2 }, { 1, 1, 2 } }, { v, i, c })
+    local big = torch.tensor({ { 1 }, { 0 }, { 1 } }, { dtype = torch.int64 }) + torch.tensor(2 ^ 60, { dtype = torch.int64 })
+    local bv, bi = torch.unique(big, { dim = 1, return_inverse = true })
+    assert.are.same({ 2, 1, 2 }, bi:tolist())
+    assert.is_true(torch.equal(bv, big:index_select(1, torch.tensor({ 2, 1 }, { dtype = torch.int64 }))))
+    local u8v, u8c = torch.unique(torch.tensor({ { 200, 1 }, { 3, 4 }, { 200, 1 } }, { dtype = torch.uint8 }),
+      { dim = 1, return_counts = true })
+    assert.are.same({ { { 3, 4 }, { 200, 1 } }, { 1, 2 } }, { u8v:tolist(), u8c:tolist() })
+    assert.are.equal(torch.uint8, u8v.dtype)
+    v, i, c = all3(torch.unique, torch.tensor({ { 1.5, -2.0 }, { 1.5, -2.0 }, { 0.0, 1.0 }, { -0.0, 1.0 } }), { dim = 1 })
+    assert.are.same({ { { 0, 1 }, { 1.5, -2 } }, { 2, 2, 1, 1 }, { 2, 2 } }, { v, i, c })
+    v, i, c = all3(torch.unique, torch.tensor({ { { 1, 2 }, { 1, 2 }, { 0, 9 } }, { { 3, 3 }, { 3, 3 }, { 1, 1 } } }), { dim = 2 })
+    assert.are.same({ { { { 0, 9 }, { 1, 2 } }, { { 1, 1 }, { 3, 3 } } }, { 2, 2, 1 }, { 1, 2 } }, { v, i, c })
+    v, i, c = all3(torch.unique_consecutive, torch.tensor({ { 1, 1, 2, 1 }, { 0, 0, 3, 0 } }), { dim = 2 })
+    assert.are.same({ { { 1, 2, 1 }, { 0, 3, 0 } }, { 1, 1, 2, 3 }, { 2, 1, 1 } }, { v, i, c })
+    v, i, c = all3(torch.unique_consecutive, torch.tensor({ { { 1, 1, 2 }, { 1, 1, 2 } }, { { 0, 0, 1 }, { 0, 0, 1 } } }), { dim = 3 })
+    assert.are.same({ { { { 1, 2 }, { 1, 2 } }, { { 0, 1 }, { 0, 1 } } }, { 1, 1, 2 }, { 2, 1 } }, { v, i, c })
+    -- NaN slices are all distinct (PyTorch leaves their order to its sort; ours puts them last)
+    local nv, nc = torch.unique(torch.tensor({ { nan }, { nan }, { 1 } }), { dim = 1, return_counts = true })
+    assert.are.same({ 1, 1, 1 }, nc:tolist())
+    assert.are.equal(1, nv[1]:item())
+  end)
+  it('empty and scalar inputs, bad dims', function()
+    for _, f in ipairs({ torch.unique, torch.unique_consecutive }) do
+      local v, i, c = f(torch.empty(0, 3), { dim = 1, return_inverse = true, return_counts = true })
+      assert.are.same({ 0, 3 }, H.shape(v))
+      assert.are.same({ 0 }, H.shape(i))
+      assert.are.same({ 0 }, H.shape(c))
+      H.errors_with(function() f(torch.empty(0, 3), { dim = 2 }) end,
+        "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+      H.errors_with(function() f(torch.tensor(5), { dim = 1 }) end, 'tensor has no dimensions')
+      H.errors_with(function() f(torch.zeros(2, 2), { dim = -3 }) end, 'dimension -3 out of range')
+    end
+  end)
+end)

@@ -84,6 +84,9 @@ typedef struct pk_graph {
   uint32_t n, cap;
 } pk_graph;
 void pk_graph_free(pk_graph *g);
+/* a new node of `kind` (dtype -1, the rest zero) at *id: 0, or 1 when the graph holds 2^30 nodes
+ * already, 2 when out of memory (each reader says so in its own words) */
+int pk_graph_add(pk_graph *g, int kind, uint32_t *id);
 static inline pk_node *pk_at(const pk_graph *g, uint32_t id) { return &g->nodes[id]; }
 
 /* Called for BINPERSID with the persistent id (a tuple node): returns the node that stands for it. */

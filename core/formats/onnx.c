@@ -12,6 +12,7 @@
 #include "../mt_internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,6 +456,304 @@ mt_status mt_onnx_read(const char *path, mt_onnx_model **out) {
   return MT_OK;
 }
 
+/* ------------------------------------------------------------------ the writer (torch.onnx.export) */
+/* The ModelProto is built from protobuf-c's generated structs, every piece from one arena freed at
+ * the end, then packed by protobuf-c and written. */
+#define OPW "onnx.export"
+typedef struct arena_block {
+  struct arena_block *next;
+  max_align_t data[];
+} arena_block;
+typedef struct arena {
+  arena_block *head;
+  int failed;
+} arena;
+static void *arena_get(arena *a, size_t n) {
+  if (a->failed)
+    return NULL;
+  arena_block *b = calloc(1, sizeof *b + (n ? n : 1));
+  if (!b) {
+    a->failed = 1;
+    return NULL;
+  }
+  b->next = a->head;
+  a->head = b;
+  return b->data;
+}
+static void arena_free(arena *a) {
+  for (arena_block *b = a->head, *n; b; b = n) {
+    n = b->next;
+    free(b);
+  }
+}
+#define NEW(a, T, init) new_##T(a, (T)init)
+#define DEFINE_NEW(T)                                                                                              \
+  static T *new_##T(arena *a, T v) {                                                                               \
+    T *p = arena_get(a, sizeof *p);                                                                                \
+    if (p)                                                                                                         \
+      *p = v;                                                                                                      \
+    return p;                                                                                                      \
+  }
+DEFINE_NEW(Onnx__NodeProto)
+DEFINE_NEW(Onnx__AttributeProto)
+DEFINE_NEW(Onnx__TensorProto)
+DEFINE_NEW(Onnx__ValueInfoProto)
+DEFINE_NEW(Onnx__TypeProto)
+DEFINE_NEW(Onnx__TypeProto__Tensor)
+DEFINE_NEW(Onnx__TensorShapeProto)
+DEFINE_NEW(Onnx__TensorShapeProto__Dimension)
+DEFINE_NEW(Onnx__OperatorSetIdProto)
+
+/* moontorch's dtype -> ONNX's TensorProto.DataType (0: none) */
+static int32_t onnx_type_of(int dt) {
+  for (int32_t t = 1; t <= 16; t++)
+    if (dtype_of(t) == dt)
+      return t;
+  return 0;
+}
+
+static Onnx__TensorProto *tensor_proto(arena *a, const char *path, const char *name, const mt_tensor *t, mt_status *st) {
+  if (!t) {
+    *st = mt_error(MT_EINVAL, OPW ": %s: the tensor '%s' is NULL", path, name);
+    return NULL;
+  }
+  int32_t ty = onnx_type_of(t->_dtype);
+  if (!ty) {
+    *st = mt_error(MT_ENOTIMPL, OPW ": %s: the tensor '%s' is of a dtype ONNX has not", path, name);
+    return NULL;
+  }
+  if (t->_device_type != 0 || !mt_tensor_is_contiguous(t)) {
+    *st = mt_error(MT_EINVAL, OPW ": %s: the tensor '%s' must be a contiguous CPU tensor", path, name);
+    return NULL;
+  }
+  Onnx__TensorProto *tp = NEW(a, Onnx__TensorProto, ONNX__TENSOR_PROTO__INIT);
+  int64_t *dims = arena_get(a, sizeof(int64_t) * (t->_ndim ? t->_ndim : 1));
+  if (!tp || !dims)
+    return NULL;
+  for (int d = 0; d < t->_ndim; d++)
+    dims[d] = t->_sizes[d];
+  tp->n_dims = (size_t)t->_ndim;
+  tp->dims = dims;
+  tp->has_data_type = 1;
+  tp->data_type = ty;
+  tp->name = (char *)name;
+  tp->has_raw_data = 1;
+  tp->raw_data.len = (size_t)t->_numel * mt_itemsize(t->_dtype);
+  tp->raw_data.data = (uint8_t *)t->_data; /* little-endian, as ONNX's raw_data */
+  return tp;
+}
+
+static Onnx__ValueInfoProto *value_proto(arena *a, const char *path, const mt_onnx_value *v, mt_status *st) {
+  Onnx__ValueInfoProto *vi = NEW(a, Onnx__ValueInfoProto, ONNX__VALUE_INFO_PROTO__INIT);
+  Onnx__TypeProto *tp = NEW(a, Onnx__TypeProto, ONNX__TYPE_PROTO__INIT);
+  Onnx__TypeProto__Tensor *tt = NEW(a, Onnx__TypeProto__Tensor, ONNX__TYPE_PROTO__TENSOR__INIT);
+  if (!vi || !tp || !tt)
+    return NULL;
+  if (!v->name || !v->name[0]) {
+    *st = mt_error(MT_EINVAL, OPW ": %s: a graph input or output without a name", path);
+    return NULL;
+  }
+  vi->name = (char *)v->name;
+  vi->type = tp;
+  tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  tp->tensor_type = tt;
+  int32_t et = v->elem_type ? v->elem_type : onnx_type_of(v->dtype);
+  if (et <= 0) {
+    *st = mt_error(MT_EINVAL, OPW ": %s: '%s' has no element type", path, v->name);
+    return NULL;
+  }
+  tt->has_elem_type = 1;
+  tt->elem_type = et;
+  if (v->ndim < 0)
+    return vi;
+  if (v->ndim > MT_MAX_DIMS) {
+    *st = mt_error(MT_EINVAL, OPW ": %s: '%s' has %d dims (at most %d)", path, v->name, (int)v->ndim, MT_MAX_DIMS);
+    return NULL;
+  }
+  Onnx__TensorShapeProto *sp = NEW(a, Onnx__TensorShapeProto, ONNX__TENSOR_SHAPE_PROTO__INIT);
+  Onnx__TensorShapeProto__Dimension **dims = arena_get(a, sizeof *dims * (v->ndim ? v->ndim : 1));
+  if (!sp || !dims)
+    return NULL;
+  for (int d = 0; d < v->ndim; d++) {
+    Onnx__TensorShapeProto__Dimension *dim =
+        NEW(a, Onnx__TensorShapeProto__Dimension, ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT);
+    if (!dim)
+      return NULL;
+    const char *param = v->dim_params ? v->dim_params[d] : NULL;
+    if (param && param[0]) {
+      dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+      dim->dim_param = (char *)param;
+    } else if (v->dims && v->dims[d] >= 0) {
+      dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      dim->dim_value = v->dims[d];
+    } /* else: a dimension of unknown size */
+    dims[d] = dim;
+  }
+  sp->n_dim = (size_t)v->ndim;
+  sp->dim = dims;
+  tt->shape = sp;
+  return vi;
+}
+
+static Onnx__AttributeProto *attr_proto(arena *a, const char *path, const mt_onnx_node *n, const mt_onnx_attr *at,
+                                        mt_status *st) {
+  Onnx__AttributeProto *p = NEW(a, Onnx__AttributeProto, ONNX__ATTRIBUTE_PROTO__INIT);
+  if (!p)
+    return NULL;
+  if (!at->name || !at->name[0]) {
+    *st = mt_error(MT_EINVAL, OPW ": %s: an attribute of %s without a name", path, n->op_type);
+    return NULL;
+  }
+  p->name = (char *)at->name;
+  p->has_type = 1;
+  switch (at->type) {
+  case 1:
+    p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, p->has_f = 1, p->f = at->f;
+    break;
+  case 2:
+    p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, p->has_i = 1, p->i = at->i;
+    break;
+  case 3:
+    if (at->slen < 0 || (at->slen && !at->s))
+      goto bad;
+    p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING, p->has_s = 1;
+    p->s.len = (size_t)at->slen, p->s.data = (uint8_t *)at->s;
+    break;
+  case 4:
+    p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (!(p->t = tensor_proto(a, path, "", at->t, st)))
+      return NULL;
+    break;
+  case 6:
+    if (at->n < 0 || (at->n && !at->floats))
+      goto bad;
+    p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS, p->n_floats = (size_t)at->n, p->floats = (float *)at->floats;
+    break;
+  case 7:
+    if (at->n < 0 || (at->n && !at->ints))
+      goto bad;
+    p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS, p->n_ints = (size_t)at->n, p->ints = (int64_t *)at->ints;
+    break;
+  default:
+  bad:
+    *st = mt_error(MT_EINVAL, OPW ": %s: %s's attribute %s: a type not written (%d) or no data", path, n->op_type,
+                   at->name, (int)at->type);
+    return NULL;
+  }
+  return p;
+}
+
+static char **strings(arena *a, const char *const *s, int32_t n) {
+  char **r = arena_get(a, sizeof *r * (n > 0 ? (size_t)n : 1));
+  if (r)
+    for (int32_t i = 0; i < n; i++)
+      r[i] = (char *)(s[i] ? s[i] : "");
+  return r;
+}
+
+#define WTRY(x)                                                                                                    \
+  do {                                                                                                             \
+    if (!(x)) {                                                                                                    \
+      if (st == MT_OK)                                                                                             \
+        st = mt_error(MT_ENOMEM, OPW ": out of memory");                                                           \
+      goto done;                                                                                                   \
+    }                                                                                                              \
+  } while (0)
+
+mt_status mt_onnx_write(const mt_onnx_model *m, const char *path) {
+  if (!m || !path)
+    return mt_error(MT_EINVAL, OPW ": the model or the path is NULL");
+  if (m->nnodes < 0 || m->ninits < 0 || m->ninputs < 0 || m->noutputs < 0 || (m->nnodes && !m->nodes) ||
+      (m->ninits && (!m->inits || !m->init_names)) || (m->ninputs && !m->inputs) || (m->noutputs && !m->outputs))
+    return mt_error(MT_EINVAL, OPW ": %s: the model's counts and arrays do not agree", path);
+  arena a = {0};
+  mt_status st = MT_OK;
+  uint8_t *buf = NULL;
+  Onnx__ModelProto model = ONNX__MODEL_PROTO__INIT;
+  Onnx__GraphProto graph = ONNX__GRAPH_PROTO__INIT;
+  Onnx__OperatorSetIdProto *opset = NEW(&a, Onnx__OperatorSetIdProto, ONNX__OPERATOR_SET_ID_PROTO__INIT);
+  Onnx__OperatorSetIdProto **opsets = arena_get(&a, sizeof *opsets);
+  WTRY(opset && opsets);
+  opset->domain = "";
+  opset->has_version = 1;
+  opset->version = m->opset > 0 ? m->opset : 17;
+  opsets[0] = opset;
+  model.has_ir_version = 1;
+  model.ir_version = m->ir_version > 0 ? m->ir_version : 8;
+  model.n_opset_import = 1;
+  model.opset_import = opsets;
+  model.producer_name = (char *)(m->producer ? m->producer : "moontorch");
+  model.graph = &graph;
+  graph.name = "moontorch";
+  /* nodes */
+  Onnx__NodeProto **nodes = arena_get(&a, sizeof *nodes * (m->nnodes ? (size_t)m->nnodes : 1));
+  WTRY(nodes);
+  for (int32_t i = 0; i < m->nnodes; i++) {
+    const mt_onnx_node *n = &m->nodes[i];
+    if (!n->op_type || !n->op_type[0] || n->ninputs < 0 || n->noutputs < 0 || n->nattrs < 0 ||
+        (n->ninputs && !n->inputs) || (n->noutputs && !n->outputs) || (n->nattrs && !n->attrs)) {
+      st = mt_error(MT_EINVAL, OPW ": %s: node %d is malformed (no op type, or counts without arrays)", path, i + 1);
+      goto done;
+    }
+    Onnx__NodeProto *p = NEW(&a, Onnx__NodeProto, ONNX__NODE_PROTO__INIT);
+    WTRY(p);
+    p->op_type = (char *)n->op_type;
+    p->name = (char *)(n->name ? n->name : "");
+    p->domain = n->domain && n->domain[0] ? (char *)n->domain : NULL;
+    p->n_input = (size_t)n->ninputs;
+    WTRY(p->input = strings(&a, n->inputs, n->ninputs));
+    p->n_output = (size_t)n->noutputs;
+    WTRY(p->output = strings(&a, n->outputs, n->noutputs));
+    p->n_attribute = (size_t)n->nattrs;
+    WTRY(p->attribute = arena_get(&a, sizeof *p->attribute * (n->nattrs ? (size_t)n->nattrs : 1)));
+    for (int32_t k = 0; k < n->nattrs; k++)
+      WTRY(p->attribute[k] = attr_proto(&a, path, n, &n->attrs[k], &st));
+    nodes[i] = p;
+  }
+  graph.n_node = (size_t)m->nnodes;
+  graph.node = nodes;
+  /* initializers */
+  Onnx__TensorProto **inits = arena_get(&a, sizeof *inits * (m->ninits ? (size_t)m->ninits : 1));
+  WTRY(inits);
+  for (int32_t i = 0; i < m->ninits; i++)
+    WTRY(inits[i] = tensor_proto(&a, path, m->init_names[i] ? m->init_names[i] : "", m->inits[i], &st));
+  graph.n_initializer = (size_t)m->ninits;
+  graph.initializer = inits;
+  /* inputs, outputs */
+  Onnx__ValueInfoProto **vals = arena_get(&a, sizeof *vals * ((size_t)m->ninputs + (size_t)m->noutputs + 1));
+  WTRY(vals);
+  for (int32_t i = 0; i < m->ninputs + m->noutputs; i++)
+    WTRY(vals[i] = value_proto(&a, path, i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs], &st));
+  graph.n_input = (size_t)m->ninputs;
+  graph.input = vals;
+  graph.n_output = (size_t)m->noutputs;
+  graph.output = vals + m->ninputs;
+  /* packed and written */
+  size_t len = onnx__model_proto__get_packed_size(&model);
+  if (len >= (size_t)MAX_FILE) {
+    st = mt_error(MT_EINVAL, OPW ": %s: the model is larger than 2 GiB (protobuf's limit)", path);
+    goto done;
+  }
+  WTRY(buf = malloc(len ? len : 1));
+  onnx__model_proto__pack(&model, buf);
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    st = mt_error(MT_EIO, OPW ": %s: cannot open the file for writing (%s)", path, strerror(errno));
+    goto done;
+  }
+  size_t put = fwrite(buf, 1, len, f);
+  if (fclose(f) != 0 || put != len)
+    st = mt_error(MT_EIO, OPW ": %s: write error", path);
+done:
+  free(buf);
+  arena_free(&a);
+  return st;
+}
+
+int mt_onnx_built(void) {
+  return 1;
+}
+
 #else /* built without protobuf-c or onnx.proto */
 
 mt_status mt_onnx_read(const char *path, mt_onnx_model **out) {
@@ -466,6 +765,14 @@ mt_status mt_onnx_read(const char *path, mt_onnx_model **out) {
 }
 void mt_onnx_free(mt_onnx_model *m) {
   (void)m;
+}
+mt_status mt_onnx_write(const mt_onnx_model *m, const char *path) {
+  (void)m, (void)path;
+  return mt_error(MT_ENOTIMPL, "onnx.export: this moontorch was built without ONNX (it needs libprotobuf-c-dev, "
+                               "protobuf-c-compiler and python3-onnx's onnx.proto when it is built)");
+}
+int mt_onnx_built(void) {
+  return 0;
 }
 
 #endif

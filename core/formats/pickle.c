@@ -176,17 +176,16 @@ static mt_status pk_bad(pk_vm *vm, const char *fmt, ...) {
 
 static mt_status oom(pk_vm *vm) { return mt_error(MT_ENOMEM, "%s: %s: out of memory", vm->in->op, vm->in->path); }
 
-static mt_status new_node(pk_vm *vm, int kind, uint32_t *id) {
-  pk_graph *g = vm->g;
+int pk_graph_add(pk_graph *g, int kind, uint32_t *id) {
   if (g->n == 0)
     g->n = 1; /* node 0 stands for none */
   if (g->n >= g->cap) {
     if (g->cap >= (1u << 30))
-      return BAD("too many values");
+      return 1;
     uint32_t cap = g->cap ? g->cap * 2 : 64;
     pk_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
     if (!nodes)
-      return oom(vm);
+      return 2;
     if (!g->nodes)
       memset(&nodes[0], 0, sizeof nodes[0]);
     g->nodes = nodes;
@@ -197,7 +196,12 @@ static mt_status new_node(pk_vm *vm, int kind, uint32_t *id) {
   memset(x, 0, sizeof *x);
   x->kind = (uint8_t)kind;
   x->dtype = -1;
-  return MT_OK;
+  return 0;
+}
+
+static mt_status new_node(pk_vm *vm, int kind, uint32_t *id) {
+  int r = pk_graph_add(vm->g, kind, id);
+  return r == 0 ? MT_OK : r == 1 ? BAD("too many values") : oom(vm);
 }
 
 static mt_status push(pk_vm *vm, uint32_t id) {

@@ -108,27 +108,8 @@ typedef struct t7_reader {
 static mt_status oom(t7_reader *r) { return mt_error(MT_ENOMEM, OP ": %s: out of memory", r->f->path); }
 
 static mt_status new_node(t7_reader *r, int kind, uint32_t *id) {
-  pk_graph *g = &r->f->g;
-  if (g->n == 0)
-    g->n = 1;
-  if (g->n >= g->cap) {
-    if (g->cap >= (1u << 30))
-      return BAD("too many values");
-    uint32_t cap = g->cap ? g->cap * 2 : 64;
-    pk_node *nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
-    if (!nodes)
-      return oom(r);
-    if (!g->nodes)
-      memset(&nodes[0], 0, sizeof nodes[0]);
-    g->nodes = nodes;
-    g->cap = cap;
-  }
-  *id = g->n++;
-  pk_node *x = &g->nodes[*id];
-  memset(x, 0, sizeof *x);
-  x->kind = (uint8_t)kind;
-  x->dtype = -1;
-  return MT_OK;
+  int e = pk_graph_add(&r->f->g, kind, id); /* (pickle.c: the graph both readers build) */
+  return e == 0 ? MT_OK : e == 1 ? BAD("too many values") : oom(r);
 }
 static pk_node *N(t7_reader *r, uint32_t id) { return &r->f->g.nodes[id]; }
 

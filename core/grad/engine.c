@@ -3,7 +3,13 @@
  * gradients for inputs used more than once. No recursion: a 100 000-node chain is a loop.
  *
  * It is steppable: mt_engine_run returns to the caller whenever the Lua layer must act (Lua hooks,
- * Lua backward functions), and the caller calls it again to go on. The C core never calls Lua. */
+ * Lua backward functions), and the caller calls it again to go on. The C core never calls Lua.
+ *
+ * It is re-entrant as PyTorch's is: while the Lua layer acts for one engine (a Function's backward,
+ * a hook) a new backward may start, run and finish (autograd.grad in a backward: a gradient
+ * penalty). Engines nest: the innermost one runs. A node's scratch (epoch, deps, buf, heap_pos)
+ * belongs to one engine at a time; an inner engine that reaches an outer engine's node keeps its
+ * scratch aside and gives it back when the inner engine is freed. */
 #include "node.h"
 
 #include <stddef.h>
@@ -14,6 +20,14 @@ typedef enum { ST_POP, ST_PRE_DONE, ST_LUA_DONE, ST_HOOK_DONE, ST_POST_DONE } st
 enum { E_INLINE = 32, E_INLINE_GIN = 8, E_INLINE_SLOTS = 64, E_CHUNK_SLOTS = 256 };
 
 /* more gradient slots (nodes' buf arrays), when the inline ones run out */
+/* an outer engine's scratch of a node that an inner engine uses meanwhile */
+typedef struct node_scratch {
+  mt_node *node;
+  uint64_t epoch;
+  int32_t deps, heap_pos;
+  mt_tensor **buf;
+} node_scratch;
+
 typedef struct slot_chunk {
   struct slot_chunk *next;
   mt_tensor *slots[];
@@ -45,6 +59,10 @@ struct mt_engine {
   mt_tensor **captured;
   int saved_grad_mode;
   int finished;
+  /* the engine this one runs inside (NULL: none), and the outer engines' node scratch kept aside */
+  mt_engine *outer;
+  node_scratch *aside;
+  size_t naside, asidecap;
   /* small graphs need no allocation beyond the engine itself */
   mt_node *nodes_in[E_INLINE];
   mt_node *heap_in[E_INLINE + 1];
@@ -56,6 +74,9 @@ struct mt_engine {
 static mt_engine *spare_engine;
 
 static uint64_t engine_epoch;
+
+/* the innermost engine of this thread that is not freed yet */
+static __thread mt_engine *active_engine;
 
 static mt_status oom(void) { return mt_error(MT_ENOMEM, "backward: out of memory"); }
 
@@ -109,7 +130,19 @@ static mt_tensor **take_slots(mt_engine *e, size_t n) {
 static mt_status visit(mt_engine *e, mt_node *n, bool *first) {
   *first = n->epoch != e->epoch;
   if (!*first) return MT_OK;
+  if (n->epoch != 0) {
+    /* an outer engine's node: keep its scratch aside until this engine is freed */
+    if (e->naside == e->asidecap) {
+      size_t nc = e->asidecap ? e->asidecap * 2 : 16;
+      node_scratch *na = realloc(e->aside, nc * sizeof *na);
+      if (!na) return oom();
+      e->aside = na;
+      e->asidecap = nc;
+    }
+    e->aside[e->naside++] = (node_scratch){n, n->epoch, n->deps, n->heap_pos, n->buf};
+  }
   n->epoch = e->epoch;
+  n->heap_pos = -1;
   n->deps = 0;
   n->buf = take_slots(e, (size_t)(n->nout > 0 ? n->nout : 1));
   if (!n->buf) return oom();
@@ -216,6 +249,8 @@ mt_status mt_engine_new(mt_tensor **roots, mt_tensor **grads, int n, int retain_
   e->allow_unused = allow_unused;
   e->epoch = ++engine_epoch;
   e->saved_grad_mode = mt_grad_mode;
+  e->outer = active_engine;
+  active_engine = e;
   mt_status s = MT_OK;
   mt_node *rn_in[4] = {0};
   int rnr_in[4] = {0};
@@ -309,8 +344,27 @@ void mt_engine_free(mt_engine *e) {
     }
     d->epoch = 0;
     d->heap_pos = -1;
-    mt_node_release(d);
   }
+  /* the outer engines' scratch back, last kept first (a node kept twice gets the oldest) */
+  for (size_t i = e->naside; i-- > 0;) {
+    node_scratch *k = &e->aside[i];
+    k->node->epoch = k->epoch;
+    k->node->deps = k->deps;
+    k->node->heap_pos = k->heap_pos;
+    k->node->buf = k->buf;
+  }
+  free(e->aside);
+  /* off the stack of engines. Freed out of turn (a coroutine left an inner engine running): the
+   * inner engines forget what they kept of this one's nodes, whose scratch dies with it. */
+  mt_engine **link = &active_engine;
+  while (*link && *link != e) {
+    mt_engine *in = *link;
+    for (size_t i = 0; i < in->naside; i++)
+      if (in->aside[i].epoch == e->epoch) in->aside[i] = (node_scratch){in->aside[i].node, 0, 0, -1, NULL};
+    link = &in->outer;
+  }
+  if (*link == e) *link = e->outer;
+  for (size_t i = 0; i < e->nnodes; i++) mt_node_release(e->nodes[i]);
   if (e->gin && e->cur) {
     for (int k = 0; k < e->cur->nin; k++) mt_tensor_release(e->gin[k]);
   }
@@ -487,6 +541,9 @@ static mt_status run_c_backward(mt_engine *e, mt_node *n) {
 
 mt_status mt_engine_run(mt_engine *e, mt_engine_event *ev) {
   mt_status s;
+  if (e != active_engine)
+    return mt_error(MT_ESTATE, "backward: a backward started inside this one (in a hook or a Function's backward) "
+                               "has not finished: a coroutine left it suspended");
   for (;;) {
     mt_node *n = e->cur;
     if (!n) {

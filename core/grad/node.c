@@ -252,6 +252,17 @@ const char *mt_node_name(const mt_node *n) {
   if (n->name) return n->name;
   return n->kind->name_of ? n->kind->name_of(n) : n->kind->name;
 }
+mt_status mt_node_rename(mt_node *n, const char *name) {
+  if (!n || !name) return mt_error(MT_EINVAL, "grad_fn: no node or name to rename");
+  size_t len = strlen(name);
+  char *c = malloc(len + 1);
+  if (!c) return mt_error(MT_ENOMEM, "grad_fn: out of memory");
+  memcpy(c, name, len + 1);
+  free(n->name);
+  n->name = c;
+  n->flags |= NODE_EXTRA;
+  return MT_OK;
+}
 int mt_node_num_next(const mt_node *n) { return n ? n->nin : 0; }
 mt_node *mt_node_next(const mt_node *n, int i, int *input_nr) {
   if (!n || i < 0 || i >= n->nin) return NULL;

@@ -83,7 +83,7 @@ static const char *reduce_grad_name(mt_op op, int all) {
     case MT_OP_AMIN: return "AminBackward0";
     case MT_OP_VAR: return "VarBackward0";
     case MT_OP_STD: return "StdBackward0";
-    case MT_OP_NORM: return all ? "NormBackward0" : "NormBackward1";
+    case MT_OP_NORM: return "NormBackward1"; /* PyTorch 1.13's Tensor.norm, with or without dims */
     case MT_OP_LOGSUMEXP: return "LogsumexpBackward0";
     case MT_OP_NANSUM: return "NansumBackward0";
     default: return NULL;

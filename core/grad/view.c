@@ -13,8 +13,11 @@
   } while (0)
 
 /* ---------------------------------------------------------------- reshapes */
-/* view, reshape, unsqueeze, squeeze, flatten: the gradient reshaped back to the input's shape */
-enum { RS_VIEW, RS_UNSQUEEZE, RS_SQUEEZE, RS_SQUEEZE_DIM, /* views */ RS_RESHAPE_COPY, RS_FLATTEN };
+/* view, reshape, unsqueeze, squeeze, flatten: the gradient reshaped back to the input's shape.
+ * Named as PyTorch 1.13: a reshape (or flatten) that can view is its _reshape_alias, one that copies
+ * its _unsafe_view of a clone. */
+enum { RS_VIEW, RS_UNSQUEEZE, RS_SQUEEZE, RS_SQUEEZE_DIM, RS_RESHAPE_ALIAS, /* views */ RS_RESHAPE_COPY, RS_FLATTEN_ALIAS,
+       RS_FLATTEN_COPY };
 typedef struct reshape_node {
   int32_t how; /* RS_*: only for the name PyTorch prints */
   mt_shape in;
@@ -22,8 +25,10 @@ typedef struct reshape_node {
 MT_NODE_DATA_FITS(reshape_node);
 
 static const char *const reshape_names_by_how[] = {
-    [RS_VIEW] = "ViewBackward0",         [RS_UNSQUEEZE] = "UnsqueezeBackward0", [RS_SQUEEZE] = "SqueezeBackward0",
-    [RS_SQUEEZE_DIM] = "SqueezeBackward1", [RS_RESHAPE_COPY] = "UnsafeViewBackward0", [RS_FLATTEN] = "ViewBackward0"};
+    [RS_VIEW] = "ViewBackward0",           [RS_UNSQUEEZE] = "UnsqueezeBackward0",
+    [RS_SQUEEZE] = "SqueezeBackward0",     [RS_SQUEEZE_DIM] = "SqueezeBackward1",
+    [RS_RESHAPE_ALIAS] = "ReshapeAliasBackward0", [RS_RESHAPE_COPY] = "UnsafeViewBackward0",
+    [RS_FLATTEN_ALIAS] = "ReshapeAliasBackward0", [RS_FLATTEN_COPY] = "UnsafeViewBackward0"};
 static const char *reshape_name_of(const mt_node *n) { return reshape_names_by_how[NODE_DATA(n, reshape_node)->how]; }
 static const char *reshape_names(int i) {
   return i < (int)(sizeof reshape_names_by_how / sizeof *reshape_names_by_how) ? reshape_names_by_how[i] : NULL;
@@ -55,10 +60,11 @@ static mt_status grad_view(mt_tensor *t, const int64_t *sizes, int ndim, mt_tens
 }
 static mt_status grad_reshape(mt_tensor *t, const int64_t *sizes, int ndim, mt_tensor **out) {
   VIEW_OP(mt_reshape(t, sizes, ndim, out),
-          record_reshape((*out)->_storage == t->_storage ? RS_VIEW : RS_RESHAPE_COPY, t, *out));
+          record_reshape((*out)->_storage == t->_storage ? RS_RESHAPE_ALIAS : RS_RESHAPE_COPY, t, *out));
 }
 static mt_status grad_flatten(mt_tensor *t, int start_dim, int end_dim, mt_tensor **out) {
-  VIEW_OP(mt_flatten(t, start_dim, end_dim, out), record_reshape(RS_FLATTEN, t, *out));
+  VIEW_OP(mt_flatten(t, start_dim, end_dim, out),
+          record_reshape((*out)->_storage == t->_storage ? RS_FLATTEN_ALIAS : RS_FLATTEN_COPY, t, *out));
 }
 static mt_status grad_unsqueeze(mt_tensor *t, int dim, mt_tensor **out) {
   VIEW_OP(mt_unsqueeze(t, dim, out), record_reshape(RS_UNSQUEEZE, t, *out));

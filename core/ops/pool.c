@@ -466,12 +466,18 @@ static mt_status run_resample(mt_tensor *x, const mt_resample_spec *s, int adjoi
   int64_t shape[MT_MAX_DIMS], w3[3];
   for (int d = 0; d < 3; d++) w3[d] = d < 3 - s->nsp ? 1 : want[d - (3 - s->nsp)];
   int nd = result_shape(x, s->nsp, w3, shape);
+  /* the result first: a size too large to allocate fails here, before the taps are counted (a loop
+   * over the outputs), and an empty result needs no taps */
+  mt_tensor *xc = NULL, *r = NULL;
+  MT_TRY(mt_new(mt_device_of(x), shape, nd, x->_dtype, op, &r));
+  if (r->_numel == 0) {
+    *result = r;
+    return MT_OK;
+  }
   mt_taps t;
   void *mem = NULL;
-  MT_TRY(build_taps(s, &t, &mem));
-  mt_tensor *xc = NULL, *r = NULL;
-  mt_status st = mt_contiguous(x, &xc);
-  if (!st) st = mt_new(mt_device_of(x), shape, nd, x->_dtype, op, &r);
+  mt_status st = build_taps(s, &t, &mem);
+  if (!st) st = mt_contiguous(x, &xc);
   if (!st) st = mt_kernels_of(x)->resample(r, xc, &t, adjoint);
   free(mem);
   mt_tensor_release(xc);

@@ -159,6 +159,7 @@ static mt_status flip(mt_tensor *a, const int64_t *dims, int n, mt_tensor **resu
   }
   mt_tensor *r;
   MT_TRY(mt_new(mt_device_of(a), a->_sizes, nd, a->_dtype, "flip", &r));
+  if (r->_numel == 0) return mt_give(r, result); /* nothing to move (its index tables could be huge) */
   int64_t *maps[MT_MAX_DIMS];
   void *block = NULL;
   mt_status s = alloc_maps(a->_sizes, nd, "flip", maps, &block);
@@ -199,6 +200,7 @@ static mt_status roll(mt_tensor *a, const int64_t *shifts, const int64_t *dims, 
   }
   mt_tensor *r = NULL, *src = NULL;
   MT_TRY(mt_new(mt_device_of(a), a->_sizes, nd, a->_dtype, "roll", &r));
+  if (r->_numel == 0) return mt_give(r, result);
   int64_t *maps[MT_MAX_DIMS];
   void *block = NULL;
   mt_status s;
@@ -303,6 +305,7 @@ static mt_status repeat_interleave(mt_tensor *a, int64_t repeats, int dim, mt_te
   if (repeats && os[d] > INT64_MAX / repeats) return mt_error(MT_EINVAL, "repeat_interleave: result size overflows");
   os[d] *= repeats;
   MT_TRY(mt_new(mt_device_of(a), os, nd, a->_dtype, "repeat_interleave", &r));
+  if (r->_numel == 0) return mt_give(r, result);
   if ((s = alloc_maps(os, nd, "repeat_interleave", maps, &block)) != MT_OK) goto fail;
   for (int j = 0; j < nd; j++)
     for (int64_t i = 0; i < os[j]; i++) maps[j][i] = (j == d ? i / repeats : i) * a->_strides[j];

@@ -9,66 +9,32 @@
 mt_status mt_rmsprop_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *grad_avg, mt_tensor *buf,
                           const mt_rmsprop_settings *s) {
   const char *op = "rmsprop_step";
-  MT_TRY(mt_check_tensor(param, op, "param"));
-  MT_TRY(mt_check_kernel(MT_OP_RMSPROP_STEP, param));
-  if (!s)
-    return mt_error(MT_EINVAL, "%s: no settings given", op);
-  if (!grad) {
-    grad = mt_grad_of(param); /* borrowed; none: PyTorch skips the parameter */
-    if (!grad)
-      return MT_OK;
-  }
-  MT_TRY(optim_check_param(op, param));
-  MT_TRY(optim_check_operand(op, param, grad, "grad"));
-  MT_TRY(optim_check_operand(op, param, square_avg, "square_avg"));
-  if (s->centered) {
-    if (!grad_avg)
-      return mt_error(MT_EINVAL, "%s: centered needs a grad_avg", op);
-    MT_TRY(optim_check_operand(op, param, grad_avg, "grad_avg"));
-  } else {
-    grad_avg = NULL;
-  }
-  if (s->momentum > 0) {
-    if (!buf)
-      return mt_error(MT_EINVAL, "%s: momentum %g needs a momentum_buffer", op, s->momentum);
-    MT_TRY(optim_check_operand(op, param, buf, "momentum_buffer"));
-  } else {
-    buf = NULL;
-  }
+  MT_TRY(optim_begin(op, MT_OP_RMSPROP_STEP, param, s, &grad));
+  if (!grad) return MT_OK;
+  if (!s->centered) grad_avg = NULL;
+  else if (!grad_avg) return mt_error(MT_EINVAL, "%s: centered needs a grad_avg", op);
+  if (!(s->momentum > 0)) buf = NULL;
+  else if (!buf) return mt_error(MT_EINVAL, "%s: momentum %g needs a momentum_buffer", op, s->momentum);
   mt_tensor *all[4] = {grad, square_avg, grad_avg, buf};
   const char *names[4] = {"grad", "square_avg", "grad_avg", "momentum_buffer"};
-  MT_TRY(optim_check_apart(op, all, names, 4));
-  mt_bump_version(param);
-  mt_bump_version(square_avg);
-  if (grad_avg)
-    mt_bump_version(grad_avg);
-  if (buf)
-    mt_bump_version(buf);
+  MT_TRY(mt_check_tensor(square_avg, op, "square_avg"));
+  MT_TRY(optim_check_operands(op, param, all, names, 4));
+  optim_bump(param, all, 4);
   return mt_kernels_of(param)->rmsprop_step(param, grad, square_avg, grad_avg, buf, s);
 }
 
 mt_status mt_adagrad_step(mt_tensor *param, mt_tensor *grad, mt_tensor *sum, mt_tensor *step,
                           const mt_adagrad_settings *s) {
   const char *op = "adagrad_step";
-  MT_TRY(mt_check_tensor(param, op, "param"));
-  MT_TRY(mt_check_kernel(MT_OP_ADAGRAD_STEP, param));
-  if (!s)
-    return mt_error(MT_EINVAL, "%s: no settings given", op);
-  if (!grad) {
-    grad = mt_grad_of(param);
-    if (!grad)
-      return MT_OK;
-  }
-  MT_TRY(optim_check_param(op, param));
-  MT_TRY(optim_check_operand(op, param, grad, "grad"));
-  MT_TRY(optim_check_operand(op, param, sum, "sum"));
+  MT_TRY(optim_begin(op, MT_OP_ADAGRAD_STEP, param, s, &grad));
+  if (!grad) return MT_OK;
   mt_tensor *all[2] = {grad, sum};
   const char *names[2] = {"grad", "sum"};
-  MT_TRY(optim_check_apart(op, all, names, 2));
+  MT_TRY(mt_check_tensor(sum, op, "sum"));
+  MT_TRY(optim_check_operands(op, param, all, names, 2));
   double n = 0;
   MT_TRY(optim_count_step(op, step, &n));
-  mt_bump_version(param);
-  mt_bump_version(sum);
+  optim_bump(param, all, 2);
   double clr = s->lr / (1 + (n - 1) * s->lr_decay);
   return mt_kernels_of(param)->adagrad_step(param, grad, sum, s, clr);
 }
@@ -76,52 +42,28 @@ mt_status mt_adagrad_step(mt_tensor *param, mt_tensor *grad, mt_tensor *sum, mt_
 mt_status mt_adadelta_step(mt_tensor *param, mt_tensor *grad, mt_tensor *square_avg, mt_tensor *acc_delta,
                            const mt_adadelta_settings *s) {
   const char *op = "adadelta_step";
-  MT_TRY(mt_check_tensor(param, op, "param"));
-  MT_TRY(mt_check_kernel(MT_OP_ADADELTA_STEP, param));
-  if (!s)
-    return mt_error(MT_EINVAL, "%s: no settings given", op);
-  if (!grad) {
-    grad = mt_grad_of(param);
-    if (!grad)
-      return MT_OK;
-  }
-  MT_TRY(optim_check_param(op, param));
-  MT_TRY(optim_check_operand(op, param, grad, "grad"));
-  MT_TRY(optim_check_operand(op, param, square_avg, "square_avg"));
-  MT_TRY(optim_check_operand(op, param, acc_delta, "acc_delta"));
+  MT_TRY(optim_begin(op, MT_OP_ADADELTA_STEP, param, s, &grad));
+  if (!grad) return MT_OK;
   mt_tensor *all[3] = {grad, square_avg, acc_delta};
   const char *names[3] = {"grad", "square_avg", "acc_delta"};
-  MT_TRY(optim_check_apart(op, all, names, 3));
-  mt_bump_version(param);
-  mt_bump_version(square_avg);
-  mt_bump_version(acc_delta);
+  for (int i = 1; i < 3; i++) MT_TRY(mt_check_tensor(all[i], op, names[i]));
+  MT_TRY(optim_check_operands(op, param, all, names, 3));
+  optim_bump(param, all, 3);
   return mt_kernels_of(param)->adadelta_step(param, grad, square_avg, acc_delta, s);
 }
 
 mt_status mt_adamax_step(mt_tensor *param, mt_tensor *grad, mt_tensor *exp_avg, mt_tensor *exp_inf, mt_tensor *step,
                          const mt_adamax_settings *s) {
   const char *op = "adamax_step";
-  MT_TRY(mt_check_tensor(param, op, "param"));
-  MT_TRY(mt_check_kernel(MT_OP_ADAMAX_STEP, param));
-  if (!s)
-    return mt_error(MT_EINVAL, "%s: no settings given", op);
-  if (!grad) {
-    grad = mt_grad_of(param);
-    if (!grad)
-      return MT_OK;
-  }
-  MT_TRY(optim_check_param(op, param));
-  MT_TRY(optim_check_operand(op, param, grad, "grad"));
-  MT_TRY(optim_check_operand(op, param, exp_avg, "exp_avg"));
-  MT_TRY(optim_check_operand(op, param, exp_inf, "exp_inf"));
+  MT_TRY(optim_begin(op, MT_OP_ADAMAX_STEP, param, s, &grad));
+  if (!grad) return MT_OK;
   mt_tensor *all[3] = {grad, exp_avg, exp_inf};
   const char *names[3] = {"grad", "exp_avg", "exp_inf"};
-  MT_TRY(optim_check_apart(op, all, names, 3));
+  for (int i = 1; i < 3; i++) MT_TRY(mt_check_tensor(all[i], op, names[i]));
+  MT_TRY(optim_check_operands(op, param, all, names, 3));
   double n = 0;
   MT_TRY(optim_count_step(op, step, &n));
-  mt_bump_version(param);
-  mt_bump_version(exp_avg);
-  mt_bump_version(exp_inf);
+  optim_bump(param, all, 3);
   double clr = s->lr / (1 - pow(s->beta1, n));
   return mt_kernels_of(param)->adamax_step(param, grad, exp_avg, exp_inf, s, clr);
 }

@@ -59,4 +59,33 @@ static inline mt_status optim_count_step(const char *op, mt_tensor *step, double
   return MT_OK;
 }
 
+/* The start of every step: param checked, its device's kernel there, settings given, the gradient
+ * (the parameter's .grad, borrowed, when none is given). *grad is NULL after an MT_OK when there is
+ * none: nothing to do (PyTorch skips such parameters). */
+static inline mt_status optim_begin(const char *op, mt_op id, mt_tensor *param, const void *settings, mt_tensor **grad) {
+  MT_TRY(mt_check_tensor(param, op, "param"));
+  MT_TRY(mt_check_kernel(id, param));
+  if (!settings) return mt_error(MT_EINVAL, "%s: no settings given", op);
+  if (!*grad) {
+    *grad = mt_grad_of(param);
+    if (!*grad) return MT_OK;
+  }
+  return optim_check_param(op, param);
+}
+
+/* the n operands (grad first; NULL ones absent) each against the parameter, then apart */
+static inline mt_status optim_check_operands(const char *op, const mt_tensor *param, mt_tensor *const *t,
+                                             const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (t[i]) MT_TRY(optim_check_operand(op, param, t[i], names[i]));
+  return optim_check_apart(op, t, names, n);
+}
+
+/* the parameter and the state operands t[1..n-1] (not the gradient, t[0]) are written: versions bumped */
+static inline void optim_bump(mt_tensor *param, mt_tensor *const *t, int n) {
+  mt_bump_version(param);
+  for (int i = 1; i < n; i++)
+    if (t[i]) mt_bump_version(t[i]);
+}
+
 #endif

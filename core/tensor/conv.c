@@ -62,7 +62,11 @@ static inline void valid_range(int64_t n, int64_t nout, int64_t s, int64_t start
 
 /* short rows copied inline (a call to memcpy for 8 floats costs more than the copy): the loops of
  * im2col are kept from becoming memcpy calls (NO_MEMCPY) */
+#if defined(__clang__) /* clang has no per-function optimize attribute and does not turn these loops into calls */
+#define NO_MEMCPY
+#else
 #define NO_MEMCPY __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 #define COPY_ROW(T, SUFFIX)                                                                                      \
   NO_MEMCPY static inline void copy_##SUFFIX(T *restrict dst, const T *restrict src, int64_t n) {             \
     if (n > 64) {                                                                                               \

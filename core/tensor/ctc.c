@@ -19,7 +19,6 @@ static inline double lse2(double a, double b) {
   double m = a > b ? a : b;
   return m + log(exp(a - m) + exp(b - m));
 }
-static inline double lse3(double a, double b, double c) { return lse2(lse2(a, b), c); }
 
 typedef struct ctc_job {
   const char *lp, *g, *nll_in;

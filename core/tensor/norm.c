@@ -45,8 +45,9 @@ static inline ln_v4d ln_ld4_double(const double *p) {
   memcpy(&v, p, sizeof v);
   return v;
 }
-static inline double ln_hsum(ln_v4d a, ln_v4d b) {
-  ln_v4d c = a + b;
+/* by pointer: a 32-byte vector passed by value draws GCC's -Wpsabi note on targets without AVX */
+static inline double ln_hsum(const ln_v4d *a, const ln_v4d *b) {
+  ln_v4d c = *a + *b;
   return (c[0] + c[1]) + (c[2] + c[3]);
 }
 
@@ -60,7 +61,7 @@ static inline double ln_hsum(ln_v4d a, ln_v4d b) {
     }                                                                                             \
     double s = 0;                                                                                 \
     for (; i < n; i++) s += (double)x[i];                                                         \
-    return s + ln_hsum(a, b);                                                                     \
+    return s + ln_hsum(&a, &b);                                                                  \
   }                                                                                               \
   static inline double ln_sqdev_##T(const T *restrict x, int64_t n, double mu) {                  \
     ln_v4d a = {0, 0, 0, 0}, b = {0, 0, 0, 0}, m = {mu, mu, mu, mu};                              \
@@ -75,7 +76,7 @@ static inline double ln_hsum(ln_v4d a, ln_v4d b) {
       double d = (double)x[i] - mu;                                                               \
       s += d * d;                                                                                 \
     }                                                                                             \
-    return s + ln_hsum(a, b);                                                                     \
+    return s + ln_hsum(&a, &b);                                                                  \
   }                                                                                               \
   /* sum of g * w (w NULL: 1) and of g * w * (x - mu) */                                          \
   static inline void ln_dots_##T(const T *restrict g, const T *restrict w, const T *restrict x,   \

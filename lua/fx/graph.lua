@@ -125,17 +125,23 @@ local function map_arg(a, fn)
 end
 M.map_arg = map_arg
 
+-- the keys of plain table t beyond its array part 1..n, sorted as strings (a stable order)
+local function named_keys(t, n)
+  local keys = {}
+  for k in pairs(t) do
+    if not (type(k) == 'number' and k >= 1 and k <= n and k % 1 == 0) and k ~= 'n' then keys[#keys + 1] = k end
+  end
+  sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+  return keys
+end
+
 local function each_node(a, fn)
   if is_node(a) then fn(a)
   elseif is_plain(a) then
     -- in a stable order: array part first, then the other keys sorted
     local n = a.n or #a
     for i = 1, n do each_node(a[i], fn) end
-    local keys = {}
-    for k in pairs(a) do
-      if not (type(k) == 'number' and k >= 1 and k <= n and k % 1 == 0) and k ~= 'n' then keys[#keys + 1] = k end
-    end
-    sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+    local keys = named_keys(a, n)
     for _, k in ipairs(keys) do each_node(a[k], fn) end
   end
 end
@@ -261,11 +267,7 @@ local function format_arg(a, pct)
     local n = a.n or #a
     local parts = {}
     for i = 1, n do parts[#parts + 1] = format_arg(a[i], pct) end
-    local keys = {}
-    for k in pairs(a) do
-      if not (type(k) == 'number' and k >= 1 and k <= n and k % 1 == 0) and k ~= 'n' then keys[#keys + 1] = k end
-    end
-    sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+    local keys = named_keys(a, n)
     if #keys > 0 and n == 0 then
       local kv = {}
       for _, k in ipairs(keys) do kv[#kv + 1] = tostring(k) .. ': ' .. format_arg(a[k], pct) end
@@ -530,11 +532,7 @@ local function repr_arg(a)
     local n = a.n or #a
     local parts = {}
     for i = 1, n do parts[#parts + 1] = repr_arg(a[i]) end
-    local keys = {}
-    for k in pairs(a) do
-      if not (type(k) == 'number' and k >= 1 and k <= n and k % 1 == 0) and k ~= 'n' then keys[#keys + 1] = k end
-    end
-    sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+    local keys = named_keys(a, n)
     if #keys > 0 and n == 0 then
       local kv = {}
       for _, k in ipairs(keys) do kv[#kv + 1] = ("'%s': %s"):format(tostring(k), repr_arg(a[k])) end
@@ -603,11 +601,7 @@ function Graph:lua_code(ctx)
       local n = v.n or #v
       local parts = {}
       for i = 1, n do parts[#parts + 1] = lit(v[i]) end
-      local keys = {}
-      for k in pairs(v) do
-        if not (type(k) == 'number' and k >= 1 and k <= n and k % 1 == 0) and k ~= 'n' then keys[#keys + 1] = k end
-      end
-      sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+      local keys = named_keys(v, n)
       for _, k in ipairs(keys) do
         local key = is_ident(k) and k or ('[' .. lit(k) .. ']')
         parts[#parts + 1] = key .. ' = ' .. lit(v[k])

@@ -110,6 +110,18 @@ local function has_root_tensor(n, ...)
   return false
 end
 
+-- a call's arguments as { n = , ... } and, apart, its trailing options table (PyTorch's keyword
+-- arguments: a plain table with no array part), looked for after the first `min` arguments
+local function call_args(min, ...)
+  local a = { n = select('#', ...), ... }
+  local last = a[a.n]
+  if a.n > min and is_plain(last) and last[1] == nil and next(last) ~= nil then
+    a[a.n], a.n = nil, a.n - 1
+    return a, last
+  end
+  return a, nil
+end
+
 -- the ops whose results are several Lua values, and how many (given the call's arguments): their
 -- node's value is the array of them, read back by getitem nodes
 local function dim_given(args) return args.n >= 2 and type(args[2]) ~= 'table' or (type(args[2]) == 'table' and args[2].dim ~= nil) end
@@ -167,13 +179,7 @@ Proxy.__index = function(p, k)
   -- a method: x:name(...)
   return function(self, ...)
     local t = p.tracer
-    local args = { n = select('#', ...) + 1, self, ... }
-    local kw
-    if args.n > 1 and G.is_plain(args[args.n]) and args[args.n][1] == nil and next(args[args.n]) ~= nil then
-      kw = args[args.n]
-      args[args.n] = nil
-      args.n = args.n - 1
-    end
+    local args, kw = call_args(1, self, ...)
     local node = t:create_node('call_method', k, args, kw)
     return proxy_results(t, node, result_count(k, args))
   end
@@ -298,13 +304,7 @@ end
 function Tracer:call_module(m, forward, ...)
   local path = self:path_of_module(m)
   if not self:is_leaf_module(m, path) then return forward(m, ...) end
-  local args = { n = select('#', ...), ... }
-  local kw
-  if args.n > 0 and G.is_plain(args[args.n]) and args[args.n][1] == nil and next(args[args.n]) ~= nil then
-    kw = args[args.n]
-    args[args.n] = nil
-    args.n = args.n - 1
-  end
+  local args, kw = call_args(0, ...)
   local node = self:create_node('call_module', path, args, kw)
   return proxy_results(self, node, module_results(m))
 end
@@ -390,40 +390,22 @@ function Tracer:trace(root, concrete_args)
   end
   -- while tracing: op functions record calls with proxies, module calls go through call_module
   local tracer = self
-  local handle = observe.install(function(_, f, kind, short)
-    if kind == 'operator' then return f end -- (a proxy operand answers operators itself)
-    if kind == 'method' then
-      return function(...)
-        local n = select('#', ...)
-        if n == 0 or not (has_proxy(n, ...) or has_root_tensor(n, ...)) then return f(...) end
-        if control_methods[short] then trace_error(('%s() of a traced value'):format(short)) end
-        local t = find_tracer(n, ...) or tracer
-        local a = { n = n, ... }
-        local kw
-        if a.n > 1 and G.is_plain(a[a.n]) and a[a.n][1] == nil and next(a[a.n]) ~= nil then
-          kw = a[a.n]
-          a[a.n] = nil
-          a.n = a.n - 1
-        end
-        local node = t:create_node('call_method', short, a, kw)
-        return proxy_results(t, node, result_count(short, a))
-      end
-    end
+  -- a call of op function or method f (named short) that records a node when traced values are among
+  -- its arguments
+  local function recording(op, f, short)
+    local target = op == 'call_method' and short or f
     return function(...)
       local n = select('#', ...)
       if n == 0 or not (has_proxy(n, ...) or has_root_tensor(n, ...)) then return f(...) end
       if control_methods[short] then trace_error(('%s() of a traced value'):format(short)) end
       local t = find_tracer(n, ...) or tracer
-      local a = { n = n, ... }
-      local kw
-      if a.n > 1 and G.is_plain(a[a.n]) and a[a.n][1] == nil and next(a[a.n]) ~= nil then
-        kw = a[a.n]
-        a[a.n] = nil
-        a.n = a.n - 1
-      end
-      local node = t:create_node('call_function', f, a, kw)
-      return proxy_results(t, node, result_count(short, a))
+      local a, kw = call_args(1, ...)
+      return proxy_results(t, t:create_node(op, target, a, kw), result_count(short, a))
     end
+  end
+  local handle = observe.install(function(_, f, kind, short)
+    if kind == 'operator' then return f end -- (a proxy operand answers operators itself)
+    return recording(kind == 'method' and 'call_method' or 'call_function', f, short)
   end)
   local prev_interceptor = Mod.call_interceptor
   Mod.call_interceptor = function(m, ...)
@@ -439,16 +421,9 @@ function Tracer:trace(root, concrete_args)
   active = self
   local res = { n = 0 }
   local ok, err = xpcall(function()
-    if skip == 1 then
-      res = { n = 0 }
-      local r = { fn(root, unpack(args, 1, args.n)) }
-      res = { n = table.maxn(r) }
-      for i = 1, res.n do res[i] = r[i] end
-    else
-      local r = { fn(unpack(args, 1, args.n)) }
-      res = { n = table.maxn(r) }
-      for i = 1, res.n do res[i] = r[i] end
-    end
+    local r = skip == 1 and { fn(root, unpack(args, 1, args.n)) } or { fn(unpack(args, 1, args.n)) }
+    res = { n = table.maxn(r) }
+    for i = 1, res.n do res[i] = r[i] end
   end, function(e) return translate(e) end)
   global:remove()
   active = prev_active
@@ -484,13 +459,7 @@ function M.wrap(fn, name)
     local n = select('#', ...)
     if n == 0 or not active or not (has_proxy(n, ...) or has_root_tensor(n, ...)) then return fn(...) end
     local t = find_tracer(n, ...) or active
-    local a = { n = n, ... }
-    local kw
-    if a.n > 1 and G.is_plain(a[a.n]) and a[a.n][1] == nil and next(a[a.n]) ~= nil then
-      kw = a[a.n]
-      a[a.n] = nil
-      a.n = a.n - 1
-    end
+    local a, kw = call_args(1, ...)
     return new_proxy(t:create_node('call_function', fn, a, kw), t)
   end
 end

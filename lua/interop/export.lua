@@ -453,16 +453,23 @@ local METHODS = {
 M.METHODS = METHODS
 
 ------------------------------------------------------------------------------ the graph, lowered
-local function lower(gm, inputs)
+-- walk(gm, b): gm's graph lowered node by node through a backend b, this file's (the program) or
+-- onnx_export.lua's: b.op (the name in its errors), b.what ('exported', 'exported to ONNX'),
+-- b.placeholder(n, i) (the value of the i-th input: nil for an optional one not given), b.const(t),
+-- b.is_value(x), b.modules (by typename), b.functions (by function), b.methods (by name);
+-- b.module_consts: tensors passed to a module become constants; b.module_empty_kwargs: a module
+-- gets the kwargs table even when empty; b.all_outputs: several outputs give all of them (else the first)
+function M.walk(gm, b)
   local G = require 'moontorch.fx.graph'
   local GM = require 'moontorch.fx.graph_module'
+  local function fail_b(msg) fail(b.op, msg) end
   local env = {}
   local n_in = 0
   local result
   local function val(a)
     return G.map_arg(a, function(x)
       local v = env[x]
-      if v == nil then bad('a node read before its value: ' .. tostring(x)) end
+      if v == nil then fail_b('a node read before its value: ' .. tostring(x)) end
       if v == false then return nil end
       return v
     end)
@@ -470,52 +477,63 @@ local function lower(gm, inputs)
   for _, n in ipairs(gm.graph:nodes()) do
     local args = val(n.args)
     local kwargs = n.kwargs and val(n.kwargs) or nil
+    local nargs = args.n or #args
     local r
     if n.op == 'placeholder' then
       n_in = n_in + 1
-      local t = inputs[n_in]
-      if t == nil and n_in > #inputs then
-        r = nil -- an optional argument not given (a mask): nil in the program too
-      else
-        if not is_tensor(t) then bad(('example input %d (%s) is not a tensor'):format(n_in, tostring(n.target))) end
-        local id = new_value(t)
-        B.inputs[#B.inputs + 1] = { name = tostring(n.target), value = id }
-        r = dual(id, t)
-      end
+      r = b.placeholder(n, n_in)
     elseif n.op == 'get_attr' then
       r = GM.fetch(gm, n.target)
-      if is_tensor(r) then r = const(r) end
+      if is_tensor(r) then r = b.const(r) end
     elseif n.op == 'call_module' then
       local m = GM.fetch(gm, n.target)
       local name = torch().typename(m)
-      local low = MODULES[name]
-      if not low then bad(('%s (at %s) cannot be exported'):format(tostring(name), n.target)) end
+      local low = b.modules[name]
+      if not low then fail_b(('%s (at %s) cannot be %s'):format(tostring(name), n.target, b.what)) end
       local a = {}
-      for i = 1, args.n or #args do a[i] = args[i] end
-      if kwargs then a[(args.n or #args) + 1] = kwargs end
-      for i = 1, (args.n or #args) do if is_tensor(a[i]) then a[i] = const(a[i]) end end
+      for i = 1, nargs do a[i] = (b.module_consts and is_tensor(args[i])) and b.const(args[i]) or args[i] end
+      if kwargs and (b.module_empty_kwargs or next(kwargs)) then a[nargs + 1] = kwargs end
       r = low(m, a)
     elseif n.op == 'call_function' then
-      local low = functions()[n.target] or functions()[unwrap(n.target)]
-      if not low then bad(('the function %s (node %s) cannot be exported'):format(tostring(n.target), n.name)) end
+      local low = b.functions[n.target] or b.functions[unwrap(n.target)]
+      if not low then
+        local fname = G.wrapped_name(n.target) or tostring(n.target)
+        fail_b(('the function %s (node %s) cannot be %s'):format(fname, n.name, b.what))
+      end
       r = low(args, kwargs)
     elseif n.op == 'call_method' then
-      local low = METHODS[n.target]
-      if not low then bad(('the method %s (node %s) cannot be exported'):format(tostring(n.target), n.name)) end
+      local low = b.methods[n.target]
+      if not low then fail_b(('the method %s (node %s) cannot be %s'):format(tostring(n.target), n.name, b.what)) end
       local self_ = args[1]
-      if is_tensor(self_) then self_ = const(self_) end
-      if not is_dual(self_) then bad(('the method %s called on a %s'):format(n.target, type(self_))) end
-      r = low(self_, unpack(args, 2, args.n or #args))
+      if is_tensor(self_) then self_ = b.const(self_) end
+      if not b.is_value(self_) then fail_b(('the method %s called on a %s'):format(n.target, type(self_))) end
+      r = low(self_, unpack(args, 2, nargs))
     elseif n.op == 'output' then
-      result = args[1]
+      result = (b.all_outputs and nargs > 1) and args or args[1]
       break
     else
-      bad('a graph node of op ' .. tostring(n.op))
+      fail_b('a graph node of op ' .. tostring(n.op))
     end
     if r == nil then r = false end
     env[n] = r
   end
   return result
+end
+
+local function lower(gm, inputs)
+  return M.walk(gm, {
+    op = OP, what = 'exported', const = const, is_value = is_dual,
+    modules = MODULES, functions = functions(), methods = METHODS,
+    module_consts = true, module_empty_kwargs = true,
+    placeholder = function(n, i)
+      local t = inputs[i]
+      if t == nil and i > #inputs then return nil end -- an optional argument not given (a mask): nil in the program too
+      if not is_tensor(t) then bad(('example input %d (%s) is not a tensor'):format(i, tostring(n.target))) end
+      local id = new_value(t)
+      B.inputs[#B.inputs + 1] = { name = tostring(n.target), value = id }
+      return dual(id, t)
+    end,
+  })
 end
 
 ------------------------------------------------------------------------------ export

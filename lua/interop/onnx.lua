@@ -20,7 +20,12 @@ local function torch() torch_ = torch_ or require 'moontorch'; return torch_ end
 local function F() F_ = F_ or require('moontorch.nn').functional; return F_ end
 
 ------------------------------------------------------------------------------ helpers for the ops
-local function opfail(node, msg) error(('onnx: %s: %s'):format(node, msg), 0) end
+-- an error of a node's op while the GraphModule runs (or is built): onnx.<OpType>: <node>: <what>, raised
+-- at the user's line like every moontorch error
+local function opfail(A, msg)
+  if type(A) == 'string' then fail('onnx.' .. A, msg) end
+  fail('onnx.' .. (A._op or '?'), ('%s: %s'):format(A._node or '?', msg))
+end
 
 -- an ONNX axis (from 0, or negative) as a moontorch dim (from 1, or negative)
 local function ax(a) return a >= 0 and a + 1 or a end
@@ -56,7 +61,7 @@ local function spatial_opts(A, x, kernel)
   elseif auto == 'VALID' then
     for i = 1, n do pb[i], pe[i] = 0, 0 end
   elseif auto ~= 'NOTSET' then
-    opfail(A._node, 'auto_pad ' .. tostring(auto))
+    opfail(A, 'auto_pad ' .. tostring(auto))
   end
   local sym = true
   for i = 1, n do if pb[i] ~= pe[i] then sym = false end end
@@ -134,29 +139,29 @@ OPS.Conv = function(A, x, w, b)
   local s, d, pb, pe, sym = spatial_opts(A, x, kernel)
   if not sym then x = F().pad(x, pad_list(pb, pe)); for i = 1, n do pb[i] = 0 end end
   local conv = ({ F().conv1d, F().conv2d, F().conv3d })[n]
-  if not conv then opfail(A._node, ('a convolution of %d spatial dims'):format(n)) end
+  if not conv then opfail(A, ('a convolution of %d spatial dims'):format(n)) end
   return conv(x, w, { bias = b, stride = one(s), padding = one(pb), dilation = one(d), groups = A.group or 1 })
 end
 
 local function pool(A, x, max)
   local kernel = A.kernel_shape
-  if not kernel then opfail(A._node, 'no kernel_shape') end
+  if not kernel then opfail(A, 'no kernel_shape') end
   local n = #kernel
   local s, d, pb, pe, sym = spatial_opts(A, x, kernel)
   if not sym then
     x = F().pad(x, pad_list(pb, pe), { value = max and -math.huge or 0 })
     for i = 1, n do pb[i] = 0 end
     if not max and (A.count_include_pad or 0) == 0 then
-      opfail(A._node, 'AveragePool with uneven pads that count_include_pad = 0 leaves out')
+      opfail(A, 'AveragePool with uneven pads that count_include_pad = 0 leaves out')
     end
   end
   local ceil = (A.ceil_mode or 0) ~= 0
   if max then
-    if (A.storage_order or 0) ~= 0 then opfail(A._node, 'MaxPool with storage_order 1') end
+    if (A.storage_order or 0) ~= 0 then opfail(A, 'MaxPool with storage_order 1') end
     local fn = ({ F().max_pool1d, F().max_pool2d, F().max_pool3d })[n]
     return fn(x, one(kernel), { stride = one(s), padding = one(pb), dilation = one(d), ceil_mode = ceil })
   end
-  for i = 1, n do if d[i] ~= 1 then opfail(A._node, 'AveragePool with dilations') end end
+  for i = 1, n do if d[i] ~= 1 then opfail(A, 'AveragePool with dilations') end end
   local fn = ({ F().avg_pool1d, F().avg_pool2d, F().avg_pool3d })[n]
   return fn(x, one(kernel), { stride = one(s), padding = one(pb), ceil_mode = ceil,
     count_include_pad = (A.count_include_pad or 0) ~= 0 })
@@ -172,7 +177,7 @@ OPS.GlobalAveragePool = function(_, x) return x:mean(spatial_dims(x), true) end
 OPS.GlobalMaxPool = function(_, x) return x:amax(spatial_dims(x), true) end
 
 OPS.BatchNormalization = function(A, x, scale, bias, mean, var)
-  if (A.training_mode or 0) ~= 0 then opfail(A._node, 'BatchNormalization in training mode') end
+  if (A.training_mode or 0) ~= 0 then opfail(A, 'BatchNormalization in training mode') end
   return F().batch_norm(x, mean, var, { weight = scale, bias = bias, training = false, eps = A.epsilon or 1e-5 })
 end
 OPS.LayerNormalization = function(A, x, scale, bias)
@@ -233,7 +238,7 @@ local function axes_of(A, t)
 end
 OPS.Unsqueeze = function(A, x, axes)
   local a = axes_of(A, axes)
-  if not a then opfail(A._node, 'Unsqueeze without axes') end
+  if not a then opfail(A, 'Unsqueeze without axes') end
   local r = x:dim() + #a
   local norm = {}
   for i, v in ipairs(a) do norm[i] = v < 0 and v + r or v end
@@ -286,7 +291,7 @@ OPS.Slice = function(A, x, starts, ends, axes, steps)
   for k = 1, #st do
     local a = axs and axs[k] or k - 1
     if a < 0 then a = a + x:dim() end
-    if sp and sp[k] ~= 1 then opfail(A._node, 'Slice with a step other than 1') end
+    if sp and sp[k] ~= 1 then opfail(A, 'Slice with a step other than 1') end
     local n = x:size(a + 1)
     local s, e = st[k], en[k]
     if s < 0 then s = s + n end
@@ -310,7 +315,7 @@ OPS.Expand = function(_, x, shape)
 end
 OPS.Pad = function(A, x, pads, value, axes)
   local p = ints_of(pads) or A.pads
-  if axes ~= nil then opfail(A._node, 'Pad with axes') end
+  if axes ~= nil then opfail(A, 'Pad with axes') end
   local n = x:dim()
   local pb, pe = {}, {}
   for i = 1, n do pb[i], pe[i] = p[i] or 0, p[n + i] or 0 end
@@ -331,7 +336,7 @@ local ONNX_DTYPES = { [1] = 'float32', [2] = 'uint8', [3] = 'int8', [5] = 'int16
   [9] = 'bool', [10] = 'float16', [11] = 'float64', [16] = 'bfloat16' }
 OPS.Cast = function(A, x)
   local name = ONNX_DTYPES[A.to or -1]
-  if not name then opfail(A._node, ('Cast to ONNX type %s'):format(tostring(A.to))) end
+  if not name then opfail(A, ('Cast to ONNX type %s'):format(tostring(A.to))) end
   return x:to(torch()[name])
 end
 OPS.ConstantOfShape = function(A, shape)
@@ -361,11 +366,85 @@ OPS.ReduceMin = reduce('amin')
 
 
 
+------------------------------------------------------------------------------ recurrent ops
+-- LSTM and GRU with ONNX's default activations (sigmoid, tanh): every step written out with the
+-- ops above. Gates: ONNX's orders (LSTM i o f c; GRU z r h). They give several outputs: a table
+-- { Y, Y_h [, Y_c] }, which the reader's getitem nodes take apart (MULTI below).
+local function rnn_check(A, what)
+  if A.activations or A.activation_alpha or A.activation_beta then opfail(A, what .. ' with activations other than the default') end
+  if A.clip then opfail(A, what .. ' with clip') end
+  if (A.layout or 0) ~= 0 then opfail(A, what .. ' with layout 1') end
+  if (A.input_forget or 0) ~= 0 then opfail(A, what .. ' with input_forget') end
+end
+local function rnn_dirs(A)
+  local d = A.direction or 'forward'
+  if d == 'forward' then return { false } elseif d == 'reverse' then return { true }
+  elseif d == 'bidirectional' then return { false, true } end
+  opfail(A, 'direction ' .. tostring(d))
+end
+-- run(A, X, W, R, B, seq_lens, h0, c0, gates, step): Y (seq, dirs, batch, H), Y_h, Y_c
+local function rnn_run(A, X, W, R, B, seq_lens, h0, c0, ngates, step)
+  if seq_lens ~= nil then opfail(A, 'sequence_lens (every sequence must be as long as the input)') end
+  local t = torch()
+  local H = A.hidden_size or R:size(3)
+  local seq, batch = X:size(1), X:size(2)
+  local ys, hs, cs = {}, {}, {}
+  for d, reverse in ipairs(rnn_dirs(A)) do
+    local Wd, Rd = W:select(1, d), R:select(1, d)
+    local Wb, Rb
+    if B ~= nil then
+      Wb, Rb = B:select(1, d):narrow(1, 1, ngates * H), B:select(1, d):narrow(1, ngates * H + 1, ngates * H)
+    else
+      Wb = t.zeros({ ngates * H }, { dtype = X.dtype }); Rb = Wb
+    end
+    local h = h0 ~= nil and h0:select(1, d) or t.zeros({ batch, H }, { dtype = X.dtype })
+    local c = c0 ~= nil and c0:select(1, d) or t.zeros({ batch, H }, { dtype = X.dtype })
+    local xs = F().linear(X, Wd, Wb) -- (seq, batch, gates * H)
+    local out = {}
+    for k = 1, seq do
+      local s = reverse and seq - k + 1 or k
+      h, c = step(xs:select(1, s), h, c, Rd, Rb, H)
+      out[s] = h
+    end
+    ys[d] = t.stack(out, 1)
+    hs[d], cs[d] = h, c
+  end
+  return t.stack(ys, 2), t.stack(hs, 1), cs[1] ~= nil and t.stack(cs, 1) or nil
+end
+OPS.LSTM = function(A, X, W, R, B, seq_lens, h0, c0, P)
+  rnn_check(A, 'LSTM')
+  if P ~= nil then opfail(A, 'LSTM with peepholes (P)') end
+  local Y, Yh, Yc = rnn_run(A, X, W, R, B, seq_lens, h0, c0, 4, function(x, h, c, Rd, Rb, H)
+    local g = x + F().linear(h, Rd, Rb)
+    local i, o = g:narrow(2, 1, H):sigmoid(), g:narrow(2, H + 1, H):sigmoid()
+    local f, cc = g:narrow(2, 2 * H + 1, H):sigmoid(), g:narrow(2, 3 * H + 1, H):tanh()
+    c = f * c + i * cc
+    return o * c:tanh(), c
+  end)
+  return { Y, Yh, Yc }
+end
+OPS.GRU = function(A, X, W, R, B, seq_lens, h0)
+  rnn_check(A, 'GRU')
+  local before = (A.linear_before_reset or 0) ~= 0
+  local Y, Yh = rnn_run(A, X, W, R, B, seq_lens, h0, nil, 3, function(x, h, _, Rd, Rb, H)
+    local Rzr, Rh = Rd:narrow(1, 1, 2 * H), Rd:narrow(1, 2 * H + 1, H)
+    local bzr, bh = Rb:narrow(1, 1, 2 * H), Rb:narrow(1, 2 * H + 1, H)
+    local zr = (x:narrow(2, 1, 2 * H) + F().linear(h, Rzr, bzr)):sigmoid()
+    local z, r = zr:narrow(2, 1, H), zr:narrow(2, H + 1, H)
+    local n
+    if before then n = (x:narrow(2, 2 * H + 1, H) + r * F().linear(h, Rh, bh)):tanh()
+    else n = (x:narrow(2, 2 * H + 1, H) + F().linear(r * h, Rh, bh)):tanh() end
+    return (1 - z) * n + z * h, nil
+  end)
+  return { Y, Yh }
+end
+local MULTI = { LSTM = 3, GRU = 2 } -- ops giving several outputs (as a table)
+
 ------------------------------------------------------------------------------ the reader
 local function cstr(p) return p ~= nil and ffi.string(p) or '' end
 
 local function attributes(node, opset, name)
-  local A = { _node = name, _opset = opset }
+  local A = { _node = name, _opset = opset, _op = cstr(node.op_type) }
   local T = require 'moontorch.tensor'
   for k = 0, node.nattrs - 1 do
     local a = node.attrs[k]
@@ -474,7 +553,10 @@ function M.load(path)
       for k = 0, node.noutputs - 1 do
         local oname = cstr(node.outputs[k])
         if oname ~= '' then
-          if k == 0 then env[oname] = out else env[oname] = { unsupported = op_type, index = k + 1, node = nname } end
+          if MULTI[op_type] and k < MULTI[op_type] then
+            env[oname] = graph:call_function(G.operators.getitem, { n = 2, out, k + 1 })
+          elseif k == 0 then env[oname] = out
+          else env[oname] = { unsupported = op_type, index = k + 1, node = nname } end
         end
       end
     end
@@ -506,6 +588,11 @@ function M.load(path)
   gm:eval()
   return gm
 end
+
+M._OPS = OPS -- (torch.onnx.export computes what it writes with them)
+
+-- torch.onnx.export(module, example_inputs, path, opts): lua/interop/onnx_export.lua
+function M.export(...) return require('moontorch.interop.onnx_export').export(...) end
 
 -- fx names the targets onnx.<OpType> (and finds them by that name when a GraphModule is loaded)
 do

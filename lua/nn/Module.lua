@@ -1191,6 +1191,16 @@ local signatures = setmetatable({}, { __mode = 'k' })
 -- declare_forward(cls, {'input'}) or declare_forward(cls, {'input', 'target'}, {nreq=1, kwargs={'reduction'}}):
 -- cls.forward takes these positional arguments, the first nreq (default all) required, and
 -- the options in kwargs (default none)
+-- definer(into) -> define(name[, parent]): makes class nn.<name> (a Module unless parent says) and
+-- puts it in `into` (a family file's table of classes, exported to nn by its install)
+function M.definer(into)
+  return function(name, parent)
+    local cls = class.class('nn.' .. name, parent or Module)
+    into[name] = cls
+    return cls
+  end
+end
+
 function M.declare_forward(cls, names, opts)
   local forward = rawget(cls, 'forward')
   if type(forward) ~= 'function' then error('declare_forward: the class has no forward of its own', 2) end

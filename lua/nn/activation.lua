@@ -19,11 +19,7 @@ local type, tostring = type, tostring
 local M = {}
 local nn, F -- set by install
 
-local function define(name, parent)
-  local cls = class.class('nn.' .. name, parent or Module)
-  M[name] = cls
-  return cls
-end
+local define = Mod.definer(M)
 
 local function inplace_repr(self) return self.inplace and 'inplace=True' or '' end
 local function inplace_tail(self) return self.inplace and ', inplace=True' or '' end

@@ -219,6 +219,7 @@ function F.glu(x, dim)
   need_tensor('glu', x)
   if is_opts(dim) then dim = dim.dim end
   dim = dim or -1
+  if type(dim) ~= 'number' or dim % 1 ~= 0 then bad('glu', 'expected an integer dim, got ' .. tostring(dim)) end
   if x:dim() == 0 then bad('glu', 'glu does not support scalars because halving size must be even') end
   local d = dim < 0 and x:dim() + dim + 1 or dim
   local n = x:size(d)
@@ -333,6 +334,7 @@ end
 
 -- the dim softmax-like functions take: given, or PyTorch's old implicit choice (deprecated there)
 local function softmax_dim(fn, x, dim, opts)
+  T.options(opts, fn)
   if is_opts(dim) then opts, dim = dim, dim.dim end
   if dim == nil then
     warn(('Implicit dimension choice for %s has been deprecated. Change the call to include dim=X as an argument.')
@@ -421,6 +423,9 @@ end)
 function F.group_norm(x, num_groups, ...)
   need_tensor('group_norm', x)
   local v = args('group_norm', { 'weight', 'bias', 'eps' }, ...)
+  for _, k in ipairs({ 'weight', 'bias' }) do
+    if v[k] ~= nil and not torch.is_tensor(v[k]) then bad('group_norm', ('%s must be a tensor or nil, got %s'):format(k, type(v[k]))) end
+  end
   if x:dim() < 2 then
     bad('group_norm', ('Expected at least 2 dimensions for input tensor but received %d'):format(x:dim()))
   end
@@ -614,8 +619,10 @@ end
 -- cosine_similarity(x1, x2, dim=2, eps=1e-8): <x1, x2> / (max(||x1||, eps) max(||x2||, eps)) along
 -- dim (PyTorch's dim 1). As in PyTorch 1.13 the squared norms are clamped at eps^2 by a clamp
 -- that autograd does not see (the gradient is that of the unclamped formula, at the clamped value).
+-- the 2-norm along dim (kept) as the root of the sum of squares, that sum at least eps^2 by a clamp
+-- autograd does not see (PyTorch 1.13 clamps it in place without recording)
 local function clamped_norm(x, dim, eps)
-  local s = (x * x):sum(dim)
+  local s = (x * x):sum(dim, { keepdim = true })
   return (s + (s:clamp_min(eps * eps) - s):detach()):sqrt()
 end
 -- pdist(x, p=2): torch.pdist (lua/ops/linalg.lua)
@@ -632,7 +639,8 @@ function F.cosine_similarity(x1, x2, ...)
   if not x1:is_floating_point() then x1 = x1:to(x2.dtype) end
   if not x2:is_floating_point() then x2 = x2:to(x1.dtype) end
   x1, x2 = x1:expand(shape), x2:expand(shape)
-  return (x1 * x2):sum(dim) / (clamped_norm(x1, dim, eps) * clamped_norm(x2, dim, eps))
+  -- as PyTorch 1.13: each divided by its norm first, then the sum (SumBackward1)
+  return ((x1 / clamped_norm(x1, dim, eps)) * (x2 / clamped_norm(x2, dim, eps))):sum(dim)
 end
 
 ------------------------------------------------------------------------------ losses

@@ -358,6 +358,11 @@ function M.batch_norm(input, running_mean, running_var, ...)
     is_opts = function(v) return type(v) == 'table' and not torch.is_tensor(v) and getmetatable(v) == nil end }
   local v = bn_args('batch_norm', { 'weight', 'bias', 'training', 'momentum', 'eps' }, ...)
   local weight, bias, training, momentum, eps = v.weight, v.bias, v.training, v.momentum, v.eps
+  for _, p in ipairs({ { running_mean, 'running_mean' }, { running_var, 'running_var' }, { weight, 'weight' }, { bias, 'bias' } }) do
+    if p[1] ~= nil and not torch.is_tensor(p[1]) then
+      fail('nn.functional.batch_norm', ('%s must be a tensor or nil, got %s'):format(p[2], type(p[1])))
+    end
+  end
   if not torch.is_tensor(input) then
     fail('nn.functional.batch_norm', ('input must be a tensor (got %s)'):format(type(input)))
   end

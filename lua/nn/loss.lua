@@ -56,6 +56,9 @@ function M.multilabel_margin_loss(input, target, ...)
   end
   local x = nd == 1 and input:unsqueeze(1) or input
   local n, c = x:size(1), x:size(2)
+  if target:is_floating_point() or target.dtype == torch.bool then
+    fail(fn, ("expected an integer tensor of classes for argument #2 'target', got %s"):format(tostring(target.dtype)))
+  end
   if target:dim() ~= nd or target:numel() ~= input:numel() or (nd == 2 and target:size(1) ~= n) then
     fail(fn, ("inconsistent size %s for argument #2 'target'"):format(size_str(target)))
   end
@@ -124,6 +127,11 @@ function M.multi_margin_loss(input, target, ...)
   local loss = (m * other:to(x.dtype)):sum(2) / c
   if nd == 2 then loss = loss:reshape(n) else loss = loss:reshape({}) end
   return reduce(fn, loss, r)
+end
+-- one node named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
+do
+  local node = require('moontorch.ops.compose').node_autograd('MultiMarginLossBackward0', M.multi_margin_loss)
+  function M.multi_margin_loss(...) return node(...) end -- (a function of this file: help finds its options here)
 end
 
 -- triplet_margin_with_distance_loss(anchor, positive, negative, {distance_function=nil, margin=1,

@@ -17,11 +17,7 @@ local type, tostring, ipairs, math = type, tostring, ipairs, math
 local M = {}
 local nn, F -- set by install
 
-local function define(name, parent)
-  local cls = class.class('nn.' .. name, parent or Module)
-  M[name] = cls
-  return cls
-end
+local define = Mod.definer(M)
 
 ------------------------------------------------------------------------------ dropout
 -- F.feature_alpha_dropout(x, p=0.5, training=false, inplace=false): alpha dropout of whole

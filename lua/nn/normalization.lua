@@ -18,23 +18,13 @@ local type, tostring, ipairs, math = type, tostring, ipairs, math
 local M = {}
 local nn, F -- set by install
 
-local function define(name, parent)
-  local cls = class.class('nn.' .. name, parent or Module)
-  M[name] = cls
-  return cls
-end
+local define = Mod.definer(M)
 local function empty(sizes, fk) return fk and torch.empty(sizes, fk) or torch.empty(sizes) end
 local function init_parameters(self) if layers.skipping == 0 then self:reset_parameters() end end
 
 ------------------------------------------------------------------------------ functional
 local function torch_size(x) return 'torch.Size([' .. table.concat(x:size(), ', ') .. '])' end
 
--- the per-channel vector v (C) shaped to broadcast over (N, C, *) of nd dims
-local function channel_view(v, c, nd)
-  local shape = { 1, c }
-  for _ = 3, nd do shape[#shape + 1] = 1 end
-  return v:reshape(shape)
-end
 
 -- instance_norm(input, running_mean=nil, running_var=nil, weight=nil, bias=nil,
 -- use_input_stats=true, momentum=0.1, eps=1e-5): each (n, c) plane of (N, C, *) normalised by its
@@ -59,37 +49,31 @@ function M.instance_norm(input, ...)
         is_tensor(p[1]) and tostring(p[1]:numel()) or type(p[1])))
     end
   end
-  local mean, var
   if use_input_stats then
     local spatial = 1
     for d = 3, nd do spatial = spatial * input:size(d) end
     if spatial == 1 then
       fail(fn, ('Expected more than 1 spatial element when training, got input size %s'):format(torch_size(input)))
     end
-    local dims = {}
-    for d = 3, nd do dims[#dims + 1] = d end
-    var, mean = input:var_mean(dims, { correction = 0, keepdim = true })
-    if rm ~= nil or rv ~= nil then
-      torch.no_grad(function()
-        if rm ~= nil then
-          rm:mul_(1 - momentum):add_(mean:detach():reshape(n, c):mean(1):to(rm.dtype) * momentum)
-        end
-        if rv ~= nil then
-          local unbiased = var:detach():reshape(n, c) * (spatial / (spatial - 1))
-          rv:mul_(1 - momentum):add_(unbiased:mean(1):to(rv.dtype) * momentum)
-        end
-      end)
-    end
-  else
-    if rm == nil or rv == nil then
-      fail(fn, 'Expected running_mean and running_var to be defined when use_input_stats is false')
-    end
-    mean, var = channel_view(rm, c, nd), channel_view(rv, c, nd)
+  elseif rm == nil or rv == nil then
+    fail(fn, 'Expected running_mean and running_var to be defined when use_input_stats is false')
   end
-  local out = (input - mean) * (var + eps):rsqrt()
-  if w ~= nil then out = out * channel_view(w, c, nd) end
-  if b ~= nil then out = out + channel_view(b, c, nd) end
-  return out
+  -- as PyTorch: a batch norm of the input seen as one sample of n*c channels (the per-channel
+  -- tensors repeated n times), viewed back (ViewBackward0 over NativeBatchNormBackward0); the
+  -- running statistics are the means over the batch of the repeated ones after the update
+  local shape = input:size()
+  local flat = { 1, n * c }
+  for d = 3, nd do flat[d] = shape[d] end
+  local function rep(t) return t ~= nil and t['repeat'](t, n) or nil end
+  local rm_n, rv_n = rep(rm), rep(rv)
+  local out = layers.batch_norm(input:reshape(flat), rm_n, rv_n, rep(w), rep(b), use_input_stats, momentum, eps)
+  if use_input_stats and (rm ~= nil or rv ~= nil) then
+    torch.no_grad(function()
+      if rm ~= nil then rm:copy_(rm_n:view(n, c):mean(1)) end
+      if rv ~= nil then rv:copy_(rv_n:view(n, c):mean(1)) end
+    end)
+  end
+  return out:view(shape)
 end
 
 -- local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1): input / (k + alpha * mean of

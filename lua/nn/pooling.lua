@@ -937,7 +937,12 @@ do
       return torch.nn.functional[name](x, k, unpack(args, 1, n))
     end
   end
-  composed.affine_grid, composed.grid_sample = affine_grid, grid_sample
+  -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
+  local affine_grid_node = K.node_autograd('AffineGridGeneratorBackward0', affine_grid)
+  local grid_sample_node = K.node_autograd('GridSampler2DBackward0', grid_sample)
+  -- (functions of this file: help finds their options here)
+  composed.affine_grid = function(...) return affine_grid_node(...) end
+  composed.grid_sample = function(...) return grid_sample_node(...) end
   composed.max_pool2d_with_indices = with_indices('max_pool2d')
   composed.max_pool3d_with_indices = with_indices('max_pool3d')
 end

@@ -70,6 +70,9 @@ local ARGS = { 'num_layers', 'bias', 'batch_first', 'dropout', 'bidirectional', 
 -- bidirectional, proj_size,] [opts]): PyTorch's positional order, or options by name
 function RNNBase:__init(name, mode, input_size, hidden_size, ...)
   Module.__init(self)
+  if type(name) ~= 'string' then -- (the base of RNN, LSTM, GRU: those are what a user makes)
+    fail('nn.RNNBase', 'expected the name of the layer (use nn.RNN, nn.LSTM or nn.GRU), got ' .. type(name))
+  end
   local n = select('#', ...)
   local pos, opts = { ... }, nil
   if n > 0 and type(pos[n]) == 'table' and not torch.is_tensor(pos[n]) then opts = pos[n]; pos[n] = nil end
@@ -158,7 +161,7 @@ end
 function RNNBase:_weights(l, d)
   local sfx = ('_l%d%s'):format(l, d == 1 and '_reverse' or '')
   return self['weight_ih' .. sfx], self['weight_hh' .. sfx], self['bias_ih' .. sfx], self['bias_hh' .. sfx],
-    self['weight_hr' .. sfx], ns
+    self['weight_hr' .. sfx]
 end
 
 -- One direction of one layer. igs[t]: the input projection of step t (biases in), [bs_t, G];
@@ -494,6 +497,9 @@ M.RNNCellBase = RNNCellBase
 
 function RNNCellBase:__init(name, gates, input_size, hidden_size, bias, opts)
   Module.__init(self)
+  if type(name) ~= 'string' then
+    fail('nn.RNNCellBase', 'expected the name of the cell (use nn.RNNCell, nn.LSTMCell or nn.GRUCell), got ' .. type(name))
+  end
   if type(bias) == 'table' and not torch.is_tensor(bias) then opts, bias = bias, bias.bias end
   if bias == nil then bias = true end
   check_int(name, 'input_size', input_size, 0)

@@ -18,11 +18,7 @@ local type, tostring, math = type, tostring, math
 local M = {}
 local nn, F -- set by install
 
-local function define(name, parent)
-  local cls = class.class('nn.' .. name, parent or Module)
-  M[name] = cls
-  return cls
-end
+local define = Mod.definer(M)
 local function torch_size(x) return 'torch.Size([' .. table.concat(x:size(), ', ') .. '])' end
 
 ------------------------------------------------------------------------------ shared pieces

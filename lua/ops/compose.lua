@@ -46,6 +46,15 @@ local function sizes(t)
   for i = 1, t:dim() do s[i] = t:size(i) end
   return s
 end
+-- v, after a check that it is an integer (nil allowed where `optional`): the op's error otherwise
+local function int(op, what, v, optional)
+  if v == nil and optional then return nil end
+  if type(v) ~= 'number' or v ~= floor(v) then
+    fail(op, ('expected an integer %s, got %s'):format(what, type(v) == 'number' and tostring(v) or type(v)))
+  end
+  return v
+end
+M.int = int
 M.need, M.pdim, M.opts_of, M.size_of, M.is_float, M.as_float, M.sizes = need, pdim, opts_of, size_of, is_float,
   as_float, sizes
 
@@ -114,6 +123,43 @@ function M.node(name, fn, grad)
     end
     return Fn.apply(...)
   end
+end
+
+-- node_autograd(name, fn): as node, where the derivative is the one autograd takes of fn itself
+-- (a composite whose own graph is long, or whose formula is long to write): the backward runs fn
+-- again with grad enabled and asks autograd.grad for the inputs' gradients (a backward inside a
+-- backward: the engine is re-entrant). When the backward records (create_graph) fn runs on the
+-- saved inputs themselves, so that the gradient's graph reaches them; else on detached copies.
+-- fn returns one tensor.
+function M.node_autograd(name, fn)
+  local torch
+  local function grad(g, ...)
+    torch = torch or require 'moontorch'
+    local create = torch.is_grad_enabled()
+    local n = select('#', ...)
+    local args, ins, pos = { ... }, {}, {}
+    for i = 1, n do
+      local a = args[i]
+      if is_tensor(a) and (a:is_floating_point() or a:is_complex()) then
+        if not create then
+          a = a:detach():requires_grad_()
+          args[i] = a
+        end
+        if a.requires_grad then
+          ins[#ins + 1] = a
+          pos[#pos + 1] = i
+        end
+      end
+    end
+    local r = {}
+    if #ins == 0 then return unpack(r, 1, n) end
+    local y = torch.enable_grad(function() return fn(unpack(args, 1, n)) end)
+    if not y.requires_grad then return unpack(r, 1, n) end
+    local gs = torch.autograd.grad(y, ins, { grad_outputs = g, create_graph = create, allow_unused = true })
+    for k, i in ipairs(pos) do r[i] = gs[k] end
+    return unpack(r, 1, n)
+  end
+  return M.node(name, fn, grad)
 end
 
 return M

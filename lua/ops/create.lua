@@ -72,10 +72,11 @@ local function like(name, fill)
     if not is_tensor(t) then fail(name, 'expected a tensor, got ' .. type(t)) end
     local value, opts = a, b
     if fill == 'value' then
-      if type(a) == 'table' then fail(name, 'fill value must be a number') end
+      if type(a) ~= 'number' and type(a) ~= 'boolean' then fail(name, 'fill value must be a number, got ' .. type(a)) end
     else
       value, opts = fill, a
     end
+    T.options(opts, name)
     local dt = opts and opts.dtype and resolve_dtype(opts.dtype, name) or by_id[t._dtype]
     local dev = T.check_device(opts, name)
     if opts and opts.device ~= nil then -- t's sizes on another device
@@ -294,6 +295,7 @@ end
 
 function M.eye(n, m, opts)
   if type(m) == 'table' then opts, m = m, nil end
+  T.options(opts, 'eye')
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'eye') or default_dtype()
   n = int_arg(n, 'eye', 'n')
   m = m == nil and n or int_arg(m, 'eye', 'm')
@@ -514,6 +516,10 @@ do
   local function tri_indices(op, lower)
     return function(row, col, offset, opts)
       if type(offset) == 'table' then offset, opts = nil, offset end
+      K.int(op, 'row', row)
+      K.int(op, 'col', col)
+      K.int(op, 'offset', offset, true)
+      T.options(opts, op)
       offset = offset or 0
       local rs, cs = {}, {}
       for i = 0, row - 1 do
@@ -531,24 +537,22 @@ do
   local function vander(x, N, opts)
     need('vander', x)
     if type(N) == 'table' then N, opts = nil, N end
+    T.options(opts, 'vander')
     N = N or (opts and opts.N) or x:size(1)
     local inc = opts and opts.increasing or false
     if x:dim() ~= 1 then fail('vander', 'x must be a one-dimensional tensor.') end
-    local cols = {}
+    if type(N) ~= 'number' or N ~= floor(N) or N ~= N or N == math.huge then
+      fail('vander', ("argument 'N' must be an integer, got %s"):format(tostring(N)))
+    end
+    if N < 0 then fail('vander', 'N must be non-negative.') end
     local dt = x.dtype == torch.bool and torch.int64 or x.dtype
+    local n = x:size(1)
+    if N == 0 then return torch.empty(n, 0, { dtype = dt }) end
+    -- the powers 0 .. N-1 by running products (one allocation, so that a huge N fails at once)
     local xx = x:to(dt)
-    local p = torch.ones_like(xx)
-    for i = 1, N do
-      cols[i] = p
-      p = p * xx
-    end
-    if not inc then
-      local r = {}
-      for i = 1, N do r[i] = cols[N + 1 - i] end
-      cols = r
-    end
-    if N == 0 then return torch.empty(x:size(1), 0, { dtype = dt }) end
-    return torch.stack(cols, 2)
+    local r = torch.ones(n, 1, { dtype = dt })
+    if N > 1 then r = torch.cat({ r, xx:unsqueeze(2):expand(n, N - 1):cumprod(2) }, 2) end
+    return inc and r or r:flip(2)
   end
   local function constructor(name)
     return function(...)
@@ -580,6 +584,7 @@ do
       if torch[name] ~= nil then return end
       torch[name] = function(n, periodic, opts)
         if type(periodic) == 'table' then periodic, opts = nil, periodic end
+        T.options(opts, name)
         if periodic == nil then periodic = true end
         local dt = opts and opts.dtype or torch.get_default_dtype()
         if n == 0 then return torch.empty(0, { dtype = dt }) end

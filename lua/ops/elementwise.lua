@@ -191,6 +191,9 @@ local function unary(op, name, a, p1, p2, out)
   if not is_tensor(a) then
     if type(a) == 'number' then a = torch.tensor(a) else fail(name, 'expected a tensor, got ' .. type(a)) end
   end
+  if (p1 ~= nil and type(p1) ~= 'number') or (p2 ~= nil and type(p2) ~= 'number') then
+    fail(name, ('expected numbers for its parameters, got %s and %s'):format(type(p1), type(p2)))
+  end
   if C.mt_unary(op, a, p1 or 0, p2 or 0, out, outp) ~= 0 then raise_last() end
   if out ~= nil then C.mt_tensor_release(outp[0]); return out end
   return take()
@@ -424,11 +427,28 @@ function M.lerp(a, b, w)
 end
 methods.lerp = M.lerp
 
+-- addcmul/addcdiv: a + v t1 t2, a + v t1 / t2; recorded as one node named as PyTorch's (the C op
+-- composes them of binary ops); the gradients broadcast back by the Function (fit_grad)
+local function addc_raw(a, t1, t2, v, divide)
+  if C.mt_addcmul(a, t1, t2, v, divide, nil, outp) ~= 0 then raise_last() end
+  return take()
+end
+local addc_nodes = {
+  [0] = require('moontorch.ops.compose').node('AddcmulBackward0', addc_raw, function(g, _, t1, t2, v)
+    local gv = v == 1 and g or g * v
+    return g, gv * t2, gv * t1
+  end),
+  [1] = require('moontorch.ops.compose').node('AddcdivBackward0', addc_raw, function(g, _, t1, t2, v)
+    local gv = v == 1 and g or g * v
+    local g1 = gv / t2
+    return g, g1, -g1 * t1 / t2
+  end),
+}
 local function addc(divide, name)
+  local node = addc_nodes[divide]
   return function(a, t1, t2, opts)
     local v = type(opts) == 'table' and opts.value or (type(opts) == 'number' and opts) or 1
-    if C.mt_addcmul(a, t1, t2, v, divide, nil, outp) ~= 0 then raise_last() end
-    return take()
+    return node(a, t1, t2, v, divide)
   end, function(a, t1, t2, opts)
     local v = type(opts) == 'table' and opts.value or (type(opts) == 'number' and opts) or 1
     if C.mt_addcmul(a, t1, t2, v, divide, a, nil) ~= 0 then raise_last() end

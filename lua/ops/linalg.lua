@@ -126,17 +126,26 @@ function M.baddbmm(c, a, b, opts)
   return finish(C.mt_baddbmm(c, a, b, beta, alpha, out, outp), out)
 end
 
--- addmv: beta * c + alpha * (a @ v), composed (not a hot path)
-function M.addmv(c, a, v, opts)
-  check3('addmv', c, a, v)
-  local beta, alpha = coefs('addmv', opts)
-  local out = out_of(opts)
+-- addmv: beta * c + alpha * (a @ v), composed (not a hot path), recorded as one node named as
+-- PyTorch's (AddmvBackward0); with beta 0, c is not read (nor its NaNs), as PyTorch
+local function addmv_raw(c, a, v, beta, alpha)
   local r = M.mv(a, v)
   if alpha ~= 1 then r = r:mul(alpha) end
   if beta ~= 0 then
     local cc = beta == 1 and c or c:mul(beta)
     r = cc:add(r)
   end
+  return r
+end
+local addmv_node = require('moontorch.ops.compose').node('AddmvBackward0', addmv_raw, function(g, c, a, v, beta, alpha)
+  local ga = alpha == 1 and g or g * alpha
+  return beta == 0 and g * 0 or (beta == 1 and g or g * beta), ga:unsqueeze(2) * v:unsqueeze(1), a:t():mv(ga)
+end)
+function M.addmv(c, a, v, opts)
+  check3('addmv', c, a, v)
+  local beta, alpha = coefs('addmv', opts)
+  local out = out_of(opts)
+  local r = addmv_node(c, a, v, beta, alpha)
   if out ~= nil then
     if out:dim() ~= 1 or out:size(1) ~= r:size(1) then
       fail('addmv', ('out has shape %s, expected [%d]'):format(tostring(out:size()), r:size(1)))
@@ -203,7 +212,8 @@ do
       vb[2 * i - 1], vb[2 * i] = 1, bs[i]
       out[i] = as[i] * bs[i]
     end
-    return (a:reshape(va) * b:reshape(vb)):reshape(out)
+    -- (PyTorch's _unsafe_view of the fresh product: UnsafeViewBackward0, a reshape's gradient)
+    return T.name_grad_fn((a:reshape(va) * b:reshape(vb)):reshape(out), 'UnsafeViewBackward0')
   end
   local function inner(a, b)
     need('inner', a) need('inner', b, 'other')
@@ -333,6 +343,9 @@ do
     need('matrix_power', x)
     if x:dim() < 2 or x:size(-1) ~= x:size(-2) then
       fail('matrix_power', 'matrix_power: expected a tensor of square matrices')
+    end
+    if type(n) ~= 'number' or n ~= floor(n) or n ~= n or math.abs(n) == huge then
+      fail('matrix_power', ("expected an integer exponent n, got %s"):format(tostring(n)))
     end
     if n < 0 then return matrix_power(torch.linalg.inv(x), -n) end
     if n == 0 then
@@ -494,15 +507,12 @@ do
       fail('linalg.vector_norm', 'Expected a floating point or complex tensor as input. Got ' .. tostring(y.dtype):gsub('^torch%.', ''))
     end
     if dim == nil then
-      local r = y:reshape(-1):norm(ord)
-      if keepdim then
-        local one = {}
-        for i = 1, x:dim() do one[i] = 1 end
-        r = r:reshape(one)
-      end
-      return r
+      if y:dim() == 0 then return T.name_grad_fn(y:norm(ord), 'LinalgVectorNormBackward0') end
+      dim = {}
+      for i = 1, y:dim() do dim[i] = i end
     end
-    return y:norm(ord, dim, { keepdim = keepdim })
+    -- one node, named as PyTorch's (its gradient is the norm's)
+    return T.name_grad_fn(y:norm(ord, dim, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
   end
   local function matrix_norm(x, ord, dim, keepdim, opts)
     need('linalg.matrix_norm', x)
@@ -512,7 +522,9 @@ do
     dim = dim or opts.dim or { -2, -1 }
     if keepdim == nil then keepdim = opts.keepdim or false end
     local d1, d2 = pdim('linalg.matrix_norm', dim[1], x:dim()), pdim('linalg.matrix_norm', dim[2], x:dim())
-    if ord == 'fro' then return x:norm(2, { d1, d2 }, { keepdim = keepdim }) end
+    if ord == 'fro' then -- PyTorch's: the vector norm of the two dims
+      return T.name_grad_fn(x:norm(2, { d1, d2 }, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
+    end
     if ord == 1 or ord == -1 or ord == huge or ord == -huge then
       local sum_d, red_d = d1, d2
       if ord == huge or ord == -huge then sum_d, red_d = d2, d1 end
@@ -574,10 +586,11 @@ do
     local X = B and M:narrow(-1, n + 1, width - n) or nil
     return X, det * psign, logabs, sign, zero_at
   end
-  local function linalg_det(A)
+  -- one node named as PyTorch's; the gradient autograd's of the elimination (K.node_autograd)
+  local linalg_det = K.node_autograd('LinalgDetBackward0', function(A)
     local _, det = gauss_jordan('linalg.det', A, nil) -- the pivots' product with the permutation's sign
     return det
-  end
+  end)
   local function solve_raw(A, B)
     need('linalg.solve', B, 'B')
     local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
@@ -609,9 +622,28 @@ do
     local Xm, gBm = vec and X:unsqueeze(-1) or X, vec and gB:unsqueeze(-1) or gB
     return -gBm:matmul(Xm:transpose(-2, -1)), gB
   end)
-  local function linalg_slogdet(A)
+  local function slogdet_raw(A)
     local _, _, logabs, sign = gauss_jordan('linalg.slogdet', A, nil)
-    return sign:detach(), logabs
+    return sign:detach(), logabs:detach()
+  end
+  -- sign and log|det| from one node named as PyTorch's: log|det|'s gradient is g A^-T (the sign's
+  -- is none)
+  local SlogdetFn
+  local function linalg_slogdet(A)
+    if not (is_tensor(A) and A.requires_grad and torch.is_grad_enabled()) then return slogdet_raw(A) end
+    if not SlogdetFn then
+      SlogdetFn = torch.autograd.Function('moontorch.LinalgSlogdetBackward0')
+      SlogdetFn._backward_name = 'LinalgSlogdetBackward0'
+      function SlogdetFn.forward(ctx, M)
+        ctx:save_for_backward(M)
+        return slogdet_raw(M)
+      end
+      function SlogdetFn.backward(ctx, _, g)
+        local M = unpack(ctx.saved_tensors)
+        return g:unsqueeze(-1):unsqueeze(-1) * linalg_inv(M):transpose(-2, -1)
+      end
+    end
+    return SlogdetFn.apply(A)
   end
 
   ------------------------------------------------------------------------------ torch.linalg: matrix_exp, householder_product
@@ -676,6 +708,10 @@ do
     end
     return Q
   end
+  -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
+  cdist = K.node_autograd('CdistBackward0', cdist)
+  pdist = K.node_autograd('PdistBackward0', pdist)
+  householder_product = K.node_autograd('LinalgHouseholderProductBackward0', householder_product)
   composed.pdist = pdist -- (F.pdist too: lua/nn/functional.lua)
 
   local fns = { -- torch functions and methods

@@ -132,6 +132,7 @@ end
 
 -- the C generator named by an options table (nil: the default one)
 local function gen_of(opts, op)
+  T.options(opts, op)
   local g = opts and opts.generator
   if g == nil then return nil end
   if not is_generator(g) then fail(op, 'generator must be a torch.Generator, got ' .. type(g)) end
@@ -257,6 +258,7 @@ end
 function methods.cauchy_(t, median, sigma, opts)
   median, sigma, opts = split_opts(median, sigma, opts)
   median, sigma = median or 0, sigma or 1
+  check_number(median, 'cauchy_', 'median'); check_number(sigma, 'cauchy_', 'sigma')
   check_floating(t, 'cauchy_', 'cauchy_cpu')
   if not (sigma > 0) then fail('cauchy_', 'cauchy_ expects sigma > 0.0, but found sigma=' .. sigma) end
   local u = scratch_uniform(t, gen_of(opts, 'cauchy_'))
@@ -267,6 +269,7 @@ end
 function methods.log_normal_(t, mean, std, opts)
   mean, std, opts = split_opts(mean, std, opts)
   mean, std = mean or 1, std or 2
+  check_number(mean, 'log_normal_', 'mean'); check_number(std, 'log_normal_', 'std')
   check_floating(t, 'log_normal_', 'log_normal_cpu')
   if not (std > 0) then fail('log_normal_', 'log_normal_ expects std > 0.0, but found std=' .. std) end
   -- one double normal per element (the scalar path, with its cached second normal): a
@@ -355,6 +358,7 @@ end
 
 local function empty_like(t, opts, op)
   check_tensor(t, op)
+  T.options(opts, op)
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, op)
   local dev = T.check_device(opts, op)
   if opts and opts.device ~= nil then -- t's sizes on another device

@@ -180,13 +180,14 @@ def_bool('any', R.any)
 local function def_maxmin(name, is_min)
   local amop = is_min and R.amin or R.amax
   local other = is_min and 'minimum' or 'maximum'
+  local grad_name = is_min and 'MinBackward1' or 'MaxBackward1'
   local function f(t, a1, a2, a3)
     check_tensor(t, name)
     if is_tensor(a1) then return methods[other](t, a1, a2) end
     local dim, keepdim, opts = parse(a1, a2, a3, name)
     if dim == nil then
       check_nonempty(t, 0, name)
-      return reduce(amop, name, t, nil, 0, -1, 0, nil)
+      return T.name_grad_fn(reduce(amop, name, t, nil, 0, -1, 0, nil), grad_name) -- PyTorch's max() node
     end
     if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. type(dim)) end
     local d = one_dim(t, dim, name)
@@ -442,6 +443,7 @@ do
       local o = n
       n, dim, prepend, append = o.n, o.dim, o.prepend, o.append
     end
+    K.int('diff', 'n', n, true)
     n, dim = n or 1, dim or -1
     if x:dim() == 0 then fail('diff', 'diff expects input to be at least one-dimensional') end
     local d = pdim('diff', dim, x:dim())
@@ -487,9 +489,33 @@ do
       return torch.stack(vals, d), torch.stack(idxs, d)
     end
   end
-  local function logcumsumexp(x, dim)
-    need('logcumsumexp', x)
-    local d = pdim('logcumsumexp', dim, x:dim())
+  -- cummax/cummin as one node named as PyTorch's (CummaxBackward0, CumminBackward0): the gradient
+  -- of each value goes to the element it came from, summed (PyTorch's cummaxmin_backward)
+  local function cum_node(name, raw)
+    local Fn
+    return function(x, dim)
+      if not (torch.is_tensor(x) and x.requires_grad and torch.is_grad_enabled()) then return raw(x, dim) end
+      if not Fn then
+        Fn = torch.autograd.Function('moontorch.' .. name)
+        Fn._backward_name = name
+        function Fn.forward(ctx, t, d)
+          local v, i = raw(t, d)
+          ctx:mark_non_differentiable(i)
+          ctx:save_for_backward(i)
+          ctx.d = t:dim() == 0 and 0 or pdim(name, d, t:dim())
+          ctx.shape = t:size()
+          return v, i
+        end
+        function Fn.backward(ctx, g)
+          local i = unpack(ctx.saved_tensors)
+          if ctx.d == 0 then return g, nil end
+          return torch.zeros(ctx.shape, { dtype = g.dtype, device = g.device }):scatter_add(ctx.d, i, g), nil
+        end
+      end
+      return Fn.apply(x, dim)
+    end
+  end
+  local function logcumsumexp_raw(x, d)
     local L = x:size(d)
     if L == 0 then return x:clone() end
     local cur = x:select(d, 1)
@@ -499,6 +525,21 @@ do
       outs[i] = cur
     end
     return torch.stack(outs, d)
+  end
+  -- one node named as PyTorch's, with PyTorch's backward (logcumsumexp_backward): the positive and
+  -- the negative parts of the gradient summed in log space, from the end
+  local logcumsumexp_node
+  logcumsumexp_node = K.node('LogcumsumexpBackward0', logcumsumexp_raw, function(g, x, d)
+    local out = logcumsumexp_node(x, d)
+    local lowest = torch.full_like(g, torch.finfo(g.dtype).min)
+    local function rev(t) return logcumsumexp_node(t:flip(d), d):flip(d) end
+    local lp = torch.where(g:gt(0), g:log(), lowest)
+    local ln = torch.where(g:lt(0), (-g):log(), lowest)
+    return (rev(lp - out) + x):exp() - (rev(ln - out) + x):exp()
+  end)
+  local function logcumsumexp(x, dim)
+    need('logcumsumexp', x)
+    return logcumsumexp_node(x, pdim('logcumsumexp', dim, x:dim()))
   end
   -- nanmean(dim, keepdim, {dtype =}): dim and keepdim by position or in the options
   local function nanmean(x, dim, keepdim, opts)
@@ -520,6 +561,10 @@ do
     if type(bins) == 'table' then
       local o = bins
       bins, lo, hi = o.bins, o.min, o.max
+    end
+    K.int('histc', 'bins', bins, true)
+    if (lo ~= nil and type(lo) ~= 'number') or (hi ~= nil and type(hi) ~= 'number') then
+      fail('histc', ('expected numbers for min and max, got %s and %s'):format(type(lo), type(hi)))
     end
     bins, lo, hi = bins or 100, lo or 0, hi or 0
     if not is_float(x) then fail('histc', '"histogram_cpu" not implemented for \'' .. tostring(x.dtype):gsub('^torch%.', '') .. "'") end
@@ -547,6 +592,7 @@ do
       local interp = opts.interpolation or 'linear'
       if not is_float(x) then fail(op, 'quantile() input tensor must be either float or double dtype') end
       local scalar_q = type(q) == 'number'
+      if not scalar_q and not is_tensor(q) then fail(op, 'quantile() q must be a number or a tensor, got ' .. type(q)) end
       local qt = scalar_q and torch.tensor({ q }, { dtype = x.dtype }) or q:to(x.dtype)
       if qt:dim() > 1 then fail(op, 'quantile() q must be a scalar or 1D tensor') end
       if qt:lt(0):any() or qt:gt(1):any() then fail(op, 'quantile() q values must be in the range [0, 1]') end
@@ -593,14 +639,17 @@ do
       return torch.stack(outs, 1)
     end
   end
-  local function renorm(x, p, dim, maxnorm)
-    need('renorm', x)
-    local d = pdim('renorm', dim, x:dim())
+  -- renorm: each slice along dim whose p-norm is above maxnorm scaled to maxnorm; one node named as
+  -- PyTorch's, whose gradient also goes through the norm (as PyTorch's renorm_backward)
+  local renorm_node = K.node_autograd('RenormBackward0', function(x, p, d, maxnorm)
     local others = {}
     for i = 1, x:dim() do if i ~= d then others[#others + 1] = i end end
     local norms = #others > 0 and x:norm(p, others, { keepdim = true }) or x:abs()
-    local f = torch.where(norms:gt(maxnorm), maxnorm / (norms + 1e-7), torch.ones_like(norms))
-    return x * f:detach()
+    return x * torch.where(norms:gt(maxnorm), maxnorm / (norms + 1e-7), torch.ones_like(norms))
+  end)
+  local function renorm(x, p, dim, maxnorm)
+    need('renorm', x)
+    return renorm_node(x, p, pdim('renorm', dim, x:dim()), maxnorm)
   end
   local function sum_to_size(x, ...)
     local s = ...
@@ -622,7 +671,8 @@ do
   end
 
   local fns = { -- torch functions and methods
-    diff = diff, trace = trace, cummax = cum_extreme('cummax', true), cummin = cum_extreme('cummin', false),
+    diff = diff, trace = trace, cummax = cum_node('CummaxBackward0', cum_extreme('cummax', true)),
+    cummin = cum_node('CumminBackward0', cum_extreme('cummin', false)),
     logcumsumexp = logcumsumexp, nanmean = nanmean, histc = histc, quantile = quantile_impl('quantile', false),
     nanquantile = quantile_impl('nanquantile', true), renorm = renorm, sum_to_size = sum_to_size,
   }
@@ -634,6 +684,7 @@ do
       need('trapezoid', y)
       if type(x) == 'table' and not is_tensor(x) then x, opts = nil, x end
       if type(x) == 'number' then opts = { dx = x } x = nil end
+      if x ~= nil and not is_tensor(x) then fail('trapezoid', 'expected x to be a tensor, a number (dx) or options, got ' .. type(x)) end
       opts = opts or {}
       local d = pdim('trapezoid', opts.dim or -1, y:dim())
       local n = y:size(d)
@@ -646,9 +697,10 @@ do
           for i = 1, y:dim() do view[i] = i == d and n - 1 or 1 end
           dx = dx:reshape(view)
         end
-        return (s * dx):sum(d) / 2
+        -- (PyTorch divides and multiplies by a Scalar here: DivBackward1, MulBackward1)
+        return T.name_grad_fn((s * dx):sum(d) / 2, 'DivBackward1')
       end
-      return s:sum(d) * ((opts.dx or 1) / 2)
+      return T.name_grad_fn(s:sum(d) * ((opts.dx or 1) / 2), 'MulBackward1')
     end
     if torch.trapezoid == nil then torch.trapezoid = trapezoid end
     if torch.trapz == nil then torch.trapz = trapezoid end
@@ -658,6 +710,7 @@ do
       -- cov(input, {correction=1, fweights=, aweights=}): rows are variables, columns observations
       torch.cov = function(x, opts)
         need('cov', x)
+        T.options(opts, 'cov')
         opts = opts or {}
         local c = opts.correction == nil and 1 or opts.correction
         local m = x:dim() == 1 and x:view(1, -1) or x

@@ -87,6 +87,7 @@ end
 -- (tensors, dim, opts) or (tensors, {dim=, out=})
 local function dim_opts(dim, opts, op)
   if type(dim) == 'table' then dim, opts = dim.dim, dim end
+  T.options(opts, op)
   local out = opts and opts.out
   if out ~= nil then check_tensor(out, op, 'out') end
   return dim or 1, out
@@ -226,7 +227,7 @@ function methods.split(t, size, dim)
     end
     local pos = 0
     for i = 1, ns do
-      r[i] = narrow0(t, d, pos, sizes[i])
+      r[i] = T.name_grad_fn(narrow0(t, d, pos, sizes[i]), 'SplitWithSizesBackward0')
       pos = pos + sizes[i]
     end
     return r
@@ -242,7 +243,7 @@ function methods.split(t, size, dim)
   T.check_list_len(count, 'split')
   for i = 1, count do
     local start = (i - 1) * size
-    r[i] = narrow0(t, d, start, math.min(size, n - start))
+    r[i] = T.name_grad_fn(narrow0(t, d, start, math.min(size, n - start)), 'SplitBackward0')
   end
   return r
 end
@@ -569,6 +570,7 @@ do
     for i = 1, n do
       local s = select(i, ...)
       if is_tensor(s) then s = sizes(s) elseif type(s) == 'number' then s = { s } end
+      if type(s) ~= 'table' then fail('broadcast_shapes', ('expected shapes (tables, numbers or tensors), got %s at %d'):format(type(s), i)) end
       shapes[i] = s
       if #s > nd then nd = #s end
     end
@@ -643,6 +645,8 @@ do
   local function combinations(x, r, opts)
     need('combinations', x)
     if type(r) == 'table' then r, opts = nil, r end
+    T.options(opts, 'combinations')
+    K.int('combinations', 'r', r, true)
     r = r or (opts and opts.r) or 2
     local rep = opts and opts.with_replacement or false
     if x:dim() ~= 1 then fail('combinations', ('Expect a 1D vector, but got shape [%s]'):format(table.concat(sizes(x), ', '))) end
@@ -738,6 +742,7 @@ do
     function(g, _, offset, dim1, dim2) return g:diagonal(offset, dim1, dim2) end)
   local function diag_embed(x, offset, dim1, dim2)
     need('diag_embed', x)
+    K.int('diag_embed', 'offset', offset, true)
     return diag_embed_node(x, offset or 0, dim1 or -2, dim2 or -1)
   end
   function diag_embed_raw(x, offset, dim1, dim2)
@@ -767,6 +772,7 @@ do
   end
   local function diagflat(x, offset)
     need('diagflat', x)
+    K.int('diagflat', 'offset', offset, true)
     return diag_embed(x:reshape(-1), offset or 0)
   end
   local select_scatter_raw
@@ -775,6 +781,8 @@ do
     function(g, _, _, d, i) return select_scatter_raw(g, torch.zeros_like(g:select(d, i)), d, i), g:select(d, i) end)
   local function select_scatter(x, src, dim, index)
     need('select_scatter', x)
+    need('select_scatter', src, 'src')
+    K.int('select_scatter', 'index', index)
     local d = pdim('select_scatter', dim, x:dim())
     local n = x:size(d)
     return select_scatter_node(x, src, d, index < 0 and index + n + 1 or index)
@@ -790,6 +798,7 @@ do
   -- slice_scatter(x, src, dim=1, start=nil, end=nil, step=1): start 1-based, end inclusive-exclusive as Lua's narrow
   local function slice_scatter(x, src, dim, start, stop, step)
     need('slice_scatter', x)
+    need('slice_scatter', src, 'src')
     if type(dim) == 'table' then
       local o = dim
       dim, start, stop, step = o.dim, o.start, o['end'], o.step
@@ -845,6 +854,10 @@ do
     return x:tensor_split(s, 3)
   end
   composed.broadcast_tensors = broadcast_tensors -- (cross's: lua/ops/linalg.lua)
+
+  -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
+  diagonal_scatter = K.node_autograd('DiagonalScatterBackward0', diagonal_scatter)
+  block_diag = K.node_autograd('BlockDiagBackward0', block_diag)
 
   local fns = { -- torch functions and methods
     take = take, take_along_dim = take_along_dim, diag_embed = diag_embed, diagflat = diagflat,

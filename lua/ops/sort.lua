@@ -159,11 +159,69 @@ function methods.kthvalue(t, k, dim, keepdim, opts)
   return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
 end
 
+-- the reductions that pick one element of each line along a dim (median(dim), kthvalue, mode):
+-- values and indices from one node named as PyTorch's, whose gradient goes to the picked element
+-- (PyTorch's value_selecting_reduction_backward). dim_pos: where the dim is among the arguments
+-- after the tensor (a table there holds keepdim, and median's also dim, as the functions read them)
+local nils = {}
+local function picked_node(name, raw, dim_pos)
+  local Fn
+  return function(t, ...)
+    if not (is_tensor(t) and t.requires_grad and C.mt_is_grad_enabled() ~= 0) then return raw(t, ...) end
+    if not Fn then
+      Fn = torch.autograd.Function('moontorch.' .. name)
+      Fn._backward_name = name
+      function Fn.forward(ctx, x, ...)
+        local v, i = raw(x, ...)
+        ctx:mark_non_differentiable(i)
+        ctx:save_for_backward(i)
+        local dim, keepdim, opts = select(dim_pos, ...)
+        if type(dim) == 'table' then dim, keepdim = nil, dim end
+        if dim == nil and type(keepdim) == 'table' then dim = keepdim.dim end
+        local nd = x:dim()
+        ctx.d = dim == nil and math.max(nd, 1) or (dim < 0 and dim + nd + 1 or dim)
+        ctx.keep, ctx.shape, ctx.nrest = keepdim_of(keepdim, opts), x:size(), select('#', ...)
+        return v, i
+      end
+      function Fn.backward(ctx, g)
+        local i = unpack(ctx.saved_tensors)
+        local shape, d = ctx.shape, ctx.d
+        local gx
+        if #shape == 0 then
+          gx = g:reshape({})
+        else
+          if not ctx.keep then g, i = g:unsqueeze(d), i:unsqueeze(d) end
+          gx = torch.zeros(shape, { dtype = g.dtype, device = g.device }):scatter(d, i, g)
+        end
+        return gx, unpack(nils, 1, ctx.nrest)
+      end
+    end
+    return Fn.apply(t, ...)
+  end
+end
+
+-- median of all elements: one node named as PyTorch's, whose gradient is shared evenly by the
+-- elements equal to the median (NaNs, when it is NaN), as PyTorch's evenly_distribute_backward
+local median_all_raw, median_dim
+local median_dim_node = picked_node('MedianBackward1', function(...) return median_dim(...) end, 1)
+local median_all = require('moontorch.ops.compose').node('MedianBackward0', function(t) return median_all_raw(t) end,
+  function(g, t)
+    local v = median_all_raw(t:detach())
+    local mask = v:item() ~= v:item() and t:detach():isnan() or t:detach():eq(v)
+    return g * mask:to(g.dtype) / mask:sum():item()
+  end)
+
 -- median(): the lower median of all elements (NaN if any); median(dim, keepdim): values, indices
 function methods.median(t, dim, keepdim, opts)
   if type(dim) == 'table' then dim, keepdim = nil, dim end
   if dim == nil and not (type(keepdim) == 'table' and keepdim.dim) then
     check_tensor(t, 'median')
+    return median_all(t)
+  end
+  return median_dim_node(t, dim, keepdim, opts)
+end
+function median_all_raw(t)
+  do
     local n = t:numel()
     if n == 0 then
       if not t:is_floating_point() then fail('median', 'median of an empty integer tensor is undefined') end
@@ -178,6 +236,8 @@ function methods.median(t, dim, keepdim, opts)
     local v = pick_lines(vs, is, 0, { p }, false, true)
     return v
   end
+end
+function median_dim(t, dim, keepdim, opts)
   if dim == nil then dim = keepdim.dim end
   local vs, is, d, scalar, shape = sorted_lines(t, dim, 'median')
   local n = shape[d + 1]
@@ -231,6 +291,8 @@ function methods.mode(t, dim, keepdim, opts)
   end
   return pick_lines(vs, is, d, pos, keepdim_of(keepdim, opts), scalar)
 end
+methods.kthvalue = picked_node('KthvalueBackward0', methods.kthvalue, 2)
+methods.mode = picked_node('ModeBackward0', methods.mode, 1)
 
 ------------------------------------------------------------------------------ unique, searchsorted, bincount
 -- unique({sorted=, return_inverse=, return_counts=}) -> values[, inverse][, counts]
@@ -437,6 +499,7 @@ do
   local function rot90(x, k, dims)
     need('rot90', x)
     if type(k) == 'table' then k, dims = nil, k end
+    K.int('rot90', 'k', k, true)
     return rot90_node(x, k or 1, dims or { 1, 2 })
   end
   function rot90_raw(x, k, dims)
@@ -451,10 +514,64 @@ do
     if k == 3 then return x:flip(d0):transpose(d0, d1) end
     return x:clone()
   end
+  -- unique and unique_consecutive with {dim = d}: the slices along d, each as a list of Lua numbers
+  -- that compare as the slices' values do (bools as 0/1, an int64 as its high and low 32 bits, so
+  -- that values past 2^53 stay apart); NaN sorts last and equals nothing, not even itself
+  local function slices(op, t, dim)
+    if t:dim() == 0 then fail(op, 'Dimension specified as ' .. tostring(dim) .. ' but tensor has no dimensions') end
+    local d = pdim(op, dim, t:dim())
+    local moved = t:movedim(d, 1)
+    local n = moved:size(1)
+    local shape = sizes(moved)
+    local m = 1
+    for k = 2, #shape do m = m * shape[k] end
+    if m == 0 and n > 0 then
+      fail(op, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+    end
+    local list = {}
+    if n > 0 then
+      local rows = moved:reshape(n, m)
+      local dt = t.dtype
+      if dt == torch.bool then rows = rows:to(torch.uint8)
+      elseif dt == torch.int64 then
+        local hi = rows:div(4294967296, { rounding_mode = 'floor' })
+        rows = torch.stack({ hi, rows - hi * 4294967296 }, 3):reshape(n, 2 * m)
+      elseif t:is_complex() then
+        fail(op, 'unique with dim is not supported for complex tensors')
+      end
+      list = rows:tolist()
+    end
+    return d, moved, n, list
+  end
+  -- the one-dimensional results of dim = d: values (slices `keep` of moved), inverse, counts
+  local function slice_results(d, moved, keep, inverse, counts, opts)
+    local r = { moved:index_select(1, torch.tensor(keep, { dtype = torch.int64 })):movedim(1, d) }
+    if opts.return_inverse then r[#r + 1] = torch.tensor(inverse, { dtype = torch.int64 }) end
+    if opts.return_counts then r[#r + 1] = torch.tensor(counts, { dtype = torch.int64 }) end
+    return unpack(r)
+  end
+  local function same_row(a, b)
+    for k = 1, #a do if a[k] ~= b[k] then return false end end
+    return true
+  end
+  local function unique_consecutive_dim(x, opts)
+    local d, moved, n, list = slices('unique_consecutive', x, opts.dim)
+    local keep, inverse, counts = {}, {}, {}
+    for i = 1, n do
+      if i == 1 or not same_row(list[i - 1], list[i]) then
+        keep[#keep + 1] = i
+        counts[#keep] = 0
+      end
+      counts[#keep] = counts[#keep] + 1
+      inverse[i] = #keep
+    end
+    return slice_results(d, moved, keep, inverse, counts, opts)
+  end
   local function unique_consecutive(x, opts)
     need('unique_consecutive', x)
     opts = opts or {}
-    if opts.dim ~= nil then fail('unique_consecutive', 'unique_consecutive with dim is not supported by moontorch yet') end
+    if type(opts) ~= 'table' then fail('unique_consecutive', 'expected an options table, got ' .. type(opts)) end
+    if opts.dim ~= nil then return unique_consecutive_dim(x, opts) end
     local flat = x:reshape(-1)
     local n = flat:numel()
     if n == 0 then
@@ -493,6 +610,7 @@ do
     end
     if torch.isin == nil then
       torch.isin = function(elements, test, opts)
+        T.options(opts, 'isin')
         local inv = opts and opts.invert or false
         local e = is_tensor(elements) and elements or torch.tensor(elements)
         local t = is_tensor(test) and test or torch.tensor({ test })
@@ -505,38 +623,34 @@ do
     do
       local base = methods.unique
       local function unique_dim(t, opts)
-        local d = pdim('unique', opts.dim, t:dim())
-        local moved = t:movedim(d, 1)
-        local n = moved:size(1)
-        local rows = moved:reshape(n, -1)
-        local list = rows:tolist()
-        local m = rows:size(2)
+        local d, moved, n, list = slices('unique', t, opts.dim)
         local order = {}
         for i = 1, n do order[i] = i end
+        -- lexicographic, NaN after every number, ties (equal slices, NaN against NaN) by position
         local function less(a, b)
           local ra, rb = list[a], list[b]
-          for k = 1, m do
-            if ra[k] ~= rb[k] then return ra[k] < rb[k] end
+          for k = 1, #ra do
+            local x, y = ra[k], rb[k]
+            if x ~= y then
+              if x ~= x then
+                if y == y then return false end
+              elseif y ~= y then return true
+              else return x < y end
+            end
           end
           return a < b
         end
         table.sort(order, less)
         local keep, inverse, counts = {}, {}, {}
         for j, i in ipairs(order) do
-          local same = j > 1
-          if same then
-            local prev = list[order[j - 1]]
-            for k = 1, m do if prev[k] ~= list[i][k] then same = false break end end
+          if j == 1 or not same_row(list[order[j - 1]], list[i]) then
+            keep[#keep + 1] = i
+            counts[#keep] = 0
           end
-          if not same then keep[#keep + 1] = i counts[#keep] = 0 end
           counts[#keep] = counts[#keep] + 1
           inverse[i] = #keep
         end
-        local values = moved:index_select(1, torch.tensor(keep, { dtype = torch.int64 })):movedim(1, d)
-        local r = { values }
-        if opts.return_inverse then r[#r + 1] = torch.tensor(inverse, { dtype = torch.int64 }) end
-        if opts.return_counts then r[#r + 1] = torch.tensor(counts, { dtype = torch.int64 }) end
-        return unpack(r)
+        return slice_results(d, moved, keep, inverse, counts, opts)
       end
       local function unique(t, opts, ...)
         if type(opts) == 'table' and not is_tensor(opts) and opts.dim ~= nil and is_tensor(t) then

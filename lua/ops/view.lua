@@ -41,7 +41,7 @@ function methods.t(t)
   if n > 2 then fail('t', ('t() expects a tensor with <= 2 dimensions, but self is %dD'):format(n)) end
   if n < 2 then return t end
   if C.mt_transpose(t, 0, 1, outp) ~= 0 then raise_last() end
-  return take()
+  return T.name_grad_fn(take(), 'TBackward0')
 end
 function methods.permute(t, ...)
   local n = parse_sizes('permute', ...)

@@ -140,6 +140,8 @@ do
 end
 M.can_interrupt = runner_handler ~= nil
 
+local sfd -- the signalfd of sigint_fd(), made on first use (false: none)
+
 -- user code is about to run: SIGINT interrupts it (a Ctrl-C typed before it started is dropped)
 function M.sigint_interrupts()
   if sfd and M.wait({ sfd }, 0)[sfd] then M.sigint_take() end
@@ -152,7 +154,6 @@ function M.sigint_held()
   C.sigprocmask(SIG_BLOCK, int_set, nil)
 end
 
-local sfd
 function M.sigint_fd()
   if sfd == nil then
     sfd = C.signalfd(-1, int_set, SFD_CLOEXEC)

@@ -7,9 +7,29 @@
 # a TransformerEncoderLayer (opset 14: attention spelled with MatMul, Softmax, Reshape, Shape, Gather,
 # Slice ...) and a small CNN with the other ops (BatchNormalization kept: training=TrainingMode.PRESERVE
 # is not used; an unfolded batch norm comes from an nn.BatchNorm1d after a Linear), average pooling,
-# GELU, LayerNorm at opset 17, softmax, concatenation.
+# GELU, LayerNorm at opset 17, softmax, concatenation; an LSTM (2 layers, bidirectional) and a GRU
+# (batch first), opset 14.
+# With names (cd spec/support/onnx && /usr/bin/python3 ../onnx_record.py lstm gru) only those models are
+# written (the others' files stay as they are).
+import sys
 import onnx, torch
 import torch.nn as nn
+
+ONLY = set(sys.argv[1:])
+
+class Recurrent(nn.Module):
+    # an LSTM or GRU: its last step's output beside the last layer's final hidden state (PyTorch's
+    # exporter writes ONNX's LSTM/GRU op, both outputs used)
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+
+    def forward(self, x):
+        out, h = self.rnn(x)
+        if isinstance(h, tuple):
+            h = h[0]
+        last = out[:, -1] if self.rnn.batch_first else out[-1]
+        return torch.cat([last, h[-1]], 1)
 
 class Block(nn.Module):
     def __init__(self, c):
@@ -42,6 +62,8 @@ class Mixed(nn.Module):
         return torch.softmax(torch.cat([h, g], 1), dim=-1)
 
 def record(name, model, x, opset):
+    if ONLY and name not in ONLY:
+        return
     model.eval()
     torch.onnx.export(model, (x,), name + '.onnx', opset_version=opset, input_names=['input'],
                       output_names=['output'])
@@ -77,6 +99,13 @@ torch.manual_seed(4)
 mx = Mixed()
 trained_bn(mx.bn)
 record('mixed', mx, torch.randn(2, 3, 8, 8), 17)
+
+torch.manual_seed(5)
+record('lstm', Recurrent(nn.LSTM(4, 5, num_layers=2, bidirectional=True)), torch.randn(3, 2, 4), 14)
+torch.manual_seed(6)
+record('gru', Recurrent(nn.GRU(4, 5, batch_first=True)), torch.randn(2, 3, 4), 14)
+if ONLY:
+    sys.exit(0)
 
 # Files an ONNX reader must refuse, each with a message (made with onnx.helper; not checked)
 from onnx import helper, TensorProto
