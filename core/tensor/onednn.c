@@ -418,14 +418,14 @@ static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to, dn
  * - When: the same content seen twice (2 << wait calls: each kept transform that served fewer than
  *   WCACHE_PAYBACK calls before it was dropped doubles that shape's wait, each that paid halves it), so a
  *   training loop, whose weights change every step, only pays the hash.
- * - How many: WCACHE_N entries (a content seen once is a record without buffer), WCACHE_BYTES of
- *   transformed weights in all; an entry used in the last WCACHE_HOT lookups is never evicted for another
+ * - How many: WCACHE_N entries (a content seen once is a record without buffer), WCACHE_MB megabytes of
+ *   transformed weights in all (MT_CONV_WCACHE_MB=n sets it); an entry used in the last WCACHE_HOT lookups is never evicted for another
  *   (no thrashing when a model has more such layers than fit: the rest stay direct), one in use by a
  *   running convolution never; the least recently used cold one goes first. Thread-safe (one lock; the
  *   hash and the transform run outside it); the buffers are freed at exit.
  * MT_CONV_WCACHE_OFF=1 turns it off (bench/ compares), MT_CONV=direct too. */
-#define WCACHE_N 16
-#define WCACHE_BYTES ((size_t)128 << 20)
+#define WCACHE_N 64
+#define WCACHE_MB 128 /* MT_CONV_WCACHE_MB=n sets it */
 #define WCACHE_HOT 64
 #define WCACHE_PAYBACK 32
 typedef struct {
@@ -480,10 +480,21 @@ static int wcache_slot(uint64_t now) {
   return best;
 }
 
+static size_t wcache_cap(void) {
+  static size_t cap = 0;
+  if (!cap) {
+    const char *e = getenv("MT_CONV_WCACHE_MB");
+    long mb = e && *e ? strtol(e, NULL, 10) : WCACHE_MB;
+    cap = (size_t)(mb > 0 ? mb : 0) << 20 | 1; /* | 1: read */
+  }
+  return cap & ~(size_t)1;
+}
+
 /* under the lock: room for bytes more (cold entries other than keep evicted), or false */
 static bool wcache_room(size_t bytes, uint64_t now, int keep) {
-  if (bytes > WCACHE_BYTES) return false;
-  while (wcache_total + bytes > WCACHE_BYTES) {
+  size_t cap = wcache_cap();
+  if (bytes > cap) return false;
+  while (wcache_total + bytes > cap) {
     int lru = -1;
     for (int i = 0; i < WCACHE_N; i++) {
       wentry *e = &wcache[i];
