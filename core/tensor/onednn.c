@@ -58,12 +58,17 @@
   X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_query_md) X(dnnl_primitive_desc_query)                      \
   X(dnnl_primitive_desc_destroy) X(dnnl_primitive_create) X(dnnl_primitive_execute) X(dnnl_primitive_destroy)      \
   X(dnnl_reorder_primitive_desc_create) X(dnnl_primitive_desc_iterator_create) X(dnnl_primitive_desc_iterator_next)  \
-  X(dnnl_primitive_desc_iterator_fetch) X(dnnl_primitive_desc_iterator_destroy)
+  X(dnnl_primitive_desc_iterator_fetch) X(dnnl_primitive_desc_iterator_destroy) X(dnnl_primitive_attr_create)          \
+  X(dnnl_primitive_attr_set_scratchpad_mode)
 static struct {
 #define DN_FIELD_(f) __typeof__(&f) f;
   DN_FUNCS(DN_FIELD_)
 #undef DN_FIELD_
   dnnl_engine_t engine;
+  /* every primitive's scratchpad is ours (scratchpad_mode user, passed to each execution): with the library's
+   * (the default), Debian's oneDNN 2.x shares one between threads, and two threads running Winograd
+   * convolutions (or its weight reorder) at once crashed (core/tests/test_conv_threads.c) */
+  dnnl_primitive_attr_t attr;
   int ok;
 } dn;
 static pthread_once_t dn_once = PTHREAD_ONCE_INIT;
@@ -77,6 +82,9 @@ static void dn_load(void) {
   DN_FUNCS(DN_SYM_)
 #undef DN_SYM_
   if (dn.dnnl_engine_create(&dn.engine, dnnl_cpu, 0) != dnnl_success) return;
+  if (dn.dnnl_primitive_attr_create(&dn.attr) != dnnl_success ||
+      dn.dnnl_primitive_attr_set_scratchpad_mode(dn.attr, dnnl_scratchpad_mode_user) != dnnl_success)
+    return;
   dn.ok = 1;
 }
 static bool dn_ready(void) {
@@ -187,6 +195,8 @@ typedef struct conv_prim {
   dnnl_memory_desc_t ua, ub, uo, pa, pb, po, bias_md;
   int arg_a, arg_b, arg_o;
   dnnl_primitive_t ra, rb, ro;
+  dnnl_memory_desc_t sp[4]; /* the scratchpads of prim, ra, rb, ro (zero size: none) */
+  size_t sp_bytes;          /* the largest: one buffer serves the four, which run one after another */
   int wino; /* the algorithm that oneDNN picked is Winograd */
   int none; /* FWD_KEPT only: oneDNN has no such primitive for this shape (kept, so as not to ask again) */
   int wait; /* FWD_KEPT only, under wcache_lock: sightings of the same weights before they are transformed, log2 */
@@ -211,14 +221,23 @@ static void any_md(dnnl_memory_desc_t *md, int ndims, const int64_t *dims) {
   dn.dnnl_memory_desc_init_by_tag(md, ndims, d, dnnl_f32, dnnl_format_tag_any);
 }
 
-static dnnl_primitive_t reorder_of(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, bool *ok) {
+/* the scratchpad that pd wants */
+static void scratchpad_of(const_dnnl_primitive_desc_t pd, dnnl_memory_desc_t *sp) {
+  const dnnl_memory_desc_t *md = dn.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (md) *sp = *md;
+  else memset(sp, 0, sizeof *sp);
+}
+
+static dnnl_primitive_t reorder_of(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, dnnl_memory_desc_t *sp,
+                                   bool *ok) {
   if (dn.dnnl_memory_desc_equal(from, to)) return NULL;
   dnnl_primitive_desc_t pd;
   dnnl_primitive_t p = NULL;
-  if (dn.dnnl_reorder_primitive_desc_create(&pd, from, dn.engine, to, dn.engine, NULL) != dnnl_success) {
+  if (dn.dnnl_reorder_primitive_desc_create(&pd, from, dn.engine, to, dn.engine, dn.attr) != dnnl_success) {
     *ok = false;
     return NULL;
   }
+  scratchpad_of(pd, sp);
   if (dn.dnnl_primitive_create(&p, pd) != dnnl_success) *ok = false;
   dn.dnnl_primitive_desc_destroy(pd);
   return p;
@@ -247,7 +266,7 @@ static conv_prim *prim_none(const conv_key *k) {
  * walked. */
 static dnnl_primitive_desc_t wino_4x3_kept(const dnnl_convolution_desc_t *d) {
   dnnl_primitive_desc_iterator_t it;
-  if (dn.dnnl_primitive_desc_iterator_create(&it, d, NULL, dn.engine, NULL) != dnnl_success) return NULL;
+  if (dn.dnnl_primitive_desc_iterator_create(&it, d, dn.attr, dn.engine, NULL) != dnnl_success) return NULL;
   dnnl_primitive_desc_t pd = NULL;
   do {
     dnnl_primitive_desc_t q = dn.dnnl_primitive_desc_iterator_fetch(it);
@@ -306,7 +325,7 @@ static conv_prim *prim_make(const conv_key *k) {
   if (ok && kept)
     ok = (fpd = wino_4x3_kept(&fdesc)) != NULL;
   else if (ok)
-    ok = dn.dnnl_primitive_desc_create(&fpd, &fdesc, NULL, dn.engine, NULL) == dnnl_success;
+    ok = dn.dnnl_primitive_desc_create(&fpd, &fdesc, dn.attr, dn.engine, NULL) == dnnl_success;
   if (ok && (k->kind == FWD || kept)) {
     c->pd = fpd;
     fpd = NULL;
@@ -315,13 +334,13 @@ static conv_prim *prim_make(const conv_key *k) {
   } else if (ok && k->kind == BWD_DATA) {
     ok = dn.dnnl_dilated_convolution_backward_data_desc_init(&bdesc, k->alg, &s_any, &w_any, &d_any, strides, dilates,
                                                              pl, pr) == dnnl_success &&
-         dn.dnnl_primitive_desc_create(&c->pd, &bdesc, NULL, dn.engine, fpd) == dnnl_success;
+         dn.dnnl_primitive_desc_create(&c->pd, &bdesc, dn.attr, dn.engine, fpd) == dnnl_success;
     c->ua = d_u, c->ub = w_u, c->uo = s_u;
     c->arg_a = DNNL_ARG_DIFF_DST, c->arg_b = DNNL_ARG_WEIGHTS, c->arg_o = DNNL_ARG_DIFF_SRC;
   } else if (ok) {
     ok = dn.dnnl_dilated_convolution_backward_weights_desc_init(&bdesc, k->alg, &s_any, &w_any, NULL, &d_any, strides,
                                                                 dilates, pl, pr) == dnnl_success &&
-         dn.dnnl_primitive_desc_create(&c->pd, &bdesc, NULL, dn.engine, fpd) == dnnl_success;
+         dn.dnnl_primitive_desc_create(&c->pd, &bdesc, dn.attr, dn.engine, fpd) == dnnl_success;
     c->ua = s_u, c->ub = d_u, c->uo = w_u;
     c->arg_a = DNNL_ARG_SRC, c->arg_b = DNNL_ARG_DIFF_DST, c->arg_o = DNNL_ARG_DIFF_WEIGHTS;
   }
@@ -343,9 +362,14 @@ static conv_prim *prim_make(const conv_key *k) {
   if (dn.dnnl_primitive_desc_query(c->pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
     c->wino = strstr(impl, "wino") != NULL;
   ok = dn.dnnl_primitive_create(&c->prim, c->pd) == dnnl_success;
-  c->ra = reorder_of(&c->ua, &c->pa, &ok);
-  c->rb = reorder_of(&c->ub, &c->pb, &ok);
-  c->ro = reorder_of(&c->po, &c->uo, &ok);
+  scratchpad_of(c->pd, &c->sp[0]);
+  c->ra = reorder_of(&c->ua, &c->pa, &c->sp[1], &ok);
+  c->rb = reorder_of(&c->ub, &c->pb, &c->sp[2], &ok);
+  c->ro = reorder_of(&c->po, &c->uo, &c->sp[3], &ok);
+  for (int i = 0; i < 4; i++) {
+    size_t n = dn.dnnl_memory_desc_get_size(&c->sp[i]);
+    if (n > c->sp_bytes) c->sp_bytes = n;
+  }
   if (!ok) {
     prim_free(c);
     return kept ? prim_none(k) : NULL;
@@ -395,9 +419,11 @@ static void *scratch(const dnnl_memory_desc_t *md, mt_tensor **keep, bool *ok) {
   return (*keep)->_data;
 }
 
-static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to, dnnl_stream_t st, bool *ok) {
-  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-  if (*ok && dn.dnnl_primitive_execute(r, st, 2, args) != dnnl_success) *ok = false;
+/* sp: its scratchpad (NULL: none) */
+static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to, dnnl_memory_t sp, dnnl_stream_t st,
+                    bool *ok) {
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, sp}};
+  if (*ok && dn.dnnl_primitive_execute(r, st, sp ? 3 : 2, args) != dnnl_success) *ok = false;
 }
 
 /* ---------------------------------------------------------------- Winograd weights, kept
@@ -562,7 +588,7 @@ __attribute__((destructor)) static void wcache_free(void) {
 static mt_status run(const conv_prim *c, const void *a, const void *b, void *out, const void *bias, void *kept,
                      bool fill) {
   bool ok = true;
-  mt_tensor *sa = NULL, *sb = NULL, *so = NULL;
+  mt_tensor *sa = NULL, *sb = NULL, *so = NULL, *ss = NULL;
   sigset_t old;
   int held;
   mt_onednn_begin(&old, &held);
@@ -575,16 +601,29 @@ static mt_status run(const conv_prim *c, const void *a, const void *b, void *out
                             : memory(&c->pb, scratch(&c->pb, &sb, &ok), &ok);
   dnnl_memory_t po = c->ro ? memory(&c->po, scratch(&c->po, &so, &ok), &ok) : uo;
   dnnl_memory_t mb = bias ? memory(&c->bias_md, (void *)bias, &ok) : NULL;
-  if (c->ra) reorder(c->ra, ua, pa, st, &ok);
-  if (c->rb && (!kept || fill)) reorder(c->rb, ub, pb, st, &ok);
-  dnnl_exec_arg_t args[4] = {{c->arg_a, pa}, {c->arg_b, pb}, {c->arg_o, po}, {DNNL_ARG_BIAS, mb}};
-  if (ok && dn.dnnl_primitive_execute(c->prim, st, bias ? 4 : 3, args) != dnnl_success) ok = false;
-  if (c->ro) reorder(c->ro, po, uo, st, &ok);
+  dnnl_memory_t sp[4] = {NULL};
+  if (c->sp_bytes) {
+    int64_t n = (int64_t)c->sp_bytes;
+    if (ok && mt_new_cpu(&n, 1, MT_UINT8, "convolution", &ss) != MT_OK) ok = false;
+    for (int i = 0; i < 4 && ok; i++)
+      if (dn.dnnl_memory_desc_get_size(&c->sp[i])) sp[i] = memory(&c->sp[i], ss->_data, &ok);
+  }
+  if (c->ra) reorder(c->ra, ua, pa, sp[1], st, &ok);
+  if (c->rb && (!kept || fill)) reorder(c->rb, ub, pb, sp[2], st, &ok);
+  dnnl_exec_arg_t args[5] = {{c->arg_a, pa}, {c->arg_b, pb}, {c->arg_o, po}};
+  int nargs = 3;
+  if (mb) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mb};
+  if (sp[0]) args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, sp[0]};
+  if (ok && dn.dnnl_primitive_execute(c->prim, st, nargs, args) != dnnl_success) ok = false;
+  if (c->ro) reorder(c->ro, po, uo, sp[3], st, &ok);
   if (ok && dn.dnnl_stream_wait(st) != dnnl_success) ok = false;
   mt_onednn_end(&old, held);
   dnnl_memory_t all[7] = {ua, ub, uo, c->ra ? pa : NULL, c->rb ? pb : NULL, c->ro ? po : NULL, mb};
   for (int i = 0; i < 7; i++)
     if (all[i]) dn.dnnl_memory_destroy(all[i]);
+  for (int i = 0; i < 4; i++)
+    if (sp[i]) dn.dnnl_memory_destroy(sp[i]);
+  if (ss) mt_tensor_release(ss);
   if (sa) mt_tensor_release(sa);
   if (sb) mt_tensor_release(sb);
   if (so) mt_tensor_release(so);
