@@ -125,6 +125,7 @@ end
 local kept_here = H.cpu_levels().avx512 and torch.config():find('float32 convolutions: oneDNN', 1, true) ~= nil
 -- Winograd's transforms add cancellation: about 10x a direct sum's rounding (spec/conv_paths_spec.lua)
 local WINO_TOL, DIRECT_TOL = 1e-5, 3e-6
+local ASAN = (os.getenv('LD_PRELOAD') or ''):find('libasan', 1, true) ~= nil
 
 describe('kept Winograd weights of small-batch 3x3 convolutions', function()
   for _, threads in ipairs({ 1, 2 }) do
@@ -133,7 +134,9 @@ describe('kept Winograd weights of small-batch 3x3 convolutions', function()
       local r = run('writes', { threads = threads })
       assert.equal(27, r.checks)
       assert(r.worst < WINO_TOL, ('relative error %.3g'):format(r.worst))
-      assert.equal('true', r.reused) -- the new module's weights did take the freed address
+      -- the new module's weights did take the freed address (moontorch's allocator keeps freed blocks by size);
+      -- under ./run asan AddressSanitizer's allocator holds freed blocks back, so that case checks a new address
+      if not ASAN then assert.equal('true', r.reused) end
       if kept_here then
         -- 9 weight states (the FFI write-back finds its earlier transform kept): 8 transforms, each on the
         -- second forward with those weights, read by the second and third; the write-back's three read it,
