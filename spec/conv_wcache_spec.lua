@@ -129,8 +129,8 @@ local ASAN = (os.getenv('LD_PRELOAD') or ''):find('libasan', 1, true) ~= nil
 
 describe('kept Winograd weights of small-batch 3x3 convolutions', function()
   for _, threads in ipairs({ 1, 2 }) do
-    it(('never serve changed weights (optim step, copy_, fill_, FFI write, load_state_dict, reused address), %d thread%s')
-      :format(threads, threads > 1 and 's' or ''), function()
+    it(('never serve changed weights (optim step, copy_, fill_, FFI write, load_state_dict, reused address), '
+      .. '%d thread%s'):format(threads, threads > 1 and 's' or ''), function()
       local r = run('writes', { threads = threads })
       assert.equal(27, r.checks)
       assert(r.worst < WINO_TOL, ('relative error %.3g'):format(r.worst))

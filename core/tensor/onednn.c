@@ -16,10 +16,11 @@
  * and no dilation or groups, in 2-d, oneDNN's Winograd F(4x4, 3x3) (jit_wino_4x3, on AVX-512 CPUs) takes
  * 0.4-0.6 of its direct convolution's time once there are at least 32 output tiles of 4x4 (N * ceil(OH/4)
  * * ceil(OW/4)); below that (256 channels at 14x14, batch 1: 16 tiles) its weight transform dominates and
- * the direct convolution is faster, so the choice is by tile count. Winograd's rounding differs from a
- * direct sum's: its results are within about 2e-6 relative to the output's magnitude of the float64
- * result on N(0, 1) inputs and Kaiming weights, against about 3e-7 for the direct convolution
- * (spec/conv_onednn_spec.lua measures both); MT_CONV=direct keeps the direct one.
+ * the direct convolution is faster, so the choice is by tile count, unless the weights were seen unchanged
+ * before on a small batch: then they are kept transformed ("Winograd weights, kept" below). Winograd's
+ * rounding differs from a direct sum's: its results are within about 2e-6 relative to the output's magnitude
+ * of the float64 result on N(0, 1) inputs and Kaiming weights, against about 3e-7 for the direct
+ * convolution (spec/conv_paths_spec.lua measures both); MT_CONV=direct keeps the direct one.
  *
  * The tensors stay in PyTorch's layout (NCHW, contiguous); oneDNN's primitives want their own blocked
  * layouts, so each call reorders the inputs into scratch (moontorch's own allocations, whose size-keyed
@@ -445,10 +446,10 @@ static void reorder(dnnl_primitive_t r, dnnl_memory_t from, dnnl_memory_t to, dn
  *   WCACHE_PAYBACK calls before it was dropped doubles that shape's wait, each that paid halves it), so a
  *   training loop, whose weights change every step, only pays the hash.
  * - How many: WCACHE_N entries (a content seen once is a record without buffer), WCACHE_MB megabytes of
- *   transformed weights in all (MT_CONV_WCACHE_MB=n sets it); an entry used in the last WCACHE_HOT lookups is never evicted for another
- *   (no thrashing when a model has more such layers than fit: the rest stay direct), one in use by a
- *   running convolution never; the least recently used cold one goes first. Thread-safe (one lock; the
- *   hash and the transform run outside it); the buffers are freed at exit.
+ *   transformed weights in all (MT_CONV_WCACHE_MB=n sets it); an entry used in the last WCACHE_HOT lookups
+ *   is never evicted for another (no thrashing when a model has more such layers than fit: the rest stay
+ *   direct), one in use by a running convolution never; the least recently used cold one goes first.
+ *   Thread-safe (one lock; the hash and the transform run outside it); the buffers are freed at exit.
  * MT_CONV_WCACHE_OFF=1 turns it off (bench/ compares), MT_CONV=direct too. */
 #define WCACHE_N 64
 #define WCACHE_MB 128 /* MT_CONV_WCACHE_MB=n sets it */
@@ -645,7 +646,10 @@ mt_status mt_onednn_convolution(mt_tensor *out, const mt_tensor *x, const mt_ten
     conv_key kk = k;
     kk.kind = FWD_KEPT, kk.alg = dnnl_convolution_winograd;
     conv_prim *ck = prim_of(&kk);
-    if (ck && !ck->none && (kept = wcache_get(ck, mt_xxh3_64(w->_data, dn.dnnl_memory_desc_get_size(&ck->ub)), &fill)) >= 0) c = ck;
+    if (ck && !ck->none) {
+      uint64_t h = mt_xxh3_64(w->_data, dn.dnnl_memory_desc_get_size(&ck->ub));
+      if ((kept = wcache_get(ck, h, &fill)) >= 0) c = ck;
+    }
   }
   if (!c) c = prim_of(&k);
   if (!c && k.alg == dnnl_convolution_winograd) {

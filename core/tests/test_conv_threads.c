@@ -6,8 +6,8 @@
  * kept weights' entries are shared between threads, made by one and read by others: a stale or torn entry shows
  * as a wrong result, a race as an AddressSanitizer report (./run asan runs this too). Before oneDNN's scratchpads
  * were made ours, two Winograd convolutions at once crashed in oneDNN. */
-#include <moontorch.h>
 #include <math.h>
+#include <moontorch.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +32,13 @@ static float draw(uint32_t *s) { /* uniform in [-0.5, 0.5) */
 
 static mt_tensor *filled(const int64_t *sizes, int nd, uint32_t *seed, float scale) {
   mt_tensor *t = NULL;
-  if (mt_tensor_empty(sizes, nd, MT_FLOAT32, NULL, &t) != MT_OK) return NULL;
+  if (mt_tensor_empty(sizes, nd, MT_FLOAT32, NULL, &t) != MT_OK)
+    return NULL;
   int64_t n = 1;
-  for (int i = 0; i < nd; i++) n *= sizes[i];
-  for (int64_t i = 0; i < n; i++) ((float *)t->_data)[i] = scale * draw(seed);
+  for (int i = 0; i < nd; i++)
+    n *= sizes[i];
+  for (int64_t i = 0; i < n; i++)
+    ((float *)t->_data)[i] = scale * draw(seed);
   return t;
 }
 
@@ -50,14 +53,17 @@ static double error_of(mt_tensor *x, mt_tensor *w) {
     double top = 0, d = 0;
     for (int i = 0; i < C * HW * HW; i++) {
       double ref = ((double *)r->_data)[i], got = ((float *)y->_data)[i];
-      if (fabs(ref) > top) top = fabs(ref);
-      if (fabs(got - ref) > d) d = fabs(got - ref);
+      if (fabs(ref) > top)
+        top = fabs(ref);
+      if (fabs(got - ref) > d)
+        d = fabs(got - ref);
     }
     e = d / top;
   }
   mt_tensor *all[4] = {y, x64, w64, r};
   for (int i = 0; i < 4; i++)
-    if (all[i]) mt_tensor_release(all[i]);
+    if (all[i])
+      mt_tensor_release(all[i]);
   return e;
 }
 
@@ -77,9 +83,11 @@ static void *body(void *arg) {
   }
   for (int r = 0; r < ROUNDS; r++) {
     if (j->rewrites && r % 5 == 4) /* new weights, as an optimizer step writes them */
-      for (int i = 0; i < C * C * 9; i++) ((float *)j->w->_data)[i] = 0.1f * draw(&j->seed);
+      for (int i = 0; i < C * C * 9; i++)
+        ((float *)j->w->_data)[i] = 0.1f * draw(&j->seed);
     double e = error_of(x, j->w);
-    if (e < 0 || e > 1e-5) fail("a convolution is off its float64 result", e);
+    if (e < 0 || e > 1e-5)
+      fail("a convolution is off its float64 result", e);
   }
   mt_tensor_release(x);
   return NULL;
@@ -97,13 +105,16 @@ int main(void) {
     job jobs[4] = {{shared, 0, 1}, {shared, 0, 2}, {own[0], 1, 3}, {own[1], 1, 4}};
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
-      if (pthread_create(&th[i], NULL, body, &jobs[i]) != 0) return 1;
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+      if (pthread_create(&th[i], NULL, body, &jobs[i]) != 0)
+        return 1;
+    for (int i = 0; i < 4; i++)
+      pthread_join(th[i], NULL);
   }
   mt_tensor_release(shared);
   mt_tensor_release(own[0]);
   mt_tensor_release(own[1]);
-  if (failures) return 1;
+  if (failures)
+    return 1;
   printf("test_conv_threads: 4 threads x %d convolutions at 6x6 and 24x24, all within 1e-5 of float64\n", ROUNDS);
   return 0;
 }
