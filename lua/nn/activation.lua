@@ -234,6 +234,10 @@ do
       lower, upper, training, inplace = o.lower, o.upper, o.training, o.inplace
     end
     lower, upper = lower or 1 / 8, upper or 1 / 3
+    if not torch.is_tensor(x) then fail('rrelu', 'expected a tensor for input, got ' .. require('moontorch.tensor').describe(x)) end
+    if type(lower) ~= 'number' or type(upper) ~= 'number' then
+      fail('rrelu', ('expected numbers for lower and upper, got %s and %s'):format(type(lower), type(upper)))
+    end
     if training then
       -- PyTorch draws one uniform double per non-positive element, in order
       local neg = x:le(0)

@@ -69,10 +69,17 @@ end
 
 -- torch.<name>(t, ...) for every method <name> of names PyTorch also has as a torch function
 -- (torch.clamp_min(x, 0), torch.relu_(x), ...), where torch lacks the name and the method exists
+-- torch.<name>(t, ...) for the method <name>: the first argument checked (a tensor), then the method
+function M.function_of_method(name, m)
+  return function(t, ...)
+    if not is_tensor(t) then need(name, t) end
+    return m(t, ...)
+  end
+end
 function M.functions_of_methods(torch, names)
   for _, name in ipairs(names) do
     local m = methods[name]
-    if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
+    if torch[name] == nil and m ~= nil then torch[name] = M.function_of_method(name, m) end
   end
 end
 

@@ -334,7 +334,9 @@ do
     return to_size(gd, a), to_size(-gd, b)
   end)
   local function dist(a, b, p)
+    need('dist', a); need('dist', b, 'other')
     p = p or 2
+    if type(p) ~= 'number' then fail('dist', 'expected a number for p, got ' .. T.describe(p)) end
     if p == huge or p == -huge or p < 0 then return (a - b):norm(p) end
     return dist_node(a, b, p)
   end

@@ -652,6 +652,7 @@ do
     return renorm_node(x, p, pdim('renorm', dim, x:dim()), maxnorm)
   end
   local function sum_to_size(x, ...)
+    need('sum_to_size', x)
     local s = ...
     if type(s) ~= 'table' then s = { ... } end
     local nd, k = x:dim(), #s
