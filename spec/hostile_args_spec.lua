@@ -265,6 +265,16 @@ describe('a value that is not a tensor where a tensor goes', function()
     { function() local _ = x:to('str') end, 'to', 'expected one of cpu, cuda, meta device type' },
     { function() local _ = torch.device(3) end, 'device', 'expected a string such as "cpu" or "cuda:0", got number' },
     { function() local _ = torch.class(3) end, 'class', 'class name must be a string, got number' },
+    -- a module's input (PyTorch: "argument 'input' (position 1) must be Tensor, not str")
+    { function() local _ = torch.nn.Sigmoid()('str') end, 'nn.Sigmoid', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.BatchNorm1d(4)('str') end, 'nn.BatchNorm1d', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.InstanceNorm2d(4)('str') end, 'nn.InstanceNorm2d', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.Flatten()('str') end, 'nn.Flatten', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.Softmax2d()('str') end, 'nn.Softmax2d', "expected a tensor for input, got 'str'" },
+    -- a tensor where a number goes is shown by its size, never its elements
+    { function() local _ = x:cummax(x) end, 'cummax', 'expected an integer dim, got a tensor of size [3, 4]' },
+    { function() local _ = x:sum(x) end, 'sum', 'dim must be a number or a table of numbers, got a tensor' },
+    { function() local _ = x:norm(x) end, 'norm', 'p must be a number, math.huge, -math.huge or "fro", got a tensor' },
   }
   it('every row: moontorch.<op>: <what was wrong>, at the caller\'s line', function()
     for i, row in ipairs(rows) do

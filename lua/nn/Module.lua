@@ -59,6 +59,13 @@ M.Parameter = Parameter
 -- cdata; modules take Lua numbers, with messages that name the module's argument.)
 local function is_int(v) return type(v) == 'number' and v % 1 == 0 and v >= -2 ^ 63 and v < 2 ^ 63 end
 M.is_int = is_int
+-- a module's tensor input (PyTorch: "argument 'input' (position 1) must be Tensor, not str")
+function M.need_input(op, x, name)
+  if not is_tensor(x) then
+    fail(op, ('expected a tensor for %s, got %s'):format(name or 'input', require('moontorch.argcheck').show(x)))
+  end
+  return x
+end
 function M.check_int(op, name, v, min)
   if is_int(v) and (min == nil or v >= min) then return v end
   local want = min == 0 and 'a non-negative integer' or min == 1 and 'a positive integer'

@@ -202,6 +202,7 @@ function Softmin:extra_repr() return 'dim=' .. (self.dim == nil and 'None' or to
 local Softmax2d = define('Softmax2d')
 function Softmax2d:__init() Module.__init(self) end
 function Softmax2d:forward(input)
+  Mod.need_input('nn.Softmax2d', input)
   local nd = input:dim()
   if nd ~= 3 and nd ~= 4 then fail('Softmax2d', ('expected input to be 3D or 4D, got %dD instead'):format(nd)) end
   return F.softmax(input, -3)
