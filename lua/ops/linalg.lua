@@ -767,10 +767,19 @@ do
     if torch.chain_matmul == nil then
       torch.chain_matmul = function(...)
         local ms = { ... }
-        if #ms == 1 and not is_tensor(ms[1]) then ms = ms[1] end
+        if #ms == 1 and type(ms[1]) == 'table' then ms = ms[1] end
+        if #ms == 0 then fail('chain_matmul', 'chain_matmul(): Expected one or more matrices') end
+        for i = 1, #ms do
+          if not is_tensor(ms[i]) then fail('chain_matmul', ('expected a tensor for matrix %d, got %s'):format(i, T.describe(ms[i]))) end
+          if ms[i]:dim() ~= 2 then
+            fail('chain_matmul', ('Tensor dimension is %d, expected 2 instead.'):format(ms[i]:dim()))
+          end
+        end
+        if #ms == 1 then return ms[1]:clone() end
         local r = ms[1]
-        for i = 2, #ms do r = r:matmul(ms[i]) end
-        return r
+        for i = 2, #ms do r = r:mm(ms[i]) end
+        -- PyTorch (linalg.multi_dot) views the product as the result's shape: its last node (ViewBackward0)
+        return r:view(r:size())
       end
     end
   end

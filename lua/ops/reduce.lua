@@ -627,7 +627,9 @@ do
         else r = a end
         if not ignore_nan then r = torch.where(has_nan, 0 / 0, r)
         else r = torch.where(valid:eq(0), 0 / 0, r) end
-        if not keepdim or dim == nil then r = r:squeeze(d) end
+        -- the size-1 dim left by the gather is the quantile's: squeezed last, as PyTorch squeezes its
+        -- q dim (squeeze over a list of dims: SqueezeBackward3)
+        if not keepdim or dim == nil then r = T.name_grad_fn(r:squeeze(d), 'SqueezeBackward3') end
         if dim == nil and keepdim then
           local one = {}
           for i = 1, x:dim() do one[i] = 1 end
@@ -731,8 +733,8 @@ do
           local xm = m - m:mean(2, { keepdim = true })
           r = xm:matmul(xm:t()) / math.max(n - c, 0)
         end
-        if x:dim() == 1 then return r:reshape({}) end
-        return r
+        -- PyTorch squeezes the result (one variable: a 0-d tensor), its last node (SqueezeBackward0)
+        return r:squeeze()
       end
       torch.corrcoef = function(x)
         local c = torch.cov(x)
