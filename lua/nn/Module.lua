@@ -1379,7 +1379,7 @@ local function bad_call(self, forward, ...)
   check_args(self, signatures[forward], pack(...))
 end
 
-local function pass(...) return ... end
+local count, too_many = require('moontorch.dotcall').count, require('moontorch.dotcall').too_many
 
 -- m(...): hooks (when any are registered), then forward; a built-in forward's arity is checked
 -- (for a one-argument forward: one comparison and a count, nothing for forwards not declared)
@@ -1388,7 +1388,13 @@ function Module.__call(self, ...)
   local forward = unwrap(self.forward)
   local sig = signatures[forward]
   if sig ~= nil and (sig ~= 1 or (...) == nil or select('#', ...) ~= 1) then bad_call(self, forward, ...) end
-  return pass(forward(self, ...)) -- not a tail call: an error inside names the module (core.module_of)
+  -- not a tail call: an error inside names the module (core.module_of); the results returned by
+  -- count, as lua/dotcall.lua's fronts do (a trace returns through no vararg frame)
+  local n, r1, r2, r3, r4, r5, r6, r7, r8 = count(forward(self, ...))
+  if n == 1 then return r1 elseif n == 2 then return r1, r2 elseif n == 0 then return
+  elseif n == 3 then return r1, r2, r3 elseif n == 4 then return r1, r2, r3, r4
+  elseif n <= 8 then return r1, r2, r3, r4, r5, r6, r7, r8 end
+  return too_many(n)
 end
 
 -- an error inside a module's forward names the module (lua/ffi.lua called_op): the class of `self`
