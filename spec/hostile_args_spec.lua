@@ -260,6 +260,8 @@ describe('a value that is not a tensor where a tensor goes', function()
     { function() local _ = torch.is_floating_point(nil) end, 'is_floating_point', 'expected a tensor, got nil' },
     { function() local _ = torch.numel('str') end, 'numel', 'expected a tensor, got' },
     { function() local _ = torch.dist(nil, x) end, 'dist', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.linalg.norm(nil) end, 'linalg.norm', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.linalg.vecdot(x, 'str') end, 'linalg.vecdot', 'expected a tensor for y, got string' },
     { function() local _ = torch.nn.functional.rrelu(nil) end, 'rrelu', 'expected a tensor for input, got nil' },
     { function() local _ = torch.nn.functional.affine_grid(torch.randn(1, 2, 3), 5) end, 'affine_grid', 'expected the size of the output' },
     { function() local _ = x:to('str') end, 'to', 'expected one of cpu, cuda, meta device type' },

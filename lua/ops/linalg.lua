@@ -733,6 +733,7 @@ do
       torch.linalg = {
         vector_norm = vector_norm, matrix_norm = matrix_norm,
         norm = function(x, ord, dim, keepdim, opts)
+          need('linalg.norm', x)
           if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
           opts = opts or {}
           ord = ord or opts.ord
@@ -745,7 +746,10 @@ do
         end,
         cross = function(a, b, dim) return cross(a, b, dim or -1) end,
         matrix_power = matrix_power,
-        vecdot = function(a, b, dim) return (a * b):sum(dim or -1) end,
+        vecdot = function(a, b, dim)
+          need('linalg.vecdot', a, 'x'); need('linalg.vecdot', b, 'y')
+          return (a * b):sum(dim or -1)
+        end,
         det = linalg_det, solve = linalg_solve, inv = linalg_inv, slogdet = linalg_slogdet,
         matrix_exp = matrix_exp, householder_product = householder_product,
       }
