@@ -59,9 +59,11 @@ M.Parameter = Parameter
 -- cdata; modules take Lua numbers, with messages that name the module's argument.)
 local function is_int(v) return type(v) == 'number' and v % 1 == 0 and v >= -2 ^ 63 and v < 2 ^ 63 end
 M.is_int = is_int
--- a module's tensor input (PyTorch: "argument 'input' (position 1) must be Tensor, not str")
+-- a module's tensor input (PyTorch: "argument 'input' (position 1) must be Tensor, not str"); a
+-- table passes (a quantized tensor, a tensor-like object of the user's)
 function M.need_input(op, x, name)
-  if not is_tensor(x) then
+  local tx = type(x)
+  if tx ~= 'table' and not is_tensor(x) then
     fail(op, ('expected a tensor for %s, got %s'):format(name or 'input', require('moontorch.argcheck').show(x)))
   end
   return x
