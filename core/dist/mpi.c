@@ -106,7 +106,11 @@ struct mt_dist_work {
   const void *sbuf; /* read */
   int64_t count;
   int dtype, op, root, peer, tag;
-  int64_t *counts; /* all_to_all: send counts then recv counts (2 * size) */
+  int64_t *counts; /* all_to_all: send counts then recv counts (2 * size); all_reduce of several
+                      tensors: each one's count */
+  void **bufs;     /* all_reduce of several tensors (coalesced): their buffers, nbufs of them, which
+                      make one vector of `count` elements in that order (buf is then NULL) */
+  int nbufs;
   int state;       /* mt_dist_state; guarded by S.mu */
   int source;
   double t_started, t_finished;
@@ -529,6 +533,7 @@ static void work_free(mt_dist_work *w) {
     mt_dist_group_release(w->g);
   }
   free(w->counts);
+  free(w->bufs);
   free(w->ranks);
   free(w);
 }
@@ -768,6 +773,33 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
   return ok;
 }
 
+/* elements [off, off + n) of the work's vector (buf, or its buffers one after another) to flat
+ * (to_flat) or back from it */
+static void span_copy(mt_dist_work *w, int64_t off, int64_t n, char *flat, int to_flat) {
+  size_t isz = item_size(w->dtype);
+  if (n <= 0) return;
+  if (!w->bufs) {
+    char *p = (char *)w->buf + (size_t)off * isz;
+    if (to_flat) memcpy(flat, p, (size_t)n * isz);
+    else memcpy(p, flat, (size_t)n * isz);
+    return;
+  }
+  int64_t start = 0;
+  for (int i = 0; i < w->nbufs && n > 0; i++) {
+    int64_t c = w->counts[i];
+    if (off < start + c) {
+      int64_t in = off - start, m = c - in < n ? c - in : n;
+      char *p = (char *)w->bufs[i] + (size_t)in * isz;
+      if (to_flat) memcpy(flat, p, (size_t)m * isz);
+      else memcpy(p, flat, (size_t)m * isz);
+      flat += (size_t)m * isz;
+      off += m;
+      n -= m;
+    }
+    start += c;
+  }
+}
+
 static int shm_all_reduce(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   int n = g->size, me = g->rank;
@@ -775,7 +807,6 @@ static int shm_all_reduce(mt_dist_work *w) {
   int64_t per = (int64_t)(g->shm_cap / isz);
   if (per > S.chunk) per = S.chunk;
   shm_fn fn = shm_fn_of(w->dtype, w->op);
-  char *buf = w->buf;
   char *src[64], **srcs = n <= 64 ? src : malloc(sizeof(char *) * (size_t)n);
   if (!srcs) {
     snprintf(w->msg, sizeof w->msg, "distributed.all_reduce: out of memory");
@@ -787,7 +818,7 @@ static int shm_all_reduce(mt_dist_work *w) {
   do {
     int64_t piece = w->count - off < per ? w->count - off : per;
     uint64_t seq = ++g->shm_seq;
-    if (piece > 0) memcpy(shm_half(g, me, seq), buf + (size_t)off * isz, (size_t)piece * isz);
+    span_copy(w, off, piece, shm_half(g, me, seq), 1);
     mine->count = w->count;
     mine->dtype = w->dtype;
     mine->op = w->op;
@@ -824,7 +855,7 @@ static int shm_all_reduce(mt_dist_work *w) {
     }
     for (int k = 0; k < n; k++) {
       int64_t lo = shm_lo(piece, n, k), hi = shm_lo(piece, n, k + 1);
-      if (hi > lo) memcpy(buf + (size_t)(off + lo) * isz, shm_half(g, k, seq) + (size_t)lo * isz, (size_t)(hi - lo) * isz);
+      span_copy(w, off + lo, hi - lo, shm_half(g, k, seq) + (size_t)lo * isz, 0);
     }
     off += piece;
   } while (off < w->count);
@@ -839,6 +870,23 @@ static int run_collective(mt_dist_work *w) {
   size_t isz = item_size(w->dtype);
   int64_t step = S.chunk;
   if (w->kind == K_ALL_REDUCE && g->shm && shm_takes(w->dtype, w->op)) return shm_all_reduce(w);
+  if (w->kind == K_ALL_REDUCE && w->bufs) { /* several tensors through MPI: one contiguous copy */
+    char *tmp = malloc(w->count ? (size_t)w->count * isz : 1);
+    if (!tmp) {
+      snprintf(w->msg, sizeof w->msg, "distributed.all_reduce_coalesced: out of memory");
+      return 0;
+    }
+    span_copy(w, 0, w->count, tmp, 1);
+    void **bufs = w->bufs;
+    w->bufs = NULL;
+    w->buf = tmp;
+    int ok = run_collective(w);
+    w->bufs = bufs;
+    w->buf = NULL;
+    if (ok) span_copy(w, 0, w->count, tmp, 0);
+    free(tmp);
+    return ok;
+  }
   int rc = arrive(g, w->kind);
   if (rc != MPI_SUCCESS || w->kind == K_BARRIER) goto done;
   switch (w->kind) {
@@ -1319,7 +1367,12 @@ static mt_status check_rank(const char *name, const char *what, mt_dist_group *g
 static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_work **out) {
   *out = NULL;
   mt_dist_work *w = calloc(1, sizeof *w);
-  if (!w) return fail(MT_ENOMEM, "distributed.%s: out of memory", kind_names[k]);
+  if (!w) {
+    free(tmpl->counts);
+    free(tmpl->bufs);
+    free(tmpl->ranks);
+    return fail(MT_ENOMEM, "distributed.%s: out of memory", kind_names[k]);
+  }
   *w = *tmpl;
   w->kind = k;
   w->refs = 2;
@@ -1329,6 +1382,7 @@ static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_wo
   if (S.init_state != 1 || S.finalized) {
     pthread_mutex_unlock(&S.mu);
     free(w->counts);
+    free(w->bufs);
     free(w->ranks);
     free(w);
     return fail(MT_ESTATE, "distributed.%s: MPI is not running (%s)", kind_names[k],
@@ -1337,6 +1391,7 @@ static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_wo
   if (S.broken[0]) {
     pthread_mutex_unlock(&S.mu);
     free(w->counts);
+    free(w->bufs);
     free(w->ranks);
     free(w);
     return fail(MT_ESTATE, "distributed.%s: %s", kind_names[k], S.broken);
@@ -1387,6 +1442,30 @@ mt_status mt_dist_all_reduce(mt_dist_group *g, void *buf, int64_t count, int dty
   MT_TRY(check_op("all_reduce", op, dtype));
   mt_dist_work t = {.buf = buf, .count = count, .dtype = dtype, .op = op};
   return submit(K_ALL_REDUCE, g, &t, out);
+}
+
+mt_status mt_dist_all_reduce_coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype,
+                                       int op, mt_dist_work **out) {
+  *out = NULL;
+  MT_TRY(check_group("all_reduce_coalesced", g));
+  if (n < 0) return fail(MT_EINVAL, "distributed.all_reduce_coalesced: %d tensors", n);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    MT_TRY(check_buffer("all_reduce_coalesced", bufs[i], counts[i], dtype, 0));
+    total += counts[i];
+  }
+  if (!item_size(dtype)) return fail(MT_EDTYPE, "distributed.all_reduce_coalesced: unsupported dtype %d", dtype);
+  MT_TRY(check_op("all_reduce_coalesced", op, dtype));
+  mt_dist_work t = {.count = total, .dtype = dtype, .op = op, .nbufs = n};
+  t.bufs = malloc(sizeof(void *) * (size_t)(n ? n : 1));
+  t.counts = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!t.bufs || !t.counts) {
+    free(t.bufs);
+    free(t.counts);
+    return fail(MT_ENOMEM, "distributed.all_reduce_coalesced: out of memory");
+  }
+  for (int i = 0; i < n; i++) t.bufs[i] = bufs[i], t.counts[i] = counts[i];
+  return submit(K_ALL_REDUCE, g, &t, out); /* (which frees the arrays if it fails) */
 }
 
 mt_status mt_dist_broadcast(mt_dist_group *g, void *buf, int64_t count, int dtype, int root, mt_dist_work **out) {
