@@ -111,6 +111,7 @@ struct mt_dist_work {
   void **bufs;     /* all_reduce of several tensors (coalesced): their buffers, nbufs of them, which
                       make one vector of `count` elements in that order (buf is then NULL) */
   int nbufs;
+  double deadline, timeout; /* run in place by its caller (..._now): when to give up, and after how long */
   int state;       /* mt_dist_state; guarded by S.mu */
   int source;
   double t_started, t_finished;
@@ -133,6 +134,8 @@ static struct {
   int init_state;         /* 0 starting, 1 up, 2 failed */
   int finalized;
   int busy;               /* the thread is inside MPI on a collective */
+  int active;             /* a collective is being run: by the thread (popped from the queue) or by a
+                             caller in place (mt_dist_all_reduce_coalesced_now) */
   mt_dist_group *arriving; /* the group whose ranks the thread waits for (arrive()), or NULL */
   int arriving_kind;       /* and the collective's kind */
   int arriving_phase;      /* 0: waiting for ranks to reach it, 1: for them to finish their part (shm) */
@@ -157,6 +160,8 @@ static struct {
   MPI_Op half_ops[4], bf16_ops[4]; /* sum, product, min, max */
   char version[256];
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void break_locked(mt_dist_work *w, double timeout_s);
 
 int mt_dist_is_initialized(void) {
   pthread_mutex_lock(&S.mu);
@@ -503,7 +508,7 @@ mt_dist_group *mt_dist_group_retain(mt_dist_group *g) {
   return g;
 }
 
-static void enqueue_locked(mt_dist_work *w);
+static void enqueue_locked(mt_dist_work *w, int wake);
 
 void mt_dist_group_release(mt_dist_group *g) {
   if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
@@ -518,7 +523,7 @@ void mt_dist_group_release(mt_dist_group *g) {
     w->kind = K_FREE_COMM;
     w->refs = 1; /* the thread's alone */
     w->g = g;    /* owned by the work now */
-    enqueue_locked(w);
+    enqueue_locked(w, 1);
   } else {
     group_free(g);
   }
@@ -542,12 +547,12 @@ void mt_dist_work_release(mt_dist_work *w) {
   if (w && __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) == 0) work_free(w);
 }
 
-static void enqueue_locked(mt_dist_work *w) {
+static void enqueue_locked(mt_dist_work *w, int wake) {
   w->next = NULL;
   if (S.tail) S.tail->next = w;
   else S.head = w;
   S.tail = w;
-  pthread_cond_signal(&S.work_cv);
+  if (wake) pthread_cond_signal(&S.work_cv);
 }
 
 /* Finish a work (under S.mu): its waiters wake; the thread's reference is dropped by the caller. */
@@ -747,6 +752,14 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
   double t0 = mt_dist_now();
   int ok = 1;
   while (!shm_all_posted(g, done, seq)) {
+    if (w->deadline > 0 && mt_dist_now() > w->deadline) { /* run in place: the caller's own deadline */
+      pthread_mutex_lock(&S.mu);
+      break_locked(w, w->timeout);
+      snprintf(w->msg, sizeof w->msg, "distributed.%s: %.480s", kind_names[w->kind], S.broken);
+      pthread_mutex_unlock(&S.mu);
+      ok = 0;
+      break;
+    }
     if (__atomic_load_n(&S.broken[0], __ATOMIC_RELAXED)) {
       snprintf(w->msg, sizeof w->msg, "distributed.%s: given up (the caller's wait timed out)", kind_names[w->kind]);
       ok = 0;
@@ -1195,14 +1208,18 @@ static void *thread_main(void *arg) {
   int idle = 0;
   for (;;) {
     pthread_mutex_lock(&S.mu);
-    while (!S.head && !S.flight) pthread_cond_wait(&S.work_cv, &S.mu);
-    mt_dist_work *w = S.head;
+    while ((!S.head || S.active) && !S.flight) pthread_cond_wait(&S.work_cv, &S.mu);
+    mt_dist_work *w = S.active ? NULL : S.head; /* (a caller running a collective in place goes first) */
     if (w) {
       S.head = w->next;
       if (!S.head) S.tail = NULL;
+      S.active = 1;
       pthread_mutex_unlock(&S.mu);
       int fin = w->kind == K_FINALIZE;
       run_one(w);
+      pthread_mutex_lock(&S.mu);
+      S.active = 0;
+      pthread_mutex_unlock(&S.mu);
       idle = 0;
       if (fin) return NULL;
       continue;
@@ -1242,7 +1259,7 @@ static void at_exit(int status, void *arg) {
   if (w) {
     w->kind = K_FINALIZE;
     w->refs = 2;
-    enqueue_locked(w);
+    enqueue_locked(w, 1);
   }
   pthread_mutex_unlock(&S.mu);
   if (skip) {
@@ -1364,7 +1381,12 @@ static mt_status check_rank(const char *name, const char *what, mt_dist_group *g
   return MT_OK;
 }
 
+static mt_status submit_to(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_work **out, int wake);
 static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_work **out) {
+  return submit_to(k, g, tmpl, out, 1);
+}
+/* queue a work (wake: and wake the thread for it) */
+static mt_status submit_to(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_work **out, int wake) {
   *out = NULL;
   mt_dist_work *w = calloc(1, sizeof *w);
   if (!w) {
@@ -1397,7 +1419,7 @@ static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_wo
     return fail(MT_ESTATE, "distributed.%s: %s", kind_names[k], S.broken);
   }
   w->g = mt_dist_group_retain(g);
-  enqueue_locked(w);
+  enqueue_locked(w, wake);
   pthread_mutex_unlock(&S.mu);
   *out = w;
   return MT_OK;
@@ -1444,8 +1466,14 @@ mt_status mt_dist_all_reduce(mt_dist_group *g, void *buf, int64_t count, int dty
   return submit(K_ALL_REDUCE, g, &t, out);
 }
 
+static mt_status coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype, int op,
+                           mt_dist_work **out, int wake);
 mt_status mt_dist_all_reduce_coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype,
                                        int op, mt_dist_work **out) {
+  return coalesced(g, bufs, counts, n, dtype, op, out, 1);
+}
+static mt_status coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype, int op,
+                           mt_dist_work **out, int wake) {
   *out = NULL;
   MT_TRY(check_group("all_reduce_coalesced", g));
   if (n < 0) return fail(MT_EINVAL, "distributed.all_reduce_coalesced: %d tensors", n);
@@ -1465,7 +1493,47 @@ mt_status mt_dist_all_reduce_coalesced(mt_dist_group *g, void *const *bufs, cons
     return fail(MT_ENOMEM, "distributed.all_reduce_coalesced: out of memory");
   }
   for (int i = 0; i < n; i++) t.bufs[i] = bufs[i], t.counts[i] = counts[i];
-  return submit(K_ALL_REDUCE, g, &t, out); /* (which frees the arrays if it fails) */
+  return submit_to(K_ALL_REDUCE, g, &t, out, wake); /* (which frees the arrays if it fails) */
+}
+
+mt_status mt_dist_all_reduce_coalesced_now(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n,
+                                           int dtype, int op, double timeout_s, double *times) {
+  times[0] = times[1] = 0;
+  mt_dist_work *w;
+  MT_TRY(coalesced(g, bufs, counts, n, dtype, op, &w, 0));
+  /* queued without waking the thread; taken back to run here when nothing else is queued or running
+   * and the group reduces on this node, else the thread is woken for it */
+  int here = 0;
+  pthread_mutex_lock(&S.mu);
+  if (S.head == w && !S.active && g->shm && shm_takes(dtype, op) && !S.broken[0]) {
+    S.head = w->next;
+    if (!S.head) S.tail = NULL;
+    S.active = S.busy = 1;
+    here = 1;
+  } else {
+    pthread_cond_signal(&S.work_cv);
+  }
+  pthread_mutex_unlock(&S.mu);
+  mt_status st;
+  if (here) {
+    w->t_started = mt_dist_now();
+    w->timeout = timeout_s;
+    w->deadline = w->t_started + (timeout_s < 1e9 ? timeout_s : 1e9);
+    int ok = shm_all_reduce(w);
+    pthread_mutex_lock(&S.mu);
+    S.active = S.busy = 0;
+    complete_locked(w, ok);
+    if (S.head) pthread_cond_signal(&S.work_cv);
+    pthread_mutex_unlock(&S.mu);
+    mt_dist_work_release(w); /* the thread's reference, which it never took */
+    st = ok ? MT_OK : fail(S.broken[0] ? MT_ESTATE : MT_EIO, "%s", w->msg);
+  } else {
+    st = mt_dist_work_wait(w, timeout_s);
+  }
+  times[0] = w->t_started;
+  times[1] = w->t_finished;
+  mt_dist_work_release(w);
+  return st;
 }
 
 mt_status mt_dist_broadcast(mt_dist_group *g, void *buf, int64_t count, int dtype, int root, mt_dist_work **out) {
@@ -1591,40 +1659,44 @@ mt_status mt_dist_recv(mt_dist_group *g, void *buf, int64_t count, int dtype, in
   return submit(K_RECV, g, &t, out);
 }
 
+/* (under S.mu) the process's communication is broken: w timed out after timeout_s; the message
+ * names the ranks that never reached the collective being waited for, or never finished theirs */
+static void break_locked(mt_dist_work *w, double timeout_s) {
+  if (S.broken[0]) return;
+  const char *name = kind_names[w->kind];
+  int rank = w->g ? w->g->rank : -1, size = w->g ? w->g->size : 0;
+  char why[400] = "another rank died, hung or never called it";
+  mt_dist_group *a = S.arriving;
+  if (a) { /* the thread waits for ranks to reach a collective: name those that have not */
+    char who[256] = "";
+    int n = 0, len = 0;
+    for (int i = 0; i < a->size && len < (int)sizeof who - 16; i++)
+      if (!__atomic_load_n(&a->in[i], __ATOMIC_RELAXED))
+        len += snprintf(who + len, sizeof who - (size_t)len, "%s%d", n++ ? ", " : "", a->world_ranks[i]);
+    const char *what = a == w->g && S.arriving_kind == (int)w->kind ? "it" : kind_names[S.arriving_kind];
+    if (n && S.arriving_phase)
+      snprintf(why, sizeof why, "rank%s %s reached %s but never finished %s part (died or hung inside it)%s",
+               n > 1 ? "s" : "", who, what, n > 1 ? "their" : "its", a->world ? "" : " (ranks of the world)");
+    else if (n)
+      snprintf(why, sizeof why, "rank%s %s never reached %s%s (died, hung or never called it)", n > 1 ? "s" : "",
+               who, what, a->world ? "" : " (ranks of the world)");
+  } else if (S.busy) {
+    snprintf(why, sizeof why, "every rank reached the collective in progress, but it did not finish: a rank "
+                              "died or hung inside it");
+  }
+  snprintf(S.broken, sizeof S.broken, "%s timed out after %g s on rank %d of %d: %s; this process can no longer communicate",
+           name, timeout_s, rank, size, why);
+}
+
 mt_status mt_dist_work_wait(mt_dist_work *w, double timeout_s) {
   struct timespec ts;
   deadline_of(timeout_s, &ts);
   pthread_mutex_lock(&S.mu);
   while (w->state == MT_DIST_PENDING) {
     if (pthread_cond_timedwait(&S.done_cv, &S.mu, &ts) == ETIMEDOUT && w->state == MT_DIST_PENDING) {
-      const char *name = kind_names[w->kind];
-      if (!S.broken[0]) {
-        int rank = w->g ? w->g->rank : -1, size = w->g ? w->g->size : 0;
-        char why[400] = "another rank died, hung or never called it";
-        mt_dist_group *a = S.arriving;
-        if (a) { /* the thread waits for ranks to reach a collective: name those that have not */
-          char who[256] = "";
-          int n = 0, len = 0;
-          for (int i = 0; i < a->size && len < (int)sizeof who - 16; i++)
-            if (!__atomic_load_n(&a->in[i], __ATOMIC_RELAXED))
-              len += snprintf(who + len, sizeof who - (size_t)len, "%s%d", n++ ? ", " : "", a->world_ranks[i]);
-          const char *what = a == w->g && S.arriving_kind == (int)w->kind ? "it" : kind_names[S.arriving_kind];
-          if (n && S.arriving_phase)
-            snprintf(why, sizeof why, "rank%s %s reached %s but never finished %s part (died or hung inside it)%s",
-                     n > 1 ? "s" : "", who, what, n > 1 ? "their" : "its", a->world ? "" : " (ranks of the world)");
-          else if (n)
-            snprintf(why, sizeof why, "rank%s %s never reached %s%s (died, hung or never called it)", n > 1 ? "s" : "",
-                     who, what, a->world ? "" : " (ranks of the world)");
-        } else if (S.busy) {
-          snprintf(why, sizeof why, "every rank reached the collective in progress, but it did not finish: a rank "
-                                    "died or hung inside it");
-        }
-        snprintf(S.broken, sizeof S.broken,
-                 "%s timed out after %g s on rank %d of %d: %s; this process can no longer communicate", name,
-                 timeout_s, rank, size, why);
-      }
+      break_locked(w, timeout_s);
       pthread_mutex_unlock(&S.mu);
-      return fail(MT_ESTATE, "distributed.%s: %s", name, S.broken);
+      return fail(MT_ESTATE, "distributed.%s: %s", kind_names[w->kind], S.broken);
     }
   }
   int failed = w->state == MT_DIST_FAILED;

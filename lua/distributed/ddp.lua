@@ -314,8 +314,11 @@ local function finalize(R)
     end
   end
   local t1 = B.now()
-  R.wait_sum = R.wait_sum + (t1 - t0)
-  R.last_wait = t1 - t0
+  local waited = (t1 - t0) + (R.now_wait or 0)
+  if R.now_err and not err then err = R.now_err end
+  R.now_wait, R.now_err = nil, nil
+  R.wait_sum = R.wait_sum + waited
+  R.last_wait = waited
   R.expect_hooks = false
   R.require_finalize = false
   if err then
@@ -383,7 +386,16 @@ local function launch_ready(R)
     b.tag_slot:fill_(b.tag)
     if R.direct then
       b.bufs[#b.indices + 1] = b.tag_slot
-      b.work = B.all_reduce_coalesced(R.pg._h, b.bufs, OP_AVG)
+      if R.next_bucket == #buckets and B.all_reduce_coalesced_now then
+        -- the last bucket: backward has nothing left to do, so it is waited for at once (run by this
+        -- thread itself where the backend can: no hand-over to its communication thread and back)
+        local t0 = B.now()
+        local err, s, f = B.all_reduce_coalesced_now(R.pg._h, b.bufs, OP_AVG, R.pg._timeout)
+        R.now_wait, R.now_err = B.now() - t0, err
+        if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
+      else
+        b.work = B.all_reduce_coalesced(R.pg._h, b.bufs, OP_AVG)
+      end
     else
       b.work = B.all_reduce(R.pg._h, b.flat, OP_SUM)
     end
