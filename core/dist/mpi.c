@@ -642,15 +642,16 @@ static int arrive(mt_dist_group *g, int kind) {
 
 /* ------------------------------------------------------------------------------------ on-node all_reduce */
 /* all_reduce through the group's shared segment (shm_setup), in rounds of at most shm_cap bytes per
- * member. Round s: each member copies its piece into its half (s & 1) and posts `arrived = s` with
- * its count, dtype and op; once all have arrived (and agree: else every member fails the round with
- * the same message), member r reduces slice r of the piece over every member's half, in rank order,
- * into its own half, and posts `done = s`; once all are done, each copies every slice from its
- * reducer's half. The two halves alternate, so a member's next round never writes what a slower
- * member may still read: writing half s & 1 again in round s + 2 comes after every member arrived
- * at s + 1, that is, after each finished round s. Every member gets the same bits (each slice is
- * reduced once). The waits nap as arrive()'s and give up when the caller's deadline has passed
- * (S.broken); a caller that times out names the members that never arrived or never finished. */
+ * member. Round s: each member copies into its half (s & 1) the part of its piece that the others
+ * reduce (every slice but its own) and posts `arrived = s` with its count, dtype and op; once all
+ * have arrived (and agree: else every member fails the round with the same message), member r
+ * reduces slice r over every member's data, in rank order (its own read from its buffers), a block
+ * at a time into its half (for the others) and its buffers, and posts `done = s`; once all are done,
+ * each copies the other slices from their reducers' halves. The two halves alternate, so a member's
+ * next round never writes what a slower member may still read: writing half s & 1 again in round
+ * s + 2 comes after every member arrived at s + 1, that is, after each finished round s. Every
+ * member gets the same bits (each slice is reduced once). A caller that times out names the
+ * members that never arrived or never finished. */
 static int shm_takes(int dtype, int op) {
   switch (dtype) {
   case MT_FLOAT32:
@@ -661,27 +662,26 @@ static int shm_takes(int dtype, int op) {
   }
 }
 
-/* out[lo, hi) = src[0][i] op src[1][i] op ... (op applied in rank order), through a block in L1 so
- * that out may be one of the sources; integers wrap (through the unsigned type U), as MPI's */
+/* out[0, m) = src[0][i] op src[1][i] op ... (in rank order; out is none of them: a block of the
+ * caller's); integers wrap (through the unsigned type U), as MPI's */
 #define SHM_BLOCK 1024
 #define SHM_REDUCE(NAME, T, U, EXPR)                                                                                   \
-  static void NAME(char *out, char *const *src, int n, int64_t lo, int64_t hi, int avg) {                          \
-    T tmp[SHM_BLOCK];                                                                                                  \
-    for (int64_t b = lo; b < hi; b += SHM_BLOCK) {                                                                     \
-      int m = (int)(hi - b < SHM_BLOCK ? hi - b : SHM_BLOCK);                                                          \
-      const T *a = (const T *)src[0] + b;                                                                              \
-      for (int i = 0; i < m; i++) tmp[i] = a[i];                                                                       \
-      for (int k = 1; k < n; k++) {                                                                                    \
-        const T *c = (const T *)src[k] + b;                                                                            \
-        for (int i = 0; i < m; i++) {                                                                                  \
-          T x = tmp[i], y = c[i];                                                                                      \
-          tmp[i] = (EXPR);                                                                                             \
-        }                                                                                                              \
-      }                                                                                                                \
-      if (avg)                                                                                                         \
-        for (int i = 0; i < m; i++) tmp[i] = (T)(tmp[i] / (T)n);                                                       \
-      memcpy((T *)out + b, tmp, sizeof(T) * (size_t)m);                                                                \
+  static void NAME(char *restrict out_, char *const *src, int n, int m, int avg) {                                     \
+    T *restrict o = (T *)out_;                                                                                         \
+    const T *restrict a = (const T *)src[0], *restrict c = (const T *)src[1];                                          \
+    for (int i = 0; i < m; i++) {                                                                                      \
+      T x = a[i], y = c[i];                                                                                            \
+      o[i] = (EXPR);                                                                                                   \
     }                                                                                                                  \
+    for (int k = 2; k < n; k++) {                                                                                      \
+      const T *restrict d = (const T *)src[k];                                                                         \
+      for (int i = 0; i < m; i++) {                                                                                    \
+        T x = o[i], y = d[i];                                                                                          \
+        o[i] = (EXPR);                                                                                                 \
+      }                                                                                                                \
+    }                                                                                                                  \
+    if (avg)                                                                                                           \
+      for (int i = 0; i < m; i++) o[i] = (T)(o[i] / (T)n);                                                             \
   }
 SHM_REDUCE(shm_sum_f32, float, float, x + y)
 SHM_REDUCE(shm_sum_f64, double, double, x + y)
@@ -696,7 +696,7 @@ SHM_REDUCE(shm_min_i64, int64_t, uint64_t, x < y ? x : y)
 SHM_REDUCE(shm_max_i32, int32_t, uint32_t, x > y ? x : y)
 SHM_REDUCE(shm_max_i64, int64_t, uint64_t, x > y ? x : y)
 
-typedef void (*shm_fn)(char *, char *const *, int, int64_t, int64_t, int);
+typedef void (*shm_fn)(char *restrict, char *const *, int, int, int);
 static shm_fn shm_fn_of(int dtype, int op) {
   int f = dtype == MT_FLOAT32, d = dtype == MT_FLOAT64, i = dtype == MT_INT32;
   switch (op) {
@@ -813,6 +813,19 @@ static void span_copy(mt_dist_work *w, int64_t off, int64_t n, char *flat, int t
   }
 }
 
+/* elements [off, off + n) of the work's vector where they lie in one buffer, else NULL */
+static char *span_ptr(mt_dist_work *w, int64_t off, int64_t n) {
+  size_t isz = item_size(w->dtype);
+  if (!w->bufs) return (char *)w->buf + (size_t)off * isz;
+  int64_t start = 0;
+  for (int i = 0; i < w->nbufs; i++) {
+    int64_t c = w->counts[i];
+    if (off < start + c) return off + n <= start + c ? (char *)w->bufs[i] + (size_t)(off - start) * isz : NULL;
+    start += c;
+  }
+  return NULL;
+}
+
 static int shm_all_reduce(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   int n = g->size, me = g->rank;
@@ -826,12 +839,18 @@ static int shm_all_reduce(mt_dist_work *w) {
     return 0;
   }
   shm_slot *mine = shm_slot_of(g, me);
+  _Alignas(64) char own[SHM_BLOCK * 8], acc[SHM_BLOCK * 8]; /* a block of this rank's data, of the result */
   int ok = 1;
   int64_t off = 0;
   do {
     int64_t piece = w->count - off < per ? w->count - off : per;
     uint64_t seq = ++g->shm_seq;
-    span_copy(w, off, piece, shm_half(g, me, seq), 1);
+    /* the others need this rank's data of their slices only: its own slice it reduces from its buffers */
+    for (int k = 0; k < n; k++) {
+      if (k == me) continue;
+      int64_t lo = shm_lo(piece, n, k), hi = shm_lo(piece, n, k + 1);
+      span_copy(w, off + lo, hi - lo, shm_half(g, me, seq) + (size_t)lo * isz, 1);
+    }
     mine->count = w->count;
     mine->dtype = w->dtype;
     mine->op = w->op;
@@ -846,10 +865,17 @@ static int shm_all_reduce(mt_dist_work *w) {
       shm_slot *sl = shm_slot_of(g, k);
       if (sl->count != w->count || sl->dtype != w->dtype || sl->op != w->op) other = k;
     }
-    if (other < 0) {
+    if (other < 0) { /* slice me, a block at a time: into this rank's half (for the others) and buffers */
       int64_t lo = shm_lo(piece, n, me), hi = shm_lo(piece, n, me + 1);
-      for (int k = 0; k < n; k++) srcs[k] = shm_half(g, k, seq);
-      if (hi > lo) fn(shm_half(g, me, seq), srcs, n, lo, hi, w->op == MT_DIST_AVG);
+      for (int64_t b = lo; b < hi; b += SHM_BLOCK) {
+        int m = (int)(hi - b < SHM_BLOCK ? hi - b : SHM_BLOCK);
+        char *mydata = span_ptr(w, off + b, m);
+        if (!mydata) span_copy(w, off + b, m, mydata = own, 1);
+        for (int k = 0; k < n; k++) srcs[k] = k == me ? mydata : shm_half(g, k, seq) + (size_t)b * isz;
+        fn(acc, srcs, n, m, w->op == MT_DIST_AVG);
+        memcpy(shm_half(g, me, seq) + (size_t)b * isz, acc, (size_t)m * isz);
+        span_copy(w, off + b, m, acc, 0);
+      }
     }
     shm_post(g, &mine->done, seq);
     if (!shm_wait(w, 1, seq)) {
@@ -867,6 +893,7 @@ static int shm_all_reduce(mt_dist_work *w) {
       break;
     }
     for (int k = 0; k < n; k++) {
+      if (k == me) continue;
       int64_t lo = shm_lo(piece, n, k), hi = shm_lo(piece, n, k + 1);
       span_copy(w, off + lo, hi - lo, shm_half(g, k, seq) + (size_t)lo * isz, 0);
     }
