@@ -634,6 +634,9 @@ doc { 'torch.linalg.eigh(A, UPLO) -> eigenvalues, eigenvectors',
 doc { 'torch.linalg.eigvalsh(A, UPLO) -> Tensor',
   does = 'The eigenvalues (ascending) of symmetric matrices (eigh without the vectors).',
   ex = 'print(torch.linalg.eigvalsh(torch.tensor({{2, 0}, {0, 1}})))  --> tensor([1., 2.])' }
+doc { 'torch.symeig(input, eigenvectors, upper) -> eigenvalues, eigenvectors', 'Tensor:symeig(eigenvectors, upper) -> eigenvalues, eigenvectors',
+  does = 'PyTorch 1.13\'s older eigh: the upper triangle by default (upper = true); the eigenvectors only with eigenvectors = true (else an empty tensor). Gradient SymeigBackward0.',
+  ex = 'print((torch.symeig(torch.tensor({{2, 1}, {1, 2}}))))  --> tensor([1., 3.])' }
 doc { 'torch.linalg.svd(A, full_matrices, {full_matrices=}) -> U, S, Vh',
   does = 'A = U diag(S) Vh (batched), S descending, by LAPACK\'s gesdd; full_matrices (true) gives square U (m, m) and Vh (n, n), false the reduced ones. A non-finite input is PyTorch\'s error. Gradient LinalgSvdBackward0 (through S alone, or U and Vh too).',
   ex = 'local U, S, Vh = torch.linalg.svd(torch.tensor({{3, 0}, {0, -4}}))\nprint(S)  --> tensor([4., 3.])' }
