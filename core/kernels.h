@@ -264,9 +264,9 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
   /* U (m, full ? m : min), S (min), Vh (full ? n : min, n); U and Vh NULL: values only */                        \
   X(svd, (mt_tensor * U, mt_tensor *S, mt_tensor *Vh, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t m, \
           int64_t n, int full))                                                                                   \
-  /* least squares by gelsd: X (n, k), rank (nb), S (min(m, n)) from A (m, n), B (m, k) */                        \
+  /* least squares by gelsd (svd) or gelsy: X (n, k), rank (nb), S (min(m, n); gelsd's only) from A (m, n), B (m, k) */ \
   X(lstsq, (mt_tensor * X, mt_tensor *rank, mt_tensor *S, mt_tensor *info, const mt_tensor *A, const mt_tensor *B, \
-            int64_t nb, int64_t m, int64_t n, int64_t k, double rcond))                                          \
+            int64_t nb, int64_t m, int64_t n, int64_t k, double rcond, int svd))                                 \
   X(lu_factor, (mt_tensor * LU, mt_tensor *pivots, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t m,    \
                 int64_t n))
 

@@ -191,8 +191,8 @@ mt_status mt_linalg_svd(mt_tensor *A, int full_matrices, int compute_uv, mt_tens
   return mt_give(outs[2], Vh);
 }
 
-mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, mt_tensor **X, mt_tensor **rank, mt_tensor **S,
-                          mt_tensor **info) {
+mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, int svd, mt_tensor **X, mt_tensor **rank,
+                          mt_tensor **S, mt_tensor **info) {
   const char *op = "linalg.lstsq";
   lp_in a, b;
   MT_TRY(lp_input(op, "A", A, 0, &a));
@@ -205,9 +205,9 @@ mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, mt_tensor **
   mt_tensor *r[4] = {NULL, NULL, NULL, NULL};
   if (!s) s = lp_new(op, &a, a.n, b.n, MT_FLOAT64, &r[0]);
   if (!s) s = lp_new(op, &a, -1, -1, MT_INT64, &r[1]);
-  if (!s) s = lp_new(op, &a, k, -1, MT_FLOAT64, &r[2]);
+  if (!s) s = lp_new(op, &a, svd ? k : 0, -1, MT_FLOAT64, &r[2]);
   if (!s) s = lp_new(op, &a, -1, -1, MT_INT32, &r[3]);
-  if (!s) s = mt_kernels_of(A)->lstsq(r[0], r[1], r[2], r[3], a.a, b.a, a.nb, a.m, a.n, b.n, rcond);
+  if (!s) s = mt_kernels_of(A)->lstsq(r[0], r[1], r[2], r[3], a.a, b.a, a.nb, a.m, a.n, b.n, rcond, svd);
   mt_tensor_release(a.a);
   mt_tensor_release(b.a);
   if (s) {

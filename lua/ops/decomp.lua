@@ -136,11 +136,11 @@ function raw.solve_triangular(A, B, upper, left, unit)
   call(C.mt_linalg_solve_triangular(Ae, Be, upper and 1 or 0, left and 1 or 0, unit and 1 or 0, outs))
   return grab(0)
 end
-function raw.lstsq(A, B, rcond)
+function raw.lstsq(A, B, rcond, svd)
   clear()
   local Ae, Be = broadcast_batch(A:detach(), B:detach())
   if not Ae then fail('linalg.lstsq', 'A and B must be broadcastable in their batch dimensions') end
-  call(C.mt_linalg_lstsq(Ae, Be, rcond, outs, outs + 1, outs + 2, outs + 3))
+  call(C.mt_linalg_lstsq(Ae, Be, rcond, svd and 1 or 0, outs, outs + 1, outs + 2, outs + 3))
   return grab(0), grab(1), grab(2), grab(3)
 end
 
@@ -657,8 +657,8 @@ end
 ------------------------------------------------------------------------------ lstsq
 -- X = pinv(A) B for a full-rank A: gB = pinv(A)^T gX, gA = pinv's gradient with gP = gX B^T
 local lstsq_node
-lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond)
-  local X, rank, S, info = raw.lstsq(A, B, rcond)
+lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond, svd)
+  local X, rank, S, info = raw.lstsq(A, B, rcond, svd)
   local batch, code = first_failure(info)
   if code and code < 0 then
     fail('linalg.lstsq', batch_prefix(batch) .. 'The algorithm failed to converge because the input matrix contained '
@@ -669,7 +669,7 @@ lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond)
   end
   stash.rank, stash.S = rank, S
   return X
-end, function(gs, A, B, rcond)
+end, function(gs, A, B)
   local g = gs[1]
   if g == nil then return nil, nil end
   local P = pinv(A)
@@ -712,7 +712,8 @@ function M.lstsq(A, B, rcond, opts)
   end
   local m, n = A:size(-2), A:size(-1)
   if rcond == nil then rcond = torch.finfo(A.dtype).eps * max(m, n) end
-  local X = lstsq_node(A, Bm, rcond)
+  -- gelsd (an SVD) for the drivers that give singular values, gelsy (QR with column pivoting) for the others
+  local X = lstsq_node(A, Bm, rcond, driver == 'gelsd' or driver == 'gelss')
   local rank, S = stash.rank, stash.S
   local empty = torch.empty(0, { dtype = A.dtype })
   local residuals = empty
