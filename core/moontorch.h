@@ -1564,7 +1564,8 @@ MT_API mt_status mt_set_view_(mt_tensor *t, const mt_tensor *view, const char *o
  * solve_triangular: X with A X = B (left) or X A = B (!left), A (..., n, n) triangular (its other triangle
  * not read; unitriangular: its diagonal taken as ones), B (..., n, k) or (..., k, n) with A's batch shape.
  * qr: mode 0 reduced (Q (..., m, min), R (..., min, n)), 1 complete (Q (..., m, m), R (..., m, n)), 2 R
- * alone (*Q NULL). eigh: ascending eigenvalues w (..., n) and orthonormal eigenvectors V (..., n, n) as
+ * alone (*Q NULL), 3 LAPACK's geqrf (Q: the (..., m, n) matrix of R and the Householder vectors, R: tau
+ * (..., min)). eigh: ascending eigenvalues w (..., n) and orthonormal eigenvectors V (..., n, n) as
  * columns (vectors 0: *V NULL) of the symmetric matrix in A's lower (upper) triangle. svd: U, S descending
  * (..., min), Vh as PyTorch's (full_matrices: U (..., m, m), Vh (..., n, n)); compute_uv 0: *U, *Vh NULL;
  * info -4 for a matrix with a non-finite value. lstsq: X (..., n, k) minimising |A X - B| (B (..., m, k),

@@ -138,6 +138,29 @@ mt_status mt_cpu_qr(mt_tensor *Q, mt_tensor *R, const mt_tensor *A, int64_t nb, 
   int64_t rr = mode == 1 ? m : k;    /* R's rows */
   int64_t wc = n > qc ? n : qc;      /* the work buffer's columns: A's, or Q's when more */
   if (nb == 0) return MT_OK;
+  if (mode == 3) { /* geqrf's own results: Q <- the factored (m, n) matrix, R <- tau (k) */
+    if (k == 0) return MT_OK;
+    MT_TRY(too_big(op, m, n));
+    SYM(op, geqrf3, geqrf_fn, "dgeqrf_");
+    const lp_int m_ = (lp_int)m, n_ = (lp_int)n, lda = (lp_int)m, minus1 = -1;
+    lp_int info = 0;
+    double q = 0, *a = work_alloc(op, (size_t)(m * n)), *work = NULL;
+    geqrf3(&m_, &n_, a ? a : &q, &lda, (double *)R->_data, &q, &minus1, &info);
+    lp_int lwork = query_size(q);
+    if (a) work = work_alloc(op, (size_t)lwork);
+    if (!a || !work) {
+      free(a);
+      return MT_ENOMEM;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      to_col(a, lda, (const double *)A->_data + b * m * n, m, n);
+      geqrf3(&m_, &n_, a, &lda, (double *)R->_data + b * k, work, &lwork, &info);
+      from_col((double *)Q->_data + b * m * n, a, lda, m, n);
+    }
+    free(a);
+    free(work);
+    return MT_OK;
+  }
   double *Qd = Q ? (double *)Q->_data : NULL, *Rd = (double *)R->_data;
   if (m == 0 || n == 0) { /* R all zeros; Q the first columns of the identity */
     memset(Rd, 0, (size_t)(nb * rr * n) * sizeof(double));

@@ -374,6 +374,39 @@ function M.old_qr(A, some)
   return M.qr(A, some and 'reduced' or 'complete')
 end
 
+-- torch.geqrf(A): LAPACK's geqrf as it leaves them (R above the diagonal, the Householder vectors below; tau), not
+-- differentiable; torch.orgqr(A, tau): linalg.householder_product; torch.ormqr(A, tau, other, left, transpose):
+-- other multiplied by the full Q (m, m) of A's reflectors
+function M.geqrf(A)
+  check('geqrf', A, false, 'input')
+  return raw.qr(A, 3)
+end
+function M.orgqr(A, tau) return torch.linalg.householder_product(A, tau) end
+function M.ormqr(A, tau, other, left, transpose)
+  local op = 'ormqr'
+  local o = opts_at(left)
+  if o then left, transpose = o.left, o.transpose end
+  left = bool_opt(op, 'left', left, true)
+  transpose = bool_opt(op, 'transpose', transpose, false)
+  check(op, A, false, 'input')
+  need(op, tau, 'tau')
+  need(op, other, 'other')
+  local m, k = A:size(-2), tau:size(-1)
+  if k > m or k > A:size(-1) then fail(op, 'tau.shape[-1] must be less than or equal to input.shape[-1] and input.shape[-2]') end
+  if (left and other:size(-2) or other:size(-1)) ~= m then
+    fail(op, ('other.shape[%d] must be equal to input.shape[-2]'):format(left and -2 or -1))
+  end
+  local V = A:narrow(-1, 1, k)
+  if k < m then
+    local zs = sizes(V)
+    zs[#zs] = m - k
+    V = torch.cat({ V, torch.zeros(zs, { dtype = A.dtype }) }, -1)
+  end
+  local Q = torch.linalg.householder_product(V, tau)
+  if transpose then Q = mT(Q) end
+  return left and Q:matmul(other) or other:matmul(Q)
+end
+
 ------------------------------------------------------------------------------ eigh, eigvalsh
 -- gA = V (diag(gw) + skew(V^T gV) / 2E) V^T, E_ij = w_j - w_i (its diagonal left out): symmetric, as PyTorch's
 local function uplo_of(op, uplo)
@@ -1021,10 +1054,11 @@ function M.install(tt, linalg)
     cholesky = M.old_cholesky, qr = M.old_qr, svd = M.old_svd, pinverse = M.pinverse, lu = M.old_lu,
     lu_unpack = M.lu_unpack, lu_solve = M.lu_solve, cholesky_solve = M.cholesky_solve,
     cholesky_inverse = M.cholesky_inverse, triangular_solve = M.triangular_solve, symeig = M.symeig,
+    geqrf = M.geqrf, orgqr = M.orgqr, ormqr = M.ormqr,
   }
   for k, v in pairs(fns) do if torch[k] == nil then torch[k] = v end end
   for _, k in ipairs { 'cholesky', 'qr', 'svd', 'pinverse', 'lu', 'lu_solve', 'cholesky_solve', 'cholesky_inverse',
-    'triangular_solve', 'symeig' } do
+    'triangular_solve', 'symeig', 'geqrf', 'orgqr', 'ormqr' } do
     if methods[k] == nil then methods[k] = fns[k] end
   end
 end
