@@ -432,7 +432,8 @@ end
 -- issue 25: under autocast, LSTM and GRU run as PyTorch's fused ops do there: nothing inside them is
 -- cast (their result keeps the input's dtype); the plain RNN's steps are addmm, which autocast casts
 local function amp_exempt(f, ...)
-  local ac = package.loaded['moontorch.amp.autocast']
+  local ac = core.autocast -- lua/amp/autocast.lua, once loaded (never by package.loaded: a test
+  -- runner may forget that entry while torch.autocast, loaded before, still runs scopes)
   if ac then return ac.exempt(f, ...) end
   return f(...)
 end
