@@ -64,6 +64,14 @@ M.libpath = libpath
 M.cdef_path = cdef_path
 M.decls = decls
 
+-- A value's kind in a message ("expected a number, got tensor"): Lua's type(), a tensor as 'tensor'
+-- (not 'cdata')
+local tensor_ct = ffi.typeof('mt_tensor')
+function M.typeof(v)
+  if ffi.istype(tensor_ct, v) then return 'tensor' end
+  return type(v)
+end
+
 -- The frame to blame for an error: the first one outside moontorch's own Lua files.
 local src_prefix = debug.getinfo(1, 'S').source:gsub('ffi%.lua$', '')
 local function user_level()

@@ -18,8 +18,8 @@ local function out_of(opts)
 end
 
 local function check2(op, a, b)
-  if not is_tensor(a) then fail(op, 'expected a tensor as the first argument, got ' .. type(a)) end
-  if not is_tensor(b) then fail(op, 'expected a tensor as the second argument, got ' .. type(b)) end
+  if not is_tensor(a) then fail(op, 'expected a tensor as the first argument, got ' .. core.typeof(a)) end
+  if not is_tensor(b) then fail(op, 'expected a tensor as the second argument, got ' .. core.typeof(b)) end
 end
 
 -- result of a C call that took `out`: the out tensor itself, or the new tensor
@@ -98,15 +98,15 @@ local function coefs(op, opts)
     if opts.beta ~= nil then beta = opts.beta end
     if opts.alpha ~= nil then alpha = opts.alpha end
   elseif opts ~= nil then
-    fail(op, 'expected an options table {beta=, alpha=, out=} as the last argument, got ' .. type(opts))
+    fail(op, 'expected an options table {beta=, alpha=, out=} as the last argument, got ' .. core.typeof(opts))
   end
-  if type(beta) ~= 'number' then fail(op, 'beta must be a number, got ' .. type(beta)) end
-  if type(alpha) ~= 'number' then fail(op, 'alpha must be a number, got ' .. type(alpha)) end
+  if type(beta) ~= 'number' then fail(op, 'beta must be a number, got ' .. core.typeof(beta)) end
+  if type(alpha) ~= 'number' then fail(op, 'alpha must be a number, got ' .. core.typeof(alpha)) end
   return beta, alpha
 end
 
 local function check3(op, c, a, b)
-  if not is_tensor(c) then fail(op, 'expected a tensor as input, got ' .. type(c)) end
+  if not is_tensor(c) then fail(op, 'expected a tensor as input, got ' .. core.typeof(c)) end
   check2(op, a, b)
 end
 

@@ -473,7 +473,7 @@ function methods.argwhere(t) return t:nonzero() end
 -- indices: a Lua array of index tensors (long/int positions, bool/uint8 masks), one per leading dim
 local function index_args(indices, op)
   if is_tensor(indices) then indices = { indices } end
-  if type(indices) ~= 'table' then fail(op, 'expected an array of index tensors, got ' .. type(indices)) end
+  if type(indices) ~= 'table' then fail(op, 'expected an array of index tensors, got ' .. core.typeof(indices)) end
   local n = T.seq_len(indices) or T.seq_fail(indices, op, 'indices')
   local arr = tensor_array(n > 0 and n or 1)
   for i = 1, n do
