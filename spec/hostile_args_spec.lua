@@ -182,6 +182,12 @@ describe('errors name the op the user called', function()
     { function() local _ = torch.inverse(a) end, 'inverse', '' },
     { function() local _ = torch.linalg.inv(a) end, 'linalg.inv', '' },
     { function() local _ = torch.trapz(a, b) end, 'trapz', 'must match the size of tensor b' },
+    -- linalg's own name when a torch function shares it (PyTorch 1.13: "linalg.cross: inputs dimension
+    -- -1 must have length 3. Got 4 and 5"); tail-called inner functions found by their namespace
+    { function() local _ = torch.linalg.cross(a, b) end, 'linalg.cross', 'inputs dimension -1 must have length 3. Got 4 and 5' },
+    { function() local _ = torch.cross(a, b, 1) end, 'cross', 'inputs dimension 1 must have length 3. Got 3 and 4' },
+    { function() local _ = torch.linalg.norm(torch.randn(3), 'fro') end, 'linalg.norm', 'dimension -2 out of range' },
+    { function() local _ = torch.broadcast_tensors(a, b) end, 'broadcast_tensors', 'Mismatch is between arg 1 and arg 2: size 3 and size 4 at dimension -2' },
     { function() local _ = torch.take(a, b) end, 'take', 'expected dtype int64 for index' },
     -- aliases name themselves
     { function() local _ = torch.absolute(nil) end, 'absolute', 'expected a tensor, got nil' },

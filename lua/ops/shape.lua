@@ -577,6 +577,7 @@ do
       shapes[i] = s
       if #s > nd then nd = #s end
     end
+    local from = {} -- the argument that set each dim (arguments count from 1)
     for d = 1, nd do out[d] = 1 end
     for i = 1, n do
       local s = shapes[i]
@@ -586,9 +587,10 @@ do
         if v ~= 1 then
           if out[d] ~= 1 and out[d] ~= v then
             fail('broadcast_shapes', ('Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is '
-              .. 'between arg %d and arg %d.'):format(i - 1, i - 1))
+              .. 'between arg %d and arg %d: size %d and size %d at dimension %d (counted from the last, -1)')
+              :format(from[d], i, out[d], v, d - nd - 1))
           end
-          out[d] = v
+          out[d], from[d] = v, i
         end
       end
     end
