@@ -167,6 +167,9 @@ describe('errors name the op the user called', function()
     { function() local _ = F.logsigmoid(torch.tensor({ true })) end, 'nn.functional.logsigmoid', 'on a bool tensor is not supported' },
     { function() local _ = F.dropout(torch.ones(3, { dtype = torch.int64 })) end, 'nn.functional.dropout', "can't be cast to the desired output type Long" },
     { function() local _ = F.glu(a, 99) end, 'nn.functional.glu', 'dimension 99 out of range' },
+    -- PyTorch 1.13: "running_mean should contain 4 elements not 12", "weight should contain 4 elements not 3"
+    { function() local _ = F.batch_norm(a, a, torch.ones(4)) end, 'nn.functional.batch_norm', 'running_mean should contain 4 elements not 12' },
+    { function() local _ = F.batch_norm(a, torch.zeros(4), torch.ones(4), torch.ones(3)) end, 'nn.functional.batch_norm', 'weight should contain 4 elements not 3' },
     -- modules: the innermost module whose forward was running
     { function() local _ = nn.Linear(4, 5)(torch.randn(3, 3)) end, 'nn.Linear', 'mat1 and mat2 shapes cannot be multiplied (3x3 and 4x5)' },
     { function() local _ = nn.Sequential(nn.ReLU(), nn.Linear(4, 5))(torch.randn(3, 3)) end, 'nn.Linear', 'mat1 and mat2 shapes cannot be multiplied' },
