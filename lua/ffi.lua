@@ -208,9 +208,9 @@ function M.raise_last()
   local msg = ffi.string(C.mt_last_error())
   local level = user_level()
   local op, rest = msg:match('^([%w_%.]+%(?%)?): (.*)$')
-  -- an error a device kernel found, raised at a later synchronisation ('... (on device cuda:1)'),
-  -- names the op that launched the kernel, not the call that synchronised
-  if op and not rest:find('(on device ', 1, true) then
+  -- a device's deferred error (a kernel's finding reported at the next synchronisation, "... (on
+  -- device cuda:1)") names the op that launched that kernel, not the call that synchronised
+  if op and not rest:find('%(on device [%w_]+:?%d*%)$') then
     local called = called_op(level, op)
     if called then msg = called .. ': ' .. rest end
   end
