@@ -53,7 +53,7 @@ end
 local function int(op, what, v, optional)
   if v == nil and optional then return nil end
   if type(v) ~= 'number' or v ~= floor(v) then
-    fail(op, ('expected an integer %s, got %s'):format(what, type(v) == 'number' and tostring(v) or type(v)))
+    fail(op, ('expected an integer %s, got %s'):format(what, type(v) == 'number' and tostring(v) or core.typeof(v)))
   end
   return v
 end
