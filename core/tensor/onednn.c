@@ -577,8 +577,9 @@ static void wcache_put(int i, bool fill, bool ok) {
   pthread_mutex_unlock(&wcache_lock);
 }
 
+/* at exit; trylock: a forked child that exits may hold a copy of the lock taken by a thread it does not have */
 __attribute__((destructor)) static void wcache_free(void) {
-  pthread_mutex_lock(&wcache_lock);
+  if (pthread_mutex_trylock(&wcache_lock) != 0) return;
   for (int i = 0; i < WCACHE_N; i++)
     if (!wcache[i].users) wcache_drop(i);
   pthread_mutex_unlock(&wcache_lock);
