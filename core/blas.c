@@ -192,6 +192,7 @@ static struct {
   char *(*corename)(void);
   char *(*config)(void);
   char path[512];
+  void *handle; /* the dlopen handle (LAPACK symbols: mt_lapack_symbol) */
 } ob;
 
 static struct {
@@ -363,6 +364,7 @@ static int load_openblas(void) {
   ob.get_threads = (int (*)(void))dlsym(h, "openblas_get_num_threads");
   ob.corename = (char *(*)(void))dlsym(h, "openblas_get_corename");
   ob.config = (char *(*)(void))dlsym(h, "openblas_get_config");
+  ob.handle = h;
   loaded_path(h, ob.path, sizeof ob.path);
   if (!ob.sgemm || !ob.dgemm || !ob.sgemv || !ob.dgemv || !ob.sdot || !ob.ddot) {
     snprintf(load_error, sizeof load_error, "%s lacks the CBLAS functions moontorch calls (cblas_sgemm, ...)",
@@ -506,6 +508,30 @@ const mt_blas *mt_blas_get(const char *op) {
 }
 
 mt_status mt_blas_load(void) { return mt_blas_get("blas") ? MT_OK : MT_EDEVICE; }
+
+/* LAPACK: the loaded BLAS's own exports first (OpenBLAS carries LAPACK), else $MT_LAPACK_LIB or liblapack.so.3
+ * (Debian's liblapack3), opened once; a symbol neither has is an error naming the op */
+static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
+static void *lapack_handle;
+static char lapack_why[300];
+static const char *lapack_name(void) {
+  const char *lib = getenv("MT_LAPACK_LIB"); /* a user's own LAPACK */
+  return is_set(lib) ? lib : "liblapack.so.3";
+}
+static void open_lapack(void) {
+  lapack_handle = dlopen(lapack_name(), RTLD_NOW | RTLD_LOCAL);
+  if (!lapack_handle) snprintf(lapack_why, sizeof lapack_why, "%s", dlerror());
+}
+void *mt_lapack_symbol(const char *op, const char *name) {
+  if (!mt_blas_get(op)) return NULL;
+  void *f = ob.handle ? dlsym(ob.handle, name) : NULL;
+  if (f) return f;
+  pthread_once(&lapack_once, open_lapack);
+  if (lapack_handle && (f = dlsym(lapack_handle, name))) return f;
+  mt_error(MT_ENOTIMPL, "%s: needs LAPACK: %s has no %s and %s %s%s", op, ob.path[0] ? ob.path : "the BLAS", name,
+           lapack_name(), lapack_handle ? "has none either" : "cannot be loaded: ", lapack_handle ? "" : lapack_why);
+  return NULL;
+}
 
 void mt_blas_set_threads(int n) {
   __atomic_store_n(&blas_threads, n, __ATOMIC_RELAXED);

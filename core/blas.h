@@ -38,6 +38,9 @@ typedef struct mt_blas {
 /* The BLAS, loaded on the first call (see blas.c); NULL, with "<op>: ..." recorded, when it cannot
  * be loaded. Each call after the first is one atomic load. */
 const mt_blas *mt_blas_get(const char *op);
+/* A LAPACK routine (Fortran name, "dpotrf_") of the loaded BLAS, else of liblapack.so.3; NULL, with
+ * "<op>: needs LAPACK: ..." recorded (MT_ENOTIMPL), where neither has it. */
+void *mt_lapack_symbol(const char *op, const char *name);
 /* The thread count the BLAS should use (thread.c calls it; remembered until the BLAS is loaded). */
 void mt_blas_set_threads(int n);
 /* oneDNN for the rest of the core (the CPU's convolution kernels, core/tensor/onednn.c): the library's

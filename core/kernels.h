@@ -250,7 +250,25 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
    * as (Co = g->N) x (K = C * KH * KW) int8, a_scale / a_zp x's; scales, zero points, bias, relu and out_u8      \
    * ((N, Co, OH, OW) contiguous: o = {OH, OW}) as qgemm's (g->M, A, lda, Wp, out_f32 and ldo unused) */         \
   X(qconv2d, (const mt_qgemm *g, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,        \
-              const int64_t *d, const int64_t *o))
+              const int64_t *d, const int64_t *o))                                                         \
+  /* lapack.c (torch.linalg's decompositions, by LAPACK): `nb` row-major (m, n) float64 matrices, every tensor     \
+   * contiguous float64 (info, pivots int32; rank int64) with the batch first; the column-major copies are made  \
+   * here. info: LAPACK's per matrix (0 ok, > 0 the routine's failure, -4 for svd and lstsq: a non-finite     \
+   * input; eigh gives NaN results for one). */                                                                   \
+  X(cholesky, (mt_tensor * L, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t n, int upper))            \
+  X(solve_triangular, (mt_tensor * X, const mt_tensor *A, const mt_tensor *B, int64_t nb, int64_t n, int64_t k,  \
+                       int upper, int left, int unitriangular))                                                  \
+  /* mode 0 reduced (Q (m, min), R (min, n)), 1 complete (Q (m, m), R (m, n)), 2 R alone (Q NULL) */              \
+  X(qr, (mt_tensor * Q, mt_tensor *R, const mt_tensor *A, int64_t nb, int64_t m, int64_t n, int mode))          \
+  X(eigh, (mt_tensor * w, mt_tensor *V, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t n, int upper)) \
+  /* U (m, full ? m : min), S (min), Vh (full ? n : min, n); U and Vh NULL: values only */                        \
+  X(svd, (mt_tensor * U, mt_tensor *S, mt_tensor *Vh, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t m, \
+          int64_t n, int full))                                                                                   \
+  /* least squares by gelsd: X (n, k), rank (nb), S (min(m, n)) from A (m, n), B (m, k) */                        \
+  X(lstsq, (mt_tensor * X, mt_tensor *rank, mt_tensor *S, mt_tensor *info, const mt_tensor *A, const mt_tensor *B, \
+            int64_t nb, int64_t m, int64_t n, int64_t k, double rcond))                                          \
+  X(lu_factor, (mt_tensor * LU, mt_tensor *pivots, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t m,    \
+                int64_t n))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

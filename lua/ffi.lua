@@ -90,15 +90,110 @@ local function scrub(msg)
 end
 M.scrub = scrub
 
+-- The op the user called. An error found inside a composite (F.l1_loss subtracting, a module's
+-- forward multiplying) names that op, with the inner op's message: the frame the user called is
+-- the outermost of moontorch's frames; the name it was called by, when it is a public name (found in
+-- a namespace of M.namespaces, filled by init.lua), or a name it is installed under; a module's
+-- forward (or m(...)) names the module's class, the innermost module when modules nest.
+M.namespaces = {} -- { {prefix, table}, ... }: torch, Tensor methods, nn.functional, linalg, ...
+M.module_of = nil -- set by nn.Module: module_of(v) -> 'nn.Linear' for a module, else nil
+
+local function public(name, f)
+  local found
+  for _, ns in ipairs(M.namespaces) do
+    local v = rawget(ns[2], name)
+    if v ~= nil and type(v) == 'function' then
+      local u = M.wrapped and M.wrapped[v] or v
+      if u == f or v == f then return ns[1] .. name end
+      found = found or ns[1] .. name
+    end
+  end
+  return found
+end
+
+local function installed_as(f)
+  local best
+  for _, ns in ipairs(M.namespaces) do
+    for k, v in pairs(ns[2]) do
+      if type(k) == 'string' and (v == f or (M.wrapped and M.wrapped[v] == f)) and k:sub(1, 1) ~= '_' then
+        if not best or ns[1] .. k < best then best = ns[1] .. k end
+      end
+    end
+    if best then return best end
+  end
+end
+
+-- the module whose forward runs at `level` (seen from module_at's caller), by its class name
+local function module_at(level)
+  if not M.module_of then return nil end
+  local _, self = debug.getlocal(level + 1, 1)
+  if type(self) ~= 'table' then return nil end
+  return M.module_of(self, debug.getinfo(level + 1, 'f').func)
+end
+
+-- short(op) == short(called): the same op ('nn.functional.glu' and 'glu', 'mean()' and 'mean', add_ and add)
+local function short(op) return (op:gsub('%(%)$', ''):match('([%w_]+)$') or op):gsub('_$', '') end
+
+-- the name of the op called at the outermost moontorch frame (level: as error()'s, seen from the caller
+-- of called_op's caller), when it differs from `op`
+local function called_op(level, op)
+  local lv = level + 1 -- called_op's own frame
+  if lv <= 2 then return nil end
+  local outer, info = lv - 1, nil
+  while outer > 2 do -- below the user's frame, past C frames (pcall): moontorch's outermost frame
+    info = debug.getinfo(outer, 'nSf')
+    if not info or info.what ~= 'C' then break end
+    outer = outer - 1
+  end
+  if not info or outer <= 2 then return nil end
+  local f = M.wrapped and M.wrapped[info.func] or info.func
+  local name
+  -- a module's forward: the innermost module among moontorch's frames
+  if module_at(outer) then
+    for l = 3, outer do
+      local m = module_at(l)
+      if m then name = m; break end
+    end
+  else
+    if info.name and (info.namewhat == 'field' or info.namewhat == 'method' or info.namewhat == 'global') then
+      name = public(info.name, f)
+    end
+    if not name then
+      -- called by pcall, through a local, or tail-called: a name it is installed under
+      name = installed_as(f)
+      if name and op then
+        -- keep the op's own name when it is one of this function's names (an alias)
+        for _, ns in ipairs(M.namespaces) do
+          local v = rawget(ns[2], short(op)) or rawget(ns[2], op:match('([%w_]+)$') or op)
+          if v ~= nil and (v == f or (M.wrapped and M.wrapped[v] == f)) then return nil end
+        end
+      end
+    end
+  end
+  if not name or (op and short(op) == short(name)) then return nil end
+  return name
+end
+M.called_op = called_op
+
 -- Raise `moontorch.<message from C>` at the caller's line.
 function M.raise_last()
   local msg = ffi.string(C.mt_last_error())
-  error('moontorch.' .. msg, user_level())
+  local level = user_level()
+  local op, rest = msg:match('^([%w_%.]+%(?%)?): (.*)$')
+  if op then
+    local called = called_op(level, op)
+    if called then msg = called .. ': ' .. rest end
+  end
+  error('moontorch.' .. msg, level)
 end
 
 -- Raise a message of our own (Lua-side argument checks) at the caller's line.
 function M.fail(op, msg)
-  error(scrub('moontorch.' .. tostring(op) .. ': ' .. tostring(msg)), user_level())
+  local level = user_level()
+  op = tostring(op)
+  local called = called_op(level, op)
+  if called then op = called end
+  error(scrub('moontorch.' .. op .. ': ' .. tostring(msg)), level)
 end
 
 return M

@@ -141,6 +141,14 @@ require('moontorch.autograd').install(torch)
 require('moontorch.ops.byname').install(T.methods, torch)
 
 T.finalize()
+-- where an error looks up the name of the op the user called (lua/ffi.lua called_op; nn.functional
+-- adds itself when it loads)
+core.namespaces[#core.namespaces + 1] = { '', torch }
+core.namespaces[#core.namespaces + 1] = { '', T.methods }
+for _, ns in ipairs({ 'linalg', 'special', 'fft' }) do
+  local t = rawget(torch, ns)
+  if type(t) == 'table' then core.namespaces[#core.namespaces + 1] = { ns .. '.', t } end
+end
 
 -- parts that load on first use (require 'moontorch.nn' works too): field -> loader
 local lazy = {

@@ -340,7 +340,7 @@ describe('checkpoint errors', function()
       message(torch.load, '/nonexistent/x.pt'))
     local p = tmp()
     write_all(p, ('PK\3\4'):rep(40)) -- PyTorch's zip archive: read by torch.load_pytorch (issue 26), damaged here
-    H.errors_with(function() torch.load(p) end, 'moontorch.load_pytorch: ' .. p .. ': not a zip archive, or a damaged one')
+    H.errors_with(function() torch.load(p) end, 'moontorch.load: ' .. p .. ': not a zip archive, or a damaged one')
     write_all(p, ('XY\3\4'):rep(40))
     H.errors_with(function() torch.load(p) end, 'moontorch.load: ' .. p .. ': not a moontorch checkpoint')
     write_all(p, '')

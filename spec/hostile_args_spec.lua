@@ -138,3 +138,87 @@ describe('more argument checks the sweep asked for', function()
     assert.are.same({ 3, 2 }, H.shape(torch.combinations(torch.tensor({ 1, 2, 3 }))))
   end)
 end)
+
+-- An error found inside a composite names the op the user called, with the inner op's words (the
+-- substance of PyTorch's message), at the user's line: (call, the op named, what was wrong). Before
+-- this, each named an inner op (sub, mul, where, matmul, maximum, div, norm, the alias's target) or
+-- a module's inner function. PyTorch 1.13 (/usr/bin/python3): F.l1_loss(randn(3, 4), randn(4, 5))
+-- "The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1";
+-- nn.Linear(4, 5)(randn(3, 3)) "mat1 and mat2 shapes cannot be multiplied (3x3 and 4x5)".
+describe('errors name the op the user called', function()
+  local nn, F = torch.nn, torch.nn.functional
+  local a, b = torch.randn(3, 4), torch.randn(4, 5)
+  local rows = {
+    -- F losses composed of elementwise ops
+    { function() local _ = F.l1_loss(a, b) end, 'nn.functional.l1_loss', 'the size of tensor a [3, 4] must match the size of tensor b [4, 5]' },
+    { function() local _ = F.mse_loss(a, b) end, 'nn.functional.mse_loss', 'must match the size of tensor b' },
+    { function() local _ = F.smooth_l1_loss(a, b) end, 'nn.functional.smooth_l1_loss', 'must match the size of tensor b' },
+    { function() local _ = F.huber_loss(a, b) end, 'nn.functional.huber_loss', 'must match the size of tensor b' },
+    { function() local _ = F.kl_div(a, b) end, 'nn.functional.kl_div', 'must match the size of tensor b' },
+    { function() local _ = F.poisson_nll_loss(a, b) end, 'nn.functional.poisson_nll_loss', 'must match the size of tensor b' },
+    { function() local _ = F.soft_margin_loss(a, b) end, 'nn.functional.soft_margin_loss', 'must match the size of tensor b' },
+    { function() local _ = F.hinge_embedding_loss(a, b) end, 'nn.functional.hinge_embedding_loss', 'do not broadcast' },
+    { function() local _ = F.margin_ranking_loss(a, a, b) end, 'nn.functional.margin_ranking_loss', 'must match the size of tensor b' },
+    { function() local _ = F.triplet_margin_loss(a, a, b) end, 'nn.functional.triplet_margin_loss', 'must match the size of tensor b' },
+    { function() local _ = F.binary_cross_entropy_with_logits(a, a, b) end, 'binary_cross_entropy_with_logits', 'must match the size of tensor b' },
+    { function() local _ = F.pairwise_distance(a, b) end, 'nn.functional.pairwise_distance', 'must match the size of tensor b' },
+    -- F activations and layers
+    { function() local _ = F.linear(a, b) end, 'nn.functional.linear', 'mat1 and mat2 shapes cannot be multiplied (3x4 and 5x4)' },
+    { function() local _ = F.logsigmoid(torch.tensor({ true })) end, 'nn.functional.logsigmoid', 'on a bool tensor is not supported' },
+    { function() local _ = F.dropout(torch.ones(3, { dtype = torch.int64 })) end, 'nn.functional.dropout', "can't be cast to the desired output type Long" },
+    { function() local _ = F.glu(a, 99) end, 'nn.functional.glu', 'dimension 99 out of range' },
+    -- modules: the innermost module whose forward was running
+    { function() local _ = nn.Linear(4, 5)(torch.randn(3, 3)) end, 'nn.Linear', 'mat1 and mat2 shapes cannot be multiplied (3x3 and 4x5)' },
+    { function() local _ = nn.Sequential(nn.ReLU(), nn.Linear(4, 5))(torch.randn(3, 3)) end, 'nn.Linear', 'mat1 and mat2 shapes cannot be multiplied' },
+    { function() local _ = nn.L1Loss()(a, b) end, 'nn.L1Loss', 'must match the size of tensor b' },
+    -- torch composites
+    { function() local _ = torch.logaddexp(a, b) end, 'logaddexp', 'must match the size of tensor b' },
+    { function() local _ = torch.addcmul(a, a, b) end, 'addcmul', 'must match the size of tensor b' },
+    { function() local _ = torch.lerp(a, a, b) end, 'lerp', 'must match the size of tensor b' },
+    { function() local _ = torch.clamp(a, b) end, 'clamp', 'must match the size of tensor b' },
+    { function() local _ = torch.dist(a, b) end, 'dist', 'must match the size of tensor b' },
+    { function() local _ = torch.heaviside(a, b) end, 'heaviside', 'do not broadcast' },
+    { function() local _ = torch.vdot(a, b) end, 'vdot', '1D tensors expected' },
+    { function() local _ = torch.inverse(a) end, 'inverse', '' },
+    { function() local _ = torch.linalg.inv(a) end, 'linalg.inv', '' },
+    { function() local _ = torch.trapz(a, b) end, 'trapz', 'must match the size of tensor b' },
+    { function() local _ = torch.take(a, b) end, 'take', 'expected dtype int64 for index' },
+    -- aliases name themselves
+    { function() local _ = torch.absolute(nil) end, 'absolute', 'expected a tensor, got nil' },
+    { function() local _ = torch.arccos(nil) end, 'arccos', 'expected a tensor, got nil' },
+    { function() local _ = torch.subtract(a, b) end, 'subtract', 'must match the size of tensor b' },
+    { function() local _ = torch.greater(a, b) end, 'greater', 'must match the size of tensor b' },
+    { function() local _ = torch.special.psi(nil) end, 'psi', 'expected a tensor, got nil' },
+    -- Tensor methods
+    { function() local _ = a:new_full({ math.huge }, 1) end, 'new_full', 'size at position 1 must be an integer' },
+    { function() local _ = a:logaddexp(b) end, 'logaddexp', 'must match the size of tensor b' },
+    { function() local _ = a:clamp_min(b) end, 'clamp_min', 'must match the size of tensor b' },
+  }
+  it('every row: moontorch.<the op called>: <what was wrong>, at the caller\'s line', function()
+    for i, row in ipairs(rows) do
+      local ok, err = pcall(row[1])
+      assert(not ok, 'row ' .. i .. ': no error')
+      local line = debug.getinfo(row[1], 'S').linedefined
+      local want = ('hostile_args_spec.lua:%d: moontorch.%s: '):format(line, row[2])
+      if not err:find(want, 1, true) or not err:find(row[3], 1, true) then
+        error(('row %d: expected "%s...%s", got: %s'):format(i, want, row[3], err))
+      end
+    end
+  end)
+  it('called through pcall or a local, the op is found by the function itself', function()
+    local ok, err = pcall(F.l1_loss, a, b)
+    assert.is_false(ok)
+    assert.truthy(err:find('moontorch.nn.functional.l1_loss: the size of tensor a', 1, true))
+    local l1 = F.l1_loss
+    err = H.errors_with(function() local _ = l1(a, b) end, 'moontorch.nn.functional.l1_loss: the size of tensor a')
+    -- an inner op's own name stays when the function called is that op (an alias called by pcall)
+    ok, err = pcall(torch.abs, nil)
+    assert.truthy(err:find('moontorch.abs: expected a tensor, got nil', 1, true))
+    -- and a module called inside a user's forward: the user's forward is the user's line
+    local Net, Parent = torch.class('spec.HostileNet', 'nn.Module')
+    function Net:__init() Parent.__init(self); self.fc = nn.Linear(4, 5) end
+    function Net:forward(x) return F.relu(self.fc(x)) end
+    err = H.errors_with(function() local _ = Net()(torch.randn(2, 3)) end, 'moontorch.nn.Linear: mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)')
+    assert.truthy(err:find('hostile_args_spec.lua:%d+: moontorch.nn.Linear'))
+  end)
+end)

@@ -196,7 +196,7 @@ describe('PyTorch files', function()
       for _, name in ipairs({ 'evil.pt', 'evil_legacy.pt' }) do
         local err = H.errors_with(function() torch.load(file(name)) end, "the Python global 'posix.system'")
         assert.truthy(err:find('is not allowed', 1, true))
-        assert.truthy(err:find('moontorch.load_pytorch: ' .. file(name), 1, true))
+        assert.truthy(err:find('moontorch.load: ' .. file(name), 1, true))
       end
       assert.is_nil(io.open('/tmp/moontorch_pt_evil_marker', 'rb'))
     end)

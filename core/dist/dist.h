@@ -71,6 +71,10 @@ MT_DIST_API mt_status mt_dist_new_group(mt_dist_group *parent, const int *ranks,
                                         mt_dist_group **out);
 MT_DIST_API int mt_dist_group_rank(const mt_dist_group *g); /* -1: not a member */
 MT_DIST_API int mt_dist_group_size(const mt_dist_group *g);
+/* Bytes per member and round of the group's on-node all_reduce (a shared segment: every member on
+ * this node; float32/float64 SUM, AVG, PRODUCT and int32/int64 SUM, PRODUCT, MIN, MAX), 0 where its
+ * all_reduce goes through MPI_Allreduce (ranks on several nodes, MOONTORCH_DIST_SHM=0, no segment). */
+MT_DIST_API int64_t mt_dist_group_shared_bytes(const mt_dist_group *g);
 MT_DIST_API mt_dist_group *mt_dist_group_retain(mt_dist_group *g);
 MT_DIST_API void mt_dist_group_release(mt_dist_group *g);
 

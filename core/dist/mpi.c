@@ -23,7 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/futex.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +91,11 @@ struct mt_dist_group {
   int *world_ranks;
   MPI_Request *areq; /* size - 1 receives, then size - 1 sends */
   unsigned char *in; /* in[r]: member r has reached the current collective (atomic) */
+  /* on-node all-reduce (shm_setup): when every member runs on this node, a shared segment of a
+   * control slot per member and, per member, two halves of shm_cap bytes each; NULL otherwise */
+  char *shm;
+  size_t shm_len, shm_cap;
+  uint64_t shm_seq; /* rounds run on it (the same on every member) */
 };
 
 struct mt_dist_work {
@@ -121,6 +131,7 @@ static struct {
   int busy;               /* the thread is inside MPI on a collective */
   mt_dist_group *arriving; /* the group whose ranks the thread waits for (arrive()), or NULL */
   int arriving_kind;       /* and the collective's kind */
+  int arriving_phase;      /* 0: waiting for ranks to reach it, 1: for them to finish their part (shm) */
   pid_t pid;
   char init_error[512];
   char broken[640];
@@ -132,6 +143,11 @@ static struct {
                         send, recv): max_count, or less with MOONTORCH_DIST_CHUNK (the specs cut in small pieces) */
   int tag_ub;
   int spin; /* MOONTORCH_DIST_SPIN=1: no sleeping arrival before collectives */
+  int shm_off;      /* MOONTORCH_DIST_SHM=0: every all_reduce through MPI */
+  size_t shm_bytes; /* bytes per member and round of the on-node all-reduce (MOONTORCH_DIST_SHM_BYTES) */
+  unsigned shm_made; /* segments this process created (their names) */
+  int die_rank;      /* the specs' MOONTORCH_DIST_TEST_DIE=rank:round: that world rank kills itself inside */
+  uint64_t die_round; /* that round of an on-node all_reduce, after arriving (a rank dying inside it) */
   double exit_timeout;
   MPI_Datatype dt_half, dt_bf16;
   MPI_Op half_ops[4], bf16_ops[4]; /* sum, product, min, max */
@@ -333,8 +349,103 @@ static void divide(void *buf, int64_t n, int dtype, int size) {
 }
 
 /* ------------------------------------------------------------------------------------ groups */
+/* ------------------------------------------------------------------------------------ on-node segment */
+/* The on-node all-reduce's memory (see shm_all_reduce): where every member of a group runs on this
+ * node (MPI_Comm_split_type SHARED keeps them all), rank 0 creates a POSIX shared-memory segment,
+ * reserves its pages (posix_fallocate: a full /dev/shm is a fallback now, not a SIGBUS later) and
+ * sends its name; the others map it, and once all have it is unlinked (nothing is left behind, even
+ * if a rank dies later). Plain shared memory rather than an MPI window: unmapping it is each rank's
+ * own business, while MPI_Win_free is collective, and groups are let go by each rank's garbage
+ * collector at its own time. Any member that cannot map it: the group keeps MPI_Allreduce. */
+typedef struct shm_slot {
+  uint64_t arrived; /* the last round this member reached (its data in place) */
+  uint64_t done;    /* the last round whose slice this member has reduced */
+  int64_t count;    /* the all_reduce's whole count, dtype and op, for the others to check */
+  int32_t dtype, op;
+  char fill[128 - 32];
+} shm_slot;
+/* the segment opens with a bell: a futex word that each post rings (bell += 1, then FUTEX_WAKE
+ * where a member sleeps on it: `sleepers`), so that a waiting member sleeps in the kernel and wakes
+ * the moment a post lands rather than napping and polling */
+typedef struct shm_bell {
+  uint32_t bell, sleepers;
+  char fill[128 - 8];
+} shm_bell;
+#define SHM_CTL(n) ((sizeof(shm_bell) + ((size_t)(n) * sizeof(shm_slot)) + 4095) & ~(size_t)4095)
+
+static shm_bell *shm_bell_of(mt_dist_group *g) { return (shm_bell *)g->shm; }
+static shm_slot *shm_slot_of(mt_dist_group *g, int r) {
+  return (shm_slot *)(g->shm + sizeof(shm_bell) + (size_t)r * sizeof(shm_slot));
+}
+static char *shm_half(mt_dist_group *g, int r, uint64_t seq) {
+  return g->shm + SHM_CTL(g->size) + ((size_t)r * 2 + (size_t)(seq & 1)) * g->shm_cap;
+}
+
+static void shm_setup(mt_dist_group *g) {
+  int n = g->size, same = 0;
+  MPI_Comm nc = MPI_COMM_NULL;
+  if (n < 2) return;
+  if (MPI_Comm_split_type(g->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &nc) == MPI_SUCCESS && nc != MPI_COMM_NULL) {
+    int ns = 0;
+    MPI_Comm_size(nc, &ns);
+    same = ns == n;
+    MPI_Comm_free(&nc);
+  }
+  if (!same) return; /* the same answer on every member: each sees the whole group on its node or not */
+  struct {
+    int64_t cap;
+    char name[56];
+  } m = {0, ""};
+  char *map = NULL;
+  size_t len = 0;
+  if (g->rank == 0 && !S.shm_off) {
+    /* MOONTORCH_DIST_SHM_BYTES, else 16 MiB over the members, within 1..4 MiB (a DDP bucket of a few
+     * MB in one round; at most 32 MiB of the node's memory per group) */
+    size_t cap = S.shm_bytes ? S.shm_bytes : (size_t)16 * 1024 * 1024 / (size_t)n;
+    if (!S.shm_bytes) cap = cap < ((size_t)1 << 20) ? (size_t)1 << 20 : cap > ((size_t)4 << 20) ? (size_t)4 << 20 : cap;
+    m.cap = (int64_t)((cap + 63) & ~(size_t)63);
+    snprintf(m.name, sizeof m.name, "/moontorch-%d-%u", (int)getpid(), S.shm_made++);
+    len = SHM_CTL(n) + (size_t)n * 2 * (size_t)m.cap;
+    int fd = shm_open(m.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) {
+      if (ftruncate(fd, (off_t)len) == 0 && posix_fallocate(fd, 0, (off_t)len) == 0) {
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) map = NULL;
+      }
+      close(fd);
+      if (!map) shm_unlink(m.name);
+    }
+    if (!map) m.name[0] = 0;
+  }
+  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, g->comm);
+  if (g->rank != 0 && m.name[0] && !S.shm_off) {
+    len = SHM_CTL(n) + (size_t)n * 2 * (size_t)m.cap;
+    int fd = shm_open(m.name, O_RDWR, 0600);
+    if (fd >= 0) {
+      struct stat st;
+      if (fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) map = NULL;
+      }
+      close(fd);
+    }
+  }
+  int ok = map != NULL;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->comm);
+  if (g->rank == 0 && m.name[0]) shm_unlink(m.name);
+  if (!ok) {
+    if (map) munmap(map, len);
+    return;
+  }
+  g->shm = map;
+  g->shm_len = len;
+  g->shm_cap = (size_t)m.cap;
+  g->shm_seq = 0;
+}
+
 /* A group's memory (the thread frees its communicators before, while MPI is up). */
 static void group_free(mt_dist_group *g) {
+  if (g->shm) munmap(g->shm, g->shm_len);
   free(g->world_ranks);
   free(g->areq);
   free(g->in);
@@ -374,12 +485,14 @@ static mt_dist_group *group_new(MPI_Comm comm, int world) {
     MPI_Group_free(&a);
     MPI_Group_free(&b);
     free(mine);
+    shm_setup(g);
   }
   return g;
 }
 
 int mt_dist_group_rank(const mt_dist_group *g) { return g ? g->rank : -1; }
 int mt_dist_group_size(const mt_dist_group *g) { return g ? g->size : 0; }
+int64_t mt_dist_group_shared_bytes(const mt_dist_group *g) { return g && g->shm ? (int64_t)g->shm_cap : 0; }
 
 mt_dist_group *mt_dist_group_retain(mt_dist_group *g) {
   if (g) __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED);
@@ -516,12 +629,216 @@ static int arrive(mt_dist_group *g, int kind) {
   return rc;
 }
 
+
+/* ------------------------------------------------------------------------------------ on-node all_reduce */
+/* all_reduce through the group's shared segment (shm_setup), in rounds of at most shm_cap bytes per
+ * member. Round s: each member copies its piece into its half (s & 1) and posts `arrived = s` with
+ * its count, dtype and op; once all have arrived (and agree: else every member fails the round with
+ * the same message), member r reduces slice r of the piece over every member's half, in rank order,
+ * into its own half, and posts `done = s`; once all are done, each copies every slice from its
+ * reducer's half. The two halves alternate, so a member's next round never writes what a slower
+ * member may still read: writing half s & 1 again in round s + 2 comes after every member arrived
+ * at s + 1, that is, after each finished round s. Every member gets the same bits (each slice is
+ * reduced once). The waits nap as arrive()'s and give up when the caller's deadline has passed
+ * (S.broken); a caller that times out names the members that never arrived or never finished. */
+static int shm_takes(int dtype, int op) {
+  switch (dtype) {
+  case MT_FLOAT32:
+  case MT_FLOAT64: return op == MT_DIST_SUM || op == MT_DIST_AVG || op == MT_DIST_PRODUCT;
+  case MT_INT32:
+  case MT_INT64: return op == MT_DIST_SUM || op == MT_DIST_PRODUCT || op == MT_DIST_MIN || op == MT_DIST_MAX;
+  default: return 0;
+  }
+}
+
+/* out[lo, hi) = src[0][i] op src[1][i] op ... (op applied in rank order), through a block in L1 so
+ * that out may be one of the sources; integers wrap (through the unsigned type U), as MPI's */
+#define SHM_BLOCK 1024
+#define SHM_REDUCE(NAME, T, U, EXPR)                                                                                   \
+  static void NAME(char *out, char *const *src, int n, int64_t lo, int64_t hi, int avg) {                          \
+    T tmp[SHM_BLOCK];                                                                                                  \
+    for (int64_t b = lo; b < hi; b += SHM_BLOCK) {                                                                     \
+      int m = (int)(hi - b < SHM_BLOCK ? hi - b : SHM_BLOCK);                                                          \
+      const T *a = (const T *)src[0] + b;                                                                              \
+      for (int i = 0; i < m; i++) tmp[i] = a[i];                                                                       \
+      for (int k = 1; k < n; k++) {                                                                                    \
+        const T *c = (const T *)src[k] + b;                                                                            \
+        for (int i = 0; i < m; i++) {                                                                                  \
+          T x = tmp[i], y = c[i];                                                                                      \
+          tmp[i] = (EXPR);                                                                                             \
+        }                                                                                                              \
+      }                                                                                                                \
+      if (avg)                                                                                                         \
+        for (int i = 0; i < m; i++) tmp[i] = (T)(tmp[i] / (T)n);                                                       \
+      memcpy((T *)out + b, tmp, sizeof(T) * (size_t)m);                                                                \
+    }                                                                                                                  \
+  }
+SHM_REDUCE(shm_sum_f32, float, float, x + y)
+SHM_REDUCE(shm_sum_f64, double, double, x + y)
+SHM_REDUCE(shm_prod_f32, float, float, x *y)
+SHM_REDUCE(shm_prod_f64, double, double, x *y)
+SHM_REDUCE(shm_sum_i32, int32_t, uint32_t, (int32_t)((uint32_t)x + (uint32_t)y))
+SHM_REDUCE(shm_sum_i64, int64_t, uint64_t, (int64_t)((uint64_t)x + (uint64_t)y))
+SHM_REDUCE(shm_prod_i32, int32_t, uint32_t, (int32_t)((uint32_t)x * (uint32_t)y))
+SHM_REDUCE(shm_prod_i64, int64_t, uint64_t, (int64_t)((uint64_t)x * (uint64_t)y))
+SHM_REDUCE(shm_min_i32, int32_t, uint32_t, x < y ? x : y)
+SHM_REDUCE(shm_min_i64, int64_t, uint64_t, x < y ? x : y)
+SHM_REDUCE(shm_max_i32, int32_t, uint32_t, x > y ? x : y)
+SHM_REDUCE(shm_max_i64, int64_t, uint64_t, x > y ? x : y)
+
+typedef void (*shm_fn)(char *, char *const *, int, int64_t, int64_t, int);
+static shm_fn shm_fn_of(int dtype, int op) {
+  int f = dtype == MT_FLOAT32, d = dtype == MT_FLOAT64, i = dtype == MT_INT32;
+  switch (op) {
+  case MT_DIST_SUM:
+  case MT_DIST_AVG: return f ? shm_sum_f32 : d ? shm_sum_f64 : i ? shm_sum_i32 : shm_sum_i64;
+  case MT_DIST_PRODUCT: return f ? shm_prod_f32 : d ? shm_prod_f64 : i ? shm_prod_i32 : shm_prod_i64;
+  case MT_DIST_MIN: return i ? shm_min_i32 : shm_min_i64;
+  default: return i ? shm_max_i32 : shm_max_i64;
+  }
+}
+
+/* member k's slice of a piece of `count` elements: [lo(k), lo(k + 1)), starts on 16 elements */
+static int64_t shm_lo(int64_t count, int n, int k) {
+  if (k <= 0) return 0;
+  if (k >= n) return count;
+  return (int64_t)(((__int128)count * k / n) & ~(int64_t)15);
+}
+
+/* post `*field = seq` and ring the bell for whoever sleeps on it */
+static void shm_post(mt_dist_group *g, uint64_t *field, uint64_t seq) {
+  shm_bell *b = shm_bell_of(g);
+  __atomic_store_n(field, seq, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&b->bell, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST))
+    syscall(SYS_futex, &b->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* every other member has posted round seq in `done` (1) or `arrived` (0)? (marks who has in g->in) */
+static int shm_all_posted(mt_dist_group *g, int done, uint64_t seq) {
+  int all = 1;
+  for (int k = 0; k < g->size; k++) {
+    if (k == g->rank) continue;
+    shm_slot *sl = shm_slot_of(g, k);
+    if (__atomic_load_n(done ? &sl->done : &sl->arrived, __ATOMIC_ACQUIRE) >= seq)
+      __atomic_store_n(&g->in[k], (unsigned char)1, __ATOMIC_RELAXED);
+    else all = 0;
+  }
+  return all;
+}
+
+/* wait until every other member has posted round seq: 20 us of polling, then asleep on the bell
+ * (in slices of 10 ms, to see a caller that gave up: w->msg says so, 0) */
+static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
+  mt_dist_group *g = w->g;
+  int n = g->size, me = g->rank;
+  pthread_mutex_lock(&S.mu);
+  for (int i = 0; i < n; i++) __atomic_store_n(&g->in[i], (unsigned char)(i == me), __ATOMIC_RELAXED);
+  S.arriving = g;
+  S.arriving_kind = w->kind;
+  S.arriving_phase = done;
+  pthread_mutex_unlock(&S.mu);
+  shm_bell *b = shm_bell_of(g);
+  double t0 = mt_dist_now();
+  int ok = 1;
+  while (!shm_all_posted(g, done, seq)) {
+    if (__atomic_load_n(&S.broken[0], __ATOMIC_RELAXED)) {
+      snprintf(w->msg, sizeof w->msg, "distributed.%s: given up (the caller's wait timed out)", kind_names[w->kind]);
+      ok = 0;
+      break;
+    }
+    if (mt_dist_now() - t0 < 20e-6) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    __atomic_add_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
+    uint32_t v = __atomic_load_n(&b->bell, __ATOMIC_SEQ_CST);
+    if (!shm_all_posted(g, done, seq)) {
+      struct timespec ts = {0, 10000000L};
+      syscall(SYS_futex, &b->bell, FUTEX_WAIT, v, &ts, NULL, 0);
+    }
+    __atomic_sub_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
+  }
+  pthread_mutex_lock(&S.mu);
+  S.arriving = NULL;
+  S.arriving_phase = 0;
+  pthread_mutex_unlock(&S.mu);
+  return ok;
+}
+
+static int shm_all_reduce(mt_dist_work *w) {
+  mt_dist_group *g = w->g;
+  int n = g->size, me = g->rank;
+  size_t isz = item_size(w->dtype);
+  int64_t per = (int64_t)(g->shm_cap / isz);
+  if (per > S.chunk) per = S.chunk;
+  shm_fn fn = shm_fn_of(w->dtype, w->op);
+  char *buf = w->buf;
+  char *src[64], **srcs = n <= 64 ? src : malloc(sizeof(char *) * (size_t)n);
+  if (!srcs) {
+    snprintf(w->msg, sizeof w->msg, "distributed.all_reduce: out of memory");
+    return 0;
+  }
+  shm_slot *mine = shm_slot_of(g, me);
+  int ok = 1;
+  int64_t off = 0;
+  do {
+    int64_t piece = w->count - off < per ? w->count - off : per;
+    uint64_t seq = ++g->shm_seq;
+    if (piece > 0) memcpy(shm_half(g, me, seq), buf + (size_t)off * isz, (size_t)piece * isz);
+    mine->count = w->count;
+    mine->dtype = w->dtype;
+    mine->op = w->op;
+    shm_post(g, &mine->arrived, seq);
+    if (S.die_round == seq && S.die_rank == g->world_ranks[me] && g->world) raise(SIGKILL);
+    if (!shm_wait(w, 0, seq)) {
+      ok = 0;
+      break;
+    }
+    int other = -1;
+    for (int k = 0; k < n && other < 0; k++) {
+      shm_slot *sl = shm_slot_of(g, k);
+      if (sl->count != w->count || sl->dtype != w->dtype || sl->op != w->op) other = k;
+    }
+    if (other < 0) {
+      int64_t lo = shm_lo(piece, n, me), hi = shm_lo(piece, n, me + 1);
+      for (int k = 0; k < n; k++) srcs[k] = shm_half(g, k, seq);
+      if (hi > lo) fn(shm_half(g, me, seq), srcs, n, lo, hi, w->op == MT_DIST_AVG);
+    }
+    shm_post(g, &mine->done, seq);
+    if (!shm_wait(w, 1, seq)) {
+      ok = 0;
+      break;
+    }
+    if (other >= 0) {
+      shm_slot *sl = shm_slot_of(g, other);
+      snprintf(w->msg, sizeof w->msg,
+               "distributed.all_reduce: the ranks' tensors differ: rank %d has %lld elements of %s (ReduceOp.%s), "
+               "rank %d has %lld elements of %s (ReduceOp.%s)",
+               g->world_ranks[me], (long long)w->count, dtype_name(w->dtype), op_names[w->op], g->world_ranks[other],
+               (long long)sl->count, dtype_name(sl->dtype), sl->op >= 0 && sl->op <= MT_DIST_BXOR ? op_names[sl->op] : "?");
+      ok = 0;
+      break;
+    }
+    for (int k = 0; k < n; k++) {
+      int64_t lo = shm_lo(piece, n, k), hi = shm_lo(piece, n, k + 1);
+      if (hi > lo) memcpy(buf + (size_t)(off + lo) * isz, shm_half(g, k, seq) + (size_t)lo * isz, (size_t)(hi - lo) * isz);
+    }
+    off += piece;
+  } while (off < w->count);
+  if (srcs != src) free(srcs);
+  return ok;
+}
+
 static int run_collective(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   MPI_Comm c = g->comm;
   MPI_Datatype t = mpi_type(w->dtype);
   size_t isz = item_size(w->dtype);
   int64_t step = S.chunk;
+  if (w->kind == K_ALL_REDUCE && g->shm && shm_takes(w->dtype, w->op)) return shm_all_reduce(w);
   int rc = arrive(g, w->kind);
   if (rc != MPI_SUCCESS || w->kind == K_BARRIER) goto done;
   switch (w->kind) {
@@ -928,6 +1245,15 @@ mt_status mt_dist_init(double timeout_s, mt_dist_group **world) {
     S.exit_timeout = timeout_s;
     const char *sp = getenv("MOONTORCH_DIST_SPIN");
     S.spin = sp && sp[0] == '1';
+    const char *so = getenv("MOONTORCH_DIST_SHM");
+    S.shm_off = so && so[0] == '0';
+    const char *sb = getenv("MOONTORCH_DIST_SHM_BYTES");
+    S.shm_bytes = 0;
+    if (sb && atoll(sb) >= 64 && atoll(sb) <= (1LL << 30)) S.shm_bytes = (size_t)atoll(sb);
+    const char *td = getenv("MOONTORCH_DIST_TEST_DIE");
+    unsigned long long dr = 0;
+    S.die_rank = -1;
+    if (td && sscanf(td, "%d:%llu", &S.die_rank, &dr) == 2) S.die_round = dr;
     /* the thread takes no asynchronous signal (Ctrl-C stays the main thread's); MPI's own threads,
      * started from it, inherit that */
     sigset_t all, old;
@@ -1203,10 +1529,13 @@ mt_status mt_dist_work_wait(mt_dist_work *w, double timeout_s) {
           for (int i = 0; i < a->size && len < (int)sizeof who - 16; i++)
             if (!__atomic_load_n(&a->in[i], __ATOMIC_RELAXED))
               len += snprintf(who + len, sizeof who - (size_t)len, "%s%d", n++ ? ", " : "", a->world_ranks[i]);
-          if (n)
+          const char *what = a == w->g && S.arriving_kind == (int)w->kind ? "it" : kind_names[S.arriving_kind];
+          if (n && S.arriving_phase)
+            snprintf(why, sizeof why, "rank%s %s reached %s but never finished %s part (died or hung inside it)%s",
+                     n > 1 ? "s" : "", who, what, n > 1 ? "their" : "its", a->world ? "" : " (ranks of the world)");
+          else if (n)
             snprintf(why, sizeof why, "rank%s %s never reached %s%s (died, hung or never called it)", n > 1 ? "s" : "",
-                     who, a == w->g && S.arriving_kind == (int)w->kind ? "it" : kind_names[S.arriving_kind],
-                     a->world ? "" : " (ranks of the world)");
+                     who, what, a->world ? "" : " (ranks of the world)");
         } else if (S.busy) {
           snprintf(why, sizeof why, "every rank reached the collective in progress, but it did not finish: a rank "
                                     "died or hung inside it");

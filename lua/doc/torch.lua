@@ -606,6 +606,85 @@ doc { 'torch.linalg.cross(input, other, dim) -> Tensor',
   does = 'The cross product along dim (the last).', ex = 'print(torch.linalg.cross(torch.tensor({0, 1, 0}), torch.tensor({0, 0, 1})))  --> tensor([1., 0., 0.])' }
 doc { 'torch.linalg.vecdot(x, y, dim) -> Tensor',
   does = 'The dot product along dim (the last).', ex = 'print(torch.linalg.vecdot(torch.ones(2, 3), torch.ones(2, 3)))  --> tensor([3., 3.])' }
+doc.section 'torch.linalg: decompositions (LAPACK)'
+doc { 'torch.linalg.cholesky(A, {upper=}) -> Tensor',
+  does = 'L (lower) with A = L L^T for symmetric positive-definite matrices (batched; float32 / float64; only A\'s lower triangle read); upper=true gives U with A = U^T U. A matrix that is not positive-definite is PyTorch\'s error naming the leading minor. Gradient LinalgCholeskyExBackward0.',
+  ex = 'print(torch.linalg.cholesky(torch.tensor({{4, 2}, {2, 5}})))  --> tensor([[2., 0.], [1., 2.]])' }
+doc { 'torch.linalg.cholesky_ex(A, {upper=, check_errors=}) -> L, info',
+  does = 'cholesky, with LAPACK\'s info (int32, per matrix: 0, or the order of the first leading minor that is not positive-definite) instead of an error (unless check_errors).',
+  ex = 'local L, info = torch.linalg.cholesky_ex(torch.tensor({{1, 2}, {2, 1}}))\nprint(info)  --> tensor(2, dtype=torch.int32)' }
+doc { 'torch.cholesky(input, upper) -> Tensor', 'Tensor:cholesky(upper) -> Tensor',
+  does = 'PyTorch 1.13\'s older spelling of linalg.cholesky (upper by position; gradient CholeskyBackward0).',
+  ex = 'print(torch.cholesky(torch.tensor({{4, 2}, {2, 5}}), true))  --> tensor([[2., 1.], [0., 2.]])' }
+doc { 'torch.linalg.solve_triangular(A, B, {upper=, left=, unitriangular=, out=}) -> Tensor',
+  does = 'X with A X = B (left, the default) or X A = B for triangular A (upper is required; the other triangle is not read; unitriangular: a diagonal of ones). Batch dims broadcast. Gradient LinalgSolveTriangularBackward0.',
+  ex = 'print(torch.linalg.solve_triangular(torch.tensor({{2, 0}, {1, 1}}), torch.tensor({{2}, {3}}), {upper = false}))  --> tensor([[1.], [2.]])' }
+doc { 'torch.triangular_solve(b, A, upper, transpose, unitriangular) -> solution, A', 'Tensor:triangular_solve(A, upper, transpose, unitriangular) -> solution, A',
+  does = 'PyTorch 1.13\'s older triangular solve: A X = b (upper by default; transpose: A^T X = b); returns a copy of A too.',
+  ex = 'print((torch.triangular_solve(torch.tensor({{2}, {4}}), torch.tensor({{2, 0}, {0, 4}}))))  --> tensor([[1.], [1.]])' }
+doc { 'torch.linalg.qr(A, mode, {mode=}) -> Q, R',
+  does = 'A = Q R (batched) with orthonormal columns in Q and R upper triangular, as LAPACK\'s geqrf / orgqr (PyTorch\'s signs). mode \'reduced\' (Q (m, k), R (k, n), k = min(m, n)), \'complete\' (Q (m, m)), \'r\' (R alone; Q empty). Gradient LinalgQrBackward0 (reduced; complete when m <= n).',
+  ex = 'local Q, R = torch.linalg.qr(torch.tensor({{3, 1}, {4, 2}}))\nprint(R)  --> tensor([[-5.0000, -2.2000], [0.0000, 0.4000]])' }
+doc { 'torch.qr(input, some) -> Q, R', 'Tensor:qr(some) -> Q, R',
+  does = 'PyTorch 1.13\'s older spelling: linalg.qr with mode \'reduced\' (some, the default) or \'complete\'.',
+  ex = 'local Q = torch.qr(torch.eye(2))\nprint(Q:abs())  --> tensor([[1., 0.], [0., 1.]])' }
+doc { 'torch.linalg.eigh(A, UPLO) -> eigenvalues, eigenvectors',
+  does = 'The eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices, from the lower triangle (UPLO \'L\') or the upper (\'U\'), by LAPACK\'s syevd. Gradient LinalgEighBackward0 (symmetric, as PyTorch\'s).',
+  ex = 'local w = torch.linalg.eigh(torch.tensor({{2, 1}, {1, 2}}))\nprint(w)  --> tensor([1., 3.])' }
+doc { 'torch.linalg.eigvalsh(A, UPLO) -> Tensor',
+  does = 'The eigenvalues (ascending) of symmetric matrices (eigh without the vectors).',
+  ex = 'print(torch.linalg.eigvalsh(torch.tensor({{2, 0}, {0, 1}})))  --> tensor([1., 2.])' }
+doc { 'torch.linalg.svd(A, full_matrices, {full_matrices=}) -> U, S, Vh',
+  does = 'A = U diag(S) Vh (batched), S descending, by LAPACK\'s gesdd; full_matrices (true) gives square U (m, m) and Vh (n, n), false the reduced ones. A non-finite input is PyTorch\'s error. Gradient LinalgSvdBackward0 (through S alone, or U and Vh too).',
+  ex = 'local U, S, Vh = torch.linalg.svd(torch.tensor({{3, 0}, {0, -4}}))\nprint(S)  --> tensor([4., 3.])' }
+doc { 'torch.linalg.svdvals(A) -> Tensor',
+  does = 'The singular values (descending) of A (batched).',
+  ex = 'print(torch.linalg.svdvals(torch.tensor({{3, 0}, {0, -4}})))  --> tensor([4., 3.])' }
+doc { 'torch.svd(input, some, compute_uv) -> U, S, V', 'Tensor:svd(some, compute_uv) -> U, S, V',
+  does = 'PyTorch 1.13\'s older svd: returns V (not Vh); some (true) the reduced U and V; compute_uv false: U and V zero-filled.',
+  ex = 'local _, S = torch.svd(torch.tensor({{3, 0}, {0, -4}}))\nprint(S)  --> tensor([4., 3.])' }
+doc { 'torch.linalg.lstsq(A, B, rcond, {rcond=, driver=}) -> solution, residuals, rank, singular_values',
+  does = 'The least-squares solution of A X = B (B (..., m, k) or a vector; batch dims broadcast; the minimum-norm one for a wide or rank-deficient A) by LAPACK\'s gelsd, singular values below rcond * S_max (eps * max(m, n) by default) taken as zero. As PyTorch\'s drivers say: residuals (the squared residuals, when m > n and A has full rank, not for gelsy), rank (not for gels), singular_values (gelsd, gelss). Gradient LinalgLstsqBackward0 (through pinv).',
+  ex = 'print((torch.linalg.lstsq(torch.tensor({{1, 0}, {0, 2}, {0, 0}}), torch.tensor({{1}, {4}, {5}}))))  --> tensor([[1.], [2.]])' }
+doc { 'torch.linalg.pinv(A, rcond, hermitian, {atol=, rtol=, hermitian=}) -> Tensor',
+  does = 'The pseudo-inverse, by svd (eigh when hermitian): singular values at or below max(atol, rtol * S_max) dropped (rtol eps * max(m, n) when neither is given; rcond is rtol). Gradient LinalgPinvBackward0.',
+  ex = 'print(torch.linalg.pinv(torch.tensor({{2, 0}, {0, 0}})))  --> tensor([[0.5000, 0.0000], [0.0000, 0.0000]])' }
+doc { 'torch.pinverse(input, rcond) -> Tensor', 'Tensor:pinverse(rcond) -> Tensor',
+  does = 'PyTorch 1.13\'s older pinv: rcond (1e-15) relative to the largest singular value.',
+  ex = 'print(torch.pinverse(torch.tensor({{4}})))  --> tensor([[0.2500]])' }
+doc { 'torch.linalg.matrix_rank(A, tol, hermitian, {atol=, rtol=, hermitian=, tol=}) -> Tensor',
+  does = 'The number of singular values (eigenvalues\' absolute values when hermitian) above max(atol, rtol * S_max), as pinv\'s tolerance; int64, A\'s batch shape.',
+  ex = 'print(torch.linalg.matrix_rank(torch.tensor({{1, 2}, {2, 4}})))  --> tensor(1)' }
+doc { 'torch.linalg.lu_factor(A, {pivot=}) -> LU, pivots',
+  does = 'The LU factorization with partial pivoting (LAPACK\'s getrf; batched, any m x n): L below the diagonal (its unit diagonal not stored), U on and above; pivots int32, 1-based (row i was swapped with row pivots[i]). An exactly singular U is PyTorch\'s error (lu_factor_ex gives info). Gradient LinalgLuFactorExBackward0 (square).',
+  ex = 'local LU, piv = torch.linalg.lu_factor(torch.tensor({{1, 2}, {3, 4}}))\nprint(piv)  --> tensor([2, 2], dtype=torch.int32)' }
+doc { 'torch.linalg.lu_factor_ex(A, {pivot=, check_errors=}) -> LU, pivots, info',
+  does = 'lu_factor with LAPACK\'s info (int32 per matrix: 0, or i where U[i, i] is zero) instead of an error.',
+  ex = 'local _, _, info = torch.linalg.lu_factor_ex(torch.zeros(2, 2))\nprint(info)  --> tensor(1, dtype=torch.int32)' }
+doc { 'torch.linalg.lu(A, {pivot=}) -> P, L, U',
+  does = 'A = P L U: the permutation matrix P (A\'s dtype), L unit lower triangular (m, k), U upper (k, n). Gradient LinalgLuBackward0 (square).',
+  ex = 'local P, L, U = torch.linalg.lu(torch.tensor({{1, 2}, {3, 4}}))\nprint(U)  --> tensor([[3.0000, 4.0000], [0.0000, 0.6667]])' }
+doc { 'torch.lu(A, pivot, get_infos) -> LU, pivots[, infos]', 'Tensor:lu(pivot, get_infos) -> LU, pivots[, infos]',
+  does = 'PyTorch 1.13\'s older spelling of lu_factor (get_infos: lu_factor_ex\'s info too).',
+  ex = 'local LU = torch.lu(torch.tensor({{1, 2}, {3, 4}}))\nprint(LU)  --> tensor([[3.0000, 4.0000], [0.3333, 0.6667]])' }
+doc { 'torch.lu_unpack(LU, pivots, unpack_data, unpack_pivots) -> P, L, U',
+  does = 'P, L, U from lu_factor\'s results.',
+  ex = 'local P = torch.lu_unpack(torch.linalg.lu_factor(torch.tensor({{1, 2}, {3, 4}})))\nprint(P)  --> tensor([[0., 1.], [1., 0.]])' }
+doc { 'torch.lu_solve(b, LU, pivots) -> Tensor', 'Tensor:lu_solve(LU, pivots) -> Tensor',
+  does = 'X with A X = b from A\'s lu_factor results.',
+  ex = 'local LU, piv = torch.linalg.lu_factor(torch.tensor({{2, 0}, {0, 4}}))\nprint(torch.lu_solve(torch.tensor({{2}, {4}}), LU, piv))  --> tensor([[1.], [1.]])' }
+doc { 'torch.linalg.lu_solve(LU, pivots, B, {left=, adjoint=}) -> Tensor',
+  does = 'X with A X = B (left) or X A = B from A\'s lu_factor results; adjoint: A^T in A\'s place. Gradient LinalgLuSolveBackward0.',
+  ex = 'local LU, piv = torch.linalg.lu_factor(torch.tensor({{2, 0}, {0, 4}}))\nprint(torch.linalg.lu_solve(LU, piv, torch.tensor({{2}, {4}})))  --> tensor([[1.], [1.]])' }
+doc { 'torch.linalg.cond(A, p) -> Tensor',
+  does = 'The condition number: S_max / S_min (p nil or 2; -2: S_min / S_max), else norm(A, p) * norm(A^-1, p) for square A (p \'fro\', \'nuc\', 1, -1, math.huge, -math.huge); inf for a singular A.',
+  ex = 'print(torch.linalg.cond(torch.tensor({{2, 0}, {0, 1}})))  --> tensor(2.)' }
+doc { 'torch.cholesky_solve(B, L, upper) -> Tensor', 'Tensor:cholesky_solve(L, upper) -> Tensor',
+  does = 'X with A X = B given A\'s Cholesky factor L (lower; upper: U). Gradient CholeskySolveBackward0.',
+  ex = 'print(torch.cholesky_solve(torch.tensor({{4}, {8}}), torch.tensor({{2, 0}, {0, 2}})))  --> tensor([[1.], [2.]])' }
+doc { 'torch.cholesky_inverse(L, upper) -> Tensor', 'Tensor:cholesky_inverse(upper) -> Tensor',
+  does = 'A^-1 given A\'s Cholesky factor L (lower; upper: U). Gradient CholeskyInverseBackward0.',
+  ex = 'print(torch.cholesky_inverse(torch.tensor({{2, 0}, {0, 2}})))  --> tensor([[0.2500, 0.0000], [0.0000, 0.2500]])' }
 doc.alias('torch.special.xlogy', 'torch.xlogy', 'torch.special.xlogy(input, other) -> Tensor')
 doc.alias('torch.special.polygamma', 'torch.polygamma', 'torch.special.polygamma(n, input) -> Tensor')
 

@@ -1372,6 +1372,8 @@ local function bad_call(self, forward, ...)
   check_args(self, signatures[forward], pack(...))
 end
 
+local function pass(...) return ... end
+
 -- m(...): hooks (when any are registered), then forward; a built-in forward's arity is checked
 -- (for a one-argument forward: one comparison and a count, nothing for forwards not declared)
 function Module.__call(self, ...)
@@ -1379,7 +1381,15 @@ function Module.__call(self, ...)
   local forward = unwrap(self.forward)
   local sig = signatures[forward]
   if sig ~= nil and (sig ~= 1 or (...) == nil or select('#', ...) ~= 1) then bad_call(self, forward, ...) end
-  return forward(self, ...)
+  return pass(forward(self, ...)) -- not a tail call: an error inside names the module (core.module_of)
+end
+
+-- an error inside a module's forward names the module (lua/ffi.lua called_op): the class of `self`
+-- when f is its forward or the call that runs it
+core.module_of = function(self, f)
+  if f ~= Module.__call and f ~= call_hooked and not (is_module(self) and f == unwrap(self.forward)) then return nil end
+  if not is_module(self) then return nil end
+  return class.typename(self)
 end
 
 ------------------------------------------------------------------------------ serialization

@@ -16,6 +16,7 @@ local containers = require 'moontorch.nn.containers'
 for k, v in pairs(containers) do nn[k] = v end
 
 nn.functional = require 'moontorch.nn.functional'
+core.namespaces[#core.namespaces + 1] = { 'nn.functional.', nn.functional } -- errors name F's ops (lua/ffi.lua)
 nn.init = require 'moontorch.nn.initialization'
 
 local layers = require 'moontorch.nn.layers'

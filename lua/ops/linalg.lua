@@ -762,6 +762,8 @@ do
       if torch.logdet == nil then torch.logdet = logdet end
       if methods.logdet == nil then methods.logdet = logdet end
     end
+    -- the decompositions by LAPACK (cholesky, qr, eigh, svd, lstsq, lu, pinv, ...): lua/ops/decomp.lua
+    require('moontorch.ops.decomp').install(torch, torch.linalg)
     if torch.chain_matmul == nil then
       torch.chain_matmul = function(...)
         local ms = { ... }

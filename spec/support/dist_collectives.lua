@@ -199,16 +199,19 @@ end)
 
 check('isend/irecv both ways at once, recv from any rank, tags', function()
   if ws == 1 then return end
+  -- pairs (0, 1), (2, 3), ...; with an odd world size the last rank has no pair
   local peer = rank % 2 == 0 and rank + 1 or rank - 1
-  if peer >= ws then return end
-  local a, b = torch.zeros(100), torch.zeros(5, { dtype = torch.int64 })
-  local r1 = dist.irecv(a, peer)
-  local r2 = dist.irecv(b, { src = peer, tag = 7 })
-  local s2 = dist.isend(torch.arange(5) + rank, peer, nil, 7)
-  local s1 = dist.isend(torch.ones(100) * rank, peer)
-  for _, w in ipairs({ s1, s2, r1, r2 }) do w:wait() end
-  eq(a, torch.ones(100) * peer, 'irecv')
-  eq(b, torch.arange(5) + peer, 'irecv with a tag')
+  if peer >= ws then peer = nil end
+  if peer then
+    local a, b = torch.zeros(100), torch.zeros(5, { dtype = torch.int64 })
+    local r1 = dist.irecv(a, peer)
+    local r2 = dist.irecv(b, { src = peer, tag = 7 })
+    local s2 = dist.isend(torch.arange(5) + rank, peer, nil, 7)
+    local s1 = dist.isend(torch.ones(100) * rank, peer)
+    for _, w in ipairs({ s1, s2, r1, r2 }) do w:wait() end
+    eq(a, torch.ones(100) * peer, 'irecv')
+    eq(b, torch.arange(5) + peer, 'irecv with a tag')
+  end
   -- from any rank: rank 0 hears from every other rank (tag 5: a message of the pairs' exchange
   -- below, tag 3, must not match)
   if rank == 0 then
@@ -224,10 +227,12 @@ check('isend/irecv both ways at once, recv from any rank, tags', function()
     dist.send(torch.tensor({ rank * 10 }, { dtype = torch.int64 }), 0, nil, 5)
   end
   -- batch_isend_irecv
-  local x, y = torch.ones(4) * rank, torch.zeros(4)
-  local works = dist.batch_isend_irecv({ dist.P2POp(dist.isend, x, peer, nil, 3), dist.P2POp(dist.irecv, y, peer, nil, 3) })
-  for _, w in ipairs(works) do w:wait() end
-  eq(y, torch.ones(4) * peer, 'batch_isend_irecv')
+  if peer then
+    local x, y = torch.ones(4) * rank, torch.zeros(4)
+    local works = dist.batch_isend_irecv({ dist.P2POp(dist.isend, x, peer, nil, 3), dist.P2POp(dist.irecv, y, peer, nil, 3) })
+    for _, w in ipairs(works) do w:wait() end
+    eq(y, torch.ones(4) * peer, 'batch_isend_irecv')
+  end
 end)
 
 check('new_group: a subgroup, its ranks, members and non-members', function()
@@ -320,6 +325,79 @@ check('rank, size, backend, environment', function()
   assert(os.getenv('MASTER_PORT') == '29500', 'MASTER_PORT')
   assert(dist.group.WORLD:size() == ws and dist.group.WORLD:rank() == rank, 'group.WORLD')
 end)
+
+-- the on-node all_reduce (a shared segment when every rank runs on this node, see core/dist/mpi.c's
+-- shm_all_reduce; MOONTORCH_DIST_SHM=0: MPI_Allreduce): random values, every rank's input made in
+-- every rank (seeded by rank), the reduction computed here in float64 in rank order
+local chunked = os.getenv('MOONTORCH_DIST_CHUNK') ~= nil
+local on_node = ws > 1 and os.getenv('MOONTORCH_DIST_SHM') ~= '0'
+check('the on-node all_reduce is used where every rank runs on this node', function()
+  local B = dist.group.WORLD._B
+  local bytes = tonumber(B.D.mt_dist_group_shared_bytes(dist.group.WORLD._h))
+  assert((bytes > 0) == on_node, ('shared bytes %d with %d ranks'):format(bytes, ws))
+  -- (by default 16 MiB over the ranks, within 1..4 MiB)
+  local want = tonumber(os.getenv('MOONTORCH_DIST_SHM_BYTES') or math.max(1, math.min(4, 16 / ws)) * 1024 * 1024)
+  if on_node then assert(bytes == math.floor(want), ('rounds of %d bytes per rank, got %d'):format(want, bytes)) end
+end)
+local shm_ops = {
+  [torch.float64] = { 'SUM', 'AVG', 'PRODUCT' }, [torch.float32] = { 'SUM', 'AVG', 'PRODUCT' },
+  [torch.int32] = { 'SUM', 'PRODUCT', 'MIN', 'MAX' }, [torch.int64] = { 'SUM', 'PRODUCT', 'MIN', 'MAX' } }
+-- lengths: empty, one, not divisible by the world size, and (not in pieces of 7) more than one round
+-- of 4 MiB (float32: 2 rounds, float64: 3)
+local lengths = { 0, 1, 2, 3, 17, 1001 }
+if not chunked then lengths[#lengths + 1] = 1200007 end
+local function random_input(r, dt, n, salt)
+  local gen = torch.Generator():manual_seed(1000 + 97 * r + n + salt)
+  if dt.is_floating_point then return torch.randn(n, { dtype = torch.float64, generator = gen }):to(dt) end
+  return torch.randint(-40, 41, { n }, { dtype = dt, generator = gen })
+end
+for _, dt in ipairs({ torch.float64, torch.float32, torch.int32, torch.int64 }) do
+  for oi, op in ipairs(shm_ops[dt]) do
+    check(('on-node all_reduce %s %s, lengths %s'):format(op, tostring(dt), table.concat(lengths, ' ')), function()
+      for _, n in ipairs(lengths) do
+        local t = random_input(rank, dt, n, oi)
+        dist.all_reduce(t, dist.ReduceOp[op])
+        local acc = random_input(0, dt, n, oi):double()
+        for r = 1, ws - 1 do
+          local x = random_input(r, dt, n, oi):double()
+          if op == 'SUM' or op == 'AVG' then acc = acc + x
+          elseif op == 'PRODUCT' then acc = acc * x
+          elseif op == 'MIN' then acc = torch.minimum(acc, x)
+          else acc = torch.maximum(acc, x) end
+        end
+        if op == 'AVG' then acc = acc / ws end
+        assert(t.dtype == dt and t:numel() == n, 'dtype and size kept')
+        local what = ('%s %s n=%d'):format(op, tostring(dt), n)
+        if dt == torch.float64 then W.near(t, acc, 0, 1e-12, what)
+        elseif dt == torch.float32 then W.near(t, acc, 1e-5, 1e-5, what)
+        else eq(t, acc:to(dt), what) end
+      end
+    end)
+  end
+end
+check('on-node all_reduce: a non-contiguous float64 view, AVG, and every rank gets the same bits', function()
+  local base = random_input(rank, torch.float64, 7 * 9, 5):view(7, 9)
+  local v = base:t()
+  dist.all_reduce(v, dist.ReduceOp.AVG)
+  local acc = random_input(0, torch.float64, 63, 5)
+  for r = 1, ws - 1 do acc = acc + random_input(r, torch.float64, 63, 5) end
+  W.near(base:reshape(63), acc / ws, 0, 1e-12, 'non-contiguous')
+  local all = {}
+  for r = 1, ws do all[r] = torch.zeros(7, 9, { dtype = torch.float64 }) end
+  dist.all_gather(all, base)
+  for r = 2, ws do eq(all[r], all[1], 'rank ' .. (r - 1) .. ' got the same bits as rank 0') end
+end)
+if on_node then
+  check('on-node all_reduce: tensors that differ between ranks are an error on every rank; the group still works', function()
+    local t = torch.ones(rank == 0 and 3 or 4)
+    raises(function() dist.all_reduce(t) end, "distributed.all_reduce: the ranks' tensors differ")
+    local d = torch.ones(5, { dtype = rank == ws - 1 and torch.float64 or torch.float32 })
+    raises(function() dist.all_reduce(d) end, "distributed.all_reduce: the ranks' tensors differ")
+    local u = torch.ones(2)
+    dist.all_reduce(u)
+    eq(u, torch.ones(2) * ws, 'after the error')
+  end)
+end
 
 dist.barrier()
 dist.destroy_process_group()

@@ -3,6 +3,7 @@
 --   raise     rank 1 raises in the middle of DDP training: the job ends (mpirun stops the others)
 --   hang      rank 1 stops answering: the others raise after the timeout (DIST_TIMEOUT seconds)
 --   kill      rank 1 is killed (SIGKILL): under mpirun --enable-recovery the others raise after the timeout
+--   kill_inside  as kill, but inside an all_reduce after reaching it (MOONTORCH_DIST_TEST_DIE, set by the spec)
 -- Prints `[r] elapsed <s> <message>` for the error each surviving rank caught.
 local W = dofile((arg[0]:gsub('[^/]*$', '')) .. 'dist_harness.lua')
 local torch, dist = W.torch, W.dist

@@ -1,0 +1,252 @@
+/* lapack.c -- the front doors of torch.linalg's decompositions (core/moontorch.h: mt_linalg_cholesky, ...):
+ * argument checks, the float64 contiguous operands and results the kernels take (core/tensor/lapack.c), the
+ * results back in the input's dtype. CPU only; not recorded (lua/ops/decomp.lua records them). */
+#include "dispatch.h"
+
+#include <string.h>
+
+typedef struct lp_in {
+  mt_tensor *a;       /* float64 contiguous */
+  int64_t nb, m, n;   /* batch count, the matrices' rows and columns */
+  int nd, dtype;      /* A's dims and dtype */
+  int64_t batch[MT_MAX_DIMS];
+} lp_in;
+
+static mt_status lp_input(const char *op, const char *what, mt_tensor *A, int square, lp_in *in) {
+  memset(in, 0, sizeof *in);
+  MT_TRY(mt_check_tensor(A, op, what));
+  if (A->_device_type != MT_CPU)
+    return mt_error(MT_EDEVICE, "%s: runs on the CPU (LAPACK); %s is on %s", op, what, mt_device_str(mt_device_of(A)));
+  if (A->_dtype != MT_FLOAT32 && A->_dtype != MT_FLOAT64)
+    return mt_error(MT_EDTYPE, "%s: expected a float32 or float64 %s, got %s", op, what, mt_dtype_name(A->_dtype));
+  if (A->_ndim < 2)
+    return mt_error(MT_ESHAPE, "%s: The input tensor %s must have at least 2 dimensions.", op, what);
+  in->nd = A->_ndim;
+  in->dtype = A->_dtype;
+  in->m = A->_sizes[A->_ndim - 2];
+  in->n = A->_sizes[A->_ndim - 1];
+  if (square && in->m != in->n)
+    return mt_error(MT_ESHAPE, "%s: %s must be batches of square matrices, but they are %lld by %lld matrices", op, what,
+                    (long long)in->m, (long long)in->n);
+  in->nb = 1;
+  for (int d = 0; d < A->_ndim - 2; d++) in->batch[d] = A->_sizes[d], in->nb *= A->_sizes[d];
+  mt_tensor *a64 = NULL;
+  MT_TRY(mt_to(A, MT_FLOAT64, NULL, 0, &a64));
+  mt_status s = mt_contiguous(a64, &in->a);
+  mt_tensor_release(a64);
+  return s;
+}
+
+/* a new float64 result: the batch shape then up to two dims (-1: none) */
+static mt_status lp_new(const char *op, const lp_in *in, int64_t d1, int64_t d2, int dtype, mt_tensor **out) {
+  int64_t sz[MT_MAX_DIMS];
+  int nd = in->nd - 2;
+  memcpy(sz, in->batch, (size_t)nd * sizeof(int64_t));
+  if (d1 >= 0) sz[nd++] = d1;
+  if (d2 >= 0) sz[nd++] = d2;
+  return mt_new(MT_DEVICE_CPU, sz, nd, dtype, op, out);
+}
+
+/* r (float64, owned) handed out in `dtype` */
+static mt_status lp_give(mt_tensor *r, int dtype, mt_tensor **out) {
+  if (!r) {
+    if (out) *out = NULL;
+    return MT_OK;
+  }
+  if (dtype == MT_FLOAT64) return mt_give(r, out);
+  mt_tensor *c = NULL;
+  mt_status s = mt_to(r, dtype, NULL, 0, &c);
+  mt_tensor_release(r);
+  if (s) return s;
+  return mt_give(c, out);
+}
+
+static void release_all(mt_tensor **ts, int n) {
+  for (int i = 0; i < n; i++) mt_tensor_release(ts[i]);
+}
+
+mt_status mt_linalg_cholesky(mt_tensor *A, int upper, mt_tensor **L, mt_tensor **info) {
+  const char *op = "linalg.cholesky";
+  lp_in in;
+  mt_status s = lp_input(op, "A", A, 1, &in);
+  mt_tensor *r[2] = {NULL, NULL};
+  if (!s) s = lp_new(op, &in, in.n, in.n, MT_FLOAT64, &r[0]);
+  if (!s) s = lp_new(op, &in, -1, -1, MT_INT32, &r[1]);
+  if (!s) s = mt_kernels_of(A)->cholesky(r[0], r[1], in.a, in.nb, in.n, upper);
+  mt_tensor_release(in.a);
+  if (s) {
+    release_all(r, 2);
+    return s;
+  }
+  mt_give(r[1], info);
+  return lp_give(r[0], in.dtype, L);
+}
+
+mt_status mt_linalg_solve_triangular(mt_tensor *A, mt_tensor *B, int upper, int left, int unitriangular,
+                                     mt_tensor **X) {
+  const char *op = "linalg.solve_triangular";
+  lp_in a, b;
+  MT_TRY(lp_input(op, "A", A, 1, &a));
+  mt_status s = lp_input(op, "B", B, 0, &b);
+  if (!s && (a.nd != b.nd || memcmp(a.batch, b.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0))
+    s = mt_error(MT_ESHAPE, "%s: A %s and B %s must have one batch shape (broadcast them first)", op, MT_SHAPE(A),
+                 MT_SHAPE(B));
+  if (!s && (left ? b.m : b.n) != a.n)
+    s = mt_error(MT_ESHAPE, "%s: Incompatible shapes of A and B for the equation %s (%lldx%lld and %lldx%lld)", op,
+                 left ? "AX = B" : "XA = B", (long long)a.n, (long long)a.n, (long long)b.m, (long long)b.n);
+  mt_tensor *x = NULL;
+  if (!s) s = lp_new(op, &b, b.m, b.n, MT_FLOAT64, &x);
+  if (!s)
+    s = mt_kernels_of(A)->solve_triangular(x, a.a, b.a, a.nb, a.n, left ? b.n : b.m, upper, left, unitriangular);
+  mt_tensor_release(a.a);
+  mt_tensor_release(b.a);
+  if (s) {
+    mt_tensor_release(x);
+    return s;
+  }
+  return lp_give(x, a.dtype == MT_FLOAT64 || b.dtype == MT_FLOAT64 ? MT_FLOAT64 : MT_FLOAT32, X);
+}
+
+mt_status mt_linalg_qr(mt_tensor *A, int mode, mt_tensor **Q, mt_tensor **R) {
+  const char *op = "linalg.qr";
+  if (mode < 0 || mode > 2)
+    return mt_error(MT_EINVAL, "%s: mode must be 0 (reduced), 1 (complete) or 2 (r), got %d", op, mode);
+  lp_in in;
+  MT_TRY(lp_input(op, "A", A, 0, &in));
+  int64_t k = in.m < in.n ? in.m : in.n;
+  mt_tensor *r[2] = {NULL, NULL};
+  mt_status s = MT_OK;
+  if (mode != 2) s = lp_new(op, &in, in.m, mode == 1 ? in.m : k, MT_FLOAT64, &r[0]);
+  if (!s) s = lp_new(op, &in, mode == 1 ? in.m : k, in.n, MT_FLOAT64, &r[1]);
+  if (!s) s = mt_kernels_of(A)->qr(r[0], r[1], in.a, in.nb, in.m, in.n, mode);
+  mt_tensor_release(in.a);
+  if (s) {
+    release_all(r, 2);
+    return s;
+  }
+  s = lp_give(r[0], in.dtype, Q);
+  if (s) {
+    mt_tensor_release(r[1]);
+    return s;
+  }
+  return lp_give(r[1], in.dtype, R);
+}
+
+mt_status mt_linalg_eigh(mt_tensor *A, int upper, int vectors, mt_tensor **w, mt_tensor **V, mt_tensor **info) {
+  const char *op = "linalg.eigh";
+  lp_in in;
+  MT_TRY(lp_input(op, "A", A, 1, &in));
+  mt_tensor *r[3] = {NULL, NULL, NULL};
+  mt_status s = lp_new(op, &in, in.n, -1, MT_FLOAT64, &r[0]);
+  if (!s && vectors) s = lp_new(op, &in, in.n, in.n, MT_FLOAT64, &r[1]);
+  if (!s) s = lp_new(op, &in, -1, -1, MT_INT32, &r[2]);
+  if (!s) s = mt_kernels_of(A)->eigh(r[0], r[1], r[2], in.a, in.nb, in.n, upper);
+  mt_tensor_release(in.a);
+  if (s) {
+    release_all(r, 3);
+    return s;
+  }
+  mt_give(r[2], info);
+  s = lp_give(r[1], in.dtype, V);
+  if (s) {
+    mt_tensor_release(r[0]);
+    return s;
+  }
+  return lp_give(r[0], in.dtype, w);
+}
+
+mt_status mt_linalg_svd(mt_tensor *A, int full_matrices, int compute_uv, mt_tensor **U, mt_tensor **S, mt_tensor **Vh,
+                        mt_tensor **info) {
+  const char *op = "linalg.svd";
+  lp_in in;
+  MT_TRY(lp_input(op, "A", A, 0, &in));
+  int64_t k = in.m < in.n ? in.m : in.n;
+  mt_tensor *r[4] = {NULL, NULL, NULL, NULL};
+  mt_status s = MT_OK;
+  if (compute_uv) {
+    s = lp_new(op, &in, in.m, full_matrices ? in.m : k, MT_FLOAT64, &r[0]);
+    if (!s) s = lp_new(op, &in, full_matrices ? in.n : k, in.n, MT_FLOAT64, &r[2]);
+  }
+  if (!s) s = lp_new(op, &in, k, -1, MT_FLOAT64, &r[1]);
+  if (!s) s = lp_new(op, &in, -1, -1, MT_INT32, &r[3]);
+  if (!s) s = mt_kernels_of(A)->svd(r[0], r[1], r[2], r[3], in.a, in.nb, in.m, in.n, full_matrices);
+  mt_tensor_release(in.a);
+  if (s) {
+    release_all(r, 4);
+    return s;
+  }
+  mt_give(r[3], info);
+  mt_tensor *outs[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < 3; i++) {
+    s = lp_give(r[i], in.dtype, &outs[i]);
+    r[i] = NULL;
+    if (s) {
+      release_all(r, 3);
+      release_all(outs, 3);
+      return s;
+    }
+  }
+  mt_give(outs[0], U);
+  mt_give(outs[1], S);
+  return mt_give(outs[2], Vh);
+}
+
+mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, mt_tensor **X, mt_tensor **rank, mt_tensor **S,
+                          mt_tensor **info) {
+  const char *op = "linalg.lstsq";
+  lp_in a, b;
+  MT_TRY(lp_input(op, "A", A, 0, &a));
+  mt_status s = lp_input(op, "B", B, 0, &b);
+  if (!s && (a.nd != b.nd || memcmp(a.batch, b.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0))
+    s = mt_error(MT_ESHAPE, "%s: A %s and B %s must have one batch shape (broadcast them first)", op, MT_SHAPE(A),
+                 MT_SHAPE(B));
+  if (!s && b.m != a.m) s = mt_error(MT_ESHAPE, "%s: input.size(-2) should match other.size(-2)", op);
+  int64_t k = a.m < a.n ? a.m : a.n;
+  mt_tensor *r[4] = {NULL, NULL, NULL, NULL};
+  if (!s) s = lp_new(op, &a, a.n, b.n, MT_FLOAT64, &r[0]);
+  if (!s) s = lp_new(op, &a, -1, -1, MT_INT64, &r[1]);
+  if (!s) s = lp_new(op, &a, k, -1, MT_FLOAT64, &r[2]);
+  if (!s) s = lp_new(op, &a, -1, -1, MT_INT32, &r[3]);
+  if (!s) s = mt_kernels_of(A)->lstsq(r[0], r[1], r[2], r[3], a.a, b.a, a.nb, a.m, a.n, b.n, rcond);
+  mt_tensor_release(a.a);
+  mt_tensor_release(b.a);
+  if (s) {
+    release_all(r, 4);
+    return s;
+  }
+  int dt = a.dtype == MT_FLOAT64 || b.dtype == MT_FLOAT64 ? MT_FLOAT64 : MT_FLOAT32;
+  mt_give(r[1], rank);
+  mt_give(r[3], info);
+  mt_tensor *x = NULL;
+  s = lp_give(r[0], dt, &x);
+  if (s) {
+    mt_tensor_release(r[2]);
+    return s;
+  }
+  s = lp_give(r[2], dt, S);
+  if (s) {
+    mt_tensor_release(x);
+    return s;
+  }
+  return mt_give(x, X);
+}
+
+mt_status mt_linalg_lu_factor(mt_tensor *A, mt_tensor **LU, mt_tensor **pivots, mt_tensor **info) {
+  const char *op = "linalg.lu_factor";
+  lp_in in;
+  MT_TRY(lp_input(op, "A", A, 0, &in));
+  int64_t k = in.m < in.n ? in.m : in.n;
+  mt_tensor *r[3] = {NULL, NULL, NULL};
+  mt_status s = lp_new(op, &in, in.m, in.n, MT_FLOAT64, &r[0]);
+  if (!s) s = lp_new(op, &in, k, -1, MT_INT32, &r[1]);
+  if (!s) s = lp_new(op, &in, -1, -1, MT_INT32, &r[2]);
+  if (!s) s = mt_kernels_of(A)->lu_factor(r[0], r[1], r[2], in.a, in.nb, in.m, in.n);
+  mt_tensor_release(in.a);
+  if (s) {
+    release_all(r, 3);
+    return s;
+  }
+  mt_give(r[1], pivots);
+  mt_give(r[2], info);
+  return lp_give(r[0], in.dtype, LU);
+}

@@ -1,0 +1,1005 @@
+-- torch.linalg's decompositions by LAPACK (the C front doors mt_linalg_* of core/ops/lapack.c, kernels
+-- core/tensor/lapack.c): cholesky (+ cholesky_ex), solve_triangular, qr, eigh, eigvalsh, svd, svdvals, lstsq,
+-- lu_factor (+ lu_factor_ex), lu, pinv, matrix_rank; torch.cholesky_solve, cholesky_inverse, lu_unpack, lu_solve,
+-- and PyTorch 1.13's older spellings (torch.cholesky, torch.svd with its some= / V, torch.qr, torch.lu,
+-- torch.triangular_solve, torch.pinverse) as torch functions and Tensor methods. Each differentiable one is one
+-- autograd node named as PyTorch 1.13's (LinalgCholeskyExBackward0, ...), its derivative written with ops
+-- (so second derivatives record), the factorization recomputed from the saved inputs. Options by position as
+-- PyTorch's positional arguments, or in a trailing table ({upper=true}); several results come back as several
+-- Lua values (`local Q, R = torch.linalg.qr(A)`). No complex dtypes: linalg.eig/eigvals are not here.
+local ffi = require 'ffi'
+local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
+local K = require 'moontorch.ops.compose'
+local dtype = require 'moontorch.dtype'
+
+local C = core.C
+local raise_last, fail = core.raise_last, core.fail
+local is_tensor, wrap, methods = T.is_tensor, T.wrap, T.methods
+local need, sizes = K.need, K.sizes
+local type, select, unpack, huge, max, min = type, select, unpack, math.huge, math.max, math.min
+
+local M = {}
+local torch -- set by install
+-- what a node's forward computed beside its differentiable outputs (info codes, pivots, rank), read by the
+-- caller right after the call (the forward runs inside it)
+local stash = {}
+
+local outs = ffi.new('mt_tensor *[4]')
+local function clear() outs[0], outs[1], outs[2], outs[3] = nil, nil, nil, nil end
+local function grab(i)
+  local p = outs[i]
+  outs[i] = nil
+  if p == nil then return nil end
+  return wrap(p)
+end
+local function call(st)
+  if st ~= 0 then
+    for i = 0, 3 do if outs[i] ~= nil then C.mt_tensor_release(outs[i]) outs[i] = nil end end
+    raise_last()
+  end
+end
+
+------------------------------------------------------------------------------ checks (PyTorch's messages)
+local function check(op, A, square, what)
+  what = what or 'A'
+  need(op, A, what)
+  if A:dim() < 2 then fail(op, ('The input tensor %s must have at least 2 dimensions.'):format(what)) end
+  local dt = A.dtype
+  if dt == dtype.float16 or dt == dtype.bfloat16 then
+    fail(op, 'Low precision dtypes not supported. Got ' .. dtype.scalar_type(dt))
+  end
+  if not A:is_floating_point() then
+    fail(op, 'Expected a floating point or complex tensor as input. Got ' .. dtype.scalar_type(dt))
+  end
+  if square and A:size(-1) ~= A:size(-2) then
+    fail(op, ('%s must be batches of square matrices, but they are %d by %d matrices'):format(what, A:size(-2),
+      A:size(-1)))
+  end
+end
+local function float_type(a, b)
+  if a.dtype == dtype.float64 or b.dtype == dtype.float64 then return dtype.float64 end
+  return dtype.float32
+end
+-- options: the trailing table of a call, or {}
+local function opts_at(v)
+  if type(v) == 'table' and not is_tensor(v) then return v end
+  return nil
+end
+local function bool_opt(op, name, v, default)
+  if v == nil then return default end
+  if type(v) ~= 'boolean' then fail(op, ('%s must be a boolean, got %s'):format(name, type(v))) end
+  return v
+end
+-- the batch element (1-based) of the first nonzero info, and that info; nil when all are 0
+local function first_failure(info)
+  if info:numel() == 0 then return nil end
+  local bad = info:ne(0)
+  if not bad:any() then return nil end
+  local flat = info:reshape(-1)
+  local idx = bad:reshape(-1):nonzero():reshape(-1)[1]:item()
+  return info:dim() > 0 and idx or nil, flat[idx]:item()
+end
+local function batch_prefix(batch) return batch and ('(Batch element %d): '):format(batch) or '' end
+
+------------------------------------------------------------------------------ the C calls (not recorded)
+local raw = {}
+function raw.cholesky(A, upper)
+  clear()
+  call(C.mt_linalg_cholesky(A:detach(), upper and 1 or 0, outs, outs + 1))
+  return grab(0), grab(1)
+end
+function raw.eigh(A, upper, vectors)
+  clear()
+  call(C.mt_linalg_eigh(A:detach(), upper and 1 or 0, vectors and 1 or 0, outs, outs + 1, outs + 2))
+  return grab(0), grab(1), grab(2)
+end
+function raw.svd(A, full, uv)
+  clear()
+  call(C.mt_linalg_svd(A:detach(), full and 1 or 0, uv and 1 or 0, outs, outs + 1, outs + 2, outs + 3))
+  return grab(0), grab(1), grab(2), grab(3)
+end
+function raw.qr(A, mode)
+  clear()
+  call(C.mt_linalg_qr(A:detach(), mode, outs, outs + 1))
+  return grab(0), grab(1)
+end
+function raw.lu_factor(A)
+  clear()
+  call(C.mt_linalg_lu_factor(A:detach(), outs, outs + 1, outs + 2))
+  return grab(0), grab(1), grab(2)
+end
+-- A (..., n, n) and B (..., n, k) / (..., k, n) with their batch dims broadcast
+local function broadcast_batch(A, B)
+  local sa, sb = sizes(A), sizes(B)
+  local na, nb = #sa - 2, #sb - 2
+  local n = max(na, nb)
+  local batch = {}
+  for i = 1, n do
+    local x, y = sa[na - n + i] or 1, sb[nb - n + i] or 1
+    if x ~= y and x ~= 1 and y ~= 1 then return nil end
+    batch[i] = x == 1 and y or x
+  end
+  local ea, eb = { unpack(batch) }, { unpack(batch) }
+  ea[n + 1], ea[n + 2] = sa[na + 1], sa[na + 2]
+  eb[n + 1], eb[n + 2] = sb[nb + 1], sb[nb + 2]
+  return A:expand(ea), B:expand(eb)
+end
+function raw.solve_triangular(A, B, upper, left, unit)
+  clear()
+  local op = 'linalg.solve_triangular'
+  local Ae, Be = broadcast_batch(A:detach(), B:detach())
+  if not Ae then
+    fail(op, ('Incompatible shapes of A and B for the equation %s (%s and %s)'):format(left and 'AX = B' or 'XA = B',
+      tostring(A:size()), tostring(B:size())))
+  end
+  call(C.mt_linalg_solve_triangular(Ae, Be, upper and 1 or 0, left and 1 or 0, unit and 1 or 0, outs))
+  return grab(0)
+end
+function raw.lstsq(A, B, rcond)
+  clear()
+  local Ae, Be = broadcast_batch(A:detach(), B:detach())
+  if not Ae then fail('linalg.lstsq', 'A and B must be broadcastable in their batch dimensions') end
+  call(C.mt_linalg_lstsq(Ae, Be, rcond, outs, outs + 1, outs + 2, outs + 3))
+  return grab(0), grab(1), grab(2), grab(3)
+end
+
+------------------------------------------------------------------------------ autograd: one node, several outputs
+local function wants_grad(n, ...)
+  for i = 1, n do
+    local a = select(i, ...)
+    if is_tensor(a) and a.requires_grad then return true end
+  end
+  return false
+end
+-- node(name, fn, grad): fn(...) -> its differentiable outputs (tensors); recorded as one node named as
+-- PyTorch's when a tensor argument requires grad. grad(gs, ...) gets the outputs' gradients (a table: nil
+-- where none arrived) and fn's arguments, and returns one gradient per argument; it recomputes what it
+-- needs from the arguments with the recording functions, so that create_graph records through it.
+local function node(name, fn, grad)
+  local Fn
+  return function(...)
+    local n = select('#', ...)
+    if not (wants_grad(n, ...) and torch.is_grad_enabled()) then return fn(...) end
+    if not Fn then
+      Fn = torch.autograd.Function('moontorch.' .. name)
+      Fn._backward_name = name
+      function Fn.forward(ctx, ...)
+        ctx:set_materialize_grads(false)
+        local k = select('#', ...)
+        local tensors, slots = {}, { n = k }
+        for i = 1, k do
+          local a = select(i, ...)
+          if is_tensor(a) then tensors[#tensors + 1] = a slots[i] = #tensors else slots[i] = false end
+        end
+        ctx:save_for_backward(unpack(tensors))
+        ctx.args, ctx.slots = { ... }, slots
+        for i = 1, k do if slots[i] then ctx.args[i] = nil end end
+        return fn(...)
+      end
+      function Fn.backward(ctx, ...)
+        local gs = { ... }
+        local saved, slots, args = ctx.saved_tensors, ctx.slots, ctx.args
+        for i = 1, slots.n do if slots[i] then args[i] = saved[slots[i]] end end
+        local r = { grad(gs, unpack(args, 1, slots.n)) }
+        for i = 1, slots.n do
+          if not ctx.needs_input_grad[i] then r[i] = nil end
+        end
+        return unpack(r, 1, slots.n)
+      end
+    end
+    return Fn.apply(...)
+  end
+end
+
+local function mT(x) return x:transpose(-2, -1) end
+local function eye_like(n, A) return torch.eye(n, { dtype = A.dtype }) end
+local function sum_to(g, t)
+  if g ~= nil and g:size() ~= t:size() then return g:sum_to_size(t:size()) end
+  return g
+end
+local function tri(x, upper, k)
+  if upper then return x:triu(k or 0) end
+  return x:tril(-(k or 0))
+end
+
+------------------------------------------------------------------------------ solve_triangular
+local solve_triangular
+local function st_grad(gs, A, B, upper, left, unit)
+  local g = gs[1]
+  if g == nil then return nil, nil end
+  local X = solve_triangular(A, B, upper, left, unit)
+  local At = mT(A)
+  local gB = solve_triangular(At, g, not upper, left, unit)
+  local gA = left and -gB:matmul(mT(X)) or -mT(X):matmul(gB)
+  gA = tri(gA, upper, unit and 1 or 0)
+  return sum_to(gA, A), sum_to(gB, B)
+end
+solve_triangular = node('LinalgSolveTriangularBackward0', function(A, B, upper, left, unit)
+  -- A's other triangle is not read: tri() keeps the saved A's gradient there zero
+  return raw.solve_triangular(A, B, upper, left, unit)
+end, st_grad)
+
+function M.solve_triangular(A, B, opts)
+  local op = 'linalg.solve_triangular'
+  check(op, A, true, 'A')
+  need(op, B, 'B')
+  if B:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  if not B:is_floating_point() then
+    fail(op, 'Expected a floating point or complex tensor as input. Got ' .. dtype.scalar_type(B.dtype))
+  end
+  opts = opts_at(opts)
+  if opts == nil or opts.upper == nil then fail(op, 'missing the required keyword argument upper ({upper = true|false})') end
+  local upper = bool_opt(op, 'upper', opts.upper)
+  local left = bool_opt(op, 'left', opts.left, true)
+  local unit = bool_opt(op, 'unitriangular', opts.unitriangular, false)
+  local n = A:size(-1)
+  if (left and B:size(-2) or B:size(-1)) ~= n then
+    fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(
+      left and 'AX = B' or 'XA = B', A:size(-2), n, B:size(-2), B:size(-1)))
+  end
+  local r = solve_triangular(A, B, upper, left, unit)
+  if opts.out ~= nil then return opts.out:resize_(r:size()):copy_(r) end
+  return r
+end
+
+------------------------------------------------------------------------------ cholesky
+-- gA = sym(L^-T Phi(L^T gL) L^-1), Phi: the lower triangle with the diagonal halved (A's derivative
+-- taken as a symmetric matrix's, as PyTorch's)
+local cholesky_nodes = {}
+local function cholesky_node(name)
+  if cholesky_nodes[name] then return cholesky_nodes[name] end
+  local f
+  f = node(name, function(A, upper)
+    local L, info = raw.cholesky(A, upper)
+    stash.info = info
+    return L
+  end, function(gs, A, upper)
+    local g = gs[1]
+    if g == nil then return nil end
+    local L = f(A, upper)
+    if upper then L, g = mT(L), mT(g) end
+    local phi = mT(L):matmul(g):tril()
+    phi = phi - phi:diagonal(0, -2, -1):diag_embed() * 0.5
+    local X = solve_triangular(mT(L), phi, true, true, false) -- L^-T phi
+    local gA = solve_triangular(L, X, false, false, false)    -- (L^-T phi) L^-1
+    return (gA + mT(gA)) * 0.5
+  end)
+  cholesky_nodes[name] = f
+  return f
+end
+local function cholesky_info_message(op, info)
+  local batch, code = first_failure(info)
+  if code == nil then return nil end
+  return batch_prefix(batch) .. ('The factorization could not be completed because the input is not positive-definite '
+    .. '(the leading minor of order %d is not positive-definite).'):format(code)
+end
+-- cholesky_ex: L and info; the factorization's failure an error only with check_errors
+local function cholesky_impl(op, name, A, upper, check_errors)
+  check(op, A, true)
+  local L = cholesky_node(name)(A, upper)
+  local info = stash.info
+  if check_errors then
+    local msg = cholesky_info_message(op, info)
+    if msg then fail(op, msg) end
+  end
+  return L, info
+end
+
+function M.cholesky(A, opts)
+  local upper = bool_opt('linalg.cholesky', 'upper', opts_at(opts) and opts.upper, false)
+  local L = cholesky_impl('linalg.cholesky', 'LinalgCholeskyExBackward0', A, upper, true)
+  return L
+end
+function M.cholesky_ex(A, opts)
+  opts = opts_at(opts) or {}
+  local upper = bool_opt('linalg.cholesky_ex', 'upper', opts.upper, false)
+  local ce = bool_opt('linalg.cholesky_ex', 'check_errors', opts.check_errors, false)
+  return cholesky_impl('linalg.cholesky_ex', 'LinalgCholeskyExBackward0', A, upper, ce)
+end
+-- torch.cholesky(A, upper=False): deprecated in PyTorch 1.13, its own node name
+function M.old_cholesky(A, upper)
+  if opts_at(upper) then upper = upper.upper end
+  upper = bool_opt('cholesky', 'upper', upper, false)
+  return (cholesky_impl('cholesky', 'CholeskyBackward0', A, upper, true))
+end
+
+------------------------------------------------------------------------------ qr
+local mode_ids = { reduced = 0, complete = 1, r = 2 }
+local qr
+-- m >= n (reduced or complete with m == n): M = R gR^T - gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T;
+-- m < n: A = [X | Y], R = [U | V]: gY = Q gV, X's gradient the square case's with gQ + Y gV^T
+local function qr_square_grad(Q, R, gQ, gR)
+  local Mm
+  if gR ~= nil then Mm = R:matmul(mT(gR)) end
+  if gQ ~= nil then
+    local t = mT(gQ):matmul(Q)
+    Mm = Mm and Mm - t or -t
+  end
+  local b = gQ
+  if Mm ~= nil then
+    local low = Mm:tril(-1)
+    local sym = low + mT(low) + Mm:diagonal(0, -2, -1):diag_embed()
+    local qs = Q:matmul(sym)
+    b = b and b + qs or qs
+  end
+  if b == nil then return nil end
+  -- b R^-T: X with X R^T = b (R^T lower)
+  return solve_triangular(mT(R), b, false, false, false)
+end
+qr = node('LinalgQrBackward0', function(A, mode)
+  return raw.qr(A, mode_ids[mode])
+end, function(gs, A, mode)
+  local gQ, gR = gs[1], gs[2]
+  if gQ == nil and gR == nil then return nil end
+  local m, n = A:size(-2), A:size(-1)
+  if mode == 'r' then
+    fail('linalg.qr', "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+      .. "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+  end
+  if mode == 'complete' and m > n then
+    fail('linalg.qr', "The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+  end
+  local Q, R = qr(A, mode)
+  if m >= n then return qr_square_grad(Q, R, gQ, gR) end
+  local U, V, Y = R:narrow(-1, 1, m), R:narrow(-1, m + 1, n - m), A:narrow(-1, m + 1, n - m)
+  local gU, gV = gR and gR:narrow(-1, 1, m), gR and gR:narrow(-1, m + 1, n - m)
+  local gX_Q = gQ
+  local gY
+  if gV ~= nil then
+    gX_Q = gX_Q and gX_Q + Y:matmul(mT(gV)) or Y:matmul(mT(gV))
+    gY = Q:matmul(gV)
+  else
+    gY = torch.zeros_like(Y)
+  end
+  local gX = qr_square_grad(Q, U, gX_Q, gU) or torch.zeros_like(A:narrow(-1, 1, m))
+  return torch.cat({ gX, gY }, -1)
+end)
+
+function M.qr(A, mode, opts)
+  local op = 'linalg.qr'
+  if opts_at(mode) then mode, opts = mode.mode, mode end
+  mode = mode or 'reduced'
+  if mode_ids[mode] == nil then
+    fail(op, ("qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'")
+      :format(tostring(mode)))
+  end
+  check(op, A, false)
+  local Q, R = qr(A, mode)
+  if mode == 'r' then Q = torch.empty(0, { dtype = A.dtype }) end
+  return Q, R
+end
+-- torch.qr(A, some=True)
+function M.old_qr(A, some)
+  if opts_at(some) then some = some.some end
+  some = bool_opt('qr', 'some', some, true)
+  return M.qr(A, some and 'reduced' or 'complete')
+end
+
+------------------------------------------------------------------------------ eigh, eigvalsh
+-- gA = V (diag(gw) + skew(V^T gV) / 2E) V^T, E_ij = w_j - w_i (its diagonal left out): symmetric, as PyTorch's
+local function uplo_of(op, uplo)
+  if opts_at(uplo) then uplo = uplo.UPLO or uplo.uplo end
+  uplo = uplo or 'L'
+  if uplo ~= 'L' and uplo ~= 'U' then
+    fail(op, ("Expected UPLO argument to be 'L' or 'U', but got %s"):format(tostring(uplo)))
+  end
+  return uplo == 'U'
+end
+local eigh
+eigh = node('LinalgEighBackward0', function(A, upper)
+  local w, V, info = raw.eigh(A, upper, true)
+  stash.info = info
+  return w, V
+end, function(gs, A, upper)
+  local gw, gV = gs[1], gs[2]
+  if gw == nil and gV == nil then return nil end
+  local w, V = eigh(A, upper)
+  local inner
+  if gV ~= nil then
+    local E = w:unsqueeze(-2) - w:unsqueeze(-1)
+    local n = w:size(-1)
+    local I = eye_like(n, A):to(torch.bool)
+    E = torch.where(I, 1, E)
+    local VgV = mT(V):matmul(gV)
+    inner = torch.where(I, 0, (VgV - mT(VgV)) * 0.5 / E) -- V^T dV is skew: gV's skew part, as PyTorch's
+  end
+  if gw ~= nil then
+    local d = gw:diag_embed()
+    inner = inner and inner + d or d
+  end
+  return V:matmul(inner):matmul(mT(V))
+end)
+local function eigh_check(op, info)
+  local batch, code = first_failure(info)
+  if code then
+    fail(op, batch_prefix(batch) .. ('The algorithm failed to converge because the input matrix is ill-conditioned or '
+      .. 'has too many repeated eigenvalues (error code: %d).'):format(code))
+  end
+end
+function M.eigh(A, uplo)
+  local op = 'linalg.eigh'
+  local upper = uplo_of(op, uplo)
+  check(op, A, true)
+  local w, V = eigh(A, upper)
+  eigh_check(op, stash.info)
+  return w, V
+end
+function M.eigvalsh(A, uplo)
+  local op = 'linalg.eigvalsh'
+  local upper = uplo_of(op, uplo)
+  check(op, A, true)
+  if A.requires_grad and torch.is_grad_enabled() then
+    local w = eigh(A, upper)
+    eigh_check(op, stash.info)
+    return w
+  end
+  local w, _, info = raw.eigh(A, upper, false)
+  eigh_check(op, info)
+  return w
+end
+
+------------------------------------------------------------------------------ svd, svdvals
+-- k = min(m, n), U (m, k), S (k), Vh (k, n) (full_matrices: U, Vh's first k columns / rows carry the
+-- gradient, as PyTorch's). gS alone: U diag(gS) Vh. Else (Townsend's formula, real case):
+-- gA = U [skew(U^T gU) / E S + S skew(V^T gV) / E + diag(gS)] V^T (E_ij = S_j^2 - S_i^2)
+--      + (I - U U^T) gU S^-1 V^T (m > k) + U S^-1 gV^T (I - V V^T) (n > k)
+local svd
+local function svd_check(op, info)
+  local batch, code = first_failure(info)
+  if code == nil then return end
+  if code < 0 then
+    fail(op, batch_prefix(batch) .. 'The algorithm failed to converge because the input matrix contained non-finite values.')
+  end
+  fail(op, batch_prefix(batch) .. ('The algorithm failed to converge because the input matrix is ill-conditioned or has '
+    .. 'too many repeated singular values (error code: %d).'):format(code))
+end
+svd = node('LinalgSvdBackward0', function(A, full)
+  local U, S, Vh, info = raw.svd(A, full, true)
+  svd_check('linalg.svd', info)
+  return U, S, Vh
+end, function(gs, A, full)
+  local gU, gS, gVh = gs[1], gs[2], gs[3]
+  if gU == nil and gS == nil and gVh == nil then return nil end
+  local m, n = A:size(-2), A:size(-1)
+  local k = min(m, n)
+  local U, S, Vh = svd(A, full)
+  if full then
+    U, Vh = U:narrow(-1, 1, k), Vh:narrow(-2, 1, k)
+    if gU ~= nil then gU = gU:narrow(-1, 1, k) end
+    if gVh ~= nil then gVh = gVh:narrow(-2, 1, k) end
+  end
+  if gU == nil and gVh == nil then
+    return U:matmul(gS:unsqueeze(-1) * Vh)
+  end
+  local V = mT(Vh)
+  local gV = gVh and mT(gVh)
+  local S2 = S * S
+  local E = S2:unsqueeze(-2) - S2:unsqueeze(-1)
+  local I = eye_like(k, A):to(torch.bool)
+  E = torch.where(I, 1, E)
+  local inner = gS and gS:diag_embed() or nil
+  local function add(x) inner = inner and inner + x or x end
+  if gU ~= nil then
+    local UgU = mT(U):matmul(gU)
+    add((UgU - mT(UgU)) / E * S:unsqueeze(-2))
+  end
+  if gV ~= nil then
+    local VgV = mT(V):matmul(gV)
+    add(S:unsqueeze(-1) * ((VgV - mT(VgV)) / E))
+  end
+  local gA = U:matmul(inner):matmul(Vh)
+  if gU ~= nil and m > k then
+    local proj = gU - U:matmul(mT(U):matmul(gU))
+    gA = gA + (proj / S:unsqueeze(-2)):matmul(Vh)
+  end
+  if gV ~= nil and n > k then
+    local proj = mT(gV) - mT(gV):matmul(V):matmul(Vh)
+    gA = gA + U:matmul(proj / S:unsqueeze(-1))
+  end
+  return gA
+end)
+
+function M.svd(A, full_matrices, opts)
+  local op = 'linalg.svd'
+  if opts_at(full_matrices) then full_matrices = full_matrices.full_matrices end
+  local full = bool_opt(op, 'full_matrices', full_matrices, true)
+  check(op, A, false)
+  return svd(A, full)
+end
+-- the singular values; with grad, through svd's node (PyTorch's LinalgSvdBackward0)
+local function svdvals(op, A)
+  check(op, A, false)
+  if A.requires_grad and torch.is_grad_enabled() then
+    local _, S = svd(A, false)
+    return S
+  end
+  local _, S, _, info = raw.svd(A, false, false)
+  svd_check(op, info)
+  return S
+end
+function M.svdvals(A) return svdvals('linalg.svdvals', A) end
+-- torch.svd(A, some=True, compute_uv=True): U, S, V (V, not Vh); without compute_uv, U and V zero-filled
+function M.old_svd(A, some, compute_uv)
+  local op = 'svd'
+  local o = opts_at(some)
+  if o then some, compute_uv = o.some, o.compute_uv end
+  some = bool_opt(op, 'some', some, true)
+  compute_uv = bool_opt(op, 'compute_uv', compute_uv, true)
+  check(op, A, false)
+  local m, n = A:size(-2), A:size(-1)
+  if not compute_uv then
+    local S = svdvals(op, A)
+    local bs = sizes(A)
+    bs[#bs], bs[#bs - 1] = nil, nil
+    local su, sv = { unpack(bs) }, { unpack(bs) }
+    su[#su + 1], su[#su + 2] = m, m
+    sv[#sv + 1], sv[#sv + 2] = n, n
+    return torch.zeros(su, { dtype = A.dtype }), S, torch.zeros(sv, { dtype = A.dtype })
+  end
+  local U, S, Vh = svd(A, not some)
+  return U, S, mT(Vh)
+end
+
+------------------------------------------------------------------------------ pinv, matrix_rank
+-- the tolerance of PyTorch's pinv / matrix_rank: max(atol, rtol * S_max) per matrix, rtol's default eps * max(m, n)
+-- when atol is not given (else 0)
+local function tolerance(A, S, atol, rtol)
+  local m, n = A:size(-2), A:size(-1)
+  local eps = torch.finfo(A.dtype).eps
+  if rtol == nil then rtol = (atol == nil or (not is_tensor(atol) and atol == 0)) and eps * max(m, n) or 0 end
+  atol = atol or 0
+  local smax = S:numel() > 0 and S:amax(-1, { keepdim = true }) or torch.zeros(S:size(), { dtype = S.dtype })
+  if S:size(-1) == 0 then smax = torch.zeros(S:size(), { dtype = S.dtype }):narrow(-1, 1, 0) end
+  if is_tensor(atol) then atol = atol:to(S.dtype):unsqueeze(-1) end
+  if is_tensor(rtol) then rtol = rtol:to(S.dtype):unsqueeze(-1) end
+  local tol = smax * rtol
+  if is_tensor(atol) then return torch.maximum(tol, atol:expand_as(tol)) end
+  return tol:clamp({ min = atol })
+end
+local function pinv_opts(op, rtol_pos, hermitian_pos, opts)
+  if opts_at(rtol_pos) then opts, rtol_pos = rtol_pos, nil end
+  if opts_at(hermitian_pos) then opts, hermitian_pos = hermitian_pos, nil end
+  opts = opts or {}
+  local rtol = opts.rtol
+  if rtol == nil then rtol = opts.rcond end
+  if rtol == nil then rtol = rtol_pos end
+  local herm = opts.hermitian
+  if herm == nil then herm = hermitian_pos end
+  return opts.atol, rtol, bool_opt(op, 'hermitian', herm, false)
+end
+local function pinv_raw(A, atol, rtol, herm)
+  if herm then
+    local w, V = raw.eigh(A, false, true)
+    local aw = w:abs()
+    local tol = tolerance(A, aw, atol, rtol)
+    local winv = torch.where(aw:gt(tol), w:reciprocal(), 0)
+    return (V * winv:unsqueeze(-2)):matmul(mT(V))
+  end
+  local U, S, Vh, info = raw.svd(A, false, true)
+  svd_check('linalg.pinv', info)
+  local tol = tolerance(A, S, atol, rtol)
+  local sinv = torch.where(S:gt(tol), S:reciprocal(), 0)
+  return (mT(Vh) * sinv:unsqueeze(-2)):matmul(mT(U))
+end
+-- gA = -P^T gP P^T + (I - A P) gP^T P P^T + P^T P gP^T (I - P A) (P = pinv(A); a constant rank)
+local pinv
+local function pinv_backward(gP, A, P)
+  local Pt = mT(P)
+  local gA = -Pt:matmul(gP):matmul(Pt)
+  local gPt = mT(gP)
+  local AP, PA = A:matmul(P), P:matmul(A)
+  gA = gA + (gPt - AP:matmul(gPt)):matmul(P):matmul(Pt)
+  gA = gA + Pt:matmul(P):matmul(gPt - gPt:matmul(PA))
+  return gA
+end
+pinv = node('LinalgPinvBackward0', function(A, atol, rtol, herm)
+  return pinv_raw(A, atol, rtol, herm)
+end, function(gs, A, atol, rtol, herm)
+  local g = gs[1]
+  if g == nil then return nil end
+  return pinv_backward(g, A, pinv(A, atol, rtol, herm))
+end)
+function M.pinv(A, rcond, hermitian, opts)
+  local op = 'linalg.pinv'
+  local atol, rtol, herm = pinv_opts(op, rcond, hermitian, opts)
+  check(op, A, herm)
+  return pinv(A, atol, rtol, herm)
+end
+-- torch.pinverse(A, rcond=1e-15)
+function M.pinverse(A, rcond)
+  if opts_at(rcond) then rcond = rcond.rcond end
+  check('pinverse', A, false)
+  return pinv(A, nil, rcond or 1e-15, false)
+end
+function M.matrix_rank(A, tol, hermitian, opts)
+  local op = 'linalg.matrix_rank'
+  if opts_at(tol) then opts, tol = tol, nil end
+  if opts_at(hermitian) then opts, hermitian = hermitian, nil end
+  opts = opts or {}
+  need(op, A)
+  if A:dim() < 2 then fail(op, 'The input tensor input must have at least 2 dimensions.') end
+  check(op, A, false, 'input')
+  local herm = bool_opt(op, 'hermitian', opts.hermitian == nil and hermitian or opts.hermitian, false)
+  local atol, rtol = opts.atol, opts.rtol
+  if opts.tol ~= nil or tol ~= nil then atol, rtol = opts.tol or tol, 0 end
+  if herm and A:size(-1) ~= A:size(-2) then check(op, A, true, 'input') end
+  local S
+  if herm then
+    S = raw.eigh(A, false, false):abs()
+  else
+    local _, s, _, info = raw.svd(A, false, false)
+    S = s
+    svd_check(op, info)
+  end
+  local t = tolerance(A, S, atol, rtol)
+  return S:gt(t):sum(-1)
+end
+
+------------------------------------------------------------------------------ lstsq
+-- X = pinv(A) B for a full-rank A: gB = pinv(A)^T gX, gA = pinv's gradient with gP = gX B^T
+local lstsq_node
+lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond)
+  local X, rank, S, info = raw.lstsq(A, B, rcond)
+  local batch, code = first_failure(info)
+  if code and code < 0 then
+    fail('linalg.lstsq', batch_prefix(batch) .. 'The algorithm failed to converge because the input matrix contained '
+      .. 'non-finite values.')
+  elseif code then
+    fail('linalg.lstsq', batch_prefix(batch) .. ('The algorithm failed to converge because the input matrix is '
+      .. 'ill-conditioned or has too many repeated singular values (error code: %d).'):format(code))
+  end
+  stash.rank, stash.S = rank, S
+  return X
+end, function(gs, A, B, rcond)
+  local g = gs[1]
+  if g == nil then return nil, nil end
+  local P = pinv(A)
+  local Bb = B
+  local gA = pinv_backward(g:matmul(mT(Bb)), A, P)
+  local gB = mT(P):matmul(g)
+  return sum_to(gA, A), sum_to(gB, B)
+end)
+local drivers = { gels = true, gelsy = true, gelsd = true, gelss = true }
+function M.lstsq(A, B, rcond, opts)
+  local op = 'linalg.lstsq'
+  if opts_at(rcond) then opts, rcond = rcond, nil end
+  opts = opts or {}
+  if rcond == nil then rcond = opts.rcond end
+  local driver = opts.driver or 'gelsy'
+  if not drivers[driver] then
+    fail(op, ("parameter `driver` should be one of (gels, gelsy, gelsd, gelss), but got %s"):format(tostring(driver)))
+  end
+  need(op, A, 'A')
+  need(op, B, 'B')
+  if A:dim() < 2 then fail(op, 'input must have at least 2 dimensions.') end
+  check(op, A, false)
+  if B:dim() < 1 then fail(op, 'other must have at least 1 dimension.') end
+  if not B:is_floating_point() then
+    fail(op, 'Expected a floating point or complex tensor as input. Got ' .. dtype.scalar_type(B.dtype))
+  end
+  if A.dtype ~= B.dtype then
+    fail(op, ('Expected input and other to have the same dtype, but got input.dtype: %s and other.dtype: %s')
+      :format(tostring(A.dtype), tostring(B.dtype)))
+  end
+  -- a vector right-hand side as PyTorch's: B 1-D, or B of A's shape without its last dim
+  local vec = B:dim() == 1
+  if not vec and B:dim() == A:dim() - 1 then
+    vec = true
+    for i = 1, B:dim() do if B:size(i) ~= A:size(i) then vec = false end end
+  end
+  local Bm = vec and B:unsqueeze(-1) or B
+  if Bm:size(-2) ~= A:size(-2) then
+    fail('torch.linalg.lstsq', (vec and 'input.size(-2) should match other.size(-1)' or 'input.size(-2) should match other.size(-2)'))
+  end
+  local m, n = A:size(-2), A:size(-1)
+  if rcond == nil then rcond = torch.finfo(A.dtype).eps * max(m, n) end
+  local X = lstsq_node(A, Bm, rcond)
+  local rank, S = stash.rank, stash.S
+  local empty = torch.empty(0, { dtype = A.dtype })
+  local residuals = empty
+  if driver ~= 'gelsy' and m > n and rank:eq(n):all() then
+    local r = A:matmul(X) - Bm
+    residuals = (r * r):sum(-2)
+    if vec then residuals = residuals:squeeze(-1) end
+  end
+  if driver == 'gels' then rank = torch.empty(0, { dtype = torch.int64 }) end
+  if driver ~= 'gelsd' and driver ~= 'gelss' then S = empty end
+  if vec then X = X:squeeze(-1) end
+  return X, residuals, rank, S
+end
+
+------------------------------------------------------------------------------ lu_factor, lu, lu_unpack, lu_solve
+-- P from 1-based pivots (LAPACK's row swaps), per matrix: a float tensor (..., m, m) of A's dtype
+local function perm_of(pivots, m, dt)
+  local bs = sizes(pivots)
+  local k = bs[#bs]
+  bs[#bs] = nil
+  local flat = pivots:reshape(-1, k)
+  local nb = flat:size(1)
+  local perms = {}
+  local pv = flat:tolist()
+  for b = 1, nb do
+    local p = {}
+    for i = 1, m do p[i] = i end
+    for i = 1, k do
+      local j = pv[b][i]
+      p[i], p[j] = p[j], p[i]
+    end
+    perms[b] = p
+  end
+  -- row i of P^T A is A's row p[i]: A = P L U with P[p[i], i] = 1
+  local idx = torch.tensor(nb > 0 and perms or {}, { dtype = torch.int64 }):reshape(nb, m)
+  local P = torch.zeros(nb, m, m, { dtype = dt })
+  if nb > 0 and m > 0 then
+    P:scatter_(-1, idx:unsqueeze(-1), 1)
+    P = mT(P)
+  end
+  bs[#bs + 1], bs[#bs + 2] = m, m
+  return P:reshape(bs)
+end
+local function unpack_lu(LU)
+  local m, n = LU:size(-2), LU:size(-1)
+  local k = min(m, n)
+  local L = LU:narrow(-1, 1, k):tril(-1) + torch.eye(m, k, { dtype = LU.dtype })
+  local U = LU:narrow(-2, 1, k):triu()
+  return L, U
+end
+-- square A = P L U: gA = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T (PyTorch's linalg_lu_backward, m == n)
+local function lu_backward(A, P, L, U, gL, gU)
+  local n = A:size(-1)
+  if A:size(-2) ~= n then
+    fail('linalg.lu', 'the derivative of the LU decomposition of a non-square matrix is not in moontorch yet')
+  end
+  local inner
+  if gL ~= nil then inner = mT(L):matmul(gL):tril(-1) end
+  if gU ~= nil then
+    local t = gU:matmul(mT(U)):triu()
+    inner = inner and inner + t or t
+  end
+  local X = solve_triangular(mT(L), inner, true, true, true)
+  X = solve_triangular(mT(U), X, false, false, false)
+  return P:matmul(X)
+end
+local lu_factor_node, lu_node
+lu_factor_node = node('LinalgLuFactorExBackward0', function(A)
+  local LU, piv, info = raw.lu_factor(A)
+  stash.piv, stash.info = piv, info
+  return LU
+end, function(gs, A)
+  local g = gs[1]
+  if g == nil then return nil end
+  local LU, piv = raw.lu_factor(A)
+  local P = perm_of(piv, A:size(-2), A.dtype)
+  local L, U = unpack_lu(lu_factor_node(A))
+  return lu_backward(A, P, L, U, g:tril(-1), g:triu())
+end)
+lu_node = node('LinalgLuBackward0', function(A)
+  local LU, piv = raw.lu_factor(A)
+  stash.piv = piv
+  return unpack_lu(LU)
+end, function(gs, A)
+  local gL, gU = gs[1], gs[2]
+  if gL == nil and gU == nil then return nil end
+  local _, piv = raw.lu_factor(A)
+  local P = perm_of(piv, A:size(-2), A.dtype)
+  local L, U = lu_node(A)
+  return lu_backward(A, P, L, U, gL, gU)
+end)
+local function pivot_opt(op, opts)
+  local o = opts_at(opts)
+  local pivot = true
+  if o then pivot = o.pivot
+  elseif opts ~= nil then pivot = opts end
+  pivot = bool_opt(op, 'pivot', pivot, true)
+  if not pivot then fail(op, 'LU without pivoting is not implemented on the CPU') end
+  return o or {}
+end
+function M.lu_factor_ex(A, opts)
+  local op = 'linalg.lu_factor_ex'
+  opts = pivot_opt(op, opts)
+  if is_tensor(A) and A:dim() < 2 then
+    fail('torch.lu_factor', ('Expected tensor with 2 or more dimensions. Got size: %s instead'):format(tostring(A:size())))
+  end
+  check(op, A, false)
+  local LU = lu_factor_node(A)
+  local piv, info = stash.piv, stash.info
+  if opts.check_errors then
+    local batch, code = first_failure(info)
+    if code then fail(op, batch_prefix(batch) .. ('U[%d,%d] is zero and using it on lu_solve would result in a division '
+      .. 'by zero.'):format(code, code)) end
+  end
+  return LU, piv, info
+end
+function M.lu_factor(A, opts)
+  local op = 'linalg.lu_factor'
+  pivot_opt(op, opts)
+  if is_tensor(A) and A:dim() < 2 then
+    fail('torch.lu_factor', ('Expected tensor with 2 or more dimensions. Got size: %s instead'):format(tostring(A:size())))
+  end
+  local LU, piv, info = M.lu_factor_ex(A)
+  local batch, code = first_failure(info)
+  if code then
+    fail('torch.linalg.lu_factor', batch_prefix(batch) .. ('U[%d,%d] is zero and using it on lu_solve would result in a '
+      .. 'division by zero. If you still want to perform the factorization, consider calling linalg.lu(A, pivot) or '
+      .. 'linalg.lu_factor_ex(A, pivot)'):format(code, code))
+  end
+  return LU, piv
+end
+function M.lu(A, opts)
+  local op = 'linalg.lu'
+  pivot_opt(op, opts)
+  check(op, A, false)
+  local L, U = lu_node(A)
+  local piv = stash.piv
+  return perm_of(piv, A:size(-2), A.dtype), L, U
+end
+-- torch.lu_unpack(LU, pivots, unpack_data=True, unpack_pivots=True): P, L, U (L and U recorded through the
+-- ops that cut them out)
+function M.lu_unpack(LU, pivots, unpack_data, unpack_pivots)
+  local op = 'lu_unpack'
+  local o = opts_at(unpack_data)
+  if o then unpack_data, unpack_pivots = o.unpack_data, o.unpack_pivots end
+  check(op, LU, false, 'LU_data')
+  need(op, pivots, 'LU_pivots')
+  if pivots.dtype ~= torch.int32 then fail(op, 'LU_pivots is expected to be a contiguous tensor of torch.int32 dtype.') end
+  local P, L, U = torch.empty(0, { dtype = LU.dtype }), torch.empty(0, { dtype = LU.dtype }), torch.empty(0, { dtype = LU.dtype })
+  if unpack_data ~= false then L, U = unpack_lu(LU) end
+  if unpack_pivots ~= false then P = perm_of(pivots, LU:size(-2), LU.dtype) end
+  return P, L, U
+end
+-- torch.lu(A, pivot=True, get_infos=False)
+function M.old_lu(A, pivot, get_infos)
+  local o = opts_at(pivot)
+  if o then pivot, get_infos = o.pivot, o.get_infos end
+  local LU, piv, info = M.lu_factor_ex(A, { pivot = pivot })
+  if get_infos then return LU, piv, info end
+  return LU, piv
+end
+-- torch.lu_solve(b, LU_data, LU_pivots): X with A X = b
+function M.lu_solve(b, LU, pivots)
+  local op = 'lu_solve'
+  need(op, b, 'b')
+  check(op, LU, true, 'LU_data')
+  local P, L, U = M.lu_unpack(LU, pivots)
+  local y = solve_triangular(L, mT(P):matmul(b), false, true, true)
+  return solve_triangular(U, y, true, true, false)
+end
+
+-- torch.linalg.lu_solve(LU, pivots, B, {left=, adjoint=}): X with A X = B (left), X A = B; adjoint: A^T for A
+local function lu_solve_left(LU, pivots, B, adjoint)
+  local P, L, U = M.lu_unpack(LU, pivots)
+  if adjoint then -- A^T X = B: U^T L^T P^T X = B
+    local y = solve_triangular(mT(U), B, false, true, false)
+    return P:matmul(solve_triangular(mT(L), y, true, true, true))
+  end
+  local y = solve_triangular(L, mT(P):matmul(B), false, true, true)
+  return solve_triangular(U, y, true, true, false)
+end
+local linalg_lu_solve = K.node_autograd('LinalgLuSolveBackward0', function(LU, pivots, B, left, adjoint)
+  if left then return lu_solve_left(LU, pivots, B, adjoint) end
+  return mT(lu_solve_left(LU, pivots, mT(B), not adjoint)) -- X A = B: A^T X^T = B^T
+end)
+function M.linalg_lu_solve(LU, pivots, B, opts)
+  local op = 'linalg.lu_solve'
+  opts = opts_at(opts) or {}
+  check(op, LU, true, 'LU')
+  need(op, pivots, 'pivots')
+  need(op, B, 'B')
+  local left = bool_opt(op, 'left', opts.left, true)
+  local adjoint = bool_opt(op, 'adjoint', opts.adjoint, false)
+  if B:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  local n = LU:size(-1)
+  if (left and B:size(-2) or B:size(-1)) ~= n then
+    fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(
+      left and 'AX = B' or 'XA = B', n, n, B:size(-2), B:size(-1)))
+  end
+  return linalg_lu_solve(LU, pivots, B, left, adjoint)
+end
+
+-- torch.linalg.cond(A, p): S_max / S_min (p nil or 2; -2 the inverse), else norm(A, p) * norm(A^-1, p) for square
+-- A (p 'fro', 'nuc', math.huge, -math.huge, 1, -1); a singular A's is inf
+local cond_ps = { fro = true, nuc = true, [1] = true, [-1] = true, [huge] = true, [-huge] = true }
+function M.cond(A, p)
+  local op = 'linalg.cond'
+  if opts_at(p) then p = p.p end
+  check(op, A, false)
+  if p == nil or p == 2 or p == -2 then
+    local S = svdvals(op, A)
+    local k = S:size(-1)
+    if k == 0 then return torch.zeros(S:narrow(-1, 1, 0):sum(-1):size(), { dtype = A.dtype }) end
+    local hi, lo = S:narrow(-1, 1, 1), S:narrow(-1, k, 1)
+    return (p == -2 and lo / hi or hi / lo):squeeze(-1)
+  end
+  if not cond_ps[p] then fail(op, 'linalg.cond got an invalid norm type: ' .. tostring(p)) end
+  if A:size(-1) ~= A:size(-2) then
+    fail(op, ('linalg.cond(ord=%s): A must be batches of square matrices, but they are %d by %d matrices'):format(
+      tostring(p), A:size(-2), A:size(-1)))
+  end
+  local function norm(x)
+    if p == 'nuc' then return svdvals(op, x):sum(-1) end
+    return torch.linalg.matrix_norm(x, p)
+  end
+  local LU, piv, info = M.lu_factor_ex(A)
+  local n = A:size(-1)
+  local I = torch.eye(n, { dtype = A.dtype }):expand(sizes(A))
+  local singular = info:ne(0)
+  -- a singular matrix's inverse is not computed (its U has a zero on the diagonal): the identity's stands in
+  local LUs = torch.where(singular:unsqueeze(-1):unsqueeze(-1), torch.eye(n, { dtype = A.dtype }), LU)
+  local inv = lu_solve_left(LUs, piv, I, false)
+  local r = norm(A) * norm(inv)
+  return torch.where(singular, huge, r)
+end
+
+------------------------------------------------------------------------------ cholesky_solve, cholesky_inverse
+local function cs_raw(B, L, upper)
+  if upper then L = mT(L) end
+  local y = solve_triangular(L, B, false, true, false)
+  return solve_triangular(mT(L), y, true, true, false)
+end
+local cholesky_solve = K.node_autograd('CholeskySolveBackward0', cs_raw)
+function M.cholesky_solve(B, L, upper)
+  local op = 'cholesky_solve'
+  if opts_at(upper) then upper = upper.upper end
+  upper = bool_opt(op, 'upper', upper, false)
+  need(op, B, 'input')
+  check(op, L, true, 'input2')
+  if B:dim() < 2 then fail(op, 'b should have at least 2 dimensions, but has ' .. B:dim() .. ' dimensions instead') end
+  if B:size(-2) ~= L:size(-1) then
+    fail(op, ('Incompatible matrix sizes for cholesky_solve: each A matrix is %d by %d but each b matrix is %d by %d')
+      :format(L:size(-2), L:size(-1), B:size(-2), B:size(-1)))
+  end
+  return cholesky_solve(B, L, upper)
+end
+local cholesky_inverse = K.node_autograd('CholeskyInverseBackward0', function(L, upper)
+  local n = L:size(-1)
+  local I = torch.eye(n, { dtype = L.dtype }):expand(sizes(L))
+  return cs_raw(I, L, upper)
+end)
+function M.cholesky_inverse(L, upper)
+  local op = 'cholesky_inverse'
+  if opts_at(upper) then upper = upper.upper end
+  upper = bool_opt(op, 'upper', upper, false)
+  check(op, L, true, 'input')
+  return cholesky_inverse(L, upper)
+end
+-- torch.triangular_solve(b, A, upper=True, transpose=False, unitriangular=False): solution, a copy of A
+function M.triangular_solve(b, A, upper, transpose, unitriangular)
+  local op = 'triangular_solve'
+  local o = opts_at(upper)
+  if o then upper, transpose, unitriangular = o.upper, o.transpose, o.unitriangular end
+  upper = bool_opt(op, 'upper', upper, true)
+  transpose = bool_opt(op, 'transpose', transpose, false)
+  unitriangular = bool_opt(op, 'unitriangular', unitriangular, false)
+  need(op, b, 'self')
+  check(op, A, true, 'A')
+  local At = A
+  if transpose then At, upper = mT(A), not upper end
+  return solve_triangular(At, b, upper, true, unitriangular), A:clone()
+end
+
+------------------------------------------------------------------------------ installation
+-- torch.linalg's table (made by lua/ops/linalg.lua's composed.install, which calls this), torch's old
+-- spellings and the Tensor methods, each where the name is not taken
+function M.install(tt, linalg)
+  torch = tt
+  local L = {
+    cholesky = M.cholesky, cholesky_ex = M.cholesky_ex, solve_triangular = M.solve_triangular, qr = M.qr,
+    eigh = M.eigh, eigvalsh = M.eigvalsh, svd = M.svd, svdvals = M.svdvals, lstsq = M.lstsq, pinv = M.pinv,
+    matrix_rank = M.matrix_rank, lu_factor = M.lu_factor, lu_factor_ex = M.lu_factor_ex, lu = M.lu,
+    lu_solve = M.linalg_lu_solve, cond = M.cond,
+  }
+  for k, v in pairs(L) do if linalg[k] == nil then linalg[k] = v end end
+  local fns = {
+    cholesky = M.old_cholesky, qr = M.old_qr, svd = M.old_svd, pinverse = M.pinverse, lu = M.old_lu,
+    lu_unpack = M.lu_unpack, lu_solve = M.lu_solve, cholesky_solve = M.cholesky_solve,
+    cholesky_inverse = M.cholesky_inverse, triangular_solve = M.triangular_solve,
+  }
+  for k, v in pairs(fns) do if torch[k] == nil then torch[k] = v end end
+  for _, k in ipairs { 'cholesky', 'qr', 'svd', 'pinverse', 'lu', 'lu_solve', 'cholesky_solve', 'cholesky_inverse',
+    'triangular_solve' } do
+    if methods[k] == nil then methods[k] = fns[k] end
+  end
+end
+
+return M
