@@ -35,7 +35,8 @@ local prefix_homes = { { 'nn.utils.prune.', 'moontorch.nn.prune' },
   { 'nn.utils.parametrizations.', 'moontorch.nn.parametrizations' },
   -- issue 25
   { 'nn.quantized.', 'moontorch.quantization' }, { 'nn.intrinsic.', 'moontorch.quantization' },
-  { 'nn.qat.', 'moontorch.quantization' }, { 'torch.ao.quantization.', 'moontorch.quantization' } }
+  { 'nn.qat.', 'moontorch.quantization' }, { 'torch.ao.quantization.', 'moontorch.quantization' },
+  { 'torch.distributions.', 'moontorch.distributions' } }
 M.prefix_homes = prefix_homes
 local function home_of(name)
   for _, p in ipairs(prefix_homes) do

@@ -135,6 +135,8 @@ do
   end
   torch.polygamma, torch.special.polygamma = polygamma, polygamma
 end
+-- torch.special's other names and the functions composed from the ops (lua/ops/special.lua)
+require('moontorch.ops.special').install(torch, T.methods)
 require('moontorch.format').install(torch)
 require('moontorch.autograd').install(torch)
 -- dims (and the arguments around them) by name too: x:split(1, {dim = 2}), x:transpose{dim0 = 1, dim1 = 2}
@@ -178,6 +180,8 @@ local lazy = {
   -- issue 25: automatic mixed precision (torch.autocast, torch.amp, torch.cpu.amp)
   amp = function() return require 'moontorch.amp' end,
   cpu = function() return { amp = require('moontorch.amp')._cpu } end,
+  -- torch.distributions (lua/distributions/)
+  distributions = function() return require 'moontorch.distributions' end,
 }
 for _, n in ipairs({ 'autocast', 'is_autocast_enabled', 'is_autocast_cpu_enabled', 'set_autocast_enabled',
   'set_autocast_cpu_enabled', 'get_autocast_cpu_dtype', 'get_autocast_gpu_dtype', 'set_autocast_cpu_dtype',

@@ -65,11 +65,12 @@ M.PLACES = {
   { 'torch.distributed', 'distributed' },
   { 'torch.fx', 'fx' },
   { 'torch.sparse', 'sparse' },
+  { 'torch.distributions', 'distributions' },
   { 'torch.', 'torch' },
 }
 -- the order the files are read in (and the reference's pages)
 M.FILES = { 'torch', 'ops', 'tensor', 'nn', 'functional', 'nn_utils', 'optim', 'data', 'autograd', 'cuda',
-  'distributed', 'parametrize', 'prune', 'fx', 'profiler', 'sparse', 'amp', 'quantization' }
+  'distributed', 'parametrize', 'prune', 'fx', 'profiler', 'sparse', 'amp', 'quantization', 'distributions' }
 M.TITLES = {
   torch = 'torch: creating tensors, dtypes, randomness, files, modes',
   ops = 'torch and Tensor: the ops of the C core (MT_OP_LIST)',
@@ -89,6 +90,7 @@ M.TITLES = {
   sparse = 'torch.sparse',
   amp = 'torch.amp: autocast and GradScaler',
   quantization = 'torch.quantization (torch.ao.quantization)',
+  distributions = 'torch.distributions',
 }
 
 function M.place(key)

@@ -687,6 +687,28 @@ doc { 'torch.cholesky_inverse(L, upper) -> Tensor', 'Tensor:cholesky_inverse(upp
   ex = 'print(torch.cholesky_inverse(torch.tensor({{2, 0}, {0, 2}})))  --> tensor([[0.2500, 0.0000], [0.0000, 0.2500]])' }
 doc.alias('torch.special.xlogy', 'torch.xlogy', 'torch.special.xlogy(input, other) -> Tensor')
 doc.alias('torch.special.polygamma', 'torch.polygamma', 'torch.special.polygamma(n, input) -> Tensor')
+for _, a in ipairs { { 'expit', 'sigmoid', '(input)' }, { 'exp2', 'exp2', '(input)' }, { 'expm1', 'expm1', '(input)' },
+  { 'log1p', 'log1p', '(input)' }, { 'erf', 'erf', '(input)' }, { 'erfc', 'erfc', '(input)' }, { 'erfinv', 'erfinv', '(input)' },
+  { 'gammaln', 'lgamma', '(input)' }, { 'logsumexp', 'logsumexp', '(input, dim, keepdim)' },
+  { 'softmax', 'softmax', '(input, dim, {dtype=})' }, { 'log_softmax', 'log_softmax', '(input, dim, {dtype=})' },
+  { 'round', 'round', '(input, {decimals=})' } } do
+  doc.alias('torch.special.' .. a[1], 'torch.' .. a[2], 'torch.special.' .. a[1] .. a[3] .. ' -> Tensor')
+end
+doc { 'torch.special.xlog1py(input, other) -> Tensor',
+  does = 'input * log1p(other), 0 where input is 0 (unless other is NaN); numbers on either side.',
+  ex = 'print(torch.special.xlog1py(torch.tensor({0.0, 2.0}), torch.tensor({-1.0, 0.0})))  --> tensor([0., 0.])' }
+doc { 'torch.special.entr(input) -> Tensor',
+  does = 'Elementwise entropy -x ln x: 0 at 0, -inf below 0.',
+  ex = 'print(torch.special.entr(torch.tensor({0.0, 1.0, -1.0})))  --> tensor([0., -0., -inf])' }
+doc { 'torch.special.ndtr(input) -> Tensor', 'torch.special.ndtri(input) -> Tensor', 'torch.special.log_ndtr(input) -> Tensor',
+  does = 'The standard normal\'s distribution function, its inverse, and the log of the first (accurate far into the lower tail: an asymptotic series below -20).',
+  ex = 'print(torch.special.ndtr(torch.tensor(0.0)), torch.special.ndtri(torch.tensor(0.5)), torch.special.log_ndtr(torch.tensor(0.0)))  --> tensor(0.5000) tensor(0.) tensor(-0.6931)' }
+doc { 'torch.special.erfcx(input) -> Tensor',
+  does = 'The scaled complementary error function exp(x²) erfc(x) (finite for large x: an asymptotic series above 25).',
+  ex = 'print(torch.special.erfcx(torch.tensor({0.0, 30.0})))  --> tensor([1.0000, 0.0188])' }
+doc { 'torch.special.multigammaln(input, p) -> Tensor', 'torch.mvlgamma(input, p) -> Tensor', 'Tensor:mvlgamma(p) -> Tensor',
+  does = 'The multivariate log-gamma function of dimension p (its domain: elements above (p - 1) / 2).',
+  ex = 'print(torch.special.multigammaln(torch.tensor({2.5}), 2))  --> tensor([0.8570])' }
 
 doc.section 'The CUDA backend\'s settings'
 doc { 'torch.backends.cuda.matmul.allow_tf32',

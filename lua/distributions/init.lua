@@ -1,0 +1,26 @@
+-- torch.distributions: probability distributions to sample from and score (PyTorch's
+-- torch.distributions): Normal, Uniform, Exponential, Laplace, Cauchy, Bernoulli, Categorical,
+-- OneHotCategorical, Geometric, Independent, TransformedDistribution (LogNormal, HalfNormal, Gumbel);
+-- kl_divergence and register_kl; constraints and (elementwise) transforms. Draws after
+-- torch.manual_seed are PyTorch's (the same generator calls in the same order); categories count
+-- from 1 (lua/distributions/discrete.lua). Loaded on first use of torch.distributions.
+local D = require 'moontorch.distributions.distribution'
+local C = require 'moontorch.distributions.continuous'
+local Dd = require 'moontorch.distributions.discrete'
+local I = require 'moontorch.distributions.independent'
+local Tr = require 'moontorch.distributions.transformed'
+local kl = require 'moontorch.distributions.kl'
+
+local M = {
+  Distribution = D.Distribution,
+  Normal = C.Normal, Uniform = C.Uniform, Exponential = C.Exponential, Laplace = C.Laplace,
+  Bernoulli = Dd.Bernoulli, Categorical = Dd.Categorical, OneHotCategorical = Dd.OneHotCategorical,
+  Independent = I.Independent, Cauchy = C.Cauchy, Geometric = Dd.Geometric,
+  TransformedDistribution = Tr.TransformedDistribution, LogNormal = Tr.LogNormal, HalfNormal = Tr.HalfNormal, Gumbel = Tr.Gumbel,
+  transforms = require 'moontorch.distributions.transforms',
+  kl_divergence = kl.kl_divergence, register_kl = kl.register_kl,
+  constraints = require 'moontorch.distributions.constraints',
+}
+M.kl = { kl_divergence = kl.kl_divergence, register_kl = kl.register_kl }
+
+return M

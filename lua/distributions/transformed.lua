@@ -1,0 +1,197 @@
+-- torch.distributions.TransformedDistribution(base, transforms): draws of base passed through the
+-- transforms (lua/distributions/transforms.lua), log_prob by the change of variables; and the
+-- distributions PyTorch defines so: LogNormal (exp of a Normal), Gumbel (of a Uniform), HalfNormal
+-- (|Normal|). Elementwise transforms only.
+local torch = require 'moontorch'
+local class = require 'moontorch.class'
+local core = require 'moontorch.ffi'
+local D = require 'moontorch.distributions.distribution'
+local C = require 'moontorch.distributions.continuous'
+local T = require 'moontorch.distributions.transforms'
+local constraints = require 'moontorch.distributions.constraints'
+
+local fail = core.fail
+local is_tensor = torch.is_tensor
+local Distribution = D.Distribution
+local EULER_GAMMA = 0.57721566490153286060
+
+local M = {}
+
+local TD = class.class('torch.distributions.TransformedDistribution', Distribution)
+M.TransformedDistribution = TD
+
+-- TransformedDistribution(base_distribution, transforms (one or an array), {validate_args=})
+function TD:__init(base, transforms, opts)
+  if not class.isinstance(base, Distribution) then
+    fail('distributions.TransformedDistribution', 'expected a distribution as base_distribution, got ' .. type(base))
+  end
+  if class.isinstance(transforms, T.Transform) then
+    transforms = { transforms }
+  elseif type(transforms) ~= 'table' or is_tensor(transforms) then
+    fail('distributions.TransformedDistribution', ('transforms must be a Transform or list, but was %s'):format(type(transforms)))
+  end
+  for _, t in ipairs(transforms) do
+    if not class.isinstance(t, T.Transform) then
+      fail('distributions.TransformedDistribution', 'transforms must be a Transform or a list of Transforms')
+    end
+  end
+  self.base_dist, self.transforms = base, transforms
+  Distribution.__init(self, base._batch_shape, base._event_shape, D.validate_opt('distributions.TransformedDistribution', opts))
+end
+
+function TD:expand(...)
+  local shape = D.shape_arg(D.op(self) .. '.expand', ...)
+  local new = self:_new_instance()
+  for k, v in pairs(self) do rawset(new, k, v) end
+  new.base_dist = self.base_dist:expand(shape)
+  new._batch_shape = shape
+  return new
+end
+
+local function through(self, x)
+  for _, t in ipairs(self.transforms) do x = t(x) end
+  return x
+end
+function TD:sample(...)
+  local x = self.base_dist:sample(...)
+  return D.no_grad(through, self, x)
+end
+function TD:rsample(...) return through(self, self.base_dist:rsample(...)) end
+
+function TD:log_prob(y)
+  if not is_tensor(y) then
+    if type(y) ~= 'number' then fail(D.op(self) .. '.log_prob', 'expected a tensor (or a number) as value, got ' .. type(y)) end
+    y = torch.tensor(y)
+  end
+  if self:_validating() then self:_validate_sample(y, 'log_prob') end
+  local lp = 0
+  for i = #self.transforms, 1, -1 do
+    local t = self.transforms[i]
+    local x = t.inv(y)
+    lp = lp - t:log_abs_det_jacobian(x, y)
+    y = x
+  end
+  return self.base_dist:log_prob(y) + lp
+end
+
+-- monotone transforms map the base's cdf; a decreasing one flips it (sign: a number, or a tensor
+-- of signs where a transform's direction is per element)
+local function monotonize(self, v)
+  local sign = 1
+  for _, t in ipairs(self.transforms) do sign = t.sign * sign end
+  if type(sign) == 'number' then return sign == 1 and v or (v - 0.5) * sign + 0.5 end
+  return (v - 0.5) * sign + 0.5
+end
+function TD:cdf(value)
+  for i = #self.transforms, 1, -1 do value = self.transforms[i].inv(value) end
+  return monotonize(self, self.base_dist:cdf(value))
+end
+function TD:icdf(value)
+  return through(self, self.base_dist:icdf(monotonize(self, value)))
+end
+TD._props = {
+  has_rsample = function(self) return self.base_dist.has_rsample end,
+  support = function(self)
+    local t = self.transforms[#self.transforms]
+    return t and t.codomain or self.base_dist.support
+  end,
+}
+
+---------------------------------------------------------------------------------------- LogNormal
+local LogNormal = class.class('torch.distributions.LogNormal', TD)
+M.LogNormal = LogNormal
+LogNormal._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.positive } }
+-- LogNormal(loc, scale, {validate_args=}): exp of Normal(loc, scale)
+function LogNormal:__init(loc, scale, opts)
+  if type(loc) == 'table' and not is_tensor(loc) then
+    local t = loc
+    loc, scale, opts = t.loc, t.scale, { validate_args = t.validate_args }
+  end
+  local base = C.Normal(loc, scale, opts)
+  TD.__init(self, base, { T.ExpTransform() }, opts)
+end
+LogNormal._props = {
+  loc = function(self) return self.base_dist.loc end,
+  scale = function(self) return self.base_dist.scale end,
+  support = function() return constraints.positive end,
+  has_rsample = function() return true end,
+  mean = function(self) return (self.loc + self.scale:pow(2) / 2):exp() end,
+  mode = function(self) return (self.loc - self.scale:pow(2)):exp() end,
+  variance = function(self)
+    local s2 = self.scale:pow(2)
+    return s2:expm1() * (self.loc * 2 + s2):exp()
+  end,
+}
+function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
+
+---------------------------------------------------------------------------------------- HalfNormal
+local HalfNormal = class.class('torch.distributions.HalfNormal', TD)
+M.HalfNormal = HalfNormal
+-- HalfNormal(scale, {validate_args=}): |Normal(0, scale)|
+function HalfNormal:__init(scale, opts)
+  if type(scale) == 'table' and not is_tensor(scale) then
+    local t = scale
+    scale, opts = t.scale, { validate_args = t.validate_args }
+  end
+  local base = C.Normal(0, scale, opts)
+  TD.__init(self, base, { T.AbsTransform() }, opts)
+end
+HalfNormal._props = {
+  scale = function(self) return self.base_dist.scale end,
+  support = function() return constraints.nonnegative end,
+  has_rsample = function() return true end,
+  mean = function(self) return self.scale * math.sqrt(2 / math.pi) end,
+  mode = function(self) return torch.zeros_like(self.scale) end,
+  variance = function(self) return self.scale:pow(2) * (1 - 2 / math.pi) end,
+}
+function HalfNormal:log_prob(value)
+  if not is_tensor(value) then value = torch.tensor(value, { dtype = self.scale.dtype }) end
+  if self:_validating() then self:_validate_sample(value, 'log_prob') end
+  local lp = self.base_dist:log_prob(value) + math.log(2)
+  return torch.where(value:ge(0), lp, torch.full({}, -math.huge, { dtype = lp.dtype }))
+end
+function HalfNormal:cdf(value)
+  if not is_tensor(value) then value = torch.tensor(value, { dtype = self.scale.dtype }) end
+  if self:_validating() then self:_validate_sample(value, 'cdf') end
+  return self.base_dist:cdf(value) * 2 - 1
+end
+function HalfNormal:icdf(prob) return self.base_dist:icdf((prob + 1) / 2) end
+function HalfNormal:entropy() return self.base_dist:entropy() - math.log(2) end
+
+---------------------------------------------------------------------------------------- Gumbel
+local Gumbel = class.class('torch.distributions.Gumbel', TD)
+M.Gumbel = Gumbel
+Gumbel._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.positive } }
+-- Gumbel(loc, scale, {validate_args=}): loc - scale log(-log U), U uniform on (0, 1)
+function Gumbel:__init(loc, scale, opts)
+  if type(loc) == 'table' and not is_tensor(loc) then
+    local t = loc
+    loc, scale, opts = t.loc, t.scale, { validate_args = t.validate_args }
+  end
+  local vals, numbers = D.broadcast_all('distributions.Gumbel', loc, scale)
+  self.loc, self.scale = vals[1], vals[2]
+  local fi = torch.finfo(self.loc.dtype)
+  local base = C.Uniform(torch.full(self.loc:size(), fi.tiny, { dtype = self.loc.dtype }),
+    torch.full(self.loc:size(), 1 - fi.eps, { dtype = self.loc.dtype }), { validate_args = false })
+  local exp = T.ExpTransform()
+  TD.__init(self, base, { exp.inv, T.AffineTransform(0, -1), exp.inv, T.AffineTransform(self.loc, -self.scale) }, opts)
+  if numbers then self._batch_shape = {} end
+end
+function Gumbel:log_prob(value)
+  if not is_tensor(value) then value = torch.tensor(value, { dtype = self.loc.dtype }) end
+  if self:_validating() then self:_validate_sample(value, 'log_prob') end
+  local y = (self.loc - value) / self.scale
+  return (y - y:exp()) - self.scale:log()
+end
+function Gumbel:entropy() return self.scale:log() + (1 + EULER_GAMMA) end
+Gumbel._props = {
+  support = function() return constraints.real end,
+  has_rsample = function() return true end,
+  mean = function(self) return self.loc + self.scale * EULER_GAMMA end,
+  mode = function(self) return self.loc end,
+  stddev = function(self) return self.scale * (math.pi / math.sqrt(6)) end,
+  variance = function(self) return self.scale:pow(2) * (math.pi ^ 2 / 6) end,
+}
+
+M.EULER_GAMMA = EULER_GAMMA
+return M
