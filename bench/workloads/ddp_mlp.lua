@@ -5,7 +5,9 @@
 -- dist._DEFAULT_FIRST_BUCKET_BYTES n (PyTorch's 1 MiB). Rank 0 reports the best round's milliseconds per step, samples per
 -- second (the whole job's), and, under DDP, the all-reduce time per step and the part of it that
 -- backward did not hide (`unhidden_ms`: DDP's wait after the last bucket started); and the step's
--- phases (rank 0's): fwd_ms, bwd_ms (zero_grad + backward, with DDP's work), opt_ms.
+-- phases (rank 0's): fwd_ms, bwd_ms (zero_grad + backward, with DDP's work), opt_ms, and cpu_ms,
+-- the CPU time rank 0's process took per step (every thread: a figure that other work on the
+-- machine changes less than the wall time).
 local B = dofile((arg[0]:gsub('[^/]*$', '')) .. 'common.lua')
 local torch = require 'moontorch'
 local nn = require 'moontorch.nn'
@@ -51,9 +53,11 @@ for _ = 1, 5 do
   if dist then dist.barrier() end
   if ddp then ddp:reset_comm_stats() end
   ph = { 0, 0, 0 }
+  local c0 = os.clock()
   local t0 = B.now()
   for _ = 1, steps do step() end
   local t = (B.now() - t0) / steps
+  local cpu = (os.clock() - c0) / steps
   -- every rank keeps the round rank 0 found best: the slowest rank sets the pace anyway
   if dist then
     local tt = torch.tensor({ t }, { dtype = torch.float64 })
@@ -62,7 +66,7 @@ for _ = 1, 5 do
   end
   if t < best then
     best, best_stats = t, ddp and ddp:comm_stats()
-    best_ph = { ph[1] / steps, ph[2] / steps, ph[3] / steps }
+    best_ph = { ph[1] / steps, ph[2] / steps, ph[3] / steps, cpu }
   end
 end
 if rank == 0 then
@@ -71,6 +75,7 @@ if rank == 0 then
   B.report('fwd_ms', best_ph[1] * 1e3)
   B.report('bwd_ms', best_ph[2] * 1e3)
   B.report('opt_ms', best_ph[3] * 1e3)
+  B.report('cpu_ms', best_ph[4] * 1e3)
   if best_stats then
     B.report('comm_ms', best_stats.comm_ms)
     B.report('unhidden_ms', best_stats.unhidden_ms)

@@ -83,6 +83,15 @@ MT_DIST_API void mt_dist_group_release(mt_dist_group *g);
  * `buf`; `send`/`recv` pairs may not overlap. */
 MT_DIST_API mt_status mt_dist_all_reduce(mt_dist_group *g, void *buf, int64_t count, int dtype, int op,
                                          mt_dist_work **out);
+/* One all_reduce over n buffers of one dtype, as if they were one vector in that order (counts[i]
+ * elements each; the arrays are copied): PyTorch's all_reduce_coalesced. */
+MT_DIST_API mt_status mt_dist_all_reduce_coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n,
+                                                   int dtype, int op, mt_dist_work **out);
+/* The same, waited for (at most timeout_s, as mt_dist_work_wait): run by the caller itself when
+ * nothing else is queued and the group reduces on this node (no hand-over to the communication
+ * thread and back). times[0], times[1]: when it started and finished (mt_dist_now's clock). */
+MT_DIST_API mt_status mt_dist_all_reduce_coalesced_now(mt_dist_group *g, void *const *bufs, const int64_t *counts,
+                                                       int n, int dtype, int op, double timeout_s, double *times);
 MT_DIST_API mt_status mt_dist_broadcast(mt_dist_group *g, void *buf, int64_t count, int dtype, int root,
                                         mt_dist_work **out);
 /* The reduction lands in root's buf; the others' buf is left as it was. */

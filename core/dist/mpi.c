@@ -106,7 +106,12 @@ struct mt_dist_work {
   const void *sbuf; /* read */
   int64_t count;
   int dtype, op, root, peer, tag;
-  int64_t *counts; /* all_to_all: send counts then recv counts (2 * size) */
+  int64_t *counts; /* all_to_all: send counts then recv counts (2 * size); all_reduce of several
+                      tensors: each one's count */
+  void **bufs;     /* all_reduce of several tensors (coalesced): their buffers, nbufs of them, which
+                      make one vector of `count` elements in that order (buf is then NULL) */
+  int nbufs;
+  double deadline, timeout; /* run in place by its caller (..._now): when to give up, and after how long */
   int state;       /* mt_dist_state; guarded by S.mu */
   int source;
   double t_started, t_finished;
@@ -129,6 +134,8 @@ static struct {
   int init_state;         /* 0 starting, 1 up, 2 failed */
   int finalized;
   int busy;               /* the thread is inside MPI on a collective */
+  int active;             /* a collective is being run: by the thread (popped from the queue) or by a
+                             caller in place (mt_dist_all_reduce_coalesced_now) */
   mt_dist_group *arriving; /* the group whose ranks the thread waits for (arrive()), or NULL */
   int arriving_kind;       /* and the collective's kind */
   int arriving_phase;      /* 0: waiting for ranks to reach it, 1: for them to finish their part (shm) */
@@ -153,6 +160,8 @@ static struct {
   MPI_Op half_ops[4], bf16_ops[4]; /* sum, product, min, max */
   char version[256];
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void break_locked(mt_dist_work *w, double timeout_s);
 
 int mt_dist_is_initialized(void) {
   pthread_mutex_lock(&S.mu);
@@ -499,7 +508,7 @@ mt_dist_group *mt_dist_group_retain(mt_dist_group *g) {
   return g;
 }
 
-static void enqueue_locked(mt_dist_work *w);
+static void enqueue_locked(mt_dist_work *w, int wake);
 
 void mt_dist_group_release(mt_dist_group *g) {
   if (!g || __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
@@ -514,7 +523,7 @@ void mt_dist_group_release(mt_dist_group *g) {
     w->kind = K_FREE_COMM;
     w->refs = 1; /* the thread's alone */
     w->g = g;    /* owned by the work now */
-    enqueue_locked(w);
+    enqueue_locked(w, 1);
   } else {
     group_free(g);
   }
@@ -529,6 +538,7 @@ static void work_free(mt_dist_work *w) {
     mt_dist_group_release(w->g);
   }
   free(w->counts);
+  free(w->bufs);
   free(w->ranks);
   free(w);
 }
@@ -537,12 +547,12 @@ void mt_dist_work_release(mt_dist_work *w) {
   if (w && __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) == 0) work_free(w);
 }
 
-static void enqueue_locked(mt_dist_work *w) {
+static void enqueue_locked(mt_dist_work *w, int wake) {
   w->next = NULL;
   if (S.tail) S.tail->next = w;
   else S.head = w;
   S.tail = w;
-  pthread_cond_signal(&S.work_cv);
+  if (wake) pthread_cond_signal(&S.work_cv);
 }
 
 /* Finish a work (under S.mu): its waiters wake; the thread's reference is dropped by the caller. */
@@ -632,15 +642,16 @@ static int arrive(mt_dist_group *g, int kind) {
 
 /* ------------------------------------------------------------------------------------ on-node all_reduce */
 /* all_reduce through the group's shared segment (shm_setup), in rounds of at most shm_cap bytes per
- * member. Round s: each member copies its piece into its half (s & 1) and posts `arrived = s` with
- * its count, dtype and op; once all have arrived (and agree: else every member fails the round with
- * the same message), member r reduces slice r of the piece over every member's half, in rank order,
- * into its own half, and posts `done = s`; once all are done, each copies every slice from its
- * reducer's half. The two halves alternate, so a member's next round never writes what a slower
- * member may still read: writing half s & 1 again in round s + 2 comes after every member arrived
- * at s + 1, that is, after each finished round s. Every member gets the same bits (each slice is
- * reduced once). The waits nap as arrive()'s and give up when the caller's deadline has passed
- * (S.broken); a caller that times out names the members that never arrived or never finished. */
+ * member. Round s: each member copies into its half (s & 1) the part of its piece that the others
+ * reduce (every slice but its own) and posts `arrived = s` with its count, dtype and op; once all
+ * have arrived (and agree: else every member fails the round with the same message), member r
+ * reduces slice r over every member's data, in rank order (its own read from its buffers), a block
+ * at a time into its half (for the others) and its buffers, and posts `done = s`; once all are done,
+ * each copies the other slices from their reducers' halves. The two halves alternate, so a member's
+ * next round never writes what a slower member may still read: writing half s & 1 again in round
+ * s + 2 comes after every member arrived at s + 1, that is, after each finished round s. Every
+ * member gets the same bits (each slice is reduced once). A caller that times out names the
+ * members that never arrived or never finished. */
 static int shm_takes(int dtype, int op) {
   switch (dtype) {
   case MT_FLOAT32:
@@ -651,27 +662,26 @@ static int shm_takes(int dtype, int op) {
   }
 }
 
-/* out[lo, hi) = src[0][i] op src[1][i] op ... (op applied in rank order), through a block in L1 so
- * that out may be one of the sources; integers wrap (through the unsigned type U), as MPI's */
+/* out[0, m) = src[0][i] op src[1][i] op ... (in rank order; out is none of them: a block of the
+ * caller's); integers wrap (through the unsigned type U), as MPI's */
 #define SHM_BLOCK 1024
 #define SHM_REDUCE(NAME, T, U, EXPR)                                                                                   \
-  static void NAME(char *out, char *const *src, int n, int64_t lo, int64_t hi, int avg) {                          \
-    T tmp[SHM_BLOCK];                                                                                                  \
-    for (int64_t b = lo; b < hi; b += SHM_BLOCK) {                                                                     \
-      int m = (int)(hi - b < SHM_BLOCK ? hi - b : SHM_BLOCK);                                                          \
-      const T *a = (const T *)src[0] + b;                                                                              \
-      for (int i = 0; i < m; i++) tmp[i] = a[i];                                                                       \
-      for (int k = 1; k < n; k++) {                                                                                    \
-        const T *c = (const T *)src[k] + b;                                                                            \
-        for (int i = 0; i < m; i++) {                                                                                  \
-          T x = tmp[i], y = c[i];                                                                                      \
-          tmp[i] = (EXPR);                                                                                             \
-        }                                                                                                              \
-      }                                                                                                                \
-      if (avg)                                                                                                         \
-        for (int i = 0; i < m; i++) tmp[i] = (T)(tmp[i] / (T)n);                                                       \
-      memcpy((T *)out + b, tmp, sizeof(T) * (size_t)m);                                                                \
+  static void NAME(char *restrict out_, char *const *src, int n, int m, int avg) {                                     \
+    T *restrict o = (T *)out_;                                                                                         \
+    const T *restrict a = (const T *)src[0], *restrict c = (const T *)src[1];                                          \
+    for (int i = 0; i < m; i++) {                                                                                      \
+      T x = a[i], y = c[i];                                                                                            \
+      o[i] = (EXPR);                                                                                                   \
     }                                                                                                                  \
+    for (int k = 2; k < n; k++) {                                                                                      \
+      const T *restrict d = (const T *)src[k];                                                                         \
+      for (int i = 0; i < m; i++) {                                                                                    \
+        T x = o[i], y = d[i];                                                                                          \
+        o[i] = (EXPR);                                                                                                 \
+      }                                                                                                                \
+    }                                                                                                                  \
+    if (avg)                                                                                                           \
+      for (int i = 0; i < m; i++) o[i] = (T)(o[i] / (T)n);                                                             \
   }
 SHM_REDUCE(shm_sum_f32, float, float, x + y)
 SHM_REDUCE(shm_sum_f64, double, double, x + y)
@@ -686,7 +696,7 @@ SHM_REDUCE(shm_min_i64, int64_t, uint64_t, x < y ? x : y)
 SHM_REDUCE(shm_max_i32, int32_t, uint32_t, x > y ? x : y)
 SHM_REDUCE(shm_max_i64, int64_t, uint64_t, x > y ? x : y)
 
-typedef void (*shm_fn)(char *, char *const *, int, int64_t, int64_t, int);
+typedef void (*shm_fn)(char *restrict, char *const *, int, int, int);
 static shm_fn shm_fn_of(int dtype, int op) {
   int f = dtype == MT_FLOAT32, d = dtype == MT_FLOAT64, i = dtype == MT_INT32;
   switch (op) {
@@ -742,6 +752,14 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
   double t0 = mt_dist_now();
   int ok = 1;
   while (!shm_all_posted(g, done, seq)) {
+    if (w->deadline > 0 && mt_dist_now() > w->deadline) { /* run in place: the caller's own deadline */
+      pthread_mutex_lock(&S.mu);
+      break_locked(w, w->timeout);
+      snprintf(w->msg, sizeof w->msg, "distributed.%s: %.480s", kind_names[w->kind], S.broken);
+      pthread_mutex_unlock(&S.mu);
+      ok = 0;
+      break;
+    }
     if (__atomic_load_n(&S.broken[0], __ATOMIC_RELAXED)) {
       snprintf(w->msg, sizeof w->msg, "distributed.%s: given up (the caller's wait timed out)", kind_names[w->kind]);
       ok = 0;
@@ -768,6 +786,46 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
   return ok;
 }
 
+/* elements [off, off + n) of the work's vector (buf, or its buffers one after another) to flat
+ * (to_flat) or back from it */
+static void span_copy(mt_dist_work *w, int64_t off, int64_t n, char *flat, int to_flat) {
+  size_t isz = item_size(w->dtype);
+  if (n <= 0) return;
+  if (!w->bufs) {
+    char *p = (char *)w->buf + (size_t)off * isz;
+    if (to_flat) memcpy(flat, p, (size_t)n * isz);
+    else memcpy(p, flat, (size_t)n * isz);
+    return;
+  }
+  int64_t start = 0;
+  for (int i = 0; i < w->nbufs && n > 0; i++) {
+    int64_t c = w->counts[i];
+    if (off < start + c) {
+      int64_t in = off - start, m = c - in < n ? c - in : n;
+      char *p = (char *)w->bufs[i] + (size_t)in * isz;
+      if (to_flat) memcpy(flat, p, (size_t)m * isz);
+      else memcpy(p, flat, (size_t)m * isz);
+      flat += (size_t)m * isz;
+      off += m;
+      n -= m;
+    }
+    start += c;
+  }
+}
+
+/* elements [off, off + n) of the work's vector where they lie in one buffer, else NULL */
+static char *span_ptr(mt_dist_work *w, int64_t off, int64_t n) {
+  size_t isz = item_size(w->dtype);
+  if (!w->bufs) return (char *)w->buf + (size_t)off * isz;
+  int64_t start = 0;
+  for (int i = 0; i < w->nbufs; i++) {
+    int64_t c = w->counts[i];
+    if (off < start + c) return off + n <= start + c ? (char *)w->bufs[i] + (size_t)(off - start) * isz : NULL;
+    start += c;
+  }
+  return NULL;
+}
+
 static int shm_all_reduce(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   int n = g->size, me = g->rank;
@@ -775,19 +833,24 @@ static int shm_all_reduce(mt_dist_work *w) {
   int64_t per = (int64_t)(g->shm_cap / isz);
   if (per > S.chunk) per = S.chunk;
   shm_fn fn = shm_fn_of(w->dtype, w->op);
-  char *buf = w->buf;
   char *src[64], **srcs = n <= 64 ? src : malloc(sizeof(char *) * (size_t)n);
   if (!srcs) {
     snprintf(w->msg, sizeof w->msg, "distributed.all_reduce: out of memory");
     return 0;
   }
   shm_slot *mine = shm_slot_of(g, me);
+  _Alignas(64) char own[SHM_BLOCK * 8], acc[SHM_BLOCK * 8]; /* a block of this rank's data, of the result */
   int ok = 1;
   int64_t off = 0;
   do {
     int64_t piece = w->count - off < per ? w->count - off : per;
     uint64_t seq = ++g->shm_seq;
-    if (piece > 0) memcpy(shm_half(g, me, seq), buf + (size_t)off * isz, (size_t)piece * isz);
+    /* the others need this rank's data of their slices only: its own slice it reduces from its buffers */
+    for (int k = 0; k < n; k++) {
+      if (k == me) continue;
+      int64_t lo = shm_lo(piece, n, k), hi = shm_lo(piece, n, k + 1);
+      span_copy(w, off + lo, hi - lo, shm_half(g, me, seq) + (size_t)lo * isz, 1);
+    }
     mine->count = w->count;
     mine->dtype = w->dtype;
     mine->op = w->op;
@@ -802,10 +865,17 @@ static int shm_all_reduce(mt_dist_work *w) {
       shm_slot *sl = shm_slot_of(g, k);
       if (sl->count != w->count || sl->dtype != w->dtype || sl->op != w->op) other = k;
     }
-    if (other < 0) {
+    if (other < 0) { /* slice me, a block at a time: into this rank's half (for the others) and buffers */
       int64_t lo = shm_lo(piece, n, me), hi = shm_lo(piece, n, me + 1);
-      for (int k = 0; k < n; k++) srcs[k] = shm_half(g, k, seq);
-      if (hi > lo) fn(shm_half(g, me, seq), srcs, n, lo, hi, w->op == MT_DIST_AVG);
+      for (int64_t b = lo; b < hi; b += SHM_BLOCK) {
+        int m = (int)(hi - b < SHM_BLOCK ? hi - b : SHM_BLOCK);
+        char *mydata = span_ptr(w, off + b, m);
+        if (!mydata) span_copy(w, off + b, m, mydata = own, 1);
+        for (int k = 0; k < n; k++) srcs[k] = k == me ? mydata : shm_half(g, k, seq) + (size_t)b * isz;
+        fn(acc, srcs, n, m, w->op == MT_DIST_AVG);
+        memcpy(shm_half(g, me, seq) + (size_t)b * isz, acc, (size_t)m * isz);
+        span_copy(w, off + b, m, acc, 0);
+      }
     }
     shm_post(g, &mine->done, seq);
     if (!shm_wait(w, 1, seq)) {
@@ -823,8 +893,9 @@ static int shm_all_reduce(mt_dist_work *w) {
       break;
     }
     for (int k = 0; k < n; k++) {
+      if (k == me) continue;
       int64_t lo = shm_lo(piece, n, k), hi = shm_lo(piece, n, k + 1);
-      if (hi > lo) memcpy(buf + (size_t)(off + lo) * isz, shm_half(g, k, seq) + (size_t)lo * isz, (size_t)(hi - lo) * isz);
+      span_copy(w, off + lo, hi - lo, shm_half(g, k, seq) + (size_t)lo * isz, 0);
     }
     off += piece;
   } while (off < w->count);
@@ -839,6 +910,23 @@ static int run_collective(mt_dist_work *w) {
   size_t isz = item_size(w->dtype);
   int64_t step = S.chunk;
   if (w->kind == K_ALL_REDUCE && g->shm && shm_takes(w->dtype, w->op)) return shm_all_reduce(w);
+  if (w->kind == K_ALL_REDUCE && w->bufs) { /* several tensors through MPI: one contiguous copy */
+    char *tmp = malloc(w->count ? (size_t)w->count * isz : 1);
+    if (!tmp) {
+      snprintf(w->msg, sizeof w->msg, "distributed.all_reduce_coalesced: out of memory");
+      return 0;
+    }
+    span_copy(w, 0, w->count, tmp, 1);
+    void **bufs = w->bufs;
+    w->bufs = NULL;
+    w->buf = tmp;
+    int ok = run_collective(w);
+    w->bufs = bufs;
+    w->buf = NULL;
+    if (ok) span_copy(w, 0, w->count, tmp, 0);
+    free(tmp);
+    return ok;
+  }
   int rc = arrive(g, w->kind);
   if (rc != MPI_SUCCESS || w->kind == K_BARRIER) goto done;
   switch (w->kind) {
@@ -1147,14 +1235,18 @@ static void *thread_main(void *arg) {
   int idle = 0;
   for (;;) {
     pthread_mutex_lock(&S.mu);
-    while (!S.head && !S.flight) pthread_cond_wait(&S.work_cv, &S.mu);
-    mt_dist_work *w = S.head;
+    while ((!S.head || S.active) && !S.flight) pthread_cond_wait(&S.work_cv, &S.mu);
+    mt_dist_work *w = S.active ? NULL : S.head; /* (a caller running a collective in place goes first) */
     if (w) {
       S.head = w->next;
       if (!S.head) S.tail = NULL;
+      S.active = 1;
       pthread_mutex_unlock(&S.mu);
       int fin = w->kind == K_FINALIZE;
       run_one(w);
+      pthread_mutex_lock(&S.mu);
+      S.active = 0;
+      pthread_mutex_unlock(&S.mu);
       idle = 0;
       if (fin) return NULL;
       continue;
@@ -1194,7 +1286,7 @@ static void at_exit(int status, void *arg) {
   if (w) {
     w->kind = K_FINALIZE;
     w->refs = 2;
-    enqueue_locked(w);
+    enqueue_locked(w, 1);
   }
   pthread_mutex_unlock(&S.mu);
   if (skip) {
@@ -1316,10 +1408,20 @@ static mt_status check_rank(const char *name, const char *what, mt_dist_group *g
   return MT_OK;
 }
 
+static mt_status submit_to(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_work **out, int wake);
 static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_work **out) {
+  return submit_to(k, g, tmpl, out, 1);
+}
+/* queue a work (wake: and wake the thread for it) */
+static mt_status submit_to(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_work **out, int wake) {
   *out = NULL;
   mt_dist_work *w = calloc(1, sizeof *w);
-  if (!w) return fail(MT_ENOMEM, "distributed.%s: out of memory", kind_names[k]);
+  if (!w) {
+    free(tmpl->counts);
+    free(tmpl->bufs);
+    free(tmpl->ranks);
+    return fail(MT_ENOMEM, "distributed.%s: out of memory", kind_names[k]);
+  }
   *w = *tmpl;
   w->kind = k;
   w->refs = 2;
@@ -1329,6 +1431,7 @@ static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_wo
   if (S.init_state != 1 || S.finalized) {
     pthread_mutex_unlock(&S.mu);
     free(w->counts);
+    free(w->bufs);
     free(w->ranks);
     free(w);
     return fail(MT_ESTATE, "distributed.%s: MPI is not running (%s)", kind_names[k],
@@ -1337,12 +1440,13 @@ static mt_status submit(kind k, mt_dist_group *g, mt_dist_work *tmpl, mt_dist_wo
   if (S.broken[0]) {
     pthread_mutex_unlock(&S.mu);
     free(w->counts);
+    free(w->bufs);
     free(w->ranks);
     free(w);
     return fail(MT_ESTATE, "distributed.%s: %s", kind_names[k], S.broken);
   }
   w->g = mt_dist_group_retain(g);
-  enqueue_locked(w);
+  enqueue_locked(w, wake);
   pthread_mutex_unlock(&S.mu);
   *out = w;
   return MT_OK;
@@ -1387,6 +1491,76 @@ mt_status mt_dist_all_reduce(mt_dist_group *g, void *buf, int64_t count, int dty
   MT_TRY(check_op("all_reduce", op, dtype));
   mt_dist_work t = {.buf = buf, .count = count, .dtype = dtype, .op = op};
   return submit(K_ALL_REDUCE, g, &t, out);
+}
+
+static mt_status coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype, int op,
+                           mt_dist_work **out, int wake);
+mt_status mt_dist_all_reduce_coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype,
+                                       int op, mt_dist_work **out) {
+  return coalesced(g, bufs, counts, n, dtype, op, out, 1);
+}
+static mt_status coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype, int op,
+                           mt_dist_work **out, int wake) {
+  *out = NULL;
+  MT_TRY(check_group("all_reduce_coalesced", g));
+  if (n < 0) return fail(MT_EINVAL, "distributed.all_reduce_coalesced: %d tensors", n);
+  int64_t total = 0;
+  for (int i = 0; i < n; i++) {
+    MT_TRY(check_buffer("all_reduce_coalesced", bufs[i], counts[i], dtype, 0));
+    total += counts[i];
+  }
+  if (!item_size(dtype)) return fail(MT_EDTYPE, "distributed.all_reduce_coalesced: unsupported dtype %d", dtype);
+  MT_TRY(check_op("all_reduce_coalesced", op, dtype));
+  mt_dist_work t = {.count = total, .dtype = dtype, .op = op, .nbufs = n};
+  t.bufs = malloc(sizeof(void *) * (size_t)(n ? n : 1));
+  t.counts = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+  if (!t.bufs || !t.counts) {
+    free(t.bufs);
+    free(t.counts);
+    return fail(MT_ENOMEM, "distributed.all_reduce_coalesced: out of memory");
+  }
+  for (int i = 0; i < n; i++) t.bufs[i] = bufs[i], t.counts[i] = counts[i];
+  return submit_to(K_ALL_REDUCE, g, &t, out, wake); /* (which frees the arrays if it fails) */
+}
+
+mt_status mt_dist_all_reduce_coalesced_now(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n,
+                                           int dtype, int op, double timeout_s, double *times) {
+  times[0] = times[1] = 0;
+  mt_dist_work *w;
+  MT_TRY(coalesced(g, bufs, counts, n, dtype, op, &w, 0));
+  /* queued without waking the thread; taken back to run here when nothing else is queued or running
+   * and the group reduces on this node, else the thread is woken for it */
+  int here = 0;
+  pthread_mutex_lock(&S.mu);
+  if (S.head == w && !S.active && g->shm && shm_takes(dtype, op) && !S.broken[0]) {
+    S.head = w->next;
+    if (!S.head) S.tail = NULL;
+    S.active = S.busy = 1;
+    here = 1;
+  } else {
+    pthread_cond_signal(&S.work_cv);
+  }
+  pthread_mutex_unlock(&S.mu);
+  mt_status st;
+  if (here) {
+    w->t_started = mt_dist_now();
+    w->timeout = timeout_s;
+    w->deadline = w->t_started + (timeout_s < 1e9 ? timeout_s : 1e9);
+    int ok = shm_all_reduce(w);
+    pthread_mutex_lock(&S.mu);
+    S.active = S.busy = 0;
+    complete_locked(w, ok);
+    if (S.head) pthread_cond_signal(&S.work_cv);
+    pthread_mutex_unlock(&S.mu);
+    mt_dist_work_release(w); /* the thread's reference, which it never took */
+    st = ok ? MT_OK : fail(S.broken[0] ? MT_ESTATE : MT_EIO, "%s", w->msg);
+  } else {
+    st = mt_dist_work_wait(w, timeout_s);
+  }
+  times[0] = w->t_started;
+  times[1] = w->t_finished;
+  mt_dist_work_release(w);
+  return st;
 }
 
 mt_status mt_dist_broadcast(mt_dist_group *g, void *buf, int64_t count, int dtype, int root, mt_dist_work **out) {
@@ -1512,40 +1686,44 @@ mt_status mt_dist_recv(mt_dist_group *g, void *buf, int64_t count, int dtype, in
   return submit(K_RECV, g, &t, out);
 }
 
+/* (under S.mu) the process's communication is broken: w timed out after timeout_s; the message
+ * names the ranks that never reached the collective being waited for, or never finished theirs */
+static void break_locked(mt_dist_work *w, double timeout_s) {
+  if (S.broken[0]) return;
+  const char *name = kind_names[w->kind];
+  int rank = w->g ? w->g->rank : -1, size = w->g ? w->g->size : 0;
+  char why[400] = "another rank died, hung or never called it";
+  mt_dist_group *a = S.arriving;
+  if (a) { /* the thread waits for ranks to reach a collective: name those that have not */
+    char who[256] = "";
+    int n = 0, len = 0;
+    for (int i = 0; i < a->size && len < (int)sizeof who - 16; i++)
+      if (!__atomic_load_n(&a->in[i], __ATOMIC_RELAXED))
+        len += snprintf(who + len, sizeof who - (size_t)len, "%s%d", n++ ? ", " : "", a->world_ranks[i]);
+    const char *what = a == w->g && S.arriving_kind == (int)w->kind ? "it" : kind_names[S.arriving_kind];
+    if (n && S.arriving_phase)
+      snprintf(why, sizeof why, "rank%s %s reached %s but never finished %s part (died or hung inside it)%s",
+               n > 1 ? "s" : "", who, what, n > 1 ? "their" : "its", a->world ? "" : " (ranks of the world)");
+    else if (n)
+      snprintf(why, sizeof why, "rank%s %s never reached %s%s (died, hung or never called it)", n > 1 ? "s" : "",
+               who, what, a->world ? "" : " (ranks of the world)");
+  } else if (S.busy) {
+    snprintf(why, sizeof why, "every rank reached the collective in progress, but it did not finish: a rank "
+                              "died or hung inside it");
+  }
+  snprintf(S.broken, sizeof S.broken, "%s timed out after %g s on rank %d of %d: %s; this process can no longer communicate",
+           name, timeout_s, rank, size, why);
+}
+
 mt_status mt_dist_work_wait(mt_dist_work *w, double timeout_s) {
   struct timespec ts;
   deadline_of(timeout_s, &ts);
   pthread_mutex_lock(&S.mu);
   while (w->state == MT_DIST_PENDING) {
     if (pthread_cond_timedwait(&S.done_cv, &S.mu, &ts) == ETIMEDOUT && w->state == MT_DIST_PENDING) {
-      const char *name = kind_names[w->kind];
-      if (!S.broken[0]) {
-        int rank = w->g ? w->g->rank : -1, size = w->g ? w->g->size : 0;
-        char why[400] = "another rank died, hung or never called it";
-        mt_dist_group *a = S.arriving;
-        if (a) { /* the thread waits for ranks to reach a collective: name those that have not */
-          char who[256] = "";
-          int n = 0, len = 0;
-          for (int i = 0; i < a->size && len < (int)sizeof who - 16; i++)
-            if (!__atomic_load_n(&a->in[i], __ATOMIC_RELAXED))
-              len += snprintf(who + len, sizeof who - (size_t)len, "%s%d", n++ ? ", " : "", a->world_ranks[i]);
-          const char *what = a == w->g && S.arriving_kind == (int)w->kind ? "it" : kind_names[S.arriving_kind];
-          if (n && S.arriving_phase)
-            snprintf(why, sizeof why, "rank%s %s reached %s but never finished %s part (died or hung inside it)%s",
-                     n > 1 ? "s" : "", who, what, n > 1 ? "their" : "its", a->world ? "" : " (ranks of the world)");
-          else if (n)
-            snprintf(why, sizeof why, "rank%s %s never reached %s%s (died, hung or never called it)", n > 1 ? "s" : "",
-                     who, what, a->world ? "" : " (ranks of the world)");
-        } else if (S.busy) {
-          snprintf(why, sizeof why, "every rank reached the collective in progress, but it did not finish: a rank "
-                                    "died or hung inside it");
-        }
-        snprintf(S.broken, sizeof S.broken,
-                 "%s timed out after %g s on rank %d of %d: %s; this process can no longer communicate", name,
-                 timeout_s, rank, size, why);
-      }
+      break_locked(w, timeout_s);
       pthread_mutex_unlock(&S.mu);
-      return fail(MT_ESTATE, "distributed.%s: %s", name, S.broken);
+      return fail(MT_ESTATE, "distributed.%s: %s", kind_names[w->kind], S.broken);
     }
   }
   int failed = w->state == MT_DIST_FAILED;

@@ -3,11 +3,14 @@
 --   local loss = F.cross_entropy(ddp(x), y); loss:backward()   -- .grad: the ranks' average
 -- The design is PyTorch's: the module's parameters and buffers are broadcast from rank 0 at
 -- construction (after checking that every rank has the same parameter shapes); gradients are
--- grouped in flat buckets per dtype, filled from a hook on each parameter's AccumulateGrad node
--- (each gradient, scaled by 1/world_size, is copied in as soon as autograd has accumulated it), and
--- a bucket's all-reduce is started the moment its last gradient arrives, in bucket order, while
--- backward goes on; when the last bucket has started, DDP waits for them all and copies the
--- averages back into .grad. The first iteration runs with one bucket per dtype (parameters in
+-- grouped in buckets per dtype, filled from a hook on each parameter's AccumulateGrad node as soon
+-- as autograd has accumulated it, and a bucket's all-reduce is started the moment its last gradient
+-- arrives, in bucket order, while backward goes on; when the last bucket has started, DDP waits for
+-- them all. A bucket is reduced as one vector: without gradient_as_bucket_view, its gradients
+-- themselves (one all_reduce_coalesced with AVG over them, each averaged in place: no copy into a
+-- flat bucket and back; a gradient that is not one dense block, or a missing one, goes through its
+-- slot of the flat bucket); with it, the flat bucket that the .grad are views of (scaled by
+-- 1/world_size, then summed). The first iteration runs with one bucket per dtype (parameters in
 -- registration order; with find_unused_parameters, buckets of 1 MiB then bucket_cap_mb in reverse
 -- registration order); the buckets are then rebuilt once in the order the gradients arrived, the
 -- first 1 MiB and the others bucket_cap_mb (25 MiB), taken from rank 0 so that every rank agrees.
@@ -35,6 +38,7 @@ local unpack = unpack or table.unpack
 local OP = 'nn.parallel.DistributedDataParallel'
 local FIRST_BUCKET_BYTES = 1024 * 1024 -- PyTorch's dist._DEFAULT_FIRST_BUCKET_BYTES
 local BROADCAST_BUCKET_BYTES = 250 * 1024 * 1024
+local OP_SUM, OP_AVG = 0, 1 -- mt_dist_op
 
 local M = {}
 local DDP = class.class('nn.parallel.DistributedDataParallel', nn.Module)
@@ -244,7 +248,8 @@ local function build_buckets(R, assignment)
       where[i] = { bi, pos }
     end
     buckets[bi] = { index = bi, indices = ix, flat = flat, views = views, offsets = offsets, numel = n,
-      pending = #ix, marked = {}, tag_slot = flat:narrow(1, n + 1, 1) }
+      pending = #ix, marked = {}, tag_slot = flat:narrow(1, n + 1, 1), bufs = {},
+      inplace = {} }
   end
   R.buckets, R.where = buckets, where
   -- gradient_as_bucket_view: an existing .grad moves into its view
@@ -309,8 +314,11 @@ local function finalize(R)
     end
   end
   local t1 = B.now()
-  R.wait_sum = R.wait_sum + (t1 - t0)
-  R.last_wait = t1 - t0
+  local waited = (t1 - t0) + (R.now_wait or 0)
+  if R.now_err and not err then err = R.now_err end
+  R.now_wait, R.now_err = nil, nil
+  R.wait_sum = R.wait_sum + waited
+  R.last_wait = waited
   R.expect_hooks = false
   R.require_finalize = false
   if err then
@@ -319,11 +327,11 @@ local function finalize(R)
   end
   for _, b in ipairs(R.buckets) do
     local got = b.tag_slot:item()
-    if got ~= b.tag * R.world then
+    if got ~= (R.direct and b.tag or b.tag * R.world) then
       R.broken = ('bucket %d of %d (%d elements of %s) met another bucket on another rank: its tag came back %s, ' ..
         'not %d x %d. The ranks are out of step: each must run the same synchronised forward and backward passes ' ..
         '(no_sync on every rank or on none), over the same models in the same order')
-        :format(b.index, #R.buckets, b.numel, tostring(b.flat.dtype), tostring(got), R.world, b.tag)
+        :format(b.index, #R.buckets, b.numel, tostring(b.flat.dtype), tostring(got), R.direct and 1 or R.world, b.tag)
       fail(OP, R.broken)
     end
   end
@@ -339,9 +347,12 @@ local function finalize(R)
     for i, p in ipairs(R.params) do
       if not global_used or global_used[i - 1] ~= 0 then
         local wb = R.where[i]
-        local v = R.buckets[wb[1]].views[wb[2]]
+        local b = R.buckets[wb[1]]
+        local v = b.views[wb[2]]
         local g = p.grad
-        if g == nil then
+        if R.direct and b.inplace[wb[2]] then
+          -- averaged in place
+        elseif g == nil then
           p.grad = R.as_view and v or v:clone()
         elseif g._storage ~= v._storage then
           g:copy_(v)
@@ -373,7 +384,21 @@ local function launch_ready(R)
     R.launches = R.launches + 1
     b.tag = tag_of(R, b)
     b.tag_slot:fill_(b.tag)
-    b.work = B.all_reduce(R.pg._h, b.flat, 0)
+    if R.direct then
+      b.bufs[#b.indices + 1] = b.tag_slot
+      if R.next_bucket == #buckets and B.all_reduce_coalesced_now then
+        -- the last bucket: backward has nothing left to do, so it is waited for at once (run by this
+        -- thread itself where the backend can: no hand-over to its communication thread and back)
+        local t0 = B.now()
+        local err, s, f = B.all_reduce_coalesced_now(R.pg._h, b.bufs, OP_AVG, R.pg._timeout)
+        R.now_wait, R.now_err = B.now() - t0, err
+        if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
+      else
+        b.work = B.all_reduce_coalesced(R.pg._h, b.bufs, OP_AVG)
+      end
+    else
+      b.work = B.all_reduce(R.pg._h, b.flat, OP_SUM)
+    end
     R.next_bucket = R.next_bucket + 1
   end
   if R.next_bucket > #buckets then finalize(R) end
@@ -392,6 +417,22 @@ local function mark_ready(R, i)
   R.require_finalize = true
   local p = R.params[i]
   local g = p.grad -- (an unused parameter's .grad too, when it has one: PyTorch's reducer does the same)
+  if R.direct then
+    -- the gradient itself takes part in the all-reduce (averaged in place) when its memory is one
+    -- dense block; else its slot in the bucket, unscaled
+    if g ~= nil and g._dtype == b.flat._dtype and dense(g) then
+      b.bufs[pos] = g
+      b.inplace[pos] = true
+    else
+      b.inplace[pos] = false
+      local v = g ~= nil and relayout(R, b, pos, g) or b.views[pos]
+      if g == nil then v:zero_() else v:copy_(g) end
+      b.bufs[pos] = v
+    end
+    b.pending = b.pending - 1
+    if b.pending == 0 and wb[1] == R.next_bucket then launch_ready(R) end
+    return
+  end
   local v = g ~= nil and relayout(R, b, pos, g) or b.views[pos]
   if g == nil then
     v:zero_()
@@ -586,6 +627,9 @@ function DDP:__init(module, ...)
     expect_hooks = false, require_finalize = false, next_bucket = 1, unused = {},
     ready_order = {}, record_order = not self.find_unused_parameters or self.static_graph, rebuilt = false,
     steps = 0, comm_sum = 0, wait_sum = 0, last_wait = 0, launches = 0 }
+  -- without gradient_as_bucket_view, the gradients themselves are all-reduced (one coalesced AVG per
+  -- bucket: no copies into the bucket and back) where the backend can
+  R.direct = not R.as_view and B.all_reduce_coalesced ~= nil
   pg._ddp_made = (pg._ddp_made or 0) + 1
   R.id = pg._ddp_made
   if R.find_unused then R.local_used = torch.zeros(#params, { dtype = torch.uint8 }) end

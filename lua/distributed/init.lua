@@ -538,6 +538,30 @@ function M.all_reduce(...)
   if a.async_op then return r end
 end
 
+-- all_reduce_coalesced(tensors, op=SUM, group, async_op): all_reduce of each tensor (one dtype and
+-- device), done as one reduction of them laid end to end
+function M.all_reduce_coalesced(...)
+  local fn = 'all_reduce_coalesced'
+  local a = args(fn, { 'tensors', 'op', 'group', 'async_op' }, ...)
+  local list = tensor_list(fn, a.tensors, 'tensors')
+  local op = op_id(fn, a.op)
+  local pg = group_of(fn, a.group)
+  if not pg then return nil end
+  if #list == 0 then fail(P .. fn, 'tensors must not be empty') end
+  for i = 2, #list do same_kind(fn, list[i], list[1], ('tensors[%d]'):format(i)) end
+  local B = backend_for(fn, pg, list[1])
+  local bufs, afters, keep = {}, {}, {}
+  for i, t in ipairs(list) do
+    local buf, after = inplace(t)
+    bufs[i] = buf
+    keep[#keep + 1], keep[#keep + 2] = buf, t
+    if after then afters[#afters + 1] = after end
+  end
+  local after = #afters > 0 and function() for _, f in ipairs(afters) do f() end end or nil
+  local r = finish(pg, B, fn, B.all_reduce_coalesced(pg._h, bufs, op), keep, after, a.async_op, list)
+  if a.async_op then return r end
+end
+
 -- broadcast(tensor, src, group, async_op): src's tensor is copied into every rank's
 function M.broadcast(...)
   local fn = 'broadcast'

@@ -94,6 +94,37 @@ end
 function M.all_reduce(h, t, op)
   return work(D.mt_dist_all_reduce(h, t._data, t._numel, t._dtype, op, wout))
 end
+-- ts: an array of contiguous tensors of one dtype, reduced as one vector
+local cbufs, ccounts, ccap = nil, nil, 0
+function M.all_reduce_coalesced(h, ts, op)
+  local n = #ts
+  if n > ccap then
+    ccap = math.max(n, 2 * ccap)
+    cbufs, ccounts = ffi.new('void *[?]', ccap), ffi.new('int64_t[?]', ccap)
+  end
+  for i = 1, n do
+    cbufs[i - 1] = ts[i]._data
+    ccounts[i - 1] = ts[i]._numel
+  end
+  return work(D.mt_dist_all_reduce_coalesced(h, cbufs, ccounts, n, n > 0 and ts[1]._dtype or 0, op, wout))
+end
+-- the same, waited for (by the caller itself where it can): nil or the error's message, then when
+-- it started and finished
+local ctimes = nil
+function M.all_reduce_coalesced_now(h, ts, op, timeout)
+  local n = #ts
+  if n > ccap then
+    ccap = math.max(n, 2 * ccap)
+    cbufs, ccounts = ffi.new('void *[?]', ccap), ffi.new('int64_t[?]', ccap)
+  end
+  for i = 1, n do
+    cbufs[i - 1] = ts[i]._data
+    ccounts[i - 1] = ts[i]._numel
+  end
+  ctimes = ctimes or ffi.new('double[2]')
+  local st = D.mt_dist_all_reduce_coalesced_now(h, cbufs, ccounts, n, n > 0 and ts[1]._dtype or 0, op, timeout, ctimes)
+  return st ~= 0 and ffi.string(D.mt_dist_last_error()) or nil, ctimes[0], ctimes[1]
+end
 function M.broadcast(h, t, root)
   return work(D.mt_dist_broadcast(h, t._data, t._numel, t._dtype, root, wout))
 end

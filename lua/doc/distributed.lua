@@ -64,6 +64,9 @@ doc.alias('torch.distributed.reduce_op', 'torch.distributed.ReduceOp')
 doc { 'torch.distributed.all_reduce(tensor, [op=SUM], [group], [async_op=false]) -> nil | Work',
   does = "Every rank's tensor becomes the reduction over the ranks, in place (any dtype, any strides). With async_op, a Work to wait on; the other collectives take async_op too.",
   ex = INIT .. "if dist.is_available() then\n  local t = torch.tensor({1, 2})\n  dist.all_reduce(t, {op = dist.ReduceOp.MAX})\n  print(t)\nend" }
+doc { 'torch.distributed.all_reduce_coalesced(tensors, [op=SUM], [group], [async_op=false]) -> nil | Work',
+  does = "all_reduce of each tensor of the array (one dtype and device, any strides), done as one reduction of them laid end to end: one collective rather than one per tensor.",
+  ex = INIT .. "if dist.is_available() then\n  local a, b = torch.ones(2), torch.ones(3)\n  dist.all_reduce_coalesced({a, b})\n  print(a, b)\nend" }
 doc { 'torch.distributed.broadcast(tensor, src, [group], [async_op])',
   does = "src's tensor into every rank's (src a world rank, also with a group).",
   ex = INIT .. "if dist.is_available() then local t = torch.ones(2); dist.broadcast(t, 0); print(t) end" }

@@ -387,6 +387,31 @@ check('on-node all_reduce: a non-contiguous float64 view, AVG, and every rank ge
   dist.all_gather(all, base)
   for r = 2, ws do eq(all[r], all[1], 'rank ' .. (r - 1) .. ' got the same bits as rank 0') end
 end)
+check('all_reduce_coalesced: several tensors (one non-contiguous, one empty) = each all_reduce, one process', function()
+  for oi, op in ipairs({ 'SUM', 'AVG' }) do
+    local sizes = { 5, 0, 1001, 63 }
+    local ts = {}
+    for i, n in ipairs(sizes) do ts[i] = random_input(rank, torch.float64, n, 10 * oi + i) end
+    ts[4] = ts[4]:view(7, 9):t() -- non-contiguous
+    dist.all_reduce_coalesced(ts, dist.ReduceOp[op])
+    for i, n in ipairs(sizes) do
+      local acc = random_input(0, torch.float64, n, 10 * oi + i)
+      for r = 1, ws - 1 do acc = acc + random_input(r, torch.float64, n, 10 * oi + i) end
+      if op == 'AVG' then acc = acc / ws end
+      local got = i == 4 and ts[i]:t():reshape(n) or ts[i]
+      W.near(got, acc, 0, 1e-12, ('%s tensor %d'):format(op, i))
+    end
+  end
+  local a, b = torch.tensor({ rank, -rank }, { dtype = torch.int64 }), torch.tensor({ 10 * rank }, { dtype = torch.int64 })
+  local w = dist.all_reduce_coalesced({ a, b }, dist.ReduceOp.MAX, nil, true)
+  w:wait()
+  eq(a, torch.tensor({ ws - 1, 0 }, { dtype = torch.int64 }), 'MAX a')
+  eq(b, torch.tensor({ 10 * (ws - 1) }, { dtype = torch.int64 }), 'MAX b')
+  raises(function() dist.all_reduce_coalesced({ torch.ones(2), torch.ones(2, { dtype = torch.float64 }) }) end,
+    'distributed.all_reduce_coalesced: tensors[2] has dtype torch.float64, but the input tensor has torch.float32')
+  raises(function() dist.all_reduce_coalesced({ tensors = {} }) end, 'tensors must not be empty')
+  raises(function() dist.all_reduce_coalesced(torch.ones(2)) end, 'tensors must be an array of tensors')
+end)
 if on_node then
   check('on-node all_reduce: tensors that differ between ranks are an error on every rank; the group still works', function()
     local t = torch.ones(rank == 0 and 3 or 4)
