@@ -145,52 +145,11 @@ function raw.lstsq(A, B, rcond, svd)
 end
 
 ------------------------------------------------------------------------------ autograd: one node, several outputs
-local function wants_grad(n, ...)
-  for i = 1, n do
-    local a = select(i, ...)
-    if is_tensor(a) and a.requires_grad then return true end
-  end
-  return false
-end
 -- node(name, fn, grad): fn(...) -> its differentiable outputs (tensors); recorded as one node named as
 -- PyTorch's when a tensor argument requires grad. grad(gs, ...) gets the outputs' gradients (a table: nil
 -- where none arrived) and fn's arguments, and returns one gradient per argument; it recomputes what it
 -- needs from the arguments with the recording functions, so that create_graph records through it.
-local function node(name, fn, grad)
-  local Fn
-  return function(...)
-    local n = select('#', ...)
-    if not (wants_grad(n, ...) and torch.is_grad_enabled()) then return fn(...) end
-    if not Fn then
-      Fn = torch.autograd.Function('moontorch.' .. name)
-      Fn._backward_name = name
-      function Fn.forward(ctx, ...)
-        ctx:set_materialize_grads(false)
-        local k = select('#', ...)
-        local tensors, slots = {}, { n = k }
-        for i = 1, k do
-          local a = select(i, ...)
-          if is_tensor(a) then tensors[#tensors + 1] = a slots[i] = #tensors else slots[i] = false end
-        end
-        ctx:save_for_backward(unpack(tensors))
-        ctx.args, ctx.slots = { ... }, slots
-        for i = 1, k do if slots[i] then ctx.args[i] = nil end end
-        return fn(...)
-      end
-      function Fn.backward(ctx, ...)
-        local gs = { ... }
-        local saved, slots, args = ctx.saved_tensors, ctx.slots, ctx.args
-        for i = 1, slots.n do if slots[i] then args[i] = saved[slots[i]] end end
-        local r = { grad(gs, unpack(args, 1, slots.n)) }
-        for i = 1, slots.n do
-          if not ctx.needs_input_grad[i] then r[i] = nil end
-        end
-        return unpack(r, 1, slots.n)
-      end
-    end
-    return Fn.apply(...)
-  end
-end
+local node = K.node_multi
 
 local function mT(x) return x:transpose(-2, -1) end
 local function eye_like(n, A) return torch.eye(n, { dtype = A.dtype }) end
