@@ -285,7 +285,7 @@ describe('a value that is not a tensor where a tensor goes', function()
     -- a tensor where a number goes is shown by its size, never its elements
     { function() local _ = x:cummax(x) end, 'cummax', 'expected an integer dim, got a tensor of size [3, 4]' },
     { function() local _ = x:sum(x) end, 'sum', 'dim must be a number or a table of numbers, got a tensor' },
-    { function() local _ = x:norm(x) end, 'norm', 'p must be a number, math.huge, -math.huge or "fro", got a tensor' },
+    { function() local _ = x:norm(x) end, 'norm', 'p must be a number, math.huge, -math.huge, "fro" or "nuc", got a tensor' },
     { function() local _ = x:diff(x) end, 'diff', 'expected an integer n, got tensor' },
     { function() local _ = torch.unique(x, x) end, 'unique', 'expected an options table, got tensor' },
     { function() local _ = x:roll(x) end, 'roll', 'shifts must be a number or an array of numbers, got tensor' },

@@ -16,7 +16,7 @@ local dtype = require 'moontorch.dtype'
 local C = core.C
 local raise_last, fail = core.raise_last, core.fail
 local is_tensor, wrap, methods = T.is_tensor, T.wrap, T.methods
-local need, sizes = K.need, K.sizes
+local need, sizes, shown = K.need, K.sizes, K.shown
 local type, select, unpack, huge, max, min = type, select, unpack, math.huge, math.max, math.min
 
 local M = {}
@@ -68,7 +68,7 @@ local function opts_at(v)
 end
 local function bool_opt(op, name, v, default)
   if v == nil then return default end
-  if type(v) ~= 'boolean' then fail(op, ('%s must be a boolean, got %s'):format(name, type(v))) end
+  if type(v) ~= 'boolean' then fail(op, ('%s must be a boolean, got %s'):format(name, shown(v))) end
   return v
 end
 -- the batch element (1-based) of the first nonzero info, and that info; nil when all are 0
@@ -319,7 +319,7 @@ function M.qr(A, mode, opts)
   mode = mode or 'reduced'
   if mode_ids[mode] == nil then
     fail(op, ("qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'")
-      :format(tostring(mode)))
+      :format(shown(mode)))
   end
   check(op, A, false)
   local Q, R = qr(A, mode)
@@ -372,7 +372,7 @@ local function uplo_of(op, uplo)
   if opts_at(uplo) then uplo = uplo.UPLO or uplo.uplo end
   uplo = uplo or 'L'
   if uplo ~= 'L' and uplo ~= 'U' then
-    fail(op, ("Expected UPLO argument to be 'L' or 'U', but got %s"):format(tostring(uplo)))
+    fail(op, ("Expected UPLO argument to be 'L' or 'U', but got %s"):format(shown(uplo)))
   end
   return uplo == 'U'
 end
@@ -678,7 +678,7 @@ function M.lstsq(A, B, rcond, opts)
   if rcond == nil then rcond = opts.rcond end
   local driver = opts.driver or 'gelsy'
   if not drivers[driver] then
-    fail(op, ("parameter `driver` should be one of (gels, gelsy, gelsd, gelss), but got %s"):format(tostring(driver)))
+    fail(op, ("parameter `driver` should be one of (gels, gelsy, gelsd, gelss), but got %s"):format(shown(driver)))
   end
   need(op, A, 'A')
   need(op, B, 'B')
@@ -926,7 +926,7 @@ function M.cond(A, p)
     local hi, lo = S:narrow(-1, 1, 1), S:narrow(-1, k, 1)
     return (p == -2 and lo / hi or hi / lo):squeeze(-1)
   end
-  if not cond_ps[p] then fail(op, 'linalg.cond got an invalid norm type: ' .. tostring(p)) end
+  if not cond_ps[p] then fail(op, 'linalg.cond got an invalid norm type: ' .. shown(p)) end
   if A:size(-1) ~= A:size(-2) then
     fail(op, ('linalg.cond(ord=%s): A must be batches of square matrices, but they are %d by %d matrices'):format(
       tostring(p), A:size(-2), A:size(-1)))

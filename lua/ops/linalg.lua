@@ -508,6 +508,9 @@ do
     if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
     opts = opts or {}
     ord = ord or opts.ord or 2
+    if type(ord) ~= 'number' then
+      fail('linalg.vector_norm', "argument 'ord' must be a number (math.huge for inf), got " .. K.shown(ord))
+    end
     if dim == nil then dim = opts.dim end
     if keepdim == nil then keepdim = opts.keepdim or false end
     local y = x
@@ -523,27 +526,97 @@ do
     -- one node, named as PyTorch's (its gradient is the norm's)
     return T.name_grad_fn(y:norm(ord, dim, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
   end
+  -- matrix_norm(A, ord='fro', dim={-2, -1}, keepdim=false, {dtype=}): 'fro', 'nuc', 1, -1, 2, -2, inf, -inf as
+  -- PyTorch's: 'fro' the vector 2-norm of the two dims, 'nuc' / 2 / -2 the sum / largest / smallest singular value
+  -- (linalg.svdvals: its gradient is LinalgSvdBackward0's, then SumBackward1 / AmaxBackward0 / AminBackward0 as
+  -- PyTorch's), 1 / -1 (inf / -inf) the largest / smallest column (row) sum of |A|
+  local matrix_ords = { fro = true, nuc = true, [1] = true, [-1] = true, [2] = true, [-2] = true, [huge] = true,
+    [-huge] = true }
   local function matrix_norm(x, ord, dim, keepdim, opts)
-    need('linalg.matrix_norm', x)
-    if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    local op = 'linalg.matrix_norm'
+    need(op, x)
+    if type(ord) == 'table' and not is_tensor(ord) and ord[1] == nil then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    if type(dim) == 'table' and dim[1] == nil and next(dim) ~= nil then dim, keepdim, opts = nil, nil, dim end
+    if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
     opts = opts or {}
-    ord = ord or opts.ord or 'fro'
-    dim = dim or opts.dim or { -2, -1 }
+    if ord == nil then ord = opts.ord or 'fro' end
+    if dim == nil then dim = opts.dim or { -2, -1 } end
     if keepdim == nil then keepdim = opts.keepdim or false end
-    local d1, d2 = pdim('linalg.matrix_norm', dim[1], x:dim()), pdim('linalg.matrix_norm', dim[2], x:dim())
+    if type(keepdim) ~= 'boolean' then fail(op, 'keepdim must be a boolean, got ' .. K.shown(keepdim)) end
+    if not matrix_ords[ord] then fail(op, ('Order %s not supported.'):format(K.shown(ord))) end
+    if x:dim() < 2 then fail(op, 'The input tensor A must have at least 2 dimensions.') end
+    if opts.dtype then x = x:to(opts.dtype) end
+    if not is_float(x) then
+      fail(op, 'Expected a floating point or complex tensor as input. Got ' .. require('moontorch.dtype').scalar_type(x.dtype))
+    end
+    if type(dim) ~= 'table' or #dim ~= 2 then
+      fail(op, 'dim must be a 2-tuple. Got ' .. (type(dim) == 'table' and table.concat(dim, ' ') or K.shown(dim)))
+    end
+    local d1, d2 = pdim(op, dim[1], x:dim()), pdim(op, dim[2], x:dim())
+    if d1 == d2 then fail(op, ('dims must be different. Got (%s, %s)'):format(K.shown(dim[1]), K.shown(dim[2]))) end
     if ord == 'fro' then -- PyTorch's: the vector norm of the two dims
       return T.name_grad_fn(x:norm(2, { d1, d2 }, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
     end
-    if ord == 1 or ord == -1 or ord == huge or ord == -huge then
-      local sum_d, red_d = d1, d2
-      if ord == huge or ord == -huge then sum_d, red_d = d2, d1 end
-      local s = x:abs():sum(sum_d, { keepdim = true })
-      local r = (ord > 0) and s:amax(red_d, { keepdim = true }) or s:amin(red_d, { keepdim = true })
-      if not keepdim then r = r:squeeze(math.max(d1, d2)):squeeze(math.min(d1, d2)) end
+    local lo, hi = math.min(d1, d2), math.max(d1, d2)
+    if ord == 'nuc' or ord == 2 or ord == -2 then
+      -- the two dims moved last (in dim's order), the singular values reduced
+      local y = x
+      if not (d1 == x:dim() - 1 and d2 == x:dim()) then
+        local perm = {}
+        for i = 1, x:dim() do if i ~= d1 and i ~= d2 then perm[#perm + 1] = i end end
+        perm[#perm + 1], perm[#perm + 2] = d1, d2
+        y = x:permute(perm)
+      end
+      local S = torch.linalg.svdvals(y)
+      local r
+      if ord == 'nuc' then r = S:sum(-1)
+      elseif ord == 2 then r = S:amax(-1)
+      else r = S:amin(-1) end
+      if keepdim then r = r:unsqueeze(lo):unsqueeze(hi) end
       return r
     end
-    fail('linalg.matrix_norm', 'ord ' .. tostring(ord) .. ' is not supported by moontorch yet (fro, 1, -1, inf, -inf are)')
+    local sum_d, red_d = d1, d2
+    if ord == huge or ord == -huge then sum_d, red_d = d2, d1 end
+    -- (PyTorch's order: the sum, then amax / amin, whose node is the result's)
+    local s = x:abs():sum(sum_d, { keepdim = keepdim })
+    if not keepdim and sum_d < red_d then red_d = red_d - 1 end
+    return (ord > 0) and s:amax(red_d, { keepdim = keepdim }) or s:amin(red_d, { keepdim = keepdim })
   end
+  composed.matrix_norm = matrix_norm
+  -- linalg.norm(A, ord=nil, dim=nil, keepdim=false, {dtype=}): PyTorch's rules: a dim of two entries (or a string
+  -- ord) a matrix norm, one dim a vector norm; an ord without dim wants A 1-D (vector) or 2-D (matrix); neither:
+  -- the 2-norm of all the elements
+  local function linalg_norm(x, ord, dim, keepdim, opts)
+    local op = 'linalg.norm'
+    need(op, x)
+    if type(ord) == 'table' and not is_tensor(ord) and ord[1] == nil then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    if type(dim) == 'table' and dim[1] == nil and next(dim) ~= nil then dim, keepdim, opts = nil, nil, dim end
+    if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+    opts = opts or {}
+    if ord == nil then ord = opts.ord end
+    if dim == nil then dim = opts.dim end
+    if keepdim == nil then keepdim = opts.keepdim end
+    if dim ~= nil then
+      local nd = type(dim) == 'table' and #dim or 1
+      if nd ~= 1 and nd ~= 2 then fail(op, 'If dim is specified, it must be of length 1 or 2. Got ' .. K.shown(dim)) end
+      if nd == 2 or type(ord) == 'string' then
+        local r = matrix_norm(x, ord or 'fro', dim, keepdim, opts)
+        return r
+      end
+    elseif ord ~= nil then
+      if x:dim() ~= 1 and x:dim() ~= 2 then
+        fail(op, ('If dim is not specified but ord is, the input must be 1D or 2D. Got %dD.'):format(x:dim()))
+      end
+      if x:dim() == 2 then
+        local r = matrix_norm(x, ord, nil, keepdim, opts)
+        return r
+      end
+    end
+    if type(ord) == 'string' then fail(op, ('Order %s not supported.'):format(ord)) end
+    local r = vector_norm(x, ord or 2, dim, keepdim, opts)
+    return r
+  end
+  composed.linalg_norm = linalg_norm
 
   ------------------------------------------------------------------------------ torch.linalg: solve, inv, det
   -- Gauss-Jordan elimination with partial pivoting over a batch (..., n, n), written with tensor ops
@@ -739,18 +812,7 @@ do
     if torch.linalg == nil then
       torch.linalg = {
         vector_norm = vector_norm, matrix_norm = matrix_norm,
-        norm = function(x, ord, dim, keepdim, opts)
-          need('linalg.norm', x)
-          if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
-          opts = opts or {}
-          ord = ord or opts.ord
-          dim = dim or opts.dim
-          if type(ord) == 'string' or (ord ~= nil and type(dim) == 'table' and #dim == 2) then
-            return matrix_norm(x, ord, dim, keepdim, opts)
-          end
-          if ord == nil and dim == nil and x:dim() == 2 then return matrix_norm(x, 'fro', nil, keepdim, opts) end
-          return vector_norm(x, ord or 2, dim, keepdim, opts)
-        end,
+        norm = linalg_norm,
         cross = function(a, b, dim)
           local r = cross(a, b, dim or -1) -- not a tail call: an error inside names linalg.cross
           return r
