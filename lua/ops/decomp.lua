@@ -109,6 +109,13 @@ function raw.lu_factor(A)
   call(C.mt_linalg_lu_factor(A:detach(), outs, outs + 1, outs + 2))
   return grab(0), grab(1), grab(2)
 end
+-- X with A X = B (adjoint: A^T X = B) from lu_factor's LU and pivots; LU (..., n, n), pivots (..., n), B (..., n, k)
+-- with one batch shape
+function raw.lu_solve(LU, piv, B, adjoint)
+  clear()
+  call(C.mt_linalg_lu_solve(LU:detach(), piv, B:detach(), adjoint and 1 or 0, outs))
+  return grab(0)
+end
 -- A (..., n, n) and B (..., n, k) / (..., k, n) with their batch dims broadcast
 local function broadcast_batch(A, B)
   local sa, sb = sizes(A), sizes(B)
@@ -946,6 +953,209 @@ function M.cond(A, p)
   return torch.where(singular, huge, r)
 end
 
+------------------------------------------------------------------------------ solve, inv, det, slogdet (getrf + getrs)
+-- the broadcast of two batch shapes (tables), nil when they do not broadcast
+local function broadcast_shapes(sa, sb)
+  local n = max(#sa, #sb)
+  local r = {}
+  for i = 1, n do
+    local x, y = sa[#sa - n + i] or 1, sb[#sb - n + i] or 1
+    if x ~= y and x ~= 1 and y ~= 1 then return nil end
+    r[i] = x == 1 and y or x
+  end
+  return r
+end
+local function batch_of(t, keep)
+  local s = sizes(t)
+  for _ = 1, keep do s[#s] = nil end
+  return s
+end
+local function with(batch, ...)
+  local s = { unpack(batch) }
+  for i = 1, select('#', ...) do s[#s + 1] = select(i, ...) end
+  return s
+end
+-- X with A X = B (left) or X A = B, B (..., n, k) / (..., k, n) of A's dtype, the batch dims broadcast: getrf of A
+-- (its own batch), getrs of each right-hand side; the info of getrf in stash.info (A's batch shape)
+local function solve_raw(A, B, left)
+  local LU, piv, info = raw.lu_factor(A)
+  stash.info = info
+  local n = A:size(-1)
+  if not left then B = mT(B) end -- X A = B: A^T X^T = B^T
+  local batch = broadcast_shapes(batch_of(A, 2), batch_of(B, 2))
+  local k = B:size(-1)
+  LU, piv, B = LU:expand(with(batch, n, n)), piv:expand(with(batch, n)), B:expand(with(batch, n, k))
+  local X = raw.lu_solve(LU, piv, B, not left)
+  if not left then X = mT(X) end
+  return X
+end
+-- the right-hand side is a vector (PyTorch's rule): B 1-D, or B of A's shape without its last dim
+local function vector_rhs(A, B)
+  if B:dim() == 1 then return true end
+  if B:dim() ~= A:dim() - 1 then return false end
+  for i = 1, B:dim() do if B:size(i) ~= A:size(i) then return false end end
+  return true
+end
+-- gB = solve(A^T, gX) (the same side), gA = -gB X^T (left) or -X^T gB, each reduced to its operand's shape
+local solve_node
+solve_node = K.node('LinalgSolveExBackward0', function(A, B, left, vec)
+  local X = solve_raw(A, vec and B:unsqueeze(-1) or B, left)
+  return vec and X:squeeze(-1) or X
+end, function(g, A, B, left, vec)
+  local X = solve_node(A, B, left, vec)
+  local gB = solve_node(mT(A), g, left, vec)
+  if vec then X, gB = X:unsqueeze(-1), gB:unsqueeze(-1) end
+  local gA = left and -gB:matmul(mT(X)) or -mT(X):matmul(gB)
+  if vec then gB = gB:squeeze(-1) end
+  return sum_to(gA, A), sum_to(gB, B)
+end)
+local function solve_impl(op, A, B, opts)
+  opts = opts_at(opts) or {}
+  check(op, A, true)
+  need(op, B, 'B')
+  local left = bool_opt(op, 'left', opts.left, true)
+  if B.dtype ~= A.dtype then
+    fail(op, ('Expected A and B to have the same dtype, but found A of type %s and B of type %s instead'):format(
+      dtype.scalar_type(A.dtype), dtype.scalar_type(B.dtype)))
+  end
+  local vec = vector_rhs(A, B)
+  local n = A:size(-1)
+  local Bm = vec and B:unsqueeze(-1) or B
+  if Bm:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  if (left and Bm:size(-2) or Bm:size(-1)) ~= n then
+    fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(left and 'AX = B' or 'XA = B',
+      n, n, Bm:size(-2), Bm:size(-1)))
+  end
+  if not broadcast_shapes(batch_of(A, 2), batch_of(Bm, 2)) then
+    fail(op, ('Incompatible shapes of A and B for the equation %s: the batch dimensions of %s and %s do not broadcast')
+      :format(left and 'AX = B' or 'XA = B', shown(A), shown(B)))
+  end
+  local X = solve_node(A, B, left, vec)
+  return X, stash.info
+end
+local function singular_solve(op, info)
+  local batch, code = first_failure(info)
+  if code then fail(op, batch_prefix(batch) .. 'The solver failed because the input matrix is singular.') end
+end
+local function out_to(op, out, r)
+  if out == nil then return r end
+  if not is_tensor(out) then fail(op, 'out must be a tensor, got ' .. shown(out)) end
+  return out:resize_(r:size()):copy_(r)
+end
+-- linalg.solve(A, B, {left=true, out=}); linalg.solve_ex(A, B, {left=, check_errors=false}): X, info
+function M.solve(A, B, opts)
+  local X, info = solve_impl('linalg.solve', A, B, opts)
+  singular_solve('linalg.solve', info)
+  return out_to('linalg.solve', opts_at(opts) and opts.out, X)
+end
+function M.solve_ex(A, B, opts)
+  local op = 'linalg.solve_ex'
+  local X, info = solve_impl(op, A, B, opts)
+  if bool_opt(op, 'check_errors', opts_at(opts) and opts.check_errors, false) then singular_solve(op, info) end
+  return X, info
+end
+
+-- inv(A): solve(A, I) as PyTorch's; the gradient -X^T g X^T
+local inv_node
+inv_node = K.node('LinalgInvExBackward0', function(A)
+  local n = A:size(-1)
+  return solve_raw(A, torch.eye(n, { dtype = A.dtype }):expand(sizes(A)), true)
+end, function(g, A)
+  local Xt = mT(inv_node(A))
+  return -Xt:matmul(g):matmul(Xt)
+end)
+local function inv_impl(op, A)
+  check(op, A, true)
+  local X = inv_node(A)
+  return X, stash.info
+end
+local function singular_inv(op, info)
+  local batch, code = first_failure(info)
+  if code then
+    fail(op, batch_prefix(batch) .. ('The diagonal element %d is zero, the inversion could not be completed because the '
+      .. 'input matrix is singular.'):format(code))
+  end
+end
+function M.inv(A, opts)
+  local X, info = inv_impl('linalg.inv', A)
+  singular_inv('linalg.inv', info)
+  return out_to('linalg.inv', opts_at(opts) and opts.out, X)
+end
+function M.inverse(A, opts)
+  local X, info = inv_impl('inverse', A)
+  singular_inv('inverse', info)
+  return out_to('inverse', opts_at(opts) and opts.out, X)
+end
+function M.inv_ex(A, opts)
+  local op = 'linalg.inv_ex'
+  local X, info = inv_impl(op, A)
+  if bool_opt(op, 'check_errors', opts_at(opts) and opts.check_errors, false) then singular_inv(op, info) end
+  return X, info
+end
+
+-- det, sign and log|det| from getrf's LU: the product of U's diagonal, the permutation's sign (-1 per pivot
+-- that swapped)
+local function lu_det_parts(A)
+  local LU, piv = raw.lu_factor(A)
+  local n = A:size(-1)
+  local d = LU:diagonal(0, -2, -1)
+  local swaps = piv:ne(torch.arange(1, n + 1, { dtype = torch.int32 })):sum(-1)
+  local psign = 1 - (swaps % 2):to(A.dtype) * 2
+  return d, psign
+end
+-- gA = g adj(A)^T: g det A^-T for an invertible A; for a batch with a singular matrix, the cofactors by the SVD
+-- (A = U S Vh: det(U) det(Vh) U diag(prod_{j ~= i} S_j) Vh, as PyTorch's)
+local det_node
+det_node = K.node('LinalgDetBackward0', function(A)
+  local d, psign = lu_det_parts(A)
+  return d:prod(-1) * psign
+end, function(g, A)
+  local det = det_node(A)
+  local n = A:size(-1)
+  if n == 0 then return torch.zeros_like(A) end
+  if not det:eq(0):any() then
+    return (g * det):unsqueeze(-1):unsqueeze(-1) * mT(inv_node(A))
+  end
+  local U, S, Vh = svd(A, false)
+  local I = eye_like(n, A):to(torch.bool)
+  local others = torch.where(I, 1, S:unsqueeze(-2):expand(with(batch_of(S, 1), n, n))):prod(-1)
+  local sgn = det_node(U) * det_node(Vh)
+  local cof = (U * others:unsqueeze(-2)):matmul(Vh) * sgn:unsqueeze(-1):unsqueeze(-1)
+  return g:unsqueeze(-1):unsqueeze(-1) * cof
+end)
+function M.det(A)
+  check('linalg.det', A, true)
+  return det_node(A)
+end
+function M.old_det(A)
+  check('det', A, true, 'input')
+  return det_node(A)
+end
+-- slogdet: sign (0 for a singular matrix) and log|det| (-inf); log|det|'s gradient g A^-T
+local slogdet_node
+slogdet_node = node('LinalgSlogdetBackward0', function(A)
+  local d, psign = lu_det_parts(A)
+  return psign * d:sign():prod(-1), d:abs():log():sum(-1)
+end, function(gs, A)
+  local g = gs[2]
+  if g == nil then return nil end
+  return g:unsqueeze(-1):unsqueeze(-1) * mT(inv_node(A))
+end)
+function M.slogdet(A)
+  check('linalg.slogdet', A, true)
+  return slogdet_node(A)
+end
+function M.old_slogdet(A)
+  check('slogdet', A, true, 'input')
+  return slogdet_node(A)
+end
+-- logdet: log|det| where det > 0, nan where det < 0, -inf where 0 (PyTorch's: a where over slogdet)
+function M.logdet(A)
+  check('logdet', A, true, 'input')
+  local sign, la = slogdet_node(A)
+  return torch.where(sign:lt(0), 0 / 0, la)
+end
+
 ------------------------------------------------------------------------------ cholesky_solve, cholesky_inverse
 local function cs_raw(B, L, upper)
   if upper then L = mT(L) end
@@ -1006,18 +1216,20 @@ function M.install(tt, linalg)
     cholesky = M.cholesky, cholesky_ex = M.cholesky_ex, solve_triangular = M.solve_triangular, qr = M.qr,
     eigh = M.eigh, eigvalsh = M.eigvalsh, svd = M.svd, svdvals = M.svdvals, lstsq = M.lstsq, pinv = M.pinv,
     matrix_rank = M.matrix_rank, lu_factor = M.lu_factor, lu_factor_ex = M.lu_factor_ex, lu = M.lu,
-    lu_solve = M.linalg_lu_solve, cond = M.cond,
+    lu_solve = M.linalg_lu_solve, cond = M.cond, solve = M.solve, solve_ex = M.solve_ex, inv = M.inv, inv_ex = M.inv_ex,
+    det = M.det, slogdet = M.slogdet,
   }
   for k, v in pairs(L) do if linalg[k] == nil then linalg[k] = v end end
   local fns = {
     cholesky = M.old_cholesky, qr = M.old_qr, svd = M.old_svd, pinverse = M.pinverse, lu = M.old_lu,
     lu_unpack = M.lu_unpack, lu_solve = M.lu_solve, cholesky_solve = M.cholesky_solve,
     cholesky_inverse = M.cholesky_inverse, triangular_solve = M.triangular_solve, symeig = M.symeig,
-    geqrf = M.geqrf, orgqr = M.orgqr, ormqr = M.ormqr,
+    geqrf = M.geqrf, orgqr = M.orgqr, ormqr = M.ormqr, det = M.old_det, slogdet = M.old_slogdet, logdet = M.logdet,
+    inverse = M.inverse,
   }
   for k, v in pairs(fns) do if torch[k] == nil then torch[k] = v end end
   for _, k in ipairs { 'cholesky', 'qr', 'svd', 'pinverse', 'lu', 'lu_solve', 'cholesky_solve', 'cholesky_inverse',
-    'triangular_solve', 'symeig', 'geqrf', 'orgqr', 'ormqr' } do
+    'triangular_solve', 'symeig', 'geqrf', 'orgqr', 'ormqr', 'det', 'slogdet', 'logdet', 'inverse' } do
     if methods[k] == nil then methods[k] = fns[k] end
   end
 end

@@ -185,8 +185,8 @@ end
 
 ------------------------------------------------------------------------------ composed in Lua
 -- kron, inner, cross, cdist/pdist, addr, addbmm, dist, matrix_power, einsum,
--- chain_matmul; torch.linalg: vector/matrix norms, det, solve, inv, slogdet (Gauss-Jordan elimination in
--- tensor ops), matrix_exp, householder_product; torch.det/inverse/slogdet/logdet/matrix_exp.
+-- chain_matmul; torch.linalg: vector/matrix norms, matrix_exp, householder_product; torch.matrix_exp (solve, inv,
+-- det, slogdet and the decompositions are LAPACK's: lua/ops/decomp.lua).
 -- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
 -- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
 -- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
@@ -618,116 +618,6 @@ do
   end
   composed.linalg_norm = linalg_norm
 
-  ------------------------------------------------------------------------------ torch.linalg: solve, inv, det
-  -- Gauss-Jordan elimination with partial pivoting over a batch (..., n, n), written with tensor ops
-  -- (autograd follows). Returns X solving A X = B (B nil: none), det(A), log|det(A)|, sign, and the
-  -- 1-based step whose pivot was zero (nil: none).
-  local function gauss_jordan(op, A, B)
-    need(op, A, 'A')
-    if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
-      fail(op, ('A must be batches of square matrices, but they are %d by %d matrices'):format(
-        A:dim() >= 2 and A:size(-2) or 0, A:dim() >= 1 and A:size(-1) or 0))
-    end
-    if not is_float(A) then
-      fail(op, ('Expected a floating point or complex tensor as input. Got %s'):format((tostring(A.dtype):gsub('^torch%.', ''))))
-    end
-    local n = A:size(-1)
-    local M = B and torch.cat({ A, B:to(A.dtype) }, -1) or A
-    local width = M:size(-1)
-    local bs = sizes(A)
-    bs[#bs], bs[#bs - 1] = nil, nil
-    local sign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's sign times the pivots' signs
-    local psign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's
-    local logabs = torch.zeros(bs, { dtype = A.dtype })
-    local det = torch.ones(bs, { dtype = A.dtype })
-    local rows = torch.arange(1, n + 1):to(torch.int64)
-    local zero_at
-    for k = 1, n do
-      local col = M:narrow(-2, k, n - k + 1):select(-1, k):abs()
-      local _, p = col:detach():max(-1, { keepdim = true })
-      p = p + (k - 1)
-      -- swap rows k and p (a gather, so gradients follow the rows)
-      local perm = torch.where(rows:eq(k), p, torch.where(rows:eq(p), k, rows))
-      local shape = sizes(M)
-      M = M:gather(-2, perm:unsqueeze(-1):expand(shape))
-      local swapped = p:squeeze(-1):ne(k)
-      sign = torch.where(swapped, -sign, sign)
-      psign = torch.where(swapped, -psign, psign)
-      local pivot = M:select(-2, k):select(-1, k)
-      det = det * pivot
-      logabs = logabs + pivot:abs():log()
-      sign = sign * pivot:sign()
-      if not zero_at and pivot:eq(0):any() then zero_at = k end
-      local safe = torch.where(pivot:eq(0), 1, pivot)
-      local rowk = M:select(-2, k) / safe:unsqueeze(-1)
-      local factors = M:select(-1, k)
-      M = M - factors:unsqueeze(-1) * rowk:unsqueeze(-2)
-      local is_k = rows:eq(k):view(n, 1):expand(n, width)
-      M = torch.where(is_k, rowk:unsqueeze(-2):expand(shape), M)
-    end
-    local X = B and M:narrow(-1, n + 1, width - n) or nil
-    return X, det * psign, logabs, sign, zero_at
-  end
-  -- one node named as PyTorch's; the gradient autograd's of the elimination (K.node_autograd)
-  local linalg_det = K.node_autograd('LinalgDetBackward0', function(A)
-    local _, det = gauss_jordan('linalg.det', A, nil) -- the pivots' product with the permutation's sign
-    return det
-  end)
-  local function solve_raw(A, B)
-    need('linalg.solve', B, 'B')
-    local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
-    local Bm = vec and B:unsqueeze(-1) or B
-    local X, _, _, _, zero_at = gauss_jordan('linalg.solve', A, Bm)
-    if zero_at then fail('linalg.solve', 'The solver failed because the input matrix is singular.') end
-    return vec and X:squeeze(-1) or X
-  end
-  local function inv_raw(A)
-    need('linalg.inv', A, 'A')
-    local n = A:size(-1)
-    local I = torch.eye(n, { dtype = A.dtype }):expand(sizes(A))
-    local X, _, _, _, zero_at = gauss_jordan('linalg.inv', A, I)
-    if zero_at then
-      fail('linalg.inv', ('The diagonal element %d is zero, the inversion could not be completed because the '
-        .. 'input matrix is singular.'):format(zero_at))
-    end
-    return X
-  end
-  -- inv and solve as one node each, named as PyTorch's; their gradients solve again (so they
-  -- record under create_graph)
-  local linalg_inv = K.node('LinalgInvExBackward0', inv_raw, function(g, A)
-    local Xt = inv_raw(A):transpose(-2, -1)
-    return -Xt:matmul(g):matmul(Xt)
-  end)
-  local linalg_solve = K.node('LinalgSolveExBackward0', solve_raw, function(g, A, B)
-    local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
-    local X, gB = solve_raw(A, B), solve_raw(A:transpose(-2, -1), g)
-    local Xm, gBm = vec and X:unsqueeze(-1) or X, vec and gB:unsqueeze(-1) or gB
-    return -gBm:matmul(Xm:transpose(-2, -1)), gB
-  end)
-  local function slogdet_raw(A)
-    local _, _, logabs, sign = gauss_jordan('linalg.slogdet', A, nil)
-    return sign:detach(), logabs:detach()
-  end
-  -- sign and log|det| from one node named as PyTorch's: log|det|'s gradient is g A^-T (the sign's
-  -- is none)
-  local SlogdetFn
-  local function linalg_slogdet(A)
-    if not (is_tensor(A) and A.requires_grad and torch.is_grad_enabled()) then return slogdet_raw(A) end
-    if not SlogdetFn then
-      SlogdetFn = torch.autograd.Function('moontorch.LinalgSlogdetBackward0')
-      SlogdetFn._backward_name = 'LinalgSlogdetBackward0'
-      function SlogdetFn.forward(ctx, M)
-        ctx:save_for_backward(M)
-        return slogdet_raw(M)
-      end
-      function SlogdetFn.backward(ctx, _, g)
-        local M = unpack(ctx.saved_tensors)
-        return g:unsqueeze(-1):unsqueeze(-1) * linalg_inv(M):transpose(-2, -1)
-      end
-    end
-    return SlogdetFn.apply(A)
-  end
-
   ------------------------------------------------------------------------------ torch.linalg: matrix_exp, householder_product
   -- matrix_exp(A): e^A of each square matrix of (..., n, n), by scaling and squaring around a Taylor
   -- polynomial of degree 18 (whose remainder is below float64's eps for a norm up to 1/2), written
@@ -807,7 +697,6 @@ do
     K.install_functions(torch, fns, true)
     K.install_functions(torch, only, false)
     -- the methods PyTorch also has as torch functions
-    K.functions_of_methods(torch, { 'det' })
     -- torch.linalg: the norms and cross (the rest of linalg is not in moontorch yet)
     if torch.linalg == nil then
       torch.linalg = {
@@ -822,23 +711,10 @@ do
           need('linalg.vecdot', a, 'x'); need('linalg.vecdot', b, 'y')
           return (a * b):sum(dim or -1)
         end,
-        det = linalg_det, solve = linalg_solve, inv = linalg_inv, slogdet = linalg_slogdet,
         matrix_exp = matrix_exp, householder_product = householder_product,
       }
       if torch.matrix_exp == nil then torch.matrix_exp = matrix_exp end
       if methods.matrix_exp == nil then methods.matrix_exp = matrix_exp end
-      if torch.det == nil then torch.det = linalg_det end
-      if methods.det == nil then methods.det = linalg_det end
-      if torch.inverse == nil then torch.inverse = linalg_inv end
-      if methods.inverse == nil then methods.inverse = linalg_inv end
-      if torch.slogdet == nil then torch.slogdet = linalg_slogdet end
-      if methods.slogdet == nil then methods.slogdet = linalg_slogdet end
-      local function logdet(A)
-        local sign, la = linalg_slogdet(A)
-        return torch.where(sign:lt(0), 0 / 0, torch.where(sign:eq(0), -huge, la))
-      end
-      if torch.logdet == nil then torch.logdet = logdet end
-      if methods.logdet == nil then methods.logdet = logdet end
     end
     -- the decompositions by LAPACK (cholesky, qr, eigh, svd, lstsq, lu, pinv, ...): lua/ops/decomp.lua
     require('moontorch.ops.decomp').install(torch, torch.linalg)
