@@ -189,7 +189,7 @@ describe('errors name the op the user called', function()
     -- -1 must have length 3. Got 4 and 5"); tail-called inner functions found by their namespace
     { function() local _ = torch.linalg.cross(a, b) end, 'linalg.cross', 'inputs dimension -1 must have length 3. Got 4 and 5' },
     { function() local _ = torch.cross(a, b, 1) end, 'cross', 'inputs dimension 1 must have length 3. Got 3 and 4' },
-    { function() local _ = torch.linalg.norm(torch.randn(3), 'fro') end, 'linalg.norm', 'dimension -2 out of range' },
+    { function() local _ = torch.linalg.norm(torch.randn(3), 'fro') end, 'linalg.norm', 'The input tensor A must have at least 2 dimensions.' },
     { function() local _ = torch.broadcast_tensors(a, b) end, 'broadcast_tensors', 'Mismatch is between arg 1 and arg 2: size 3 and size 4 at dimension -2' },
     { function() local _ = torch.take(a, b) end, 'take', 'expected dtype int64 for index' },
     -- aliases name themselves

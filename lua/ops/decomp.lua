@@ -24,6 +24,17 @@ local torch -- set by install
 -- what a node's forward computed beside its differentiable outputs (info codes, pivots, rank), read by the
 -- caller right after the call (the forward runs inside it)
 local stash = {}
+-- stash[k], emptied (a tensor left there would stay alive)
+local function pop(k)
+  local v = stash[k]
+  stash[k] = nil
+  return v
+end
+-- ..., after emptying the stash (the backward's recomputed factorizations leave theirs)
+local function unstashed(...)
+  for k in pairs(stash) do stash[k] = nil end
+  return ...
+end
 
 local outs = ffi.new('mt_tensor *[4]')
 local function clear() outs[0], outs[1], outs[2], outs[3] = nil, nil, nil, nil end
@@ -41,6 +52,12 @@ local function call(st)
 end
 
 ------------------------------------------------------------------------------ checks (PyTorch's messages)
+-- r written into out (resized to r's shape; out's dtype kept), out returned; no out: r
+local function out_to(op, out, r)
+  if out == nil then return r end
+  if not is_tensor(out) then fail(op, 'out must be a tensor, got ' .. shown(out)) end
+  return torch.mul(r, 1, { out = out })
+end
 local function check(op, A, square, what)
   what = what or 'A'
   need(op, A, what)
@@ -156,7 +173,12 @@ end
 -- PyTorch's when a tensor argument requires grad. grad(gs, ...) gets the outputs' gradients (a table: nil
 -- where none arrived) and fn's arguments, and returns one gradient per argument; it recomputes what it
 -- needs from the arguments with the recording functions, so that create_graph records through it.
-local node = K.node_multi
+local function node(name, fn, grad)
+  return K.node_multi(name, fn, function(...) return unstashed(grad(...)) end)
+end
+local function node1(name, fn, grad)
+  return K.node(name, fn, function(...) return unstashed(grad(...)) end)
+end
 
 local function mT(x) return x:transpose(-2, -1) end
 local function eye_like(n, A) return torch.eye(n, { dtype = A.dtype }) end
@@ -203,7 +225,7 @@ function M.solve_triangular(A, B, opts)
   end
   if B.dtype ~= A.dtype then B = B:to(A.dtype) end -- (PyTorch's result has A's dtype)
   local r = solve_triangular(A, B, upper, left, unit)
-  if opts.out ~= nil then return opts.out:resize_(r:size()):copy_(r) end
+  if opts.out ~= nil then return out_to(op, opts.out, r) end
   return r
 end
 
@@ -242,7 +264,7 @@ end
 local function cholesky_impl(op, name, A, upper, check_errors)
   check(op, A, true)
   local L = cholesky_node(name)(A, upper)
-  local info = stash.info
+  local info = pop('info')
   if check_errors then
     local msg = cholesky_info_message(op, info)
     if msg then fail(op, msg) end
@@ -423,7 +445,7 @@ function M.eigh(A, uplo)
   local upper = uplo_of(op, uplo)
   check(op, A, true)
   local w, V = eigh(A, upper)
-  eigh_check(op, stash.info)
+  eigh_check(op, pop('info'))
   return w, V
 end
 function M.eigvalsh(A, uplo)
@@ -432,7 +454,7 @@ function M.eigvalsh(A, uplo)
   check(op, A, true)
   if A.requires_grad and torch.is_grad_enabled() then
     local w = eigh(A, upper)
-    eigh_check(op, stash.info)
+    eigh_check(op, pop('info'))
     return w
   end
   local w, _, info = raw.eigh(A, upper, false)
@@ -451,7 +473,7 @@ function M.symeig(A, eigenvectors, upper)
   upper = bool_opt(op, 'upper', upper, true)
   check(op, A, true, 'input')
   local w, V = symeig_node(A, upper)
-  eigh_check(op, stash.info)
+  eigh_check(op, pop('info'))
   if not eigenvectors then V = torch.empty(0, { dtype = A.dtype }) end
   return w, V
 end
@@ -713,7 +735,7 @@ function M.lstsq(A, B, rcond, opts)
   if rcond == nil then rcond = torch.finfo(A.dtype).eps * max(m, n) end
   -- gelsd (an SVD) for the drivers that give singular values, gelsy (QR with column pivoting) for the others
   local X = lstsq_node(A, Bm, rcond, driver == 'gelsd' or driver == 'gelss')
-  local rank, S = stash.rank, stash.S
+  local rank, S = pop('rank'), pop('S')
   local empty = torch.empty(0, { dtype = A.dtype })
   local residuals = empty
   if driver ~= 'gelsy' and m > n and rank:eq(n):all() then
@@ -821,7 +843,7 @@ function M.lu_factor_ex(A, opts)
   end
   check(op, A, false)
   local LU = lu_factor_node(A)
-  local piv, info = stash.piv, stash.info
+  local piv, info = pop('piv'), pop('info')
   if opts.check_errors then
     local batch, code = first_failure(info)
     if code then fail(op, batch_prefix(batch) .. ('U[%d,%d] is zero and using it on lu_solve would result in a division '
@@ -849,7 +871,7 @@ function M.lu(A, opts)
   pivot_opt(op, opts)
   check(op, A, false)
   local L, U = lu_node(A)
-  local piv = stash.piv
+  local piv = pop('piv')
   return perm_of(piv, A:size(-2), A.dtype), L, U
 end
 -- torch.lu_unpack(LU, pivots, unpack_data=True, unpack_pivots=True): P, L, U (L and U recorded through the
@@ -998,7 +1020,7 @@ local function vector_rhs(A, B)
 end
 -- gB = solve(A^T, gX) (the same side), gA = -gB X^T (left) or -X^T gB, each reduced to its operand's shape
 local solve_node
-solve_node = K.node('LinalgSolveExBackward0', function(A, B, left, vec)
+solve_node = node1('LinalgSolveExBackward0', function(A, B, left, vec)
   local X = solve_raw(A, vec and B:unsqueeze(-1) or B, left)
   return vec and X:squeeze(-1) or X
 end, function(g, A, B, left, vec)
@@ -1031,16 +1053,11 @@ local function solve_impl(op, A, B, opts)
       :format(left and 'AX = B' or 'XA = B', shown(A), shown(B)))
   end
   local X = solve_node(A, B, left, vec)
-  return X, stash.info
+  return X, pop('info')
 end
 local function singular_solve(op, info)
   local batch, code = first_failure(info)
   if code then fail(op, batch_prefix(batch) .. 'The solver failed because the input matrix is singular.') end
-end
-local function out_to(op, out, r)
-  if out == nil then return r end
-  if not is_tensor(out) then fail(op, 'out must be a tensor, got ' .. shown(out)) end
-  return out:resize_(r:size()):copy_(r)
 end
 -- linalg.solve(A, B, {left=true, out=}); linalg.solve_ex(A, B, {left=, check_errors=false}): X, info
 function M.solve(A, B, opts)
@@ -1057,7 +1074,7 @@ end
 
 -- inv(A): solve(A, I) as PyTorch's; the gradient -X^T g X^T
 local inv_node
-inv_node = K.node('LinalgInvExBackward0', function(A)
+inv_node = node1('LinalgInvExBackward0', function(A)
   local n = A:size(-1)
   return solve_raw(A, torch.eye(n, { dtype = A.dtype }):expand(sizes(A)), true)
 end, function(g, A)
@@ -1067,7 +1084,7 @@ end)
 local function inv_impl(op, A)
   check(op, A, true)
   local X = inv_node(A)
-  return X, stash.info
+  return X, pop('info')
 end
 local function singular_inv(op, info)
   local batch, code = first_failure(info)
@@ -1106,7 +1123,7 @@ end
 -- gA = g adj(A)^T: g det A^-T for an invertible A; for a batch with a singular matrix, the cofactors by the SVD
 -- (A = U S Vh: det(U) det(Vh) U diag(prod_{j ~= i} S_j) Vh, as PyTorch's)
 local det_node
-det_node = K.node('LinalgDetBackward0', function(A)
+det_node = node1('LinalgDetBackward0', function(A)
   local d, psign = lu_det_parts(A)
   return d:prod(-1) * psign
 end, function(g, A)

@@ -607,7 +607,7 @@ do
       if x:dim() ~= 1 and x:dim() ~= 2 then
         fail(op, ('If dim is not specified but ord is, the input must be 1D or 2D. Got %dD.'):format(x:dim()))
       end
-      if x:dim() == 2 then
+      if x:dim() == 2 or type(ord) == 'string' then
         local r = matrix_norm(x, ord, nil, keepdim, opts)
         return r
       end

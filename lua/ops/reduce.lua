@@ -333,7 +333,7 @@ function M.norm(t, a1, a2, a3, a4)
     end
     local r = require('moontorch.ops.linalg').composed.matrix_norm(t, 'nuc', dim or { -2, -1 }, keepdim or false,
       opts and { dtype = opts.dtype } or nil)
-    if opts and opts.out then return opts.out:resize_(r:size()):copy_(r) end
+    if opts and opts.out then return require('moontorch').mul(r, 1, { out = opts.out }) end
     return r
   end
   if p == nil or p == 'fro' then
