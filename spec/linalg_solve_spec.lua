@@ -399,3 +399,43 @@ describe('linalg messages show the values given (never "cdata")', function()
     H.errors_with(function() torch.linalg.solve(x, x, { left = x }) end, 'left must be a boolean, got a tensor of size')
   end)
 end)
+
+describe('linalg.lu_solve / torch.lu_solve by getrs', function()
+  -- LU, piv = torch.linalg.lu_factor(A); torch.linalg.lu_solve(LU, piv, B or B.T, **kw)
+  local REF = {
+    { {}, B, { { -0.033333333333333326, 0.7 }, { 0.43333333333333335, -0.09999999999999998 }, { 1.2666666666666666, 1.4 } } },
+    { { adjoint = true }, B, { { 1.2666666666666666, 1.2666666666666666 }, { -1.5333333333333332, -0.5333333333333333 },
+      { 0.8333333333333333, -0.16666666666666669 } } },
+    { { left = false }, B:t(), { { 1.2666666666666666, -1.5333333333333332, 0.8333333333333333 },
+      { 1.2666666666666666, -0.5333333333333333, -0.16666666666666669 } } },
+    { { left = false, adjoint = true }, B:t(), { { -0.033333333333333326, 0.43333333333333335, 1.2666666666666666 },
+      { 0.7, -0.09999999999999998, 1.4 } } },
+  }
+  it('values as PyTorch 1.13, without and with autograd (the same answer)', function()
+    local LU, piv = torch.linalg.lu_factor(A)
+    for _, c in ipairs(REF) do
+      close(torch.linalg.lu_solve(LU, piv, c[2], c[1]), c[3], 1e-12)
+      local lu = LU:clone():requires_grad_()
+      local X = torch.linalg.lu_solve(lu, piv, c[2], c[1])
+      assert.are.equal('LinalgLuSolveBackward0', X.grad_fn:name())
+      close(X, c[3], 1e-12)
+    end
+    close(torch.lu_solve(B, LU, piv), REF[1][3], 1e-12)
+    -- batched LU against one B, float32
+    local As = torch.randn(3, 4, 4) + torch.eye(4) * 4
+    local LUs, ps = torch.linalg.lu_factor(As)
+    local Bs = torch.randn(4, 2)
+    H.near(As:matmul(torch.linalg.lu_solve(LUs, ps, Bs)), Bs:expand(3, 4, 2), 1e-5, 1e-5)
+  end)
+  it('pivots out of range are PyTorch\'s error (never read out of bounds)', function()
+    local LU = torch.linalg.lu_factor(A)
+    local lo, hi = torch.tensor({ 0, 2, 3 }, { dtype = torch.int32 }), torch.tensor({ 4, 2, 3 }, { dtype = torch.int32 })
+    local m1 = 'Pivots given to lu_solve must all be greater or equal to 1. Did you properly pass the result of lu_factor?'
+    local m2 = 'Pivots given to lu_solve must all be smaller or equal to LU.size(-2).'
+    H.errors_with(function() torch.linalg.lu_solve(LU, lo, B) end, m1)
+    H.errors_with(function() torch.linalg.lu_solve(LU, hi, B) end, m2)
+    H.errors_with(function() torch.lu_solve(B, LU, lo) end, m1)
+    H.errors_with(function() torch.linalg.lu_solve(LU:clone():requires_grad_(), hi, B) end, m2)
+    H.errors_with(function() torch.linalg.lu_solve(LU, torch.tensor({ 1, 2, 3 }), B) end, 'torch.int32')
+  end)
+end)

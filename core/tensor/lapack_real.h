@@ -409,8 +409,8 @@ static mt_status FN(lu_solve)(mt_tensor *X, const mt_tensor *LU, const mt_tensor
   const int32_t *piv = (const int32_t *)pivots->_data;
   for (int64_t e = 0; e < nb * n; e++) /* getrs reads rows by them: out of range is out of bounds */
     if (piv[e] < 1 || piv[e] > n)
-      return mt_error(MT_EINVAL, "%s: pivots must be between 1 and LU.size(-1) = %lld, got %d", op, (long long)n,
-                      (int)piv[e]);
+      return mt_error(MT_EINVAL, "%s: Pivots given to lu_solve must all be %s. Did you properly pass the result of lu_factor?",
+                      op, piv[e] < 1 ? "greater or equal to 1" : "smaller or equal to LU.size(-2)");
   SYM(op, getrs, FN(getrs_fn), LPNAME("getrs_"));
   REAL *a = FN(work_alloc)(op, (size_t)(n * n)), *x = FN(work_alloc)(op, (size_t)(n * k));
   if (!a || !x) {

@@ -608,6 +608,21 @@ doc { 'torch.linalg.vector_norm(x, ord, dim, keepdim, {ord=, dim=, keepdim=, dty
 doc { 'torch.linalg.matrix_norm(A, ord, dim, keepdim, {ord=, dim=, keepdim=, dtype=}) -> Tensor',
   does = 'A matrix norm over dims {-2, -1} (or dim, two dims): \'fro\' (default), \'nuc\' (the sum of the singular values), 2 / -2 (the largest / smallest singular value; by linalg.svdvals, gradients as PyTorch\'s: SumBackward1 / AmaxBackward0 / AminBackward0 over LinalgSvdBackward0), 1 / -1 (the largest / smallest column sum of |A|), math.huge / -math.huge (row sums).',
   ex = 'print(torch.linalg.matrix_norm(torch.ones(2, 2)))  --> tensor(2.)' }
+doc { 'torch.linalg.multi_dot(tensors) -> Tensor',
+  does = 'The product of a table of matrices in the cheapest order (by their shapes); the first may be 1-D (a row vector), the last 1-D (a column); PyTorch\'s checks and grad_fn (ViewBackward0).',
+  ex = 'print(torch.linalg.multi_dot({torch.ones(2), torch.ones(2, 3), torch.ones(3)}))  --> tensor(6.)' }
+doc { 'torch.linalg.vander(x, {N=}) -> Tensor',
+  does = 'The Vandermonde matrix (..., n, N) of x (..., n): columns x^0, x^1, ..., x^(N-1) (increasing powers, unlike torch.vander); N (> 1) defaults to n.',
+  ex = 'print(torch.linalg.vander(torch.tensor({1, 2, 3})))  --> tensor([[1., 1., 1.], [1., 2., 4.], [1., 3., 9.]])' }
+doc { 'torch.linalg.diagonal(A, {offset=0, dim1=-2, dim2=-1}) -> Tensor',
+  does = 'torch.diagonal with the last two dims by default (a view).',
+  ex = 'print(torch.linalg.diagonal(torch.eye(2):expand(3, 2, 2)))  --> tensor([[1., 1.], [1., 1.], [1., 1.]])' }
+doc { 'torch.linalg.tensorinv(A, ind=2) -> Tensor',
+  does = 'The inverse of A seen as a square matrix of the products of its first ind and of its other dims; shaped A.shape[ind+1..] .. A.shape[1..ind] (by linalg.inv).',
+  ex = 'print(torch.linalg.tensorinv(torch.eye(4):reshape(4, 2, 2), 1):size())  --> torch.Size([2, 2, 4])' }
+doc { 'torch.linalg.tensorsolve(A, B, dims) -> Tensor',
+  does = 'X with tensordot(A, X, X:dim()) = B (A\'s dims listed in dims, 1-based, moved last first), by linalg.solve; X has A.shape[B:dim()+1..].',
+  ex = 'print(torch.linalg.tensorsolve(torch.eye(4):reshape(2, 2, 4), torch.ones(2, 2)))  --> tensor([1., 1., 1., 1.])' }
 doc { 'torch.linalg.cross(input, other, dim) -> Tensor',
   does = 'The cross product along dim (the last).', ex = 'print(torch.linalg.cross(torch.tensor({0, 1, 0}), torch.tensor({0, 0, 1})))  --> tensor([1., 0., 0.])' }
 doc { 'torch.linalg.vecdot(x, y, dim) -> Tensor',

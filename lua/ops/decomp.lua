@@ -764,6 +764,10 @@ local function perm_of(pivots, m, dt)
     for i = 1, m do p[i] = i end
     for i = 1, k do
       local j = pv[b][i]
+      if j < 1 or j > m then
+        fail('lu_unpack', ('Pivots given to lu_solve must all be %s. Did you properly pass the result of lu_factor?'):format(
+          j < 1 and 'greater or equal to 1' or 'smaller or equal to LU.size(-2)'))
+      end
       p[i], p[j] = p[j], p[i]
     end
     perms[b] = p
@@ -896,11 +900,17 @@ function M.old_lu(A, pivot, get_infos)
   if get_infos then return LU, piv, info end
   return LU, piv
 end
+local getrs_fast -- (the solve section's getrs)
 -- torch.lu_solve(b, LU_data, LU_pivots): X with A X = b
 function M.lu_solve(b, LU, pivots)
   local op = 'lu_solve'
   need(op, b, 'b')
   check(op, LU, true, 'LU_data')
+  if not ((LU.requires_grad or b.requires_grad) and torch.is_grad_enabled()) and is_tensor(pivots)
+    and pivots.dtype == torch.int32 and pivots:dim() == LU:dim() - 1 and pivots:size(-1) == LU:size(-1)
+    and b:dim() >= 2 and b.dtype == LU.dtype and b:size(-2) == LU:size(-1) then
+    return getrs_fast(LU, pivots, b, true, false) -- nothing to record: LAPACK's getrs
+  end
   local P, L, U = M.lu_unpack(LU, pivots)
   local y = solve_triangular(L, mT(P):matmul(b), false, true, true)
   return solve_triangular(U, y, true, true, false)
@@ -937,6 +947,11 @@ function M.linalg_lu_solve(LU, pivots, B, opts)
   if (left and B:size(-2) or B:size(-1)) ~= n then
     fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(
       left and 'AX = B' or 'XA = B', n, n, B:size(-2), B:size(-1)))
+  end
+  -- nothing to record: LAPACK's getrs itself (the pivots checked there), else the composite that autograd follows
+  if not ((LU.requires_grad or B.requires_grad) and torch.is_grad_enabled()) and pivots.dtype == torch.int32
+    and pivots:dim() == LU:dim() - 1 and pivots:size(-1) == n then
+    return getrs_fast(LU, pivots, B, left, adjoint)
   end
   return linalg_lu_solve(LU, pivots, B, left, adjoint)
 end
@@ -999,17 +1014,23 @@ local function with(batch, ...)
 end
 -- X with A X = B (left) or X A = B, B (..., n, k) / (..., k, n) of A's dtype, the batch dims broadcast: getrf of A
 -- (its own batch), getrs of each right-hand side; the info of getrf in stash.info (A's batch shape)
+-- X with A X = B (left; adjoint: A^T X = B) or X A = B (X A^T = B) from getrf's LU and pivots (getrs), the batch dims
+-- of LU and B broadcast
+local function getrs(LU, piv, B, left, adjoint)
+  local n = LU:size(-1)
+  if not left then B, adjoint = mT(B), not adjoint end -- X A = B: A^T X^T = B^T
+  local batch = broadcast_shapes(batch_of(LU, 2), batch_of(B, 2))
+  local k = B:size(-1)
+  LU, piv, B = LU:expand(with(batch, n, n)), piv:expand(with(batch, n)), B:expand(with(batch, n, k))
+  local X = raw.lu_solve(LU, piv, B, adjoint)
+  if not left then X = mT(X) end
+  return X
+end
+getrs_fast = getrs
 local function solve_raw(A, B, left)
   local LU, piv, info = raw.lu_factor(A)
   stash.info = info
-  local n = A:size(-1)
-  if not left then B = mT(B) end -- X A = B: A^T X^T = B^T
-  local batch = broadcast_shapes(batch_of(A, 2), batch_of(B, 2))
-  local k = B:size(-1)
-  LU, piv, B = LU:expand(with(batch, n, n)), piv:expand(with(batch, n)), B:expand(with(batch, n, k))
-  local X = raw.lu_solve(LU, piv, B, not left)
-  if not left then X = mT(X) end
-  return X
+  return getrs(LU, piv, B, left, false)
 end
 -- the right-hand side is a vector (PyTorch's rule): B 1-D, or B of A's shape without its last dim
 local function vector_rhs(A, B)

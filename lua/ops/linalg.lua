@@ -680,6 +680,140 @@ do
     end
     return Q
   end
+  ------------------------------------------------------------------------------ torch.linalg: multi_dot, vander, ...
+  -- multi_dot({A1, ..., An}): the product in the cheapest order (the matrix-chain dynamic programme over the
+  -- shapes), the first may be 1-D (a row), the last 1-D (a column); the result viewed to its shape (PyTorch's
+  -- last node, ViewBackward0)
+  local function multi_dot(ts)
+    local op = 'linalg.multi_dot'
+    if type(ts) ~= 'table' or is_tensor(ts) then fail(op, 'expected a table of tensors, got ' .. K.shown(ts)) end
+    local n = #ts
+    if n < 2 then fail(op, ('multi_dot(): expected at least 2 tensors but got %d'):format(n)) end
+    for i = 1, n do need(op, ts[i], ('tensor %d'):format(i)) end
+    local ms, first1, last1 = {}, ts[1]:dim() == 1, ts[n]:dim() == 1
+    for i = 1, n do
+      local t, d = ts[i], ts[i]:dim()
+      if i == 1 and d ~= 1 and d ~= 2 then fail(op, ('multi_dot(): the first tensor must be 1D or 2D but got %dD'):format(d)) end
+      if i == n and d ~= 1 and d ~= 2 then fail(op, ('multi_dot(): the last tensor must be 1D or 2D but got %dD'):format(d)) end
+      if i > 1 and i < n and d ~= 2 then fail(op, ('multi_dot(): tensor %d must be 2D but got %dD'):format(i, d)) end
+      if t.dtype ~= ts[1].dtype then
+        fail(op, ('multi_dot(): all tensors must have be the same dtype but tensor 1 is %s and tensor %d %s'):format(
+          tostring(ts[1].dtype):gsub('^torch%.', ''), i, (tostring(t.dtype):gsub('^torch%.', ''))))
+      end
+      if i == 1 and d == 1 then t = t:unsqueeze(1) elseif i == n and d == 1 then t = t:unsqueeze(2) end
+      ms[i] = t
+    end
+    for i = 1, n - 1 do
+      if ms[i]:size(2) ~= ms[i + 1]:size(1) then
+        fail(op, ('multi_dot(): tensors %d and %d with shapes [%s] and [%s] cannot be multiplied'):format(i, i + 1,
+          table.concat(sizes(ts[i]), ', '), table.concat(sizes(ts[i + 1]), ', ')))
+      end
+    end
+    -- p[i], p[i + 1]: matrix i's shape; cost[i][j] the fewest products for i..j, split[i][j] where
+    local p = { ms[1]:size(1) }
+    for i = 1, n do p[i + 1] = ms[i]:size(2) end
+    local cost, split = {}, {}
+    for i = 1, n do cost[i], split[i] = { [i] = 0 }, {} end
+    for len = 2, n do
+      for i = 1, n - len + 1 do
+        local j = i + len - 1
+        cost[i][j] = huge
+        for k = i, j - 1 do
+          local c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+          if c < cost[i][j] then cost[i][j], split[i][j] = c, k end
+        end
+      end
+    end
+    local function product(i, j)
+      if i == j then return ms[i] end
+      local k = split[i][j]
+      return product(i, k):mm(product(k + 1, j))
+    end
+    local r = product(1, n)
+    local shape = {}
+    if not first1 then shape[#shape + 1] = r:size(1) end
+    if not last1 then shape[#shape + 1] = r:size(2) end
+    return r:view(shape)
+  end
+  -- vander(x, {N=}): (..., n, N) of the powers x^0, x^1, ..., x^(N-1) (increasing, unlike torch.vander), as
+  -- PyTorch's: ones then the cumulative product (CatBackward0)
+  local function linalg_vander(x, N)
+    local op = 'linalg.vander'
+    need(op, x, 'x')
+    if type(N) == 'table' then N = N.N end
+    if N == nil then N = x:dim() > 0 and x:size(-1) or 0 end
+    if type(N) ~= 'number' or N ~= floor(N) then fail(op, 'expected an integer N, got ' .. K.shown(N)) end
+    if N <= 1 or x:dim() == 0 then fail(op, 'N must be greater than 1.') end
+    local col = x:unsqueeze(-1)
+    local shape = sizes(col)
+    shape[#shape] = N - 1
+    return torch.cat({ torch.ones_like(col), col:expand(shape):cumprod(-1) }, -1)
+  end
+  -- diagonal(A, {offset=0, dim1=-2, dim2=-1}): torch.diagonal with linalg's defaults (the last two dims)
+  local function linalg_diagonal(A, opts)
+    need('linalg.diagonal', A, 'A')
+    if opts ~= nil and (type(opts) ~= 'table' or is_tensor(opts)) then
+      fail('linalg.diagonal', 'expected an options table {offset=, dim1=, dim2=}, got ' .. K.shown(opts))
+    end
+    opts = opts or {}
+    local r = A:diagonal(opts.offset or 0, opts.dim1 or -2, opts.dim2 or -1)
+    return r
+  end
+  -- tensorinv(A, ind=2): the inverse of A viewed as a (prod(shape[1..ind]), prod(shape[ind+1..])) square
+  -- matrix, shaped shape[ind+1..] .. shape[1..ind]
+  local function prod_of(s, i, j)
+    local p = 1
+    for k = i, j do p = p * s[k] end
+    return p
+  end
+  local function tensorinv(A, ind)
+    local op = 'linalg.tensorinv'
+    need(op, A)
+    if type(ind) == 'table' then ind = ind.ind end
+    ind = ind == nil and 2 or ind
+    if type(ind) ~= 'number' or ind ~= floor(ind) or ind <= 0 then
+      fail(op, ("Expected a strictly positive integer for 'ind', but got %s"):format(K.shown(ind)))
+    end
+    local s = sizes(A)
+    local lo, hi = prod_of(s, 1, math.min(ind, #s)), prod_of(s, ind + 1, #s)
+    if lo ~= hi then
+      fail(op, ('Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), but got %d != %d')
+        :format(hi, lo))
+    end
+    local out = {}
+    for k = ind + 1, #s do out[#out + 1] = s[k] end
+    for k = 1, math.min(ind, #s) do out[#out + 1] = s[k] end
+    local r = torch.linalg.inv(A:reshape(lo, hi)):reshape(out)
+    return r
+  end
+  -- tensorsolve(A, B, dims=nil): X with tensordot(A, X, X:dim()) = B: A's dims (1-based) in dims moved last, A viewed
+  -- as (prod(B's shape), the rest) and solved
+  local function tensorsolve(A, B, dims)
+    local op = 'linalg.tensorsolve'
+    need(op, A)
+    need(op, B, 'other')
+    if type(dims) == 'table' and dims.dims ~= nil then dims = dims.dims end
+    if type(dims) == 'number' then dims = { dims } end
+    if dims ~= nil and next(dims) ~= nil then
+      local moved = {}
+      for i, d in ipairs(dims) do moved[pdim(op, d, A:dim())] = i end
+      local perm = {}
+      for i = 1, A:dim() do if not moved[i] then perm[#perm + 1] = i end end
+      for _, d in ipairs(dims) do perm[#perm + 1] = pdim(op, d, A:dim()) end
+      A = A:permute(perm)
+    end
+    local s, nb = sizes(A), B:dim()
+    local hi = prod_of(s, nb + 1, #s)
+    if hi ~= B:numel() or A:numel() ~= hi * hi then
+      fail(op, ('Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), '
+        .. 'but got %d != %d'):format(hi, B:numel()))
+    end
+    local out = {}
+    for k = nb + 1, #s do out[#out + 1] = s[k] end
+    local r = torch.linalg.solve(A:reshape(hi, hi), B:reshape(hi)):reshape(out)
+    return r
+  end
+
   -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
   cdist = K.node_autograd('CdistBackward0', cdist)
   pdist = K.node_autograd('PdistBackward0', pdist)
@@ -711,7 +845,8 @@ do
           need('linalg.vecdot', a, 'x'); need('linalg.vecdot', b, 'y')
           return (a * b):sum(dim or -1)
         end,
-        matrix_exp = matrix_exp, householder_product = householder_product,
+        matrix_exp = matrix_exp, householder_product = householder_product, multi_dot = multi_dot,
+        vander = linalg_vander, diagonal = linalg_diagonal, tensorinv = tensorinv, tensorsolve = tensorsolve,
       }
       if torch.matrix_exp == nil then torch.matrix_exp = matrix_exp end
       if methods.matrix_exp == nil then methods.matrix_exp = matrix_exp end
