@@ -25,14 +25,24 @@ typedef void (*FN(getrf_fn))(const lp_int *m, const lp_int *n, REAL *a, const lp
 typedef void (*FN(getrs_fn))(const char *trans, const lp_int *n, const lp_int *nrhs, const REAL *a, const lp_int *lda,
                              const lp_int *ipiv, REAL *b, const lp_int *ldb, lp_int *info);
 
-/* row-major (m, n) <-> column-major with leading dimension lda >= m */
+/* row-major (m, n) <-> column-major with leading dimension lda >= m, in 32 x 32 tiles (each tile's rows and
+ * columns stay in the cache) */
+#define LP_TILE 32
 static void FN(to_col)(REAL *c, lp_int lda, const REAL *r, int64_t m, int64_t n) {
-  for (int64_t i = 0; i < m; i++)
-    for (int64_t j = 0; j < n; j++) c[j * lda + i] = r[i * n + j];
+  for (int64_t i0 = 0; i0 < m; i0 += LP_TILE)
+    for (int64_t j0 = 0; j0 < n; j0 += LP_TILE) {
+      int64_t i1 = i0 + LP_TILE < m ? i0 + LP_TILE : m, j1 = j0 + LP_TILE < n ? j0 + LP_TILE : n;
+      for (int64_t j = j0; j < j1; j++)
+        for (int64_t i = i0; i < i1; i++) c[j * lda + i] = r[i * n + j];
+    }
 }
 static void FN(from_col)(REAL *r, const REAL *c, lp_int lda, int64_t m, int64_t n) {
-  for (int64_t i = 0; i < m; i++)
-    for (int64_t j = 0; j < n; j++) r[i * n + j] = c[j * lda + i];
+  for (int64_t i0 = 0; i0 < m; i0 += LP_TILE)
+    for (int64_t j0 = 0; j0 < n; j0 += LP_TILE) {
+      int64_t i1 = i0 + LP_TILE < m ? i0 + LP_TILE : m, j1 = j0 + LP_TILE < n ? j0 + LP_TILE : n;
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t j = j0; j < j1; j++) r[i * n + j] = c[j * lda + i];
+    }
 }
 
 static int FN(all_finite)(const REAL *x, int64_t n) {
@@ -57,23 +67,21 @@ static mt_status FN(cholesky)(mt_tensor *L, mt_tensor *info, const mt_tensor *A,
   }
   MT_TRY(too_big(op, n, n));
   SYM(op, potrf, FN(potrf_fn), LPNAME("potrf_"));
-  REAL *a = FN(work_alloc)(op, (size_t)(n * n));
-  if (!a) return MT_ENOMEM;
   const lp_int nn = (lp_int)n;
-  const char uplo = upper ? 'U' : 'L';
+  /* no transposes: the row-major matrix read column-major is its transpose, so LAPACK's upper triangle of it is
+   * A's lower one, and the upper factor U it leaves (M^T = U^T U) read row-major is L = U^T with A = L L^T */
+  const char uplo = upper ? 'L' : 'U';
   for (int64_t b = 0; b < nb; b++) {
     const REAL *src = (const REAL *)A->_data + b * n * n;
     REAL *dst = (REAL *)L->_data + b * n * n;
-    FN(to_col)(a, nn, src, n, n);
+    memcpy(dst, src, (size_t)(n * n) * sizeof(REAL));
     lp_int i = 0;
-    potrf(&uplo, &nn, a, &nn, &i);
+    potrf(&uplo, &nn, dst, &nn, &i);
     inf[b] = i;
-    FN(from_col)(dst, a, nn, n, n);
     for (int64_t r = 0; r < n; r++) /* the other triangle zeroed */
-      for (int64_t c = 0; c < n; c++)
-        if (upper ? c < r : c > r) dst[r * n + c] = 0;
+      if (upper) memset(dst + r * n, 0, (size_t)r * sizeof(REAL));
+      else memset(dst + r * n + r + 1, 0, (size_t)(n - r - 1) * sizeof(REAL));
   }
-  free(a);
   return MT_OK;
 }
 
@@ -198,6 +206,7 @@ static mt_status FN(eigh)(mt_tensor *w, mt_tensor *V, mt_tensor *info, const mt_
   MT_TRY(too_big(op, n, n));
   SYM(op, syevd, FN(syevd_fn), LPNAME("syevd_"));
   const lp_int nn = (lp_int)n, minus1 = -1;
+  /* (copied column-major as PyTorch does: the other triangle's tridiagonal form gives other eigenvector signs) */
   const char jobz = V ? 'V' : 'N', uplo = upper ? 'U' : 'L';
   REAL *a = FN(work_alloc)(op, (size_t)(n * n)), qw = 0;
   if (!a) return MT_ENOMEM;
