@@ -439,3 +439,65 @@ describe('linalg.lu_solve / torch.lu_solve by getrs', function()
     H.errors_with(function() torch.linalg.lu_solve(LU, torch.tensor({ 1, 2, 3 }), B) end, 'torch.int32')
   end)
 end)
+
+describe('linalg.ldl_factor / ldl_factor_ex / ldl_solve (sytrf, sytrs)', function()
+  -- torch.linalg.ldl_factor(M) for these M (float64): LD.tolist(), pivots.tolist()
+  local CASES = {
+    { { { 4, 1, 2 }, { 1, -3, 0.5 }, { 2, 0.5, 3 } }, { { 4, 0, 0 }, { 0.25, -3.25, 0 }, { 0.5, 0, 2 } }, { 1, 2, 3 } },
+    { { { 0, 1 }, { 1, 0 } }, { { 0, 0 }, { 1, 0 } }, { -2, -2 } },
+    { { { 1, 2, 3 }, { 2, 1, 4 }, { 3, 4, 1 } }, { { 1, 0, 0 }, { 3, 1, 0 }, { 1.25, 0.25, -2.5 } }, { -3, -3, 3 } },
+    { { { 0, 2, 3 }, { 2, 0, 4 }, { 3, 4, 0 } }, { { 0, 0, 0 }, { 3, 0, 0 }, { 4 / 3, 2 / 3, -16 / 3 } }, { -3, -3, 3 } },
+  }
+  it('LD and LAPACK\'s pivots as PyTorch 1.13 (1x1 and 2x2 blocks), ldl_solve solves', function()
+    for _, c in ipairs(CASES) do
+      local M = torch.tensor(c[1], f64)
+      local LD, piv = torch.linalg.ldl_factor(M)
+      close(LD, c[2], 1e-12)
+      assert.are.equal(torch.int32, piv.dtype)
+      assert.are.same(c[3], piv:tolist())
+      local R = torch.randn(M:size(1), 2, f64)
+      close(M:matmul(torch.linalg.ldl_solve(LD, piv, R)), R, 1e-10)
+    end
+    -- torch.linalg.ldl_solve(LD, piv, B) of the first case
+    local LD, piv = torch.linalg.ldl_factor(torch.tensor(CASES[1][1], f64))
+    close(torch.linalg.ldl_solve(LD, piv, B), { { -0.3942307692307693, 0.3846153846153846 },
+      { 0.07692307692307693, 0.46153846153846156 }, { 1.25, 0.0 } }, 1e-12)
+    close(torch.linalg.ldl_solve(LD, piv:long(), B, { hermitian = true }), torch.linalg.solve(torch.tensor(CASES[1][1], f64), B), 1e-12)
+  end)
+  it('batches and float32; ldl_factor_ex\'s info; not differentiable (PyTorch\'s error)', function()
+    local X = torch.randn(3, 5, 5)
+    local S = X + X:transpose(-2, -1)
+    local LD, piv, info = torch.linalg.ldl_factor_ex(S)
+    assert.are.equal(torch.float32, LD.dtype)
+    assert.are.same({ 3, 5 }, H.shape(piv))
+    assert.are.same({ 0, 0, 0 }, info:tolist())
+    local R = torch.randn(5, 2)
+    H.near(S:matmul(torch.linalg.ldl_solve(LD, piv, R)), R:expand(3, 5, 2), 1e-4, 1e-4)
+    local _, p0, i0 = torch.linalg.ldl_factor_ex(torch.zeros(2, 2, f64))
+    assert.are.same({ 1, 2 }, p0:tolist())
+    assert.are.equal(1, i0:item())
+    H.errors_with(function() torch.linalg.ldl_factor(torch.zeros(2, 2)) end,
+      'linalg.ldl_factor: The factorization could not be completed because the input matrix is singular')
+    H.errors_with(function() torch.linalg.ldl_factor_ex(torch.zeros(2, 2), { check_errors = true }) end,
+      'linalg.ldl_factor_ex: The factorization could not be completed')
+    local x = A:clone():requires_grad_()
+    local LDg = torch.linalg.ldl_factor(x)
+    H.errors_with(function() LDg:sum():backward() end, 'derivative for aten::linalg_ldl_factor_ex is not implemented')
+  end)
+  it('PyTorch\'s argument errors; pivots that are not a factorization\'s are refused (sytrs would read out of bounds)', function()
+    local LD, piv = torch.linalg.ldl_factor(torch.tensor(CASES[1][1], f64))
+    H.errors_with(function() torch.linalg.ldl_factor(torch.ones(2, 3)) end,
+      'A must be batches of square matrices, but they are 2 by 3 matrices')
+    H.errors_with(function() torch.linalg.ldl_factor(torch.ones(3)) end, 'The input tensor A must have at least 2 dimensions.')
+    H.errors_with(function() torch.linalg.ldl_factor(torch.eye(2, { dtype = torch.int32 })) end,
+      'Expected a floating point or complex tensor as input. Got Int')
+    H.errors_with(function() torch.linalg.ldl_solve(LD, piv, torch.ones(2, 2, f64)) end,
+      'Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is 3 by 3 but each b matrix is 2 by 2')
+    H.errors_with(function() torch.linalg.ldl_solve(LD, piv, B:float()) end,
+      'Expected b and A to have the same dtype, but found b of type Float and A of type Double instead.')
+    for _, bad in ipairs({ { -1, 2, 3 }, { 1, 2, -3 }, { 1, 2, 4 }, { 0, 2, 3 }, { -2, -3, 3 } }) do
+      H.errors_with(function() torch.linalg.ldl_solve(LD, torch.tensor(bad, { dtype = torch.int32 }), B) end,
+        'is not a pivot of an LDL factorization of a 3 by 3 matrix')
+    end
+  end)
+end)

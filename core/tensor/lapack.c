@@ -1,6 +1,6 @@
 /* lapack.c -- the CPU's kernels of torch.linalg's decompositions (core/kernels.h: cholesky, solve_triangular,
- * qr, eigh, svd, lstsq, lu_factor, lu_solve), by LAPACK (potrf, trsm, geqrf + orgqr, syevd, gesdd, gelsd / gelsy,
- * getrf, getrs) from the loaded BLAS or liblapack.so.3 (mt_lapack_symbol, core/blas.c): the s-routines for float32
+ * qr, eigh, svd, lstsq, lu_factor, lu_solve, ldl_factor, ldl_solve), by LAPACK (potrf, trsm, geqrf + orgqr, syevd,
+ * gesdd, gelsd / gelsy, getrf, getrs, sytrf, sytrs) from the loaded BLAS or liblapack.so.3 (mt_lapack_symbol, core/blas.c): the s-routines for float32
  * operands, the d-routines for float64, as PyTorch (lapack_real.h, included once per type). Every operand is a
  * contiguous batch of row-major matrices of one dtype (the front doors, core/ops/lapack.c, convert); each matrix
  * is copied here into a column-major work buffer, factored, and copied back. One matrix at a time from the
@@ -81,4 +81,12 @@ mt_status mt_cpu_lu_factor(mt_tensor *LU, mt_tensor *pivots, mt_tensor *info, co
 mt_status mt_cpu_lu_solve(mt_tensor *X, const mt_tensor *LU, const mt_tensor *pivots, const mt_tensor *B, int64_t nb,
                           int64_t n, int64_t k, int trans) {
   return F32(LU) ? lu_solve_f32(X, LU, pivots, B, nb, n, k, trans) : lu_solve_f64(X, LU, pivots, B, nb, n, k, trans);
+}
+mt_status mt_cpu_ldl_factor(mt_tensor *LD, mt_tensor *pivots, mt_tensor *info, const mt_tensor *A, int64_t nb,
+                            int64_t n) {
+  return F32(A) ? ldl_factor_f32(LD, pivots, info, A, nb, n) : ldl_factor_f64(LD, pivots, info, A, nb, n);
+}
+mt_status mt_cpu_ldl_solve(mt_tensor *X, const mt_tensor *LD, const mt_tensor *pivots, const mt_tensor *B, int64_t nb,
+                           int64_t n, int64_t k) {
+  return F32(LD) ? ldl_solve_f32(X, LD, pivots, B, nb, n, k) : ldl_solve_f64(X, LD, pivots, B, nb, n, k);
 }

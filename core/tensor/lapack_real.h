@@ -22,6 +22,10 @@ typedef void (*FN(gelsy_fn))(const lp_int *m, const lp_int *n, const lp_int *nrh
                              const lp_int *ldb, lp_int *jpvt, const REAL *rcond, lp_int *rank, REAL *work,
                              const lp_int *lwork, lp_int *info);
 typedef void (*FN(getrf_fn))(const lp_int *m, const lp_int *n, REAL *a, const lp_int *lda, lp_int *ipiv, lp_int *info);
+typedef void (*FN(sytrf_fn))(const char *uplo, const lp_int *n, REAL *a, const lp_int *lda, lp_int *ipiv, REAL *work,
+                             const lp_int *lwork, lp_int *info);
+typedef void (*FN(sytrs_fn))(const char *uplo, const lp_int *n, const lp_int *nrhs, const REAL *a, const lp_int *lda,
+                             const lp_int *ipiv, REAL *b, const lp_int *ldb, lp_int *info);
 typedef void (*FN(getrs_fn))(const char *trans, const lp_int *n, const lp_int *nrhs, const REAL *a, const lp_int *lda,
                              const lp_int *ipiv, REAL *b, const lp_int *ldb, lp_int *info);
 
@@ -434,6 +438,84 @@ static mt_status FN(lu_solve)(mt_tensor *X, const mt_tensor *LU, const mt_tensor
     FN(to_col)(x, nn, (const REAL *)B->_data + b * n * k, n, k);
     lp_int i = 0;
     getrs(&tr, &nn, &kk, a, &nn, (const lp_int *)piv + b * n, x, &nn, &i);
+    FN(from_col)((REAL *)X->_data + b * n * k, x, nn, n, k);
+  }
+  free(a);
+  free(x);
+  return MT_OK;
+}
+
+/* LD (n, n) and pivots (n) of A = L D L^T (Bunch-Kaufman, sytrf, from A's lower triangle, as PyTorch): L unit lower
+ * below the diagonal, D's 1x1 and 2x2 blocks on and beside it, the upper triangle zeroed; LAPACK's pivots */
+static mt_status FN(ldl_factor)(mt_tensor *LD, mt_tensor *pivots, mt_tensor *info, const mt_tensor *A, int64_t nb,
+                                int64_t n) {
+  const char *op = "linalg.ldl_factor";
+  if (nb == 0) return MT_OK;
+  int32_t *inf = (int32_t *)info->_data;
+  memset(inf, 0, nb * sizeof(int32_t));
+  if (n == 0) return MT_OK;
+  MT_TRY(too_big(op, n, n));
+  SYM(op, sytrf, FN(sytrf_fn), LPNAME("sytrf_"));
+  const lp_int nn = (lp_int)n, minus1 = -1;
+  const char uplo = 'L';
+  REAL *a = FN(work_alloc)(op, (size_t)(n * n)), q = 0;
+  if (!a) return MT_ENOMEM;
+  lp_int i = 0;
+  sytrf(&uplo, &nn, a, &nn, (lp_int *)pivots->_data, &q, &minus1, &i);
+  lp_int lwork = query_size(q);
+  REAL *work = FN(work_alloc)(op, (size_t)lwork);
+  if (!work) {
+    free(a);
+    return MT_ENOMEM;
+  }
+  for (int64_t b = 0; b < nb; b++) {
+    FN(to_col)(a, nn, (const REAL *)A->_data + b * n * n, n, n);
+    sytrf(&uplo, &nn, a, &nn, (lp_int *)pivots->_data + b * n, work, &lwork, &i);
+    inf[b] = i;
+    REAL *dst = (REAL *)LD->_data + b * n * n;
+    FN(from_col)(dst, a, nn, n, n);
+    for (int64_t r = 0; r < n; r++) memset(dst + r * n + r + 1, 0, (size_t)(n - r - 1) * sizeof(REAL));
+  }
+  free(a);
+  free(work);
+  return MT_OK;
+}
+
+/* X (n, k) with A X = B from ldl_factor's LD and pivots (sytrs); the pivots checked to be a factorization's (sytrs
+ * reads rows and 2x2 blocks by them) */
+static mt_status FN(ldl_solve)(mt_tensor *X, const mt_tensor *LD, const mt_tensor *pivots, const mt_tensor *B,
+                               int64_t nb, int64_t n, int64_t k) {
+  const char *op = "linalg.ldl_solve";
+  if (nb == 0 || n == 0 || k == 0) return MT_OK;
+  MT_TRY(too_big(op, n, n));
+  MT_TRY(too_big(op, n, k));
+  const int32_t *piv = (const int32_t *)pivots->_data;
+  for (int64_t b = 0; b < nb; b++) {
+    const int32_t *p = piv + b * n;
+    for (int64_t e = 0; e < n;) {
+      int ok = p[e] > 0 ? p[e] <= n : (e + 1 < n && p[e + 1] == p[e] && -p[e] <= n);
+      if (!ok)
+        return mt_error(MT_EINVAL,
+                        "%s: pivots[%lld] = %d is not a pivot of an LDL factorization of a %lld by %lld matrix "
+                        "(did you pass the result of linalg.ldl_factor?)",
+                        op, (long long)(e + 1), (int)p[e], (long long)n, (long long)n);
+      e += p[e] > 0 ? 1 : 2;
+    }
+  }
+  SYM(op, sytrs, FN(sytrs_fn), LPNAME("sytrs_"));
+  REAL *a = FN(work_alloc)(op, (size_t)(n * n)), *x = FN(work_alloc)(op, (size_t)(n * k));
+  if (!a || !x) {
+    free(a);
+    free(x);
+    return MT_ENOMEM;
+  }
+  const lp_int nn = (lp_int)n, kk = (lp_int)k;
+  const char uplo = 'L';
+  for (int64_t b = 0; b < nb; b++) {
+    FN(to_col)(a, nn, (const REAL *)LD->_data + b * n * n, n, n);
+    FN(to_col)(x, nn, (const REAL *)B->_data + b * n * k, n, k);
+    lp_int i = 0;
+    sytrs(&uplo, &nn, &kk, a, &nn, (const lp_int *)piv + b * n, x, &nn, &i);
     FN(from_col)((REAL *)X->_data + b * n * k, x, nn, n, k);
   }
   free(a);

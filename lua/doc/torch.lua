@@ -623,6 +623,15 @@ doc { 'torch.linalg.tensorinv(A, ind=2) -> Tensor',
 doc { 'torch.linalg.tensorsolve(A, B, dims) -> Tensor',
   does = 'X with tensordot(A, X, X:dim()) = B (A\'s dims listed in dims, 1-based, moved last first), by linalg.solve; X has A.shape[B:dim()+1..].',
   ex = 'print(torch.linalg.tensorsolve(torch.eye(4):reshape(2, 2, 4), torch.ones(2, 2)))  --> tensor([1., 1., 1., 1.])' }
+doc { 'torch.linalg.ldl_factor(A, {hermitian=false}) -> LD, pivots',
+  does = 'A = L D L^T of symmetric matrices (A\'s lower triangle read; batched; float32 / float64) by LAPACK\'s sytrf (Bunch-Kaufman): LD holds L below the diagonal (unit diagonal not stored) and D\'s 1x1 / 2x2 blocks, pivots (int32) are LAPACK\'s (negative twice: a 2x2 block), as PyTorch. A singular D is an error (linalg.ldl_factor_ex gives info). Not differentiable (PyTorch\'s error on backward).',
+  ex = 'local LD, piv = torch.linalg.ldl_factor(torch.tensor({{4, 2}, {2, 5}}))\nprint(LD, piv)  --> tensor([[4.0000, 0.0000], [0.5000, 4.0000]]) tensor([1, 2], dtype=torch.int32)' }
+doc { 'torch.linalg.ldl_factor_ex(A, {hermitian=false, check_errors=false}) -> LD, pivots, info',
+  does = 'linalg.ldl_factor without the error: info (int32, A\'s batch shape) is sytrf\'s (0, or the 1-based index of D\'s zero diagonal element).',
+  ex = 'local _, _, info = torch.linalg.ldl_factor_ex(torch.zeros(2, 2))\nprint(info)  --> tensor(1, dtype=torch.int32)' }
+doc { 'torch.linalg.ldl_solve(LD, pivots, B, {hermitian=false}) -> Tensor',
+  does = 'X with A X = B from linalg.ldl_factor\'s LD and pivots (LAPACK\'s sytrs; batch dims broadcast); pivots that are not a factorization\'s are an error. Not recorded by autograd.',
+  ex = 'local LD, piv = torch.linalg.ldl_factor(torch.tensor({{4, 2}, {2, 5}}))\nprint(torch.linalg.ldl_solve(LD, piv, torch.tensor({{6}, {7}})))  --> tensor([[1.], [1.]])' }
 doc { 'torch.linalg.cross(input, other, dim) -> Tensor',
   does = 'The cross product along dim (the last).', ex = 'print(torch.linalg.cross(torch.tensor({0, 1, 0}), torch.tensor({0, 0, 1})))  --> tensor([1., 0., 0.])' }
 doc { 'torch.linalg.vecdot(x, y, dim) -> Tensor',

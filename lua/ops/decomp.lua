@@ -133,6 +133,16 @@ function raw.lu_solve(LU, piv, B, adjoint)
   call(C.mt_linalg_lu_solve(LU:detach(), piv, B:detach(), adjoint and 1 or 0, outs))
   return grab(0)
 end
+function raw.ldl_factor(A)
+  clear()
+  call(C.mt_linalg_ldl_factor(A:detach(), outs, outs + 1, outs + 2))
+  return grab(0), grab(1), grab(2)
+end
+function raw.ldl_solve(LD, piv, B)
+  clear()
+  call(C.mt_linalg_ldl_solve(LD:detach(), piv, B:detach(), outs))
+  return grab(0)
+end
 -- A (..., n, n) and B (..., n, k) / (..., k, n) with their batch dims broadcast
 local function broadcast_batch(A, B)
   local sa, sb = sizes(A), sizes(B)
@@ -1194,6 +1204,74 @@ function M.logdet(A)
   return torch.where(sign:lt(0), 0 / 0, la)
 end
 
+------------------------------------------------------------------------------ ldl_factor, ldl_solve (sytrf, sytrs)
+-- not differentiable in PyTorch 1.13: with grad, one node whose backward is PyTorch's error
+local ldl_node = node('LinalgLdlFactorExBackward0', function(A)
+  local LD, piv, info = raw.ldl_factor(A)
+  stash.piv, stash.info = piv, info
+  return LD
+end, function()
+  fail('linalg.ldl_factor', 'derivative for aten::linalg_ldl_factor_ex is not implemented')
+end)
+local function ldl_impl(op, A, hermitian, check_errors)
+  check(op, A, true)
+  bool_opt(op, 'hermitian', hermitian, false) -- (real matrices: symmetric and Hermitian are one)
+  local LD = ldl_node(A)
+  local piv, info = pop('piv'), pop('info')
+  if check_errors then
+    local batch, code = first_failure(info)
+    if code then
+      fail(op, batch_prefix(batch) .. ('The factorization could not be completed because the input matrix is singular '
+        .. '(D[%d,%d] is exactly zero).'):format(code, code))
+    end
+  end
+  return LD, piv, info
+end
+-- linalg.ldl_factor_ex(A, {hermitian=false, check_errors=false}): LD, pivots, info; linalg.ldl_factor: LD, pivots,
+-- the singular case an error (PyTorch 1.13 raises an internal assertion there)
+function M.ldl_factor_ex(A, opts)
+  local op = 'linalg.ldl_factor_ex'
+  opts = opts_at(opts) or {}
+  return ldl_impl(op, A, opts.hermitian, bool_opt(op, 'check_errors', opts.check_errors, false))
+end
+function M.ldl_factor(A, opts)
+  opts = opts_at(opts) or {}
+  local LD, piv = ldl_impl('linalg.ldl_factor', A, opts.hermitian, true)
+  return LD, piv
+end
+-- linalg.ldl_solve(LD, pivots, B, {hermitian=false}): X with A X = B (sytrs), the batch dims broadcast; not recorded
+function M.ldl_solve(LD, pivots, B, opts)
+  local op = 'linalg.ldl_solve'
+  opts = opts_at(opts) or {}
+  check(op, LD, true, 'LD')
+  need(op, pivots, 'pivots')
+  need(op, B, 'B')
+  bool_opt(op, 'hermitian', opts.hermitian, false)
+  if B:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  if B.dtype ~= LD.dtype then
+    fail(op, ('Expected b and A to have the same dtype, but found b of type %s and A of type %s instead.'):format(
+      dtype.scalar_type(B.dtype), dtype.scalar_type(LD.dtype)))
+  end
+  if pivots.dtype ~= torch.int32 and pivots.dtype ~= torch.int64 then
+    fail(op, 'pivots must be an integer tensor (int32, as ldl_factor gives), got ' .. tostring(pivots.dtype))
+  end
+  local n = LD:size(-1)
+  if B:size(-2) ~= n then
+    fail(op, ('Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is %d by %d but each b matrix is %d '
+      .. 'by %d'):format(n, n, B:size(-2), B:size(-1)))
+  end
+  if pivots:dim() ~= LD:dim() - 1 or pivots:size(-1) ~= n then
+    fail(op, ('pivots of shape %s do not go with LD of shape %s'):format(shown(pivots), shown(LD)))
+  end
+  local batch = broadcast_shapes(batch_of(LD, 2), batch_of(B, 2))
+  if not batch then
+    fail(op, ('the batch dimensions of LD %s and B %s do not broadcast'):format(shown(LD), shown(B)))
+  end
+  local k = B:size(-1)
+  local piv = pivots.dtype == torch.int32 and pivots or pivots:to(torch.int32)
+  return raw.ldl_solve(LD:expand(with(batch, n, n)), piv:expand(with(batch, n)), B:expand(with(batch, n, k)))
+end
+
 ------------------------------------------------------------------------------ cholesky_solve, cholesky_inverse
 local function cs_raw(B, L, upper)
   if upper then L = mT(L) end
@@ -1255,7 +1333,7 @@ function M.install(tt, linalg)
     eigh = M.eigh, eigvalsh = M.eigvalsh, svd = M.svd, svdvals = M.svdvals, lstsq = M.lstsq, pinv = M.pinv,
     matrix_rank = M.matrix_rank, lu_factor = M.lu_factor, lu_factor_ex = M.lu_factor_ex, lu = M.lu,
     lu_solve = M.linalg_lu_solve, cond = M.cond, solve = M.solve, solve_ex = M.solve_ex, inv = M.inv, inv_ex = M.inv_ex,
-    det = M.det, slogdet = M.slogdet,
+    det = M.det, slogdet = M.slogdet, ldl_factor = M.ldl_factor, ldl_factor_ex = M.ldl_factor_ex, ldl_solve = M.ldl_solve,
   }
   for k, v in pairs(L) do if linalg[k] == nil then linalg[k] = v end end
   local fns = {
