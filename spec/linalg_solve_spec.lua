@@ -341,6 +341,11 @@ describe('linalg.det / slogdet, torch.det / slogdet / logdet (LU)', function()
     H.errors_with(function() torch.linalg.det(torch.eye(3, { dtype = torch.int32 })) end,
       'linalg.det: Expected a floating point or complex tensor as input. Got Int')
     H.errors_with(function() torch.det({}) end, 'det: expected a tensor for input, got table')
+    -- LAPACK runs on the CPU: another device is the called op's error
+    local meta = torch.eye(3, { device = 'meta' })
+    H.errors_with(function() torch.linalg.det(meta) end, 'linalg.det: runs on the CPU (LAPACK); A is on meta')
+    H.errors_with(function() torch.linalg.solve(meta, torch.ones(3, { device = 'meta' })) end, 'linalg.solve: runs on the CPU')
+    H.errors_with(function() torch.linalg.matrix_norm(meta, 'nuc') end, 'linalg.matrix_norm: runs on the CPU')
   end)
 end)
 

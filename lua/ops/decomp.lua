@@ -73,6 +73,8 @@ local function check(op, A, square, what)
     fail(op, ('%s must be batches of square matrices, but they are %d by %d matrices'):format(what, A:size(-2),
       A:size(-1)))
   end
+  local dev = A.device
+  if dev.type ~= 'cpu' then fail(op, ('runs on the CPU (LAPACK); %s is on %s'):format(what, tostring(dev))) end
 end
 local function float_type(a, b)
   if a.dtype == dtype.float64 or b.dtype == dtype.float64 then return dtype.float64 end
