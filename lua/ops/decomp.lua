@@ -1057,8 +1057,15 @@ solve_node = node1('LinalgSolveExBackward0', function(A, B, left, vec)
   local X = solve_raw(A, vec and B:unsqueeze(-1) or B, left)
   return vec and X:squeeze(-1) or X
 end, function(g, A, B, left, vec)
-  local X = solve_node(A, B, left, vec)
-  local gB = solve_node(mT(A), g, left, vec)
+  local X, gB
+  if torch.is_grad_enabled() then -- create_graph: recorded, through this node again
+    X, gB = solve_node(A, B, left, vec), solve_node(mT(A), g, left, vec)
+  else -- one getrf for both: X, and gB = solve(A^T, g) by getrs's transpose
+    local LU, piv = raw.lu_factor(A)
+    X = getrs(LU, piv, vec and B:unsqueeze(-1) or B, left, false)
+    gB = getrs(LU, piv, vec and g:unsqueeze(-1) or g, left, true)
+    if vec then X, gB = X:squeeze(-1), gB:squeeze(-1) end
+  end
   if vec then X, gB = X:unsqueeze(-1), gB:unsqueeze(-1) end
   local gA = left and -gB:matmul(mT(X)) or -mT(X):matmul(gB)
   if vec then gB = gB:squeeze(-1) end
