@@ -506,3 +506,62 @@ describe('linalg.ldl_factor / ldl_factor_ex / ldl_solve (sytrf, sytrs)', functio
     end
   end)
 end)
+
+describe('linalg.lu / lu_factor: the gradient of a non-square matrix (PyTorch\'s wide and tall formulas)', function()
+  -- A = the top-left (4, 3) / (3, 5) block of FULL; loss (L * W1):sum() + (U * W2):sum() for linalg.lu, (LU * W):sum()
+  -- for lu_factor, W1 = arange(L.numel()).reshape(L.shape) / 10, W2 = arange(U.numel()).reshape(U.shape) / 7 - 1,
+  -- W = arange(LU.numel()).reshape(LU.shape) / 9 - 0.5; A.grad from PyTorch 1.13
+  local FULL = torch.tensor({ { 2, 1, 0.5, 1, -1 }, { 1, 3, -1, 0, 2 }, { 0, 4, 1, 1, 1 }, { 1, 1, 1, 2, 0 } }, f64)
+  local REF = {
+    { { 4, 3 }, { { -1.3087103174603176, -1.149563492063492, -0.3946031746031746 },
+      { 0.21908730158730155, 0.1881746031746032, -0.05269841269841278 },
+      { 0.49274305555555553, -0.5957638888888889, -0.17944444444444438 },
+      { 0.3983333333333333, 0.39666666666666667, -0.5866666666666667 } },
+      { { -0.6189043209876541, -0.5155864197530865, -0.21543209876543207 },
+        { 0.016049382716049373, 0.004320987654321012, 0.26049382716049374 },
+        { -0.023861882716049394, -0.08939043209876547, -0.05910493827160485 },
+        { 0.22175925925925927, 0.24907407407407411, -0.38518518518518524 } } },
+    { { 3, 5 }, { { -1.2133928571428572, -0.6232142857142858, -1.0714285714285714, -1.0, -0.9285714285714286 },
+      { 0.4267857142857142, -0.4678571428571428, 0.7142857142857142, 0.8571428571428572, 1.0 },
+      { 0.21361607142857153, 0.14955357142857134, -0.4464285714285714, -0.392857142857143, -0.3392857142857142 } },
+      { { -0.7083333333333333, -0.12500000000000006, -0.6944444444444444, -0.6388888888888888, -0.5833333333333334 },
+        { 0.41666666666666663, -0.5277777777777777, 0.8333333333333333, 0.9444444444444444, 1.0555555555555556 },
+        { -0.1388888888888888, 0.4965277777777777, -0.24305555555555547, -0.20138888888888895, -0.1597222222222222 } } },
+  }
+  it('values as PyTorch 1.13', function()
+    for _, c in ipairs(REF) do
+      local A0 = FULL:narrow(1, 1, c[1][1]):narrow(2, 1, c[1][2])
+      local a = A0:clone():requires_grad_()
+      local _, L, U = torch.linalg.lu(a)
+      local W1 = torch.arange(L:numel(), f64):reshape(L:size()) / 10
+      local W2 = torch.arange(U:numel(), f64):reshape(U:size()) / 7 - 1
+      ;((L * W1):sum() + (U * W2):sum()):backward()
+      close(a.grad, c[2], 1e-12)
+      local a2 = A0:clone():requires_grad_()
+      local LU = torch.linalg.lu_factor(a2)
+      ;(LU * (torch.arange(LU:numel(), f64):reshape(LU:size()) / 9 - 0.5)):sum():backward()
+      close(a2.grad, c[3], 1e-12)
+    end
+  end)
+  it('gradcheck: tall and wide, L alone, U alone, batched', function()
+    for _, sh in ipairs({ { 5, 3 }, { 3, 5 }, { 2, 4, 3 } }) do
+      local a = torch.randn(sh, f64):requires_grad_()
+      assert.is_true(torch.autograd.gradcheck(function(x) local _, L, U = torch.linalg.lu(x) return L:sum() + U:sum() end, { a }))
+      assert.is_true(torch.autograd.gradcheck(function(x) local _, L = torch.linalg.lu(x) return L end, { a }))
+      assert.is_true(torch.autograd.gradcheck(function(x) local _, _, U = torch.linalg.lu(x) return U end, { a }))
+      assert.is_true(torch.autograd.gradcheck(function(x) return (torch.linalg.lu_factor(x)) end, { a }))
+    end
+  end)
+end)
+
+describe('torch.geqrf with grad', function()
+  it('records GeqrfBackward0, whose backward is PyTorch 1.13\'s error', function()
+    local x = torch.randn(4, 3, f64):requires_grad_()
+    local a, tau = torch.geqrf(x)
+    assert.are.equal('GeqrfBackward0', a.grad_fn:name())
+    assert.are.equal('GeqrfBackward0', tau.grad_fn:name())
+    H.errors_with(function() a:sum():backward() end, "the derivative for 'geqrf' is not implemented.")
+    local a0 = torch.geqrf(x:detach())
+    close(a, a0, 0)
+  end)
+end)

@@ -659,7 +659,7 @@ doc { 'torch.qr(input, some) -> Q, R', 'Tensor:qr(some) -> Q, R',
   does = 'PyTorch 1.13\'s older spelling: linalg.qr with mode \'reduced\' (some, the default) or \'complete\'.',
   ex = 'local Q = torch.qr(torch.eye(2))\nprint(Q:abs())  --> tensor([[1., 0.], [0., 1.]])' }
 doc { 'torch.geqrf(input) -> a, tau', 'Tensor:geqrf() -> a, tau',
-  does = 'LAPACK\'s geqrf as it leaves its results: R on and above the diagonal, the Householder vectors below, and their scales tau (not differentiable).',
+  does = 'LAPACK\'s geqrf as it leaves its results: R on and above the diagonal, the Householder vectors below, and their scales tau (not differentiable: with grad, GeqrfBackward0 whose backward is PyTorch\'s error).',
   ex = 'local _, tau = torch.geqrf(torch.tensor({{3}, {4}}))\nprint(tau)  --> tensor([1.6000])' }
 doc { 'torch.orgqr(input, tau) -> Tensor', 'Tensor:orgqr(tau) -> Tensor',
   does = 'Q from geqrf\'s results: linalg.householder_product.',
@@ -698,13 +698,13 @@ doc { 'torch.linalg.matrix_rank(A, tol, hermitian, {atol=, rtol=, hermitian=, to
   does = 'The number of singular values (eigenvalues\' absolute values when hermitian) above max(atol, rtol * S_max), as pinv\'s tolerance; int64, A\'s batch shape.',
   ex = 'print(torch.linalg.matrix_rank(torch.tensor({{1, 2}, {2, 4}})))  --> tensor(1)' }
 doc { 'torch.linalg.lu_factor(A, {pivot=}) -> LU, pivots',
-  does = 'The LU factorization with partial pivoting (LAPACK\'s getrf; batched, any m x n): L below the diagonal (its unit diagonal not stored), U on and above; pivots int32, 1-based (row i was swapped with row pivots[i]). An exactly singular U is PyTorch\'s error (lu_factor_ex gives info). Gradient LinalgLuFactorExBackward0 (square).',
+  does = 'The LU factorization with partial pivoting (LAPACK\'s getrf; batched, any m x n): L below the diagonal (its unit diagonal not stored), U on and above; pivots int32, 1-based (row i was swapped with row pivots[i]). An exactly singular U is PyTorch\'s error (lu_factor_ex gives info). Gradient LinalgLuFactorExBackward0 (square, wide and tall, as PyTorch).',
   ex = 'local LU, piv = torch.linalg.lu_factor(torch.tensor({{1, 2}, {3, 4}}))\nprint(piv)  --> tensor([2, 2], dtype=torch.int32)' }
 doc { 'torch.linalg.lu_factor_ex(A, {pivot=, check_errors=}) -> LU, pivots, info',
   does = 'lu_factor with LAPACK\'s info (int32 per matrix: 0, or i where U[i, i] is zero) instead of an error.',
   ex = 'local _, _, info = torch.linalg.lu_factor_ex(torch.zeros(2, 2))\nprint(info)  --> tensor(1, dtype=torch.int32)' }
 doc { 'torch.linalg.lu(A, {pivot=}) -> P, L, U',
-  does = 'A = P L U: the permutation matrix P (A\'s dtype), L unit lower triangular (m, k), U upper (k, n). Gradient LinalgLuBackward0 (square).',
+  does = 'A = P L U: the permutation matrix P (A\'s dtype), L unit lower triangular (m, k), U upper (k, n). Gradient LinalgLuBackward0 (square, wide and tall, as PyTorch).',
   ex = 'local P, L, U = torch.linalg.lu(torch.tensor({{1, 2}, {3, 4}}))\nprint(U)  --> tensor([[3.0000, 4.0000], [0.0000, 0.6667]])' }
 doc { 'torch.lu(A, pivot, get_infos) -> LU, pivots[, infos]', 'Tensor:lu(pivot, get_infos) -> LU, pivots[, infos]',
   does = 'PyTorch 1.13\'s older spelling of lu_factor (get_infos: lu_factor_ex\'s info too).',

@@ -377,9 +377,13 @@ end
 -- torch.geqrf(A): LAPACK's geqrf as it leaves them (R above the diagonal, the Householder vectors below; tau), not
 -- differentiable; torch.orgqr(A, tau): linalg.householder_product; torch.ormqr(A, tau, other, left, transpose):
 -- other multiplied by the full Q (m, m) of A's reflectors
+-- (with grad, one node whose backward is PyTorch's error, as 1.13's GeqrfBackward0)
+local geqrf_node = node('GeqrfBackward0', function(A) return raw.qr(A, 3) end, function()
+  fail('geqrf', "the derivative for 'geqrf' is not implemented.")
+end)
 function M.geqrf(A)
   check('geqrf', A, false, 'input')
-  return raw.qr(A, 3)
+  return geqrf_node(A)
 end
 function M.orgqr(A, tau) return torch.linalg.householder_product(A, tau) end
 function M.ormqr(A, tau, other, left, transpose)
@@ -801,21 +805,59 @@ local function unpack_lu(LU)
   local U = LU:narrow(-2, 1, k):triu()
   return L, U
 end
--- square A = P L U: gA = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T (PyTorch's linalg_lu_backward, m == n)
+-- A = P L U (m, n), k = min(m, n), L (m, k), U (k, n) (PyTorch's linalg_lu_backward):
+-- square: gA = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T;
+-- wide (m < n, U = [U1 | U2]): gA = P L^-T [tril(L^T gL - triu(gU) U^T, -1) U1^-T + triu(gU1) | gU2];
+-- tall (m > n, L = [L1; L2]): gA = P [L1^-T triu(gU U^T - L^T tril(gL, -1)) + tril(gL1, -1); gL2] U^-T
 local function lu_backward(A, P, L, U, gL, gU)
-  local n = A:size(-1)
-  if A:size(-2) ~= n then
-    fail('linalg.lu', 'the derivative of the LU decomposition of a non-square matrix is not in moontorch yet')
+  local m, n = A:size(-2), A:size(-1)
+  if m == n then
+    local inner
+    if gL ~= nil then inner = mT(L):matmul(gL):tril(-1) end
+    if gU ~= nil then
+      local t = gU:matmul(mT(U)):triu()
+      inner = inner and inner + t or t
+    end
+    local X = solve_triangular(mT(L), inner, true, true, true)
+    X = solve_triangular(mT(U), X, false, false, false)
+    return P:matmul(X)
   end
-  local inner
-  if gL ~= nil then inner = mT(L):matmul(gL):tril(-1) end
-  if gU ~= nil then
-    local t = gU:matmul(mT(U)):triu()
-    inner = inner and inner + t or t
+  local k = min(m, n)
+  local g
+  if m < n then
+    local U1 = U:narrow(-1, 1, k)
+    if gL ~= nil then g = mT(L):matmul(gL) end
+    if gU ~= nil then
+      local t = gU:triu():matmul(mT(U))
+      g = g and g - t or -t
+    end
+    g = solve_triangular(mT(U1), g:tril(-1), false, false, false) -- X U1^T = g
+    if gU ~= nil then
+      g = torch.cat({ g + gU:narrow(-1, 1, k):triu(), gU:narrow(-1, k + 1, n - k) }, -1)
+    else
+      local zs = sizes(U)
+      zs[#zs] = n - k
+      g = torch.cat({ g, torch.zeros(zs, { dtype = A.dtype }) }, -1)
+    end
+    g = solve_triangular(mT(L), g, true, true, true)
+  else
+    local L1 = L:narrow(-2, 1, k)
+    if gU ~= nil then g = gU:matmul(mT(U)) end
+    if gL ~= nil then
+      local t = mT(L):matmul(gL:tril(-1))
+      g = g and g - t or -t
+    end
+    g = solve_triangular(mT(L1), g:triu(), true, true, true)
+    if gL ~= nil then
+      g = torch.cat({ g + gL:narrow(-2, 1, k):tril(-1), gL:narrow(-2, k + 1, m - k) }, -2)
+    else
+      local zs = sizes(L)
+      zs[#zs - 1] = m - k
+      g = torch.cat({ g, torch.zeros(zs, { dtype = A.dtype }) }, -2)
+    end
+    g = solve_triangular(mT(U), g, false, false, false) -- X U^T = g
   end
-  local X = solve_triangular(mT(L), inner, true, true, true)
-  X = solve_triangular(mT(U), X, false, false, false)
-  return P:matmul(X)
+  return P:matmul(g)
 end
 local lu_factor_node, lu_node
 lu_factor_node = node('LinalgLuFactorExBackward0', function(A)
@@ -828,7 +870,8 @@ end, function(gs, A)
   local LU, piv = raw.lu_factor(A)
   local P = perm_of(piv, A:size(-2), A.dtype)
   local L, U = unpack_lu(lu_factor_node(A))
-  return lu_backward(A, P, L, U, g:tril(-1), g:triu())
+  local k = min(A:size(-2), A:size(-1))
+  return lu_backward(A, P, L, U, g:narrow(-1, 1, k):tril(-1), g:narrow(-2, 1, k):triu())
 end)
 lu_node = node('LinalgLuBackward0', function(A)
   local LU, piv = raw.lu_factor(A)
