@@ -1,6 +1,8 @@
 -- torch.linalg's decompositions by LAPACK (the C front doors mt_linalg_* of core/ops/lapack.c, kernels
 -- core/tensor/lapack.c): cholesky (+ cholesky_ex), solve_triangular, qr, eigh, eigvalsh, svd, svdvals, lstsq,
--- lu_factor (+ lu_factor_ex), lu, pinv, matrix_rank; torch.cholesky_solve, cholesky_inverse, lu_unpack, lu_solve,
+-- lu_factor (+ lu_factor_ex), lu, lu_solve, pinv, matrix_rank, cond, solve (+ solve_ex), inv (+ inv_ex), det, slogdet
+-- (getrf + getrs), ldl_factor (+ ldl_factor_ex), ldl_solve; torch.cholesky_solve, cholesky_inverse, lu_unpack, lu_solve,
+-- inverse, det, slogdet, logdet, geqrf, orgqr, ormqr,
 -- and PyTorch 1.13's older spellings (torch.cholesky, torch.svd with its some= / V, torch.qr, torch.lu,
 -- torch.triangular_solve, torch.pinverse) as torch functions and Tensor methods. Each differentiable one is one
 -- autograd node named as PyTorch 1.13's (LinalgCholeskyExBackward0, ...), its derivative written with ops
