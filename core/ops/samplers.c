@@ -35,8 +35,16 @@ static mt_status operands(mt_op id, const char *op, const char *kernel, int n, m
   for (int i = 1; i < n; i++) {
     int64_t s[MT_MAX_DIMS];
     int nd;
-    if (mt_broadcast_shapes(sizes, *ndim, in[i]->_sizes, in[i]->_ndim, s, &nd) != MT_OK)
-      return mt_error(MT_ESHAPE, "%s: the shapes %s and %s do not broadcast", op, MT_SHAPE(in[0]), MT_SHAPE(in[i]));
+    if (mt_broadcast_shapes(sizes, *ndim, in[i]->_sizes, in[i]->_ndim, s, &nd) != MT_OK) {
+      mt_clear_error();
+      for (int j = 1; j <= *ndim && j <= in[i]->_ndim; j++) {
+        int64_t a = sizes[*ndim - j], b = in[i]->_sizes[in[i]->_ndim - j];
+        if (a != b && a != 1 && b != 1)
+          return mt_error(MT_ESHAPE, "%s: The size of tensor a (%lld) must match the size of tensor b (%lld) at "
+                          "non-singleton dimension %d", op, (long long)a, (long long)b,
+                          (*ndim > in[i]->_ndim ? *ndim : in[i]->_ndim) - j);
+      }
+    }
     memcpy(sizes, s, sizeof(int64_t) * (size_t)nd);
     *ndim = nd;
   }
