@@ -82,6 +82,13 @@ describe('torch.distributions\' samplers', function()
     end)
   end
 
+  it('normal_ on a strided float64 tensor (the double normals the Gamma sampler takes) draws PyTorch\'s numbers', function()
+    torch.manual_seed(21)
+    local t = torch.empty(300, 2, { dtype = torch.float64 }):select(2, 1)
+    t:normal_()
+    same(list(t), W.normal_strided, 0, 'normal_ strided') -- r = sqrt(-2 log(1 - u)): log1p(-u) differs in ~3% of draws
+  end)
+
   it('poisson is recorded with a zero gradient; binomial and _sample_dirichlet are not recorded', function()
     local r = torch.tensor({ 0.5, 30.0 }, { requires_grad = true })
     local p = torch.poisson(r)

@@ -122,7 +122,7 @@ static double normal_d(cpu_engine *g) {
   }
   double u1 = uniform_d(g);
   double u2 = uniform_d(g);
-  double r = sqrt(-2.0 * log1p(-u2));
+  double r = sqrt(-2.0 * log(1.0 - u2));
   double theta = 2.0 * M_PI * u1;
   g->double_normal = r * sin(theta);
   g->has_double_normal = 1;

@@ -51,4 +51,9 @@ for dtn, dt in (('float32', torch.float32), ('float64', torch.float64)):
     (x * P([1.0, 2.0, 3.0, 4.0])).sum().backward()
     print('  rsample_x = %s, rsample_grad = %s,' % (L(x), L(a.grad)))
     print(' },')
+# normal_ on a non-contiguous float64 tensor: normal_distribution<double> one draw at a time, r = sqrt(-2 log(1 - u2))
+torch.manual_seed(21)
+t = torch.empty(300, 2, dtype=torch.float64)[:, 0]
+t.normal_()
+print(' normal_strided = %s,' % L(t))
 print('}')
