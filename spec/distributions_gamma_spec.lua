@@ -54,10 +54,19 @@ local CASES = {
   binomial_logits = { function(dt) return D.Binomial { total_count = P({ 5.0, 40.0, 7.0 }, dt), logits = P({ -1.0, 0.5, 2.0 }, dt) } end, { 1.0, 20.0, 7.0 } },
   multinomial = { function(dt) return D.Multinomial(6, P({ { 0.2, 0.3, 0.5 }, { 0.6, 0.0, 0.4 } }, dt)) end, { { 1.0, 2.0, 3.0 }, { 2.0, 0.0, 4.0 } } },
   negbinomial = { function(dt) return D.NegativeBinomial(P({ 3.0, 5.0, 0.5 }, dt), P({ 0.3, 0.6, 0.1 }, dt)) end, { 2.0, 0.0, 7.0 } },
+  pareto = { function(dt) return D.Pareto(P({ 1.0, 2.0, 0.5 }, dt), P({ 0.5, 3.0, 2.5 }, dt)) end, { 2.5, 3.0, 0.7 } },
+  weibull = { function(dt) return D.Weibull(P({ 1.0, 2.0, 0.5 }, dt), P({ 0.5, 3.0, 1.5 }, dt)) end, { 0.5, 2.5, 0.1 } },
+  kumaraswamy = { function(dt) return D.Kumaraswamy(P({ 1.0, 2.0, 0.5 }, dt), P({ 0.5, 3.0, 1.5 }, dt)) end, { 0.5, 0.9, 0.1 } },
+  fishersnedecor = { function(dt) return D.FisherSnedecor(P({ 1.0, 5.0, 3.0 }, dt), P({ 3.0, 6.0, 4.5 }, dt)) end, { 0.5, 2.5, 1.0 } },
+  contbernoulli = { function(dt) return D.ContinuousBernoulli(P({ 0.2, 0.5, 0.4995 }, dt)) end, { 0.5, 0.9, 0.1 } },
+  contbernoulli_logits = { function(dt) return D.ContinuousBernoulli { logits = P({ -1.0, 0.0, 3.0 }, dt) } end, { 0.3, 0.0, 1.0 } },
+  vonmises = { function(dt) return D.VonMises(P({ 0.0, 1.0, -2.0 }, dt), P({ 0.5, 3.0, 20.0 }, dt)) end, { 0.5, 2.5, -3.0 } },
   negbinomial_logits = { function(dt) return D.NegativeBinomial(P({ 3.0, 12.0, 1.0 }, dt), nil, P({ -1.0, 0.5, 2.0 }, dt)) end, { 4.0, 10.0, 0.0 } },
 }
 -- draws that pass through a float64 sum (Dirichlet, Beta) or rsqrt (StudentT): within an ulp or two
-local ROUNDED_DRAWS = { beta = true, dirichlet = true, dirichlet_small = true, studentt = true }
+-- or through exp, log, pow, acos of the vector library (the transformed ones, ContinuousBernoulli's icdf, VonMises)
+local ROUNDED_DRAWS = { beta = true, dirichlet = true, dirichlet_small = true, studentt = true, pareto = true, weibull = true,
+  kumaraswamy = true, fishersnedecor = true, contbernoulli = true, contbernoulli_logits = true, vonmises = true }
 
 describe('torch.distributions: the Gamma family and counts', function()
   for _, dtn in ipairs { 'float32', 'float64' } do
@@ -82,6 +91,10 @@ describe('torch.distributions: the Gamma family and counts', function()
         end
         same(list(d:log_prob(P(case[2], dt))), want.log_prob, tol, name .. ' log_prob')
         if want.entropy then same(list(d:entropy()), want.entropy, tol, name .. ' entropy') end
+        if want.cdf then
+          same(list(d:cdf(P(case[2], dt))), want.cdf, tol, name .. ' cdf')
+          same(list(d:icdf(P({ 0.1, 0.5, 0.975 }, dt))), want.icdf, tol, name .. ' icdf')
+        end
         for _, prop in ipairs { 'mean', 'mode', 'variance' } do
           if want[prop] then same(list(d[prop]), want[prop], tol, name .. ' ' .. prop) end
         end
@@ -142,6 +155,18 @@ describe('torch.distributions: the Gamma family and counts', function()
       bernoulli_poisson = { D.Bernoulli(f({ 0.3, 0.9 })), D.Poisson(f({ 1.0, 3.0 })) },
       gamma_beta = { D.Gamma(f({ 1.5, 2.0 }), f({ 0.5, 1.0 })), D.Beta(f({ 0.5, 2.0 }), f({ 1.5, 3.0 })) },
       normal_gamma = { D.Normal(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })), D.Gamma(f({ 1.5, 2.0 }), f({ 0.5, 1.0 })) },
+      pareto = { D.Pareto(f({ 1.0, 2.0 }), f({ 0.5, 3.0 })), D.Pareto(f({ 0.5, 3.0 }), f({ 1.5, 2.0 })) },
+      contbernoulli = { D.ContinuousBernoulli(f({ 0.2, 0.7 })), D.ContinuousBernoulli(f({ 0.5, 0.1 })) },
+      beta_contbernoulli = { D.Beta(f({ 0.5, 2.0 }), f({ 1.5, 3.0 })), D.ContinuousBernoulli(f({ 0.2, 0.7 })) },
+      contbernoulli_exponential = { D.ContinuousBernoulli(f({ 0.2, 0.7 })), D.Exponential(f({ 1.0, 3.0 })) },
+      contbernoulli_normal = { D.ContinuousBernoulli(f({ 0.2, 0.7 })), D.Normal(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })) },
+      contbernoulli_uniform = { D.ContinuousBernoulli(f({ 0.2, 0.7 })), D.Uniform(f({ -1.0, 0.5 }), f({ 2.0, 3.0 })) },
+      uniform_contbernoulli = { D.Uniform(f({ 0.1, 0.2 }), f({ 0.5, 1.5 })), D.ContinuousBernoulli(f({ 0.2, 0.7 })) },
+      pareto_exponential = { D.Pareto(f({ 1.0, 2.0 }), f({ 0.5, 3.0 })), D.Exponential(f({ 1.0, 3.0 })) },
+      pareto_gamma = { D.Pareto(f({ 1.0, 2.0 }), f({ 1.5, 3.0 })), D.Gamma(f({ 1.5, 2.0 }), f({ 0.5, 1.0 })) },
+      pareto_normal = { D.Pareto(f({ 1.0, 2.0 }), f({ 1.5, 3.0 })), D.Normal(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })) },
+      uniform_pareto = { D.Uniform(f({ 1.5, 0.2 }), f({ 2.5, 1.5 })), D.Pareto(f({ 1.0, 0.5 }), f({ 1.5, 2.0 })) },
+      normal_pareto = { D.Normal(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })), D.Pareto(f({ 1.0, 0.5 }), f({ 1.5, 2.0 })) },
       poisson_binomial = { D.Poisson(f({ 1.0, 3.0 })), D.Binomial(f({ 10.0, 10.0 }), f({ 0.5, 0.2 })) },
     }
     for name, pq in pairs(KL) do

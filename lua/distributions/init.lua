@@ -2,7 +2,8 @@
 -- torch.distributions): Normal, Uniform, Exponential, Laplace, Cauchy, Bernoulli, Categorical,
 -- OneHotCategorical, Geometric, Independent, TransformedDistribution (LogNormal, HalfNormal, Gumbel),
 -- MultivariateNormal, Gamma, Chi2, Beta, Dirichlet, StudentT (lua/distributions/gamma.lua), Poisson,
--- Binomial, Multinomial, NegativeBinomial (lua/distributions/counts.lua);
+-- Binomial, Multinomial, NegativeBinomial (lua/distributions/counts.lua); Pareto, Weibull, Kumaraswamy,
+-- FisherSnedecor, ContinuousBernoulli, VonMises (lua/distributions/more.lua);
 -- kl_divergence and register_kl; constraints and (elementwise) transforms. Draws after
 -- torch.manual_seed are PyTorch's (the same generator calls in the same order); categories count
 -- from 1 (lua/distributions/discrete.lua). Loaded on first use of torch.distributions.
@@ -14,6 +15,7 @@ local Tr = require 'moontorch.distributions.transformed'
 local Mv = require 'moontorch.distributions.multivariate'
 local G = require 'moontorch.distributions.gamma'
 local Cn = require 'moontorch.distributions.counts'
+local Mo = require 'moontorch.distributions.more'
 local kl = require 'moontorch.distributions.kl'
 
 local M = {
@@ -25,6 +27,8 @@ local M = {
   transforms = require 'moontorch.distributions.transforms',
   MultivariateNormal = Mv.MultivariateNormal,
   Gamma = G.Gamma, Chi2 = G.Chi2, Beta = G.Beta, Dirichlet = G.Dirichlet, StudentT = G.StudentT,
+  Pareto = Mo.Pareto, Weibull = Mo.Weibull, Kumaraswamy = Mo.Kumaraswamy, FisherSnedecor = Mo.FisherSnedecor,
+  ContinuousBernoulli = Mo.ContinuousBernoulli, VonMises = Mo.VonMises,
   Poisson = Cn.Poisson, Binomial = Cn.Binomial, Multinomial = Cn.Multinomial, NegativeBinomial = Cn.NegativeBinomial,
   kl_divergence = kl.kl_divergence, register_kl = kl.register_kl,
   constraints = require 'moontorch.distributions.constraints',

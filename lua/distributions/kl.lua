@@ -13,6 +13,7 @@ local Tr = require 'moontorch.distributions.transformed'
 local Mv = require 'moontorch.distributions.multivariate'
 local G = require 'moontorch.distributions.gamma'
 local Cn = require 'moontorch.distributions.counts'
+local Mo = require 'moontorch.distributions.more'
 
 local fail = core.fail
 local Distribution = D.Distribution
@@ -285,6 +286,81 @@ for _, pq in ipairs {
   { C.Exponential, G.Beta, 'rate' }, { C.Normal, G.Beta, 'loc' }, { C.Normal, G.Gamma, 'loc' },
   { Tr.Gumbel, G.Beta, 'loc' }, { Tr.Gumbel, G.Gamma, 'loc' }, { C.Laplace, G.Beta, 'loc' }, { C.Laplace, G.Gamma, 'loc' },
   { Cn.Poisson, Dd.Bernoulli, 'rate' }, { Cn.Poisson, Cn.Binomial, 'rate' },
+} do
+  M.register_kl(pq[1], pq[2], function(p) return inf_like(p[pq[3]]) end)
+end
+
+---------------------------------------------------------------------------------------- Pareto, ContinuousBernoulli
+M.register_kl(Mo.Pareto, Mo.Pareto, function(p, q)
+  local scale_ratio = p.scale / q.scale
+  local alpha_ratio = q.alpha / p.alpha
+  local result = q.alpha * scale_ratio:log() - alpha_ratio:log() + alpha_ratio - 1
+  return put(result, p.scale:lt(q.scale), math.huge)
+end)
+M.register_kl(Mo.ContinuousBernoulli, Mo.ContinuousBernoulli, function(p, q)
+  local t1 = p.mean * (p.logits - q.logits)
+  local t2 = p:_cont_bern_log_norm() + torch.log1p(-p.probs)
+  local t3 = -q:_cont_bern_log_norm() - torch.log1p(-q.probs)
+  return t1 + t2 + t3
+end)
+M.register_kl(G.Beta, Mo.ContinuousBernoulli, function(p, q)
+  return -p:entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q:_cont_bern_log_norm()
+end)
+M.register_kl(Mo.ContinuousBernoulli, C.Exponential, function(p, q)
+  return -p:entropy() - torch.log(q.rate) + q.rate * p.mean
+end)
+M.register_kl(Mo.ContinuousBernoulli, C.Normal, function(p, q)
+  local t1 = -p:entropy()
+  local t2 = 0.5 * (math.log(2.0 * math.pi) + torch.square(q.loc / q.scale)) + torch.log(q.scale)
+  local t3 = (p.variance + torch.square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * torch.square(q.scale))
+  return t1 + t2 + t3
+end)
+M.register_kl(Mo.ContinuousBernoulli, C.Uniform, function(p, q)
+  local result = -p:entropy() + (q.high - q.low):log()
+  return torch.where(torch.ge(q.low, 0):logical_or(torch.le(q.high, 1)), torch.ones_like(result) * math.huge, result)
+end)
+M.register_kl(C.Uniform, Mo.ContinuousBernoulli, function(p, q)
+  local result = -p:entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q:_cont_bern_log_norm()
+  return torch.where(torch.ge(p.high, 1):logical_or(torch.le(p.low, 0)), torch.ones_like(result) * math.huge, result)
+end)
+M.register_kl(Mo.Pareto, C.Exponential, function(p, q)
+  local scale_rate_prod = p.scale * q.rate
+  local t1 = (p.alpha / scale_rate_prod):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+  return put(t1 - t2 + t3 - 1, p.alpha:le(1), math.huge)
+end)
+M.register_kl(Mo.Pareto, G.Gamma, function(p, q)
+  local common = p.scale:log() + p.alpha:reciprocal()
+  local t1 = p.alpha:log() - common
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (1 - q.concentration) * common
+  local t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+  return put(t1 + t2 + t3 + t4 - 1, p.alpha:le(1), math.huge)
+end)
+M.register_kl(Mo.Pareto, C.Normal, function(p, q)
+  local var_normal = 2 * q.scale:pow(2)
+  local common = p.scale / (p.alpha - 1)
+  local t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * common:pow(2) / (p.alpha - 2)
+  local t4 = (p.alpha * common - q.loc):pow(2)
+  return put(t1 - t2 + (t3 + t4) / var_normal - 1, p.alpha:le(2), math.huge)
+end)
+M.register_kl(C.Uniform, Mo.Pareto, function(p, q)
+  local support = p.high - p.low
+  local t1 = (q.alpha * q.scale:pow(q.alpha) * support):log()
+  local t2 = (x_log_x(p.high) - x_log_x(p.low) - support) / support
+  return put(t2 * (q.alpha + 1) - t1, p.low:lt(q.scale), math.huge)
+end)
+for _, pq in ipairs {
+  { G.Beta, Mo.Pareto, 'concentration1' }, { Mo.ContinuousBernoulli, Mo.Pareto, 'probs' },
+  { C.Exponential, Mo.ContinuousBernoulli, 'rate' }, { C.Exponential, Mo.Pareto, 'rate' },
+  { G.Gamma, Mo.ContinuousBernoulli, 'concentration' }, { G.Gamma, Mo.Pareto, 'concentration' },
+  { Tr.Gumbel, Mo.ContinuousBernoulli, 'loc' }, { Tr.Gumbel, Mo.Pareto, 'loc' },
+  { C.Laplace, Mo.ContinuousBernoulli, 'loc' }, { C.Laplace, Mo.Pareto, 'loc' },
+  { C.Normal, Mo.ContinuousBernoulli, 'loc' }, { C.Normal, Mo.Pareto, 'loc' },
+  { Mo.Pareto, G.Beta, 'scale' }, { Mo.Pareto, Mo.ContinuousBernoulli, 'scale' }, { Mo.Pareto, C.Uniform, 'scale' },
 } do
   M.register_kl(pq[1], pq[2], function(p) return inf_like(p[pq[3]]) end)
 end

@@ -34,6 +34,13 @@ CASES = [
     ('binomial_logits', lambda dt: D.Binomial(P([5.0, 40.0, 7.0], dt), logits=P([-1.0, 0.5, 2.0], dt)), [1.0, 20.0, 7.0]),
     ('multinomial', lambda dt: D.Multinomial(6, P([[0.2, 0.3, 0.5], [0.6, 0.0, 0.4]], dt)), [[1.0, 2.0, 3.0], [2.0, 0.0, 4.0]]),
     ('negbinomial', lambda dt: D.NegativeBinomial(P([3.0, 5.0, 0.5], dt), P([0.3, 0.6, 0.1], dt)), [2.0, 0.0, 7.0]),
+    ('pareto', lambda dt: D.Pareto(P([1.0, 2.0, 0.5], dt), P([0.5, 3.0, 2.5], dt)), [2.5, 3.0, 0.7]),
+    ('weibull', lambda dt: D.Weibull(P([1.0, 2.0, 0.5], dt), P([0.5, 3.0, 1.5], dt)), [0.5, 2.5, 0.1]),
+    ('kumaraswamy', lambda dt: D.Kumaraswamy(P([1.0, 2.0, 0.5], dt), P([0.5, 3.0, 1.5], dt)), [0.5, 0.9, 0.1]),
+    ('fishersnedecor', lambda dt: D.FisherSnedecor(P([1.0, 5.0, 3.0], dt), P([3.0, 6.0, 4.5], dt)), [0.5, 2.5, 1.0]),
+    ('contbernoulli', lambda dt: D.ContinuousBernoulli(P([0.2, 0.5, 0.4995], dt)), [0.5, 0.9, 0.1]),
+    ('contbernoulli_logits', lambda dt: D.ContinuousBernoulli(logits=P([-1.0, 0.0, 3.0], dt)), [0.3, 0.0, 1.0]),
+    ('vonmises', lambda dt: D.VonMises(P([0.0, 1.0, -2.0], dt), P([0.5, 3.0, 20.0], dt)), [0.5, 2.5, -3.0]),
     ('negbinomial_logits', lambda dt: D.NegativeBinomial(P([3.0, 12.0, 1.0], dt), logits=P([-1.0, 0.5, 2.0], dt)), [4.0, 10.0, 0.0]),
 ]
 
@@ -50,6 +57,9 @@ for dtn, dt in (('float32', torch.float32), ('float64', torch.float64)):
             torch.manual_seed(7)
             out('rsample', L(d.rsample((2,))))
         out('log_prob', L(d.log_prob(torch.tensor(pts, dtype=dt))))
+        if name.startswith('contbernoulli'):
+            out('cdf', L(d.cdf(torch.tensor(pts, dtype=dt))))
+            out('icdf', L(d.icdf(torch.tensor([0.1, 0.5, 0.975], dtype=dt))))
         for prop in ('entropy',):
             try:
                 out(prop, L(d.entropy()))
@@ -98,6 +108,18 @@ KL = [
     ('bernoulli_poisson', D.Bernoulli(f([0.3, 0.9])), D.Poisson(f([1.0, 3.0]))),
     ('gamma_beta', D.Gamma(f([1.5, 2.0]), f([0.5, 1.0])), D.Beta(f([0.5, 2.0]), f([1.5, 3.0]))),
     ('normal_gamma', D.Normal(f([0.0, 1.0]), f([1.0, 2.0])), D.Gamma(f([1.5, 2.0]), f([0.5, 1.0]))),
+    ('pareto', D.Pareto(f([1.0, 2.0]), f([0.5, 3.0])), D.Pareto(f([0.5, 3.0]), f([1.5, 2.0]))),
+    ('contbernoulli', D.ContinuousBernoulli(f([0.2, 0.7])), D.ContinuousBernoulli(f([0.5, 0.1]))),
+    ('beta_contbernoulli', D.Beta(f([0.5, 2.0]), f([1.5, 3.0])), D.ContinuousBernoulli(f([0.2, 0.7]))),
+    ('contbernoulli_exponential', D.ContinuousBernoulli(f([0.2, 0.7])), D.Exponential(f([1.0, 3.0]))),
+    ('contbernoulli_normal', D.ContinuousBernoulli(f([0.2, 0.7])), D.Normal(f([0.0, 1.0]), f([1.0, 2.0]))),
+    ('contbernoulli_uniform', D.ContinuousBernoulli(f([0.2, 0.7])), D.Uniform(f([-1.0, 0.5]), f([2.0, 3.0]))),
+    ('uniform_contbernoulli', D.Uniform(f([0.1, 0.2]), f([0.5, 1.5])), D.ContinuousBernoulli(f([0.2, 0.7]))),
+    ('pareto_exponential', D.Pareto(f([1.0, 2.0]), f([0.5, 3.0])), D.Exponential(f([1.0, 3.0]))),
+    ('pareto_gamma', D.Pareto(f([1.0, 2.0]), f([1.5, 3.0])), D.Gamma(f([1.5, 2.0]), f([0.5, 1.0]))),
+    ('pareto_normal', D.Pareto(f([1.0, 2.0]), f([1.5, 3.0])), D.Normal(f([0.0, 1.0]), f([1.0, 2.0]))),
+    ('uniform_pareto', D.Uniform(f([1.5, 0.2]), f([2.5, 1.5])), D.Pareto(f([1.0, 0.5]), f([1.5, 2.0]))),
+    ('normal_pareto', D.Normal(f([0.0, 1.0]), f([1.0, 2.0])), D.Pareto(f([1.0, 0.5]), f([1.5, 2.0]))),
     ('poisson_binomial', D.Poisson(f([1.0, 3.0])), D.Binomial(f([10.0, 10.0]), f([0.5, 0.2]))),
 ]
 print(' kl = {')
