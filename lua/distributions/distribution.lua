@@ -142,7 +142,8 @@ end
 -- {name=, ..., validate_args=}. Returns the values (in names' order) and validate_args.
 function M.args(opname, names, ...)
   local first, vals = ..., {}
-  if type(first) == 'table' and not is_tensor(first) then
+  -- (a plain table: an object, a distribution say, is a positional argument)
+  if type(first) == 'table' and not is_tensor(first) and getmetatable(first) == nil then
     local allowed = { validate_args = true }
     for _, k in ipairs(names) do allowed[k] = true end
     for k in pairs(first) do

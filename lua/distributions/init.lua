@@ -3,7 +3,8 @@
 -- OneHotCategorical, Geometric, Independent, TransformedDistribution (LogNormal, HalfNormal, Gumbel),
 -- MultivariateNormal, Gamma, Chi2, Beta, Dirichlet, StudentT (lua/distributions/gamma.lua), Poisson,
 -- Binomial, Multinomial, NegativeBinomial (lua/distributions/counts.lua); Pareto, Weibull, Kumaraswamy,
--- FisherSnedecor, ContinuousBernoulli, VonMises (lua/distributions/more.lua);
+-- FisherSnedecor, ContinuousBernoulli, VonMises, RelaxedBernoulli, RelaxedOneHotCategorical,
+-- MixtureSameFamily (lua/distributions/more.lua);
 -- kl_divergence and register_kl; constraints and (elementwise) transforms. Draws after
 -- torch.manual_seed are PyTorch's (the same generator calls in the same order); categories count
 -- from 1 (lua/distributions/discrete.lua). Loaded on first use of torch.distributions.
@@ -29,6 +30,9 @@ local M = {
   Gamma = G.Gamma, Chi2 = G.Chi2, Beta = G.Beta, Dirichlet = G.Dirichlet, StudentT = G.StudentT,
   Pareto = Mo.Pareto, Weibull = Mo.Weibull, Kumaraswamy = Mo.Kumaraswamy, FisherSnedecor = Mo.FisherSnedecor,
   ContinuousBernoulli = Mo.ContinuousBernoulli, VonMises = Mo.VonMises,
+  LogitRelaxedBernoulli = Mo.LogitRelaxedBernoulli, RelaxedBernoulli = Mo.RelaxedBernoulli,
+  ExpRelaxedCategorical = Mo.ExpRelaxedCategorical, RelaxedOneHotCategorical = Mo.RelaxedOneHotCategorical,
+  MixtureSameFamily = Mo.MixtureSameFamily,
   Poisson = Cn.Poisson, Binomial = Cn.Binomial, Multinomial = Cn.Multinomial, NegativeBinomial = Cn.NegativeBinomial,
   kl_divergence = kl.kl_divergence, register_kl = kl.register_kl,
   constraints = require 'moontorch.distributions.constraints',

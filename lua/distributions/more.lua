@@ -409,4 +409,247 @@ VonMises._props = {
   end,
 }
 
+---------------------------------------------------------------------------------------- the relaxed ones
+-- a temperature: a tensor (a number becomes one, of the parameter's dtype)
+local function temperature_arg(opname, temperature, dtype)
+  if is_tensor(temperature) then return temperature end
+  if type(temperature) ~= 'number' then fail(opname, 'expected temperature (a tensor or a number), got ' .. type(temperature)) end
+  return torch.tensor(temperature, { dtype = dtype })
+end
+
+local LRB = class.class('torch.distributions.LogitRelaxedBernoulli', Distribution)
+M.LogitRelaxedBernoulli = LRB
+LRB._arg_constraints = { { 'probs', constraints.unit_interval }, { 'logits', constraints.real } }
+
+-- LogitRelaxedBernoulli(temperature, probs, logits, {validate_args=}): the logit of a RelaxedBernoulli draw
+function LRB:__init(temperature, probs, logits, opts)
+  local vals, validate = D.args('distributions.' .. D.short(self), { 'temperature', 'probs', 'logits' }, temperature, probs, logits, opts)
+  temperature, probs, logits = vals[1], vals[2], vals[3]
+  if (probs == nil) == (logits == nil) then fail('distributions.' .. D.short(self), 'Either `probs` or `logits` must be specified, but not both.') end
+  local v, number = D.broadcast_all('distributions.' .. D.short(self), probs ~= nil and probs or logits)
+  if probs ~= nil then self.probs = v[1] else self.logits = v[1] end
+  self._param = v[1]
+  self.temperature = temperature_arg('distributions.' .. D.short(self), temperature, v[1].dtype)
+  Distribution.__init(self, number and {} or D.size_list(v[1]), {}, validate)
+end
+function LRB:expand(...)
+  local shape = D.shape_arg(D.op(self) .. '.expand', ...)
+  local new = self:_new_instance()
+  new.temperature = self.temperature
+  if rawget(self, 'probs') then new.probs = self.probs:expand(shape); new._param = new.probs end
+  if rawget(self, 'logits') then new.logits = self.logits:expand(shape); new._param = new.logits end
+  new._batch_shape, new._event_shape = shape, {}
+  return new
+end
+function LRB:rsample(...)
+  local shape = self:_extended_shape(D.shape_arg(D.op(self) .. '.rsample', ...))
+  local probs = clamp_probs(self.probs:expand(shape))
+  local u = clamp_probs(torch.rand(shape, { dtype = probs.dtype }))
+  return (u:log() - (-u):log1p() + probs:log() - (-probs):log1p()) / self.temperature
+end
+function LRB:log_prob(value)
+  value = self:_value(value, 'log_prob', self._param.dtype)
+  local v = D.broadcast_all(D.op(self) .. '.log_prob', self.logits, value)
+  local diff = v[1] - v[2]:mul(self.temperature)
+  return self.temperature:log() + diff - 2 * diff:exp():log1p()
+end
+LRB._props = {
+  probs = function(self)
+    local p = torch.sigmoid(rawget(self, 'logits'))
+    rawset(self, 'probs', p)
+    return p
+  end,
+  logits = function(self)
+    local p = clamp_probs(rawget(self, 'probs'))
+    local l = p:log() - (-p):log1p()
+    rawset(self, 'logits', l)
+    return l
+  end,
+  param_shape = function(self) return self._param:size() end,
+  support = function() return constraints.real end,
+  has_rsample = function() return true end,
+}
+
+local RelaxedBernoulli = class.class('torch.distributions.RelaxedBernoulli', TD)
+M.RelaxedBernoulli = RelaxedBernoulli
+RelaxedBernoulli._arg_constraints = { { 'probs', constraints.unit_interval }, { 'logits', constraints.real } }
+-- RelaxedBernoulli(temperature, probs, logits, {validate_args=}): sigmoid of a LogitRelaxedBernoulli, in (0, 1)
+function RelaxedBernoulli:__init(temperature, probs, logits, opts)
+  local vals, validate = D.args('distributions.RelaxedBernoulli', { 'temperature', 'probs', 'logits' }, temperature, probs, logits, opts)
+  TD.__init(self, LRB(vals[1], vals[2], vals[3]), { T.SigmoidTransform() }, { validate_args = validate })
+end
+RelaxedBernoulli._props = {
+  temperature = function(self) return self.base_dist.temperature end,
+  logits = function(self) return self.base_dist.logits end,
+  probs = function(self) return self.base_dist.probs end,
+  support = function() return constraints.unit_interval end,
+  has_rsample = function() return true end,
+}
+
+local ERC = class.class('torch.distributions.ExpRelaxedCategorical', Distribution)
+M.ExpRelaxedCategorical = ERC
+ERC._arg_constraints = { { 'probs', constraints.simplex }, { 'logits', constraints.real_vector } }
+-- ExpRelaxedCategorical(temperature, probs, logits, {validate_args=}): the log of a RelaxedOneHotCategorical draw
+function ERC:__init(temperature, probs, logits, opts)
+  local vals, validate = D.args('distributions.ExpRelaxedCategorical', { 'temperature', 'probs', 'logits' }, temperature, probs, logits, opts)
+  self._categorical = require('moontorch.distributions.discrete').Categorical(vals[2], vals[3])
+  self.temperature = temperature_arg('distributions.ExpRelaxedCategorical', vals[1], self._categorical._param.dtype)
+  Distribution.__init(self, self._categorical._batch_shape, { self._categorical._num_events }, validate)
+end
+function ERC:expand(...)
+  local shape = D.shape_arg('distributions.ExpRelaxedCategorical.expand', ...)
+  local new = self:_new_instance()
+  new.temperature = self.temperature
+  new._categorical = self._categorical:expand(shape)
+  new._batch_shape, new._event_shape = shape, self._event_shape
+  return new
+end
+function ERC:rsample(...)
+  local shape = self:_extended_shape(D.shape_arg('distributions.ExpRelaxedCategorical.rsample', ...))
+  local u = clamp_probs(torch.rand(shape, { dtype = self.logits.dtype }))
+  local gumbels = -((-(u:log())):log())
+  local scores = (self.logits + gumbels) / self.temperature
+  return scores - scores:logsumexp(-1, true)
+end
+function ERC:log_prob(value)
+  local K = self._categorical._num_events
+  value = self:_value(value, 'log_prob', self._categorical._param.dtype)
+  local v = D.broadcast_all('distributions.ExpRelaxedCategorical.log_prob', self.logits, value)
+  local log_scale = torch.full_like(self.temperature, K):lgamma() - self.temperature:log():mul(-(K - 1))
+  local score = v[1] - v[2]:mul(self.temperature)
+  score = (score - score:logsumexp(-1, true)):sum(-1)
+  return score + log_scale
+end
+ERC._props = {
+  param_shape = function(self) return self._categorical.param_shape end,
+  logits = function(self) return self._categorical.logits end,
+  probs = function(self) return self._categorical.probs end,
+  support = function() return constraints.real_vector end,
+  has_rsample = function() return true end,
+}
+
+local ROHC = class.class('torch.distributions.RelaxedOneHotCategorical', TD)
+M.RelaxedOneHotCategorical = ROHC
+ROHC._arg_constraints = { { 'probs', constraints.simplex }, { 'logits', constraints.real_vector } }
+-- RelaxedOneHotCategorical(temperature, probs, logits, {validate_args=}): points of the simplex (Gumbel-softmax)
+function ROHC:__init(temperature, probs, logits, opts)
+  local vals, validate = D.args('distributions.RelaxedOneHotCategorical', { 'temperature', 'probs', 'logits' }, temperature, probs, logits, opts)
+  local o = { validate_args = validate }
+  TD.__init(self, ERC(vals[1], vals[2], vals[3], o), { T.ExpTransform() }, o)
+end
+ROHC._props = {
+  temperature = function(self) return self.base_dist.temperature end,
+  logits = function(self) return self.base_dist.logits end,
+  probs = function(self) return self.base_dist.probs end,
+  support = function() return constraints.simplex end,
+  has_rsample = function() return true end,
+}
+
+---------------------------------------------------------------------------------------- MixtureSameFamily
+local MSF = class.class('torch.distributions.MixtureSameFamily', Distribution)
+M.MixtureSameFamily = MSF
+MSF._arg_constraints = {}
+
+-- MixtureSameFamily(mixture_distribution (a Categorical), component_distribution, {validate_args=}): the
+-- components are the component distribution's rightmost batch dimension
+function MSF:__init(mix, comp, opts)
+  local vals, validate = D.args('distributions.MixtureSameFamily', { 'mixture_distribution', 'component_distribution' }, mix, comp, opts)
+  mix, comp = vals[1], vals[2]
+  local Dd = require 'moontorch.distributions.discrete'
+  if not class.isinstance(mix, Dd.Categorical) then
+    fail('distributions.MixtureSameFamily', ' The Mixture distribution needs to be an  instance of torch.distributions.Categorical')
+  end
+  if not class.isinstance(comp, Distribution) then
+    fail('distributions.MixtureSameFamily', 'The Component distribution need to be an instance of torch.distributions.Distribution')
+  end
+  local mdbs, cdbs = mix._batch_shape, {}
+  for i = 1, #comp._batch_shape - 1 do cdbs[i] = comp._batch_shape[i] end
+  for i = 0, math.min(#mdbs, #cdbs) - 1 do
+    local a, b = mdbs[#mdbs - i], cdbs[#cdbs - i]
+    if a ~= 1 and b ~= 1 and a ~= b then
+      fail('distributions.MixtureSameFamily', ('`mixture_distribution.batch_shape` (%s) is not compatible with `component_distribution.batch_shape`(%s)')
+        :format(tostring(torch.Size(mdbs)), tostring(torch.Size(cdbs))))
+    end
+  end
+  local km, kc = mix._num_events, comp._batch_shape[#comp._batch_shape]
+  if km ~= kc then
+    fail('distributions.MixtureSameFamily', ('`mixture_distribution component` (%d) does not equal `component_distribution.batch_shape[-1]` (%s)')
+      :format(km, tostring(kc)))
+  end
+  self._mixture_distribution, self._component_distribution = mix, comp
+  self._num_component = km
+  self._event_ndims = #comp._event_shape
+  Distribution.__init(self, cdbs, comp._event_shape, validate)
+end
+function MSF:expand(...)
+  local shape = D.shape_arg('distributions.MixtureSameFamily.expand', ...)
+  local new = self:_new_instance()
+  new._component_distribution = self._component_distribution:expand(D.concat(shape, { self._num_component }))
+  new._mixture_distribution = self._mixture_distribution:expand(shape)
+  new._num_component, new._event_ndims = self._num_component, self._event_ndims
+  new._batch_shape, new._event_shape = shape, new._component_distribution._event_shape
+  return new
+end
+function MSF:_pad(x) return x:unsqueeze(-1 - self._event_ndims) end
+function MSF:_pad_mixture_dimensions(x)
+  local dist_batch_ndims = torch.Size(self._batch_shape):numel()
+  local cat_batch_ndims = torch.Size(self._mixture_distribution._batch_shape):numel()
+  local pad_ndims = cat_batch_ndims == 1 and 0 or dist_batch_ndims - cat_batch_ndims
+  local xs = D.size_list(x)
+  local shape = {}
+  for i = 1, #xs - 1 do shape[#shape + 1] = xs[i] end
+  for _ = 1, pad_ndims do shape[#shape + 1] = 1 end
+  shape[#shape + 1] = xs[#xs]
+  for _ = 1, self._event_ndims do shape[#shape + 1] = 1 end
+  return x:reshape(shape)
+end
+function MSF:cdf(x)
+  x = self:_pad(x)
+  return torch.sum(self._component_distribution:cdf(x) * self._mixture_distribution.probs, -1)
+end
+function MSF:log_prob(x)
+  x = self:_value(x, 'log_prob')
+  x = self:_pad(x)
+  local log_prob_x = self._component_distribution:log_prob(x)
+  local log_mix_prob = torch.log_softmax(self._mixture_distribution.logits, -1)
+  return torch.logsumexp(log_prob_x + log_mix_prob, -1)
+end
+function MSF:sample(...)
+  local ss = D.shape_arg('distributions.MixtureSameFamily.sample', ...)
+  return D.no_grad(function()
+    local gather_dim = #ss + #self._batch_shape + 1
+    local es = self._event_shape
+    local mix_sample = self._mixture_distribution:sample(ss)
+    local mix_shape = D.size_list(mix_sample)
+    local comp_samples = self._component_distribution:sample(ss)
+    local r = D.concat(mix_shape, { 1 })
+    for _ = 1, #es do r[#r + 1] = 1 end
+    local mix_sample_r = mix_sample:reshape(r)
+    local reps = {}
+    for i = 1, #mix_shape + 1 do reps[i] = 1 end
+    for _, e in ipairs(es) do reps[#reps + 1] = e end
+    mix_sample_r = mix_sample_r['repeat'](mix_sample_r, reps)
+    return torch.gather(comp_samples, gather_dim, mix_sample_r):squeeze(gather_dim)
+  end)
+end
+MSF._props = {
+  mixture_distribution = function(self) return self._mixture_distribution end,
+  component_distribution = function(self) return self._component_distribution end,
+  support = function(self) return self._component_distribution.support end,
+  mean = function(self)
+    local probs = self:_pad_mixture_dimensions(self._mixture_distribution.probs)
+    return torch.sum(probs * self._component_distribution.mean, -1 - self._event_ndims)
+  end,
+  variance = function(self)
+    local probs = self:_pad_mixture_dimensions(self._mixture_distribution.probs)
+    local comp = self._component_distribution
+    local mean_cond_var = torch.sum(probs * comp.variance, -1 - self._event_ndims)
+    local var_cond_mean = torch.sum(probs * (comp.mean - self:_pad(self.mean)):pow(2.0), -1 - self._event_ndims)
+    return mean_cond_var + var_cond_mean
+  end,
+}
+function MSF:__tostring()
+  return 'MixtureSameFamily(\n  ' .. tostring(self._mixture_distribution) .. ',\n  ' .. tostring(self._component_distribution) .. ')'
+end
+
 return M

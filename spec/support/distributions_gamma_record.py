@@ -41,6 +41,10 @@ CASES = [
     ('contbernoulli', lambda dt: D.ContinuousBernoulli(P([0.2, 0.5, 0.4995], dt)), [0.5, 0.9, 0.1]),
     ('contbernoulli_logits', lambda dt: D.ContinuousBernoulli(logits=P([-1.0, 0.0, 3.0], dt)), [0.3, 0.0, 1.0]),
     ('vonmises', lambda dt: D.VonMises(P([0.0, 1.0, -2.0], dt), P([0.5, 3.0, 20.0], dt)), [0.5, 2.5, -3.0]),
+    ('relaxed_bernoulli', lambda dt: D.RelaxedBernoulli(P(0.5, dt), P([0.2, 0.7, 0.5], dt)), [0.3, 0.9, 0.5]),
+    ('relaxed_bernoulli_logits', lambda dt: D.RelaxedBernoulli(P(2.0, dt), logits=P([-1.0, 0.0, 3.0], dt)), [0.3, 0.9, 0.5]),
+    ('relaxed_onehot', lambda dt: D.RelaxedOneHotCategorical(P(0.7, dt), P([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], dt)), [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]),
+    ('mixture', lambda dt: D.MixtureSameFamily(D.Categorical(P([[0.3, 0.7], [0.5, 0.5], [0.9, 0.1]], dt)), D.Normal(P([[-1.0, 2.0], [0.0, 1.0], [3.0, -3.0]], dt), P([[0.5, 1.0], [1.0, 2.0], [0.3, 0.4]], dt))), [0.0, 1.5, -1.0]),
     ('negbinomial_logits', lambda dt: D.NegativeBinomial(P([3.0, 12.0, 1.0], dt), logits=P([-1.0, 0.5, 2.0], dt)), [4.0, 10.0, 0.0]),
 ]
 
@@ -57,6 +61,8 @@ for dtn, dt in (('float32', torch.float32), ('float64', torch.float64)):
             torch.manual_seed(7)
             out('rsample', L(d.rsample((2,))))
         out('log_prob', L(d.log_prob(torch.tensor(pts, dtype=dt))))
+        if name == 'mixture':
+            out('cdf', L(d.cdf(torch.tensor(pts, dtype=dt))))
         if name.startswith('contbernoulli'):
             out('cdf', L(d.cdf(torch.tensor(pts, dtype=dt))))
             out('icdf', L(d.icdf(torch.tensor([0.1, 0.5, 0.975], dtype=dt))))
