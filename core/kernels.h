@@ -160,6 +160,14 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
   X(exponential, (mt_tensor * t, double lambd, mt_generator *g))                                                 \
   X(randperm, (mt_tensor * out, int64_t base, mt_generator *g))                                                  \
   X(multinomial, (mt_tensor * out, const mt_tensor *probs, int replacement, int64_t base, mt_generator *g))      \
+  /* samplers.c: torch.distributions' samplers (PyTorch's CPU algorithms, drawing what it draws) and the */     \
+  /* reparameterized gradients; every operand contiguous, of out's shape and float dtype */                     \
+  X(standard_gamma, (mt_tensor * out, const mt_tensor *alpha, mt_generator *g))                                  \
+  X(sample_dirichlet, (mt_tensor * out, const mt_tensor *alpha, mt_generator *g))                                \
+  X(poisson, (mt_tensor * out, const mt_tensor *rates, mt_generator *g))                                         \
+  X(binomial, (mt_tensor * out, const mt_tensor *count, const mt_tensor *prob, mt_generator *g))                 \
+  X(standard_gamma_grad, (mt_tensor * out, const mt_tensor *alpha, const mt_tensor *x))                          \
+  X(dirichlet_grad, (mt_tensor * out, const mt_tensor *x, const mt_tensor *alpha, const mt_tensor *total))       \
   /* sgd.c: one optimizer step in place (buf NULL without momentum) */                                          \
   X(sgd_step, (mt_tensor * param, const mt_tensor *grad, mt_tensor *buf, const mt_sgd_settings *s, int first_step)) \
   /* pool.c (issue 12, pooling): over contiguous (P, S0, S1, S2) planes, see mt_windows, mt_taps */              \

@@ -467,6 +467,13 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(EXPONENTIAL_, exponential_, OP, 1, NODIFF, exponential, CUSTOM, "", "")                                            \
   X(RANDPERM, randperm, OP, 0, NODIFF, randperm, CUSTOM, "", "")                                                       \
   X(MULTINOMIAL, multinomial, OP, 1, NODIFF, multinomial, CUSTOM, "", "")                                              \
+  /* torch.distributions' samplers and the gradients of the reparameterized ones (core/ops/samplers.c) */            \
+  X(STANDARD_GAMMA, _standard_gamma, OP, 1, DIFF, standard_gamma, CUSTOM, "", "")                                      \
+  X(SAMPLE_DIRICHLET, _sample_dirichlet, OP, 1, NODIFF, sample_dirichlet, CUSTOM, "", "")                              \
+  X(POISSON, poisson, OP, 1, DIFF, poisson, CUSTOM, "", "")                                                            \
+  X(BINOMIAL, binomial, OP, 2, NODIFF, binomial, CUSTOM, "", "")                                                       \
+  X(STANDARD_GAMMA_GRAD, _standard_gamma_grad, OP, 2, NODIFF, standard_gamma_grad, CUSTOM, "", "")                     \
+  X(DIRICHLET_GRAD, _dirichlet_grad, OP, 3, NODIFF, dirichlet_grad, CUSTOM, "", "")                                    \
   /* optimizers */                                                                                                     \
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                               \
   /* issue 12, pooling: pools and resampling over the last 1-3 dims (core/ops/pool.c) */                               \
@@ -809,6 +816,17 @@ MT_API mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_genera
                              mt_tensor **result);
 MT_API mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
                                 mt_generator *g, mt_tensor **result);
+/* torch.distributions' samplers, float32 and float64, drawing PyTorch 1.13's numbers after the same seed (g NULL:
+ * the default generator): Gamma(alpha, 1) draws (recorded: d draw / d alpha is _standard_gamma_grad), Dirichlet
+ * draws along the last dimension, Poisson counts (recorded with a zero gradient), Binomial counts (count and prob
+ * broadcast, of one dtype). The reparameterized gradients: d x / d alpha of x ~ Gamma(alpha, 1), and PyTorch's
+ * _dirichlet_grad (x ~ Beta(alpha, total - alpha)); operands broadcast. */
+MT_API mt_status mt_standard_gamma(mt_tensor *alpha, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_sample_dirichlet(mt_tensor *alpha, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_poisson(mt_tensor *rates, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_binomial(mt_tensor *count, mt_tensor *prob, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_standard_gamma_grad(mt_tensor *alpha, mt_tensor *x, mt_tensor **result);
+MT_API mt_status mt_dirichlet_grad(mt_tensor *x, mt_tensor *alpha, mt_tensor *total, mt_tensor **result);
 
 /* ---------------------------------------------------------------- autograd (core/grad) */
 /* A node of the backward graph (PyTorch's grad_fn): refcounted, opaque. */
