@@ -608,6 +608,9 @@ doc { 'torch.linalg.vector_norm(x, ord, dim, keepdim, {ord=, dim=, keepdim=, dty
 doc { 'torch.linalg.matrix_norm(A, ord, dim, keepdim, {ord=, dim=, keepdim=, dtype=}) -> Tensor',
   does = 'A matrix norm over dims {-2, -1} (or dim, two dims): \'fro\' (default), \'nuc\' (the sum of the singular values), 2 / -2 (the largest / smallest singular value; by linalg.svdvals, gradients as PyTorch\'s: SumBackward1 / AmaxBackward0 / AminBackward0 over LinalgSvdBackward0), 1 / -1 (the largest / smallest column sum of |A|), math.huge / -math.huge (row sums).',
   ex = 'print(torch.linalg.matrix_norm(torch.ones(2, 2)))  --> tensor(2.)' }
+doc { 'torch.linalg.matmul(input, other, {out=}) -> Tensor',
+  does = 'torch.matmul under linalg\'s name.',
+  ex = 'print(torch.linalg.matmul(torch.ones(2, 3), torch.ones(3)))  --> tensor([3., 3.])' }
 doc { 'torch.linalg.multi_dot(tensors) -> Tensor',
   does = 'The product of a table of matrices in the cheapest order (by their shapes); the first may be 1-D (a row vector), the last 1-D (a column); PyTorch\'s checks and grad_fn (ViewBackward0).',
   ex = 'print(torch.linalg.multi_dot({torch.ones(2), torch.ones(2, 3), torch.ones(3)}))  --> tensor(6.)' }

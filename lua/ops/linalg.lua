@@ -847,6 +847,10 @@ do
         end,
         matrix_exp = matrix_exp, householder_product = householder_product, multi_dot = multi_dot,
         vander = linalg_vander, diagonal = linalg_diagonal, tensorinv = tensorinv, tensorsolve = tensorsolve,
+        matmul = function(a, b, opts)
+          local r = M.matmul(a, b, opts) -- not a tail call: an error inside names linalg.matmul
+          return r
+        end,
       }
       if torch.matrix_exp == nil then torch.matrix_exp = matrix_exp end
       if methods.matrix_exp == nil then methods.matrix_exp = matrix_exp end
