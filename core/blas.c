@@ -611,7 +611,9 @@ int mt_conv_describe(char *buf, size_t n) {
                   "  - float32 convolutions: %s for 16 or more channels per group (%s), moontorch's own (im2col and "
                   "matrix products) for the rest, 1x1 and float64; MT_CONV=direct|own chooses\n",
                   mt_onednn_describe(),
-                  mode == 1 ? "direct only: MT_CONV=direct" : "Winograd for 3x3 of stride 1 from 32 output tiles, else direct");
+                  mode == 1 ? "direct only: MT_CONV=direct"
+                            : "Winograd for 3x3 of stride 1 from 32 output tiles, or with its weights kept on small "
+                              "batches, else direct");
 #endif
 }
 

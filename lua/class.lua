@@ -77,10 +77,10 @@ local inherited_meta = { '__tostring', '__call', '__len', '__eq', '__lt', '__le'
   '__div', '__unm', '__concat', '__pairs', '__newindex' }
 
 function M.class(name, parent, mod)
-  if type(name) ~= 'string' then error('torch.class: class name must be a string', 2) end
+  if type(name) ~= 'string' then require('moontorch.ffi').fail('class', 'class name must be a string, got ' .. type(name)) end
   if type(parent) == 'string' then
     local p = find(parent)
-    if not p then error(("torch.class: unknown parent class '%s'"):format(parent), 2) end
+    if not p then require('moontorch.ffi').fail('class', ("unknown parent class '%s'"):format(parent)) end
     parent = p
   end
   local cls = registry[name]

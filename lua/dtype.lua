@@ -108,7 +108,7 @@ local cuda_devices = {}
 function M.device(spec, index)
   if getmetatable(spec) == device_mt then return spec end
   if type(spec) ~= 'string' then
-    error('moontorch.device: expected a string such as "cpu" or "cuda:0", got ' .. type(spec), 2)
+    require('moontorch.ffi').fail('device', 'expected a string such as "cpu" or "cuda:0", got ' .. type(spec))
   end
   local kind, idx = spec:match('^(%a+):(%d+)$')
   if not kind then kind = spec end
@@ -116,10 +116,10 @@ function M.device(spec, index)
   if kind == 'cpu' then return cpu end
   if kind == 'meta' then return meta end
   if kind ~= 'cuda' then
-    error(("moontorch.device: expected one of cpu, cuda, meta device type at start of device string: %s"):format(spec), 2)
+    require('moontorch.ffi').fail('device', ("expected one of cpu, cuda, meta device type at start of device string: %s"):format(spec))
   end
   if idx ~= nil and (idx ~= math.floor(idx) or idx < 0 or idx >= 2 ^ 31) then
-    error(('moontorch.device: the device index must be a non-negative integer, got %s'):format(tostring(idx)), 2)
+    require('moontorch.ffi').fail('device', ('the device index must be a non-negative integer, got %s'):format(tostring(idx)))
   end
   local key = idx or -1
   local d = cuda_devices[key]

@@ -180,7 +180,9 @@ function M.raise_last()
   local msg = ffi.string(C.mt_last_error())
   local level = user_level()
   local op, rest = msg:match('^([%w_%.]+%(?%)?): (.*)$')
-  if op then
+  -- a device's deferred error (a kernel's finding reported at the next synchronisation, "... (on
+  -- device cuda:1)") names the op that launched that kernel, not the call that synchronised
+  if op and not rest:find('%(on device [%w_]+:?%d*%)$') then
     local called = called_op(level, op)
     if called then msg = called .. ': ' .. rest end
   end

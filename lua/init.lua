@@ -33,8 +33,14 @@ function torch.set_default_dtype(d)
   end
 end
 function torch.is_tensor(x) return T.is_tensor(x) end
-function torch.is_floating_point(t) return t:is_floating_point() end
-function torch.numel(t) return t:numel() end
+function torch.is_floating_point(t)
+  if not T.is_tensor(t) then core.fail('is_floating_point', 'expected a tensor, got ' .. T.describe(t)) end
+  return t:is_floating_point()
+end
+function torch.numel(t)
+  if not T.is_tensor(t) then core.fail('numel', 'expected a tensor, got ' .. T.describe(t)) end
+  return t:numel()
+end
 function torch.set_num_threads(n)
   n = T.int_arg(n, 'set_num_threads', 'the number of threads')
   if n < 1 then core.fail('set_num_threads', 'set_num_threads expects a positive integer, got ' .. n) end

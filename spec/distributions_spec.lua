@@ -134,6 +134,8 @@ describe('torch.distributions', function()
       geometric = { D.Geometric(f({ 0.3, 0.9 })), D.Geometric(f({ 0.5, 0.2 })) },
       lognormal = { D.LogNormal(f({ 0.0, 1.0 }), f({ 1.0, 2.0 })), D.LogNormal(f({ 1.0, 1.0 }), f({ 0.5, 2.0 })) },
       halfnormal = { D.HalfNormal(f({ 1.0, 2.0 })), D.HalfNormal(f({ 0.5, 2.0 })) },
+      mvn = { D.MultivariateNormal(f({ { 0.0, 1.0 } }), f({ { 2.0, 0.5 }, { 0.5, 1.0 } })),
+        D.MultivariateNormal(f({ 1.0, 0.0 }), { scale_tril = f({ { 1.0, 0.0 }, { 0.5, 2.0 } }) }) },
       independent = { D.Independent(D.Normal(f({ { 0.0, 1.0 } }), f({ { 1.0, 2.0 } })), 1), D.Independent(D.Normal(f({ { 1.0, 1.0 } }), f({ { 0.5, 2.0 } })), 1) },
     }
     for name, pq in pairs(pairs_) do
@@ -187,6 +189,54 @@ describe('torch.distributions', function()
     -- Geometric's probs must be positive (PyTorch's extra check)
     ok, err = pcall(D.Geometric, torch.tensor({ 0.0, 0.5 }))
     assert.truthy(tostring(err):find('to be positive but found invalid values', 1, true), err)
+  end)
+
+  it('MultivariateNormal from each matrix: draws as PyTorch\'s, log_prob, entropy, the derived matrices, gradients', function()
+    for _, dtn in ipairs { 'float32', 'float64' } do
+      local dt, want = torch[dtn], W['mvn_' .. dtn]
+      local tol = dtn == 'float32' and 2e-6 or 1e-12
+      local cov = torch.tensor({ { 2.0, 0.5 }, { 0.5, 1.0 } }, { dtype = dt })
+      local m = D.MultivariateNormal(torch.tensor({ 1.0, -1.0 }, { dtype = dt }), cov)
+      torch.manual_seed(5)
+      same(list(m:sample(3)), want.sample, tol, dtn .. ' mvn sample')
+      torch.manual_seed(5)
+      same(list(m:rsample({ 3 })), want.rsample, tol, dtn .. ' mvn rsample')
+      same(list(m:log_prob(torch.tensor({ { 0.5, 0.5 }, { 1.0, -1.0 } }, { dtype = dt }))), want.log_prob, tol, dtn .. ' mvn log_prob')
+      same(list(m:entropy()), want.entropy, tol, dtn .. ' mvn entropy')
+      same(list(m.variance), want.variance, tol, dtn .. ' mvn variance')
+      same(list(m.precision_matrix), want.precision, tol, dtn .. ' mvn precision')
+      same(list(m.scale_tril), want.scale_tril, tol, dtn .. ' mvn scale_tril')
+      local mp = D.MultivariateNormal(torch.zeros(3, 2, { dtype = dt }), { precision_matrix = cov })
+      assert.equal(torch.Size({ 3 }), mp.batch_shape)
+      same(list(mp:log_prob(torch.ones(3, 2, { dtype = dt }))), want.prec_log_prob, tol, dtn .. ' mvn precision log_prob')
+      same(list(mp.covariance_matrix[1]), want.prec_cov, tol * 10, dtn .. ' mvn precision cov')
+      local ml = D.MultivariateNormal { loc = torch.tensor({ { 0.0, 1.0 } }, { dtype = dt }), scale_tril = torch.tensor({ { 1.0, 0.0 }, { 0.5, 2.0 } }, { dtype = dt }) }
+      same(list(ml:log_prob(torch.tensor({ { 1.0, 2.0 }, { 0.0, 0.0 } }, { dtype = dt }))), want.tril_log_prob, tol, dtn .. ' mvn tril log_prob')
+      same(list(ml.covariance_matrix[1]), want.tril_cov, tol, dtn .. ' mvn tril cov')
+    end
+    local f = function(v) return torch.tensor(v, { dtype = torch.float64 }) end
+    local loc = f({ 0.5, -1.0 }):requires_grad_()
+    local L0 = f({ { 1.0, 0.0 }, { 0.3, 2.0 } }):requires_grad_()
+    D.MultivariateNormal(loc, nil, nil, L0):log_prob(f({ { 1.0, 2.0 }, { 0.0, -1.0 } })):sum():backward()
+    same(list(loc.grad), W.mvn_grad.loc, 1e-12, 'mvn dloc')
+    same(list(L0.grad), W.mvn_grad.scale_tril, 1e-12, 'mvn dscale_tril')
+    -- shapes and errors
+    local m = D.MultivariateNormal(torch.zeros(4, 1, 3), torch.eye(3))
+    assert.equal(torch.Size({ 4, 1 }), m.batch_shape)
+    assert.equal(torch.Size({ 3 }), m.event_shape)
+    assert.equal(torch.Size({ 2, 4, 1, 3 }), m:sample(2):size())
+    assert.equal(torch.Size({ 4, 5 }), m:expand({ 4, 5 }):log_prob(torch.zeros(3)):size())
+    local function err_of(...)
+      local ok, e = pcall(...)
+      assert.is_false(ok)
+      return tostring(e)
+    end
+    assert.truthy(err_of(D.MultivariateNormal, torch.zeros(2)):find('Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.', 1, true))
+    assert.truthy(err_of(D.MultivariateNormal, torch.tensor(0.0), torch.eye(1)):find('loc must be at least one-dimensional.', 1, true))
+    assert.truthy(err_of(D.MultivariateNormal, torch.zeros(2), torch.tensor({ { 1.0, 2 }, { 2, 1 } })):find('to satisfy the constraint PositiveDefinite()', 1, true))
+    assert.truthy(err_of(D.MultivariateNormal, torch.zeros(2), { scale_tril = torch.tensor({ { 1.0, 1 }, { 0, 1 } }) }):find('LowerCholesky()', 1, true))
+    assert.truthy(err_of(D.MultivariateNormal, torch.zeros(3), torch.eye(2)):find('must be 3x3 to match loc', 1, true))
+    assert.truthy(err_of(D.MultivariateNormal, torch.zeros(2), { cov = torch.eye(2) }):find("unknown option 'cov'", 1, true))
   end)
 
   it('register_kl: the most specific registered pair wins; the decorator form', function()

@@ -222,3 +222,77 @@ describe('errors name the op the user called', function()
     assert.truthy(err:find('hostile_args_spec.lua:%d+: moontorch.nn.Linear'))
   end)
 end)
+
+-- The same calls with something other than a tensor where a tensor goes: the op's error, not a Lua
+-- error inside moontorch ("attempt to index local 't' (a nil value)", "cannot convert 'string' to
+-- 'struct mt_tensor *'"). PyTorch 1.13: torch.view(None) "view() ... must be Tensor, not NoneType".
+describe('a value that is not a tensor where a tensor goes', function()
+  local x = torch.randn(3, 4)
+  local rows = {
+    { function() local _ = torch.view('str', 12) end, 'view', 'expected a tensor for input, got string' },
+    { function() local _ = torch.reshape('str', 12) end, 'reshape', 'expected a tensor for input' },
+    { function() local _ = torch.permute('str', 1) end, 'permute', 'expected a tensor for input' },
+    { function() local _ = torch.t(nil) end, 't', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.movedim(nil, 1, 2) end, 'movedim', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.moveaxis(nil, 1, 2) end, 'moveaxis', 'expected a tensor for input, got nil' },
+    { function() local _ = x:view_as(3) end, 'view_as', 'expected a tensor for other, got 3' },
+    { function() local _ = x:expand_as(nil) end, 'expand_as', 'expected a tensor for other, got nil' },
+    { function() local _ = x:type_as(3) end, 'type_as', 'expected a tensor for other, got 3' },
+    { function() local _ = torch.atleast_2d(nil) end, 'atleast_2d', 'expected a tensor or an array of tensors, got nil' },
+    { function() local _ = torch.broadcast_tensors('str') end, 'broadcast_tensors', 'expected a tensor for tensor 1, got string' },
+    { function() local _ = torch.meshgrid('str') end, 'meshgrid', 'expected a tensor for tensor 1, got string' },
+    { function() local _ = torch.cartesian_prod('str') end, 'cartesian_prod', 'expected a tensor for tensor 1, got string' },
+    { function() local _ = torch.arange(nil) end, 'arange', 'start, end and step must be numbers, got 0, nil and 1' },
+    { function() local _ = torch.hann_window(nil) end, 'hann_window', 'window_length must be a non-negative integer, got nil' },
+    { function() local _ = torch.clone(nil) end, 'clone', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.empty_strided(3, 1) end, 'empty_strided', 'expected tables of integers for size and stride' },
+    { function() local _ = torch.addcmul(x, x, 2) end, 'addcmul', 'expected tensors for input, tensor1 and tensor2' },
+    { function() local _ = x:addcdiv_(x, 2) end, 'addcdiv_', 'expected tensors for input, tensor1 and tensor2' },
+    { function() local _ = torch.lerp('str', x, 0.5) end, 'lerp', 'expected tensors for input and end' },
+    { function() local _ = torch.nan_to_num(nil) end, 'nan_to_num', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.where(nil) end, 'where', 'condition must be a tensor, got nil' },
+    { function() local _ = torch.rsub(nil, 1) end, 'rsub', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.sgn(nil) end, 'sgn', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.sum_to_size(nil, 1) end, 'sum_to_size', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.is_same_size(x, 3) end, 'is_same_size', 'expected two tensors' },
+    { function() local _ = torch.is_nonzero(nil) end, 'is_nonzero', 'expected a tensor, got nil' },
+    { function() local _ = torch.can_cast(x, x) end, 'can_cast', 'expected two dtypes (from, to)' },
+    { function() local _ = torch.is_floating_point(nil) end, 'is_floating_point', 'expected a tensor, got nil' },
+    { function() local _ = torch.numel('str') end, 'numel', 'expected a tensor, got' },
+    { function() local _ = torch.dist(nil, x) end, 'dist', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.linalg.norm(nil) end, 'linalg.norm', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.linalg.vecdot(x, 'str') end, 'linalg.vecdot', 'expected a tensor for y, got string' },
+    { function() local _ = torch.nn.functional.rrelu(nil) end, 'rrelu', 'expected a tensor for input, got nil' },
+    { function() local _ = torch.nn.functional.affine_grid(torch.randn(1, 2, 3), 5) end, 'affine_grid', 'expected the size of the output' },
+    { function() local _ = x:to('str') end, 'to', 'expected one of cpu, cuda, meta device type' },
+    { function() local _ = torch.device(3) end, 'device', 'expected a string such as "cpu" or "cuda:0", got number' },
+    { function() local _ = torch.class(3) end, 'class', 'class name must be a string, got number' },
+    -- a module's input (PyTorch: "argument 'input' (position 1) must be Tensor, not str")
+    { function() local _ = torch.nn.Sigmoid()('str') end, 'nn.Sigmoid', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.BatchNorm1d(4)('str') end, 'nn.BatchNorm1d', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.InstanceNorm2d(4)('str') end, 'nn.InstanceNorm2d', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.Flatten()('str') end, 'nn.Flatten', "expected a tensor for input, got 'str'" },
+    { function() local _ = torch.nn.Softmax2d()('str') end, 'nn.Softmax2d', "expected a tensor for input, got 'str'" },
+    -- a tensor where a number goes is shown by its size, never its elements
+    { function() local _ = x:cummax(x) end, 'cummax', 'expected an integer dim, got a tensor of size [3, 4]' },
+    { function() local _ = x:sum(x) end, 'sum', 'dim must be a number or a table of numbers, got a tensor' },
+    { function() local _ = x:norm(x) end, 'norm', 'p must be a number, math.huge, -math.huge or "fro", got a tensor' },
+  }
+  it('every row: moontorch.<op>: <what was wrong>, at the caller\'s line', function()
+    for i, row in ipairs(rows) do
+      local ok, err = pcall(row[1])
+      assert(not ok, 'row ' .. i .. ': no error')
+      local line = debug.getinfo(row[1], 'S').linedefined
+      local want = ('hostile_args_spec.lua:%d: moontorch.%s: '):format(line, row[2])
+      if not err:find(want, 1, true) or not err:find(row[3], 1, true) then
+        error(('row %d: expected "%s...%s", got: %s'):format(i, want, row[3], err))
+      end
+    end
+    -- and the calls still work
+    assert.are.same({ 4, 3 }, H.shape(torch.t(x)))
+    assert.are.same({ 12 }, H.shape(torch.clone(x):view(12)))
+    assert.are.equal(8, torch.hann_window(8):numel())
+    assert.are.same({ 0, 1, 2 }, torch.arange(3):tolist())
+    H.near(torch.lerp(torch.zeros(2), torch.ones(2), 0.25), { 0.25, 0.25 })
+  end)
+end)

@@ -144,6 +144,57 @@ for k, v in pairs(require('moontorch.tensor').methods) do
 end
 sweep('Tensor:', methods, true)
 
+-- nn modules: each class built with the first constructor arguments it takes, then called as m(...)
+-- (the op named: the module, or the nn.functional op it runs)
+local nn = torch.nn
+local ctor_args = { {}, { 4 }, { 4, 5 }, { 4, 5, 3 }, { 3, 4, 3 } }
+local function module_ok(op, cls)
+  if not op then return false end
+  local flat = function(s) return (s:lower():gsub('_', '')) end
+  local last = op:match('([%w_]+)$')
+  return op == 'nn.' .. cls or flat(cls):find(flat(last), 1, true) ~= nil
+end
+local mnames = {}
+for k, v in pairs(nn) do
+  if type(k) == 'string' and k:match('^%u') and type(v) == 'table' and k ~= 'Module' and k ~= 'Parameter' then mnames[#mnames + 1] = k end
+end
+table.sort(mnames)
+for _, k in ipairs(mnames) do
+  local label = 'nn.' .. k
+  if not filter or label:find(filter, 1, true) then
+    local m
+    for _, ca in ipairs(ctor_args) do
+      local ok, r = pcall(nn[k], unpack(ca))
+      if ok and type(r) == 'table' and r.forward then m = r break end
+    end
+    if m then
+      local call = assert(loadstring('local m = ...; return function(_, ...) local r = m(...); return r end', '@' .. SELF))(m)
+      for _, al in ipairs(arglists) do
+        T = tensors()
+        local args = al[2]()
+        count.calls = count.calls + 1
+        local ok, err = pcall(call, nil, unpack(args, 1, math.max(table.maxn(args), 1)))
+        if not ok then
+          count.errors = count.errors + 1
+          err = tostring(err)
+          local src, rest = where_of(err)
+          local op = rest:match('^moontorch%.([%w_%.]+)%(?%)?:')
+          local kind
+          if src ~= SELF then kind = rest:match('^moontorch') and 'position' or 'vm'
+          elseif not module_ok(op, k) then kind = op and 'inner' or 'unnamed' end
+          if kind or show_all then
+            local key = label .. '|' .. (kind or 'ok')
+            local rec = bad[key] or { label = label, kind = kind or 'ok', n = 0, msg = err, args = {} }
+            bad[key] = rec
+            rec.n = rec.n + 1
+            rec.args[#rec.args + 1] = al[1]
+          end
+        end
+      end
+    end
+  end
+end
+
 local keys = {}
 for k in pairs(bad) do keys[#keys + 1] = k end
 table.sort(keys)

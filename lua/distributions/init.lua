@@ -1,6 +1,7 @@
 -- torch.distributions: probability distributions to sample from and score (PyTorch's
 -- torch.distributions): Normal, Uniform, Exponential, Laplace, Cauchy, Bernoulli, Categorical,
--- OneHotCategorical, Geometric, Independent, TransformedDistribution (LogNormal, HalfNormal, Gumbel);
+-- OneHotCategorical, Geometric, Independent, TransformedDistribution (LogNormal, HalfNormal, Gumbel),
+-- MultivariateNormal;
 -- kl_divergence and register_kl; constraints and (elementwise) transforms. Draws after
 -- torch.manual_seed are PyTorch's (the same generator calls in the same order); categories count
 -- from 1 (lua/distributions/discrete.lua). Loaded on first use of torch.distributions.
@@ -9,6 +10,7 @@ local C = require 'moontorch.distributions.continuous'
 local Dd = require 'moontorch.distributions.discrete'
 local I = require 'moontorch.distributions.independent'
 local Tr = require 'moontorch.distributions.transformed'
+local Mv = require 'moontorch.distributions.multivariate'
 local kl = require 'moontorch.distributions.kl'
 
 local M = {
@@ -18,6 +20,7 @@ local M = {
   Independent = I.Independent, Cauchy = C.Cauchy, Geometric = Dd.Geometric,
   TransformedDistribution = Tr.TransformedDistribution, LogNormal = Tr.LogNormal, HalfNormal = Tr.HalfNormal, Gumbel = Tr.Gumbel,
   transforms = require 'moontorch.distributions.transforms',
+  MultivariateNormal = Mv.MultivariateNormal,
   kl_divergence = kl.kl_divergence, register_kl = kl.register_kl,
   constraints = require 'moontorch.distributions.constraints',
 }

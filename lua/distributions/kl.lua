@@ -10,6 +10,7 @@ local C = require 'moontorch.distributions.continuous'
 local Dd = require 'moontorch.distributions.discrete'
 local Ind = require 'moontorch.distributions.independent'
 local Tr = require 'moontorch.distributions.transformed'
+local Mv = require 'moontorch.distributions.multivariate'
 
 local fail = core.fail
 local Distribution = D.Distribution
@@ -139,6 +140,19 @@ M.register_kl(Tr.TransformedDistribution, Tr.TransformedDistribution, function(p
     fail('distributions.kl_divergence', 'No KL(p || q) is implemented for TransformedDistributions with different transforms')
   end
   return M.kl_divergence(p.base_dist, q.base_dist)
+end)
+
+M.register_kl(Mv.MultivariateNormal, Mv.MultivariateNormal, function(p, q)
+  if p._event_shape[1] ~= q._event_shape[1] then
+    fail('distributions.kl_divergence', 'KL-divergence between two Multivariate Normals with different event shapes cannot be computed')
+  end
+  local n = p._event_shape[1]
+  local Lp, Lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+  local half_term1 = Lq:diagonal(0, -2, -1):log():sum(-1) - Lp:diagonal(0, -2, -1):log():sum(-1)
+  local bs = torch.broadcast_shapes(torch.Size(D.size_list(Lq)), torch.Size(D.size_list(Lp)))
+  local term2 = torch.linalg.solve_triangular(Lq:expand(bs), Lp:expand(bs), { upper = false }):pow(2):sum({ -2, -1 })
+  local term3 = Mv._mahalanobis(Lq, q.loc - p.loc)
+  return half_term1 + (term2 + term3 - n) * 0.5
 end)
 
 M.register_kl(Ind.Independent, Ind.Independent, function(p, q)

@@ -70,7 +70,8 @@ doc { 'torch.distributions.constraints.real', 'torch.distributions.constraints.p
   'torch.distributions.constraints.unit_interval', 'torch.distributions.constraints.boolean', 'torch.distributions.constraints.simplex',
   'torch.distributions.constraints.real_vector', 'torch.distributions.constraints.one_hot',
   'torch.distributions.constraints.nonnegative_integer', 'torch.distributions.constraints.positive_integer',
-  does = 'The fixed sets: the reals (not NaN), x > 0, x >= 0, [0, 1], {0, 1}, vectors of non-negative numbers summing to 1, real vectors, one-hot vectors, the integers from 0 and from 1.',
+  'torch.distributions.constraints.positive_definite', 'torch.distributions.constraints.lower_cholesky',
+  does = 'The fixed sets: the reals (not NaN), x > 0, x >= 0, [0, 1], {0, 1}, vectors of non-negative numbers summing to 1, real vectors, one-hot vectors, the integers from 0 and from 1, symmetric positive-definite matrices, lower-triangular matrices with a positive diagonal.',
   ex = 'local cs = torch.distributions.constraints\nprint(cs.simplex:check(torch.tensor({0.25, 0.75})), cs.boolean)  --> tensor(True) Boolean()' }
 doc { 'torch.distributions.constraints.greater_than(lower_bound) -> Constraint', 'torch.distributions.constraints.greater_than_eq(lower_bound) -> Constraint',
   'torch.distributions.constraints.less_than(upper_bound) -> Constraint', 'torch.distributions.constraints.interval(lower_bound, upper_bound) -> Constraint',
@@ -102,6 +103,10 @@ doc { 'torch.distributions.HalfNormal(scale, {validate_args=})',
 doc { 'torch.distributions.Gumbel(loc, scale, {validate_args=})',
   does = 'The Gumbel distribution: loc - scale log(-log U) for U uniform on (0, 1).',
   ex = 'local d = torch.distributions.Gumbel(0, 1)\nprint(d.mean, d:log_prob(torch.tensor(0.0)))  --> tensor(0.5772) tensor(-1.)' }
+doc { 'torch.distributions.MultivariateNormal(loc, covariance_matrix, precision_matrix, scale_tril, {validate_args=})',
+  unchecked_args = true,
+  does = 'The normal distribution of vectors (event_shape {n}): give exactly one of covariance_matrix, precision_matrix, scale_tril (positional, or as options: MultivariateNormal(mu, {scale_tril = L})), broadcast with loc\'s batch dimensions; the others are computed on first read from the lower Cholesky factor. rsample is loc + L eps; log_prob solves with L (torch.linalg.solve_triangular).',
+  ex = 'local d = torch.distributions.MultivariateNormal(torch.zeros(2), torch.eye(2))\nprint(d:log_prob(torch.zeros(2)), d.event_shape)  --> tensor(-1.8379) torch.Size([2])' }
 
 doc.section 'Transforms'
 doc { 'torch.distributions.transforms.Transform()', 'torch.distributions.transforms.Transform:log_abs_det_jacobian(x, y) -> Tensor',

@@ -59,6 +59,15 @@ M.Parameter = Parameter
 -- cdata; modules take Lua numbers, with messages that name the module's argument.)
 local function is_int(v) return type(v) == 'number' and v % 1 == 0 and v >= -2 ^ 63 and v < 2 ^ 63 end
 M.is_int = is_int
+-- a module's tensor input (PyTorch: "argument 'input' (position 1) must be Tensor, not str"); a
+-- table passes (a quantized tensor, a tensor-like object of the user's)
+function M.need_input(op, x, name)
+  local tx = type(x)
+  if tx ~= 'table' and not is_tensor(x) then
+    fail(op, ('expected a tensor for %s, got %s'):format(name or 'input', require('moontorch.argcheck').show(x)))
+  end
+  return x
+end
 function M.check_int(op, name, v, min)
   if is_int(v) and (min == nil or v >= min) then return v end
   local want = min == 0 and 'a non-negative integer' or min == 1 and 'a positive integer'
@@ -1372,7 +1381,7 @@ local function bad_call(self, forward, ...)
   check_args(self, signatures[forward], pack(...))
 end
 
-local function pass(...) return ... end
+local count, too_many = require('moontorch.dotcall').count, require('moontorch.dotcall').too_many
 
 -- m(...): hooks (when any are registered), then forward; a built-in forward's arity is checked
 -- (for a one-argument forward: one comparison and a count, nothing for forwards not declared)
@@ -1381,7 +1390,13 @@ function Module.__call(self, ...)
   local forward = unwrap(self.forward)
   local sig = signatures[forward]
   if sig ~= nil and (sig ~= 1 or (...) == nil or select('#', ...) ~= 1) then bad_call(self, forward, ...) end
-  return pass(forward(self, ...)) -- not a tail call: an error inside names the module (core.module_of)
+  -- not a tail call: an error inside names the module (core.module_of); the results returned by
+  -- count, as lua/dotcall.lua's fronts do (a trace returns through no vararg frame)
+  local n, r1, r2, r3, r4, r5, r6, r7, r8 = count(forward(self, ...))
+  if n == 1 then return r1 elseif n == 2 then return r1, r2 elseif n == 0 then return
+  elseif n == 3 then return r1, r2, r3 elseif n == 4 then return r1, r2, r3, r4
+  elseif n <= 8 then return r1, r2, r3, r4, r5, r6, r7, r8 end
+  return too_many(n)
 end
 
 -- an error inside a module's forward names the module (lua/ffi.lua called_op): the class of `self`

@@ -202,6 +202,7 @@ function Softmin:extra_repr() return 'dim=' .. (self.dim == nil and 'None' or to
 local Softmax2d = define('Softmax2d')
 function Softmax2d:__init() Module.__init(self) end
 function Softmax2d:forward(input)
+  Mod.need_input('nn.Softmax2d', input)
   local nd = input:dim()
   if nd ~= 3 and nd ~= 4 then fail('Softmax2d', ('expected input to be 3D or 4D, got %dD instead'):format(nd)) end
   return F.softmax(input, -3)
@@ -234,6 +235,10 @@ do
       lower, upper, training, inplace = o.lower, o.upper, o.training, o.inplace
     end
     lower, upper = lower or 1 / 8, upper or 1 / 3
+    if not torch.is_tensor(x) then fail('rrelu', 'expected a tensor for input, got ' .. require('moontorch.tensor').describe(x)) end
+    if type(lower) ~= 'number' or type(upper) ~= 'number' then
+      fail('rrelu', ('expected numbers for lower and upper, got %s and %s'):format(type(lower), type(upper)))
+    end
     if training then
       -- PyTorch draws one uniform double per non-positive element, in order
       local neg = x:le(0)

@@ -145,7 +145,8 @@ local function simple(name, fn)
   local cls = class.class('nn.' .. name, Module)
   M[name] = cls
   function cls:__init() Module.__init(self) end
-  function cls:forward(x) return fn(x) end
+  local op = 'nn.' .. name
+  function cls:forward(x) Mod.need_input(op, x) return fn(x) end
   declare_forward(cls, { 'input' })
   return cls
 end
@@ -243,6 +244,7 @@ function BatchNorm:reset_parameters()
 end
 
 function BatchNorm:_check_input_dim(x)
+  Mod.need_input(class.typename(self) or 'nn.BatchNorm', x)
   local want = self._dims
   if want then
     local ok = false

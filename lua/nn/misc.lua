@@ -116,7 +116,10 @@ function Flatten:__init(...)
   check_int('nn.Flatten', 'start_dim', self.start_dim)
   check_int('nn.Flatten', 'end_dim', self.end_dim)
 end
-function Flatten:forward(input) return input:flatten(self.start_dim, self.end_dim) end
+function Flatten:forward(input)
+  Mod.need_input('nn.Flatten', input)
+  return input:flatten(self.start_dim, self.end_dim)
+end
 declare_forward(Flatten, { 'input' })
 function Flatten:extra_repr() return ('start_dim=%d, end_dim=%d'):format(self.start_dim, self.end_dim) end
 

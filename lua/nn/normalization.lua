@@ -198,6 +198,7 @@ InstanceNorm.reset_parameters = layers._BatchNorm.reset_parameters
 InstanceNorm.extra_repr = layers._BatchNorm.extra_repr
 
 function InstanceNorm:forward(input)
+  Mod.need_input(class.typename(self) or 'nn.InstanceNorm', input)
   local name, nobatch = self:_get_name(), self._nobatch
   local nd = input:dim()
   if nd ~= nobatch and nd ~= nobatch + 1 then

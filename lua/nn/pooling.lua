@@ -826,6 +826,9 @@ do
     if not is_float(theta) then
       fail('affine_grid', 'Expected theta to have floating point type, but got ' .. tostring(theta.dtype))
     end
+    if type(size) ~= 'table' then
+      fail('affine_grid', 'expected the size of the output (a table of integers) for size, got ' .. T.describe(size))
+    end
     local ns = #size
     local dt = theta.dtype
     if ns == 4 then

@@ -18,9 +18,12 @@ local M = {}
 local function need(op, x, what)
   if not is_tensor(x) then fail(op, ('expected a tensor for %s, got %s'):format(what or 'input', type(x))) end
 end
+-- a value in a message: a tensor by its size (never its elements), others as tostring
+local function shown(v) return is_tensor(v) and T.cold().show(v) or tostring(v) end
+M.shown = shown
 -- a 1-based dim (negative from the end) as a positive 1-based one
 local function pdim(op, d, nd)
-  if type(d) ~= 'number' or d ~= floor(d) then fail(op, 'expected an integer dim, got ' .. tostring(d)) end
+  if type(d) ~= 'number' or d ~= floor(d) then fail(op, 'expected an integer dim, got ' .. shown(d)) end
   local n = nd > 0 and nd or 1
   if d < -n or d > n or d == 0 then
     fail(op, ('dimension %d out of range (expected to be in range of [%d, -1] or [1, %d])%s'):format(d, -n, n,
@@ -69,10 +72,17 @@ end
 
 -- torch.<name>(t, ...) for every method <name> of names PyTorch also has as a torch function
 -- (torch.clamp_min(x, 0), torch.relu_(x), ...), where torch lacks the name and the method exists
+-- torch.<name>(t, ...) for the method <name>: the first argument checked (a tensor), then the method
+function M.function_of_method(name, m)
+  return function(t, ...)
+    if not is_tensor(t) then need(name, t) end
+    return m(t, ...)
+  end
+end
 function M.functions_of_methods(torch, names)
   for _, name in ipairs(names) do
     local m = methods[name]
-    if torch[name] == nil and m ~= nil then torch[name] = function(t, ...) return m(t, ...) end end
+    if torch[name] == nil and m ~= nil then torch[name] = M.function_of_method(name, m) end
   end
 end
 

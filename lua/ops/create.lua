@@ -262,8 +262,9 @@ function M.arange(a, b, c, d)
   elseif type(d) == 'table' then opts = d end
   local start, stop, step
   if b == nil then start, stop, step = 0, a, 1 else start, stop, step = a, b, c or 1 end
-  for _, v in ipairs { start, stop, step } do
-    if type(v) ~= 'number' then fail('arange', 'start, end and step must be numbers') end
+  if type(start) ~= 'number' or type(stop) ~= 'number' or type(step) ~= 'number' then
+    fail('arange', ('start, end and step must be numbers, got %s, %s and %s')
+      :format(T.describe(start), T.describe(stop), T.describe(step)))
   end
   local dt = opts and opts.dtype and resolve_dtype(opts.dtype, 'arange')
   if not dt then
@@ -339,7 +340,10 @@ function methods.clone(t, opts)
   end
   return take()
 end
-M.clone = methods.clone
+M.clone = function(t, opts)
+  if not is_tensor(t) then fail('clone', 'expected a tensor for input, got ' .. T.describe(t)) end
+  return methods.clone(t, opts)
+end
 
 function methods.contiguous(t)
   if bit.band(t._flags, 1) ~= 0 then return t end
@@ -419,7 +423,10 @@ function methods.record_stream(t, s)
   if type(s) ~= 'table' or s._s == nil then fail('record_stream', 'expected a torch.cuda.Stream') end
   if C.mt_tensor_record_stream(t, s._s) ~= 0 then raise_last() end
 end
-function methods.type_as(t, o) return t:to(o.dtype) end
+function methods.type_as(t, o)
+  if not is_tensor(o) then fail('type_as', 'expected a tensor for other, got ' .. T.describe(o)) end
+  return t:to(o.dtype)
+end
 -- new_*: t's dtype and device unless the options say otherwise (PyTorch's Tensor.new_*)
 -- t:new_*(..., opts): the options given, with t's dtype and device where they are not
 local function new_opts(t, opts)
@@ -584,6 +591,9 @@ do
       if torch[name] ~= nil then return end
       torch[name] = function(n, periodic, opts)
         if type(periodic) == 'table' then periodic, opts = nil, periodic end
+        if type(n) ~= 'number' or n ~= floor(n) or n < 0 then
+          fail(name, 'window_length must be a non-negative integer, got ' .. T.describe(n))
+        end
         T.options(opts, name)
         if periodic == nil then periodic = true end
         local dt = opts and opts.dtype or torch.get_default_dtype()
@@ -610,6 +620,13 @@ do
     end)
     if torch.empty_strided == nil then
       torch.empty_strided = function(size, stride, opts)
+        if type(size) ~= 'table' or type(stride) ~= 'table' then
+          fail('empty_strided', ('expected tables of integers for size and stride, got %s and %s')
+            :format(T.describe(size), T.describe(stride)))
+        end
+        if #size ~= #stride then
+          fail('empty_strided', ('mismatch in length of strides and shape (%d and %d)'):format(#stride, #size))
+        end
         local n = 1
         for i = 1, #size do if size[i] == 0 then n = 0 break end n = n + (size[i] - 1) * stride[i] end
         return torch.empty(n, opts):as_strided(size, stride)

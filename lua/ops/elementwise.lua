@@ -337,6 +337,7 @@ function M.threshold(a, th, value, inplace)
 end
 function M.softplus_unit(a) return unary(U.softplus, 'softplus', a, 0, 0, nil) end
 function M.nan_to_num(a, nan_v, posinf, neginf)
+  if not is_tensor(a) then fail('nan_to_num', 'expected a tensor for input, got ' .. T.describe(a)) end
   if type(nan_v) == 'table' then nan_v, posinf, neginf = nan_v.nan, nan_v.posinf, nan_v.neginf end
   local info = a.dtype
   local big = info == torch.float64 and 1.7976931348623157e308 or (info == torch.float16 and 65504 or 3.4028234663852886e38)
@@ -397,8 +398,8 @@ local function as_tensor_like(x, ref)
 end
 
 function M.where(cond, a, b)
+  if not is_tensor(cond) then fail('where', 'condition must be a tensor, got ' .. T.describe(cond)) end
   if a == nil and b == nil then return cond:nonzero({ as_tuple = true }) end
-  if not is_tensor(cond) then fail('where', 'condition must be a tensor') end
   if not is_tensor(a) and not is_tensor(b) then
     local dt = (kind_of(a) == 2 or kind_of(b) == 2) and torch.get_default_dtype() or torch.int64
     a, b = torch.tensor(a, { dtype = dt }), torch.tensor(b, { dtype = dt })
@@ -421,6 +422,10 @@ local lerp_number = require('moontorch.ops.compose').node('LerpBackward0',
     return ga, gb
   end)
 function M.lerp(a, b, w)
+  if not is_tensor(a) or not is_tensor(b) or not (is_tensor(w) or type(w) == 'number') then
+    fail('lerp', ('expected tensors for input and end and a tensor or a number for weight, got %s, %s and %s')
+      :format(T.describe(a), T.describe(b), T.describe(w)))
+  end
   if type(w) == 'number' then return lerp_number(a, b, w) end
   if C.mt_lerp(a, b, w, nil, outp) ~= 0 then raise_last() end
   return take()
@@ -446,10 +451,18 @@ local addc_nodes = {
 }
 local function addc(divide, name)
   local node = addc_nodes[divide]
+  local function check(op, a, t1, t2)
+    if not is_tensor(a) or not is_tensor(t1) or not is_tensor(t2) then
+      fail(op, ('expected tensors for input, tensor1 and tensor2, got %s, %s and %s')
+        :format(T.describe(a), T.describe(t1), T.describe(t2)))
+    end
+  end
   return function(a, t1, t2, opts)
+    check(name, a, t1, t2)
     local v = type(opts) == 'table' and opts.value or (type(opts) == 'number' and opts) or 1
     return node(a, t1, t2, v, divide)
   end, function(a, t1, t2, opts)
+    check(name .. '_', a, t1, t2)
     local v = type(opts) == 'table' and opts.value or (type(opts) == 'number' and opts) or 1
     if C.mt_addcmul(a, t1, t2, v, divide, a, nil) ~= 0 then raise_last() end
     return a
@@ -574,7 +587,11 @@ do
     need('angle', x)
     return angle_of(as_float(x))
   end
-  local sgn = K.node('SgnBackward0', function(x) return x:sign() end, zero_grad)
+  local sgn_node = K.node('SgnBackward0', function(x) return x:sign() end, zero_grad)
+  local function sgn(x)
+    need('sgn', x)
+    return sgn_node(x)
+  end
 
   local asinh = unary_with_grad('asinh', 'AsinhBackward0', in_f64(function(x)
     local a = x:abs()
@@ -651,6 +668,10 @@ do
     'resolve_conj', 'resolve_neg' })
     if torch.rsub == nil then
       torch.rsub = function(a, b, opts)
+        need('rsub', a)
+        if not (is_tensor(b) or type(b) == 'number') then
+          fail('rsub', 'expected a tensor or a number for other, got ' .. T.describe(b))
+        end
         local alpha = opts and opts.alpha or 1
         return b - (alpha ~= 1 and a * alpha or a)
       end

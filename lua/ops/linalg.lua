@@ -334,7 +334,9 @@ do
     return to_size(gd, a), to_size(-gd, b)
   end)
   local function dist(a, b, p)
+    need('dist', a); need('dist', b, 'other')
     p = p or 2
+    if type(p) ~= 'number' then fail('dist', 'expected a number for p, got ' .. T.describe(p)) end
     if p == huge or p == -huge or p < 0 then return (a - b):norm(p) end
     return dist_node(a, b, p)
   end
@@ -731,6 +733,7 @@ do
       torch.linalg = {
         vector_norm = vector_norm, matrix_norm = matrix_norm,
         norm = function(x, ord, dim, keepdim, opts)
+          need('linalg.norm', x)
           if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
           opts = opts or {}
           ord = ord or opts.ord
@@ -743,7 +746,10 @@ do
         end,
         cross = function(a, b, dim) return cross(a, b, dim or -1) end,
         matrix_power = matrix_power,
-        vecdot = function(a, b, dim) return (a * b):sum(dim or -1) end,
+        vecdot = function(a, b, dim)
+          need('linalg.vecdot', a, 'x'); need('linalg.vecdot', b, 'y')
+          return (a * b):sum(dim or -1)
+        end,
         det = linalg_det, solve = linalg_solve, inv = linalg_inv, slogdet = linalg_slogdet,
         matrix_exp = matrix_exp, householder_product = householder_product,
       }
@@ -767,10 +773,19 @@ do
     if torch.chain_matmul == nil then
       torch.chain_matmul = function(...)
         local ms = { ... }
-        if #ms == 1 and not is_tensor(ms[1]) then ms = ms[1] end
+        if #ms == 1 and type(ms[1]) == 'table' then ms = ms[1] end
+        if #ms == 0 then fail('chain_matmul', 'chain_matmul(): Expected one or more matrices') end
+        for i = 1, #ms do
+          if not is_tensor(ms[i]) then fail('chain_matmul', ('expected a tensor for matrix %d, got %s'):format(i, T.describe(ms[i]))) end
+          if ms[i]:dim() ~= 2 then
+            fail('chain_matmul', ('Tensor dimension is %d, expected 2 instead.'):format(ms[i]:dim()))
+          end
+        end
+        if #ms == 1 then return ms[1]:clone() end
         local r = ms[1]
-        for i = 2, #ms do r = r:matmul(ms[i]) end
-        return r
+        for i = 2, #ms do r = r:mm(ms[i]) end
+        -- PyTorch (linalg.multi_dot) views the product as the result's shape: its last node (ViewBackward0)
+        return r:view(r:size())
       end
     end
   end

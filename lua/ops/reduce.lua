@@ -55,7 +55,7 @@ local function dims_of(t, d, op)
     return 1
   end
   if type(d) ~= 'table' or is_tensor(d) then
-    fail(op, 'dim must be a number or a table of numbers, got ' .. type(d))
+    fail(op, 'dim must be a number or a table of numbers, got ' .. (is_tensor(d) and 'a tensor' or type(d)))
   end
   local k = T.seq_len(d) or T.seq_fail(d, op, 'dim')
   if k > 16 then fail(op, 'too many dimensions (' .. k .. ')') end
@@ -189,7 +189,7 @@ local function def_maxmin(name, is_min)
       check_nonempty(t, 0, name)
       return T.name_grad_fn(reduce(amop, name, t, nil, 0, -1, 0, nil), grad_name) -- PyTorch's max() node
     end
-    if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. type(dim)) end
+    if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. (is_tensor(dim) and 'a tensor' or type(dim))) end
     local d = one_dim(t, dim, name)
     dimbuf[0] = d
     check_nonempty(t, 1, name)
@@ -213,7 +213,7 @@ local function def_arg(name, is_min)
       check_nonempty(t, 0, name)
       st = C.mt_argmax(t, 0, 1, keepdim, is_min and 1 or 0, 1, outp)
     else
-      if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. type(dim)) end
+      if not is_one_dim(dim) then fail(name, 'dim must be a single number, got ' .. (is_tensor(dim) and 'a tensor' or type(dim))) end
       dimbuf[0] = one_dim(t, dim, name)
       check_nonempty(t, 1, name)
       st = C.mt_argmax(t, dimbuf[0], 0, keepdim, is_min and 1 or 0, 1, outp)
@@ -330,7 +330,7 @@ function M.norm(t, a1, a2, a3, a4)
   if p == nil or p == 'fro' then
     p = 2
   elseif type(p) ~= 'number' then
-    fail('norm', 'p must be a number, math.huge, -math.huge or "fro", got ' .. tostring(p))
+    fail('norm', 'p must be a number, math.huge, -math.huge or "fro", got ' .. (is_tensor(p) and 'a tensor' or tostring(p)))
   end
   if p ~= p then fail('norm', 'p must be a number, got nan') end
   if keepdim ~= nil and type(keepdim) ~= 'boolean' then fail('norm', 'keepdim must be a boolean, got ' .. tostring(keepdim)) end
@@ -627,7 +627,9 @@ do
         else r = a end
         if not ignore_nan then r = torch.where(has_nan, 0 / 0, r)
         else r = torch.where(valid:eq(0), 0 / 0, r) end
-        if not keepdim or dim == nil then r = r:squeeze(d) end
+        -- the size-1 dim left by the gather is the quantile's: squeezed last, as PyTorch squeezes its
+        -- q dim (squeeze over a list of dims: SqueezeBackward3)
+        if not keepdim or dim == nil then r = T.name_grad_fn(r:squeeze(d), 'SqueezeBackward3') end
         if dim == nil and keepdim then
           local one = {}
           for i = 1, x:dim() do one[i] = 1 end
@@ -652,6 +654,7 @@ do
     return renorm_node(x, p, pdim('renorm', dim, x:dim()), maxnorm)
   end
   local function sum_to_size(x, ...)
+    need('sum_to_size', x)
     local s = ...
     if type(s) ~= 'table' then s = { ... } end
     local nd, k = x:dim(), #s
@@ -730,8 +733,8 @@ do
           local xm = m - m:mean(2, { keepdim = true })
           r = xm:matmul(xm:t()) / math.max(n - c, 0)
         end
-        if x:dim() == 1 then return r:reshape({}) end
-        return r
+        -- PyTorch squeezes the result (one variable: a 0-d tensor), its last node (SqueezeBackward0)
+        return r:squeeze()
       end
       torch.corrcoef = function(x)
         local c = torch.cov(x)

@@ -149,6 +149,9 @@ function M.stack(ts, dim, opts)
 end
 
 local function atleast(t, n)
+  if not is_tensor(t) then
+    fail('atleast_' .. n .. 'd', 'expected a tensor or an array of tensors, got ' .. T.describe(t))
+  end
   local nd = t._ndim
   if nd >= n then return t end
   if n == 1 then return t:reshape(1) end
@@ -593,7 +596,7 @@ do
   end
   local function broadcast_tensors(...)
     local ts = ...
-    if select('#', ...) ~= 1 or is_tensor(ts) then ts = { ... } end
+    if select('#', ...) ~= 1 or type(ts) ~= 'table' then ts = { ... } end
     for i, t in ipairs(ts) do need('broadcast_tensors', t, 'tensor ' .. i) end
     local shape = broadcast_shapes(unpack(ts))
     local r = {}
@@ -604,7 +607,7 @@ do
   local function meshgrid(...)
     local opts, n = opts_of(...)
     local ts = ...
-    if n ~= 1 or is_tensor(ts) then ts = { ... } ts[n + 1] = nil end
+    if n ~= 1 or type(ts) ~= 'table' then ts = { ... } ts[n + 1] = nil end
     local indexing = opts and opts.indexing or 'ij'
     if indexing ~= 'ij' and indexing ~= 'xy' then
       fail('meshgrid', 'torch.meshgrid: indexing must be one of "xy" or "ij", but received: ' .. tostring(indexing))
@@ -635,7 +638,8 @@ do
   end
   local function cartesian_prod(...)
     local ts = ...
-    if select('#', ...) ~= 1 or is_tensor(ts) then ts = { ... } end
+    if select('#', ...) ~= 1 or type(ts) ~= 'table' then ts = { ... } end
+    for i, t in ipairs(ts) do need('cartesian_prod', t, 'tensor ' .. i) end
     if #ts == 1 then return ts[1] end
     local g = meshgrid(ts)
     local cols = {}

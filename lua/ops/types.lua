@@ -5,6 +5,7 @@
 local core = require 'moontorch.ffi'
 local T = require 'moontorch.tensor'
 local K = require 'moontorch.ops.compose'
+local dtype = require 'moontorch.dtype'
 
 local fail = core.fail
 local is_tensor = T.is_tensor
@@ -14,13 +15,19 @@ local M = {}
 
 local fns = { -- torch functions and methods
   is_nonzero = function(x)
+    if not is_tensor(x) then fail('is_nonzero', 'expected a tensor, got ' .. T.describe(x)) end
     if x:numel() ~= 1 then
       fail('is_nonzero', x:numel() == 0 and 'Boolean value of Tensor with no values is ambiguous'
         or 'Boolean value of Tensor with more than one value is ambiguous')
     end
     return x:item() ~= 0
   end,
-  is_same_size = function(a, b) return a:size() == b:size() end,
+  is_same_size = function(a, b)
+    if not is_tensor(a) or not is_tensor(b) then
+      fail('is_same_size', ('expected two tensors, got %s and %s'):format(T.describe(a), T.describe(b)))
+    end
+    return a:size() == b:size()
+  end,
 }
 local only = { -- torch functions only
   is_complex = function() return false end,
@@ -51,7 +58,12 @@ function M.install(torch)
       if d.is_floating_point then return 2 end
       return 1
     end
-    torch.can_cast = function(from, to) return rank(from) <= rank(to) end
+    torch.can_cast = function(from, to)
+      if not dtype.is_dtype(from) or not dtype.is_dtype(to) then
+        fail('can_cast', ('expected two dtypes (from, to), got %s and %s'):format(T.describe(from), T.describe(to)))
+      end
+      return rank(from) <= rank(to)
+    end
   end
   -- torch.finfo(dtype) / torch.iinfo(dtype): PyTorch 1.13's fields and printing
   if torch.finfo == nil then

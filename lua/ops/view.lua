@@ -28,8 +28,11 @@ function methods.reshape(t, ...)
   if C.mt_reshape(t, szbuf, n, outp) ~= 0 then raise_last() end
   return take()
 end
-function methods.view_as(t, o) return t:view(o:size()) end
-function methods.reshape_as(t, o) return t:reshape(o:size()) end
+local function need_other(op, o)
+  if not is_tensor(o) then fail(op, 'expected a tensor for other, got ' .. T.describe(o)) end
+end
+function methods.view_as(t, o) need_other('view_as', o) return t:view(o:size()) end
+function methods.reshape_as(t, o) need_other('reshape_as', o) return t:reshape(o:size()) end
 
 function methods.transpose(t, d0, d1)
   if C.mt_transpose(t, cdim(d0, 'transpose'), cdim(d1, 'transpose'), outp) ~= 0 then raise_last() end
@@ -108,7 +111,7 @@ function methods.expand(t, ...)
   if C.mt_expand(t, szbuf, n, outp) ~= 0 then raise_last() end
   return take()
 end
-function methods.expand_as(t, o) return t:expand(o:size()) end
+function methods.expand_as(t, o) need_other('expand_as', o) return t:expand(o:size()) end
 function methods.flatten(t, s, e)
   if C.mt_flatten(t, s and cdim(s, 'flatten') or 0, e and cdim(e, 'flatten') or -1, outp) ~= 0 then raise_last() end
   return take()
@@ -276,7 +279,7 @@ function M.install(tt)
   for _, name in ipairs { 'view', 'reshape', 'transpose', 'permute', 'narrow', 'select', 'unsqueeze', 'squeeze',
     'expand', 'flatten', 'unfold', 'as_strided', 'diagonal', 't', 'movedim', 'swapaxes', 'ravel', 'unflatten',
     'broadcast_to' } do
-    tt[name] = methods[name]
+    tt[name] = require('moontorch.ops.compose').function_of_method(name, methods[name])
   end
 end
 

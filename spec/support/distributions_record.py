@@ -81,12 +81,29 @@ KL = [
     ('geometric', D.Geometric(f([0.3, 0.9])), D.Geometric(f([0.5, 0.2]))),
     ('lognormal', D.LogNormal(f([0.0, 1.0]), f([1.0, 2.0])), D.LogNormal(f([1.0, 1.0]), f([0.5, 2.0]))),
     ('halfnormal', D.HalfNormal(f([1.0, 2.0])), D.HalfNormal(f([0.5, 2.0]))),
+    ('mvn', D.MultivariateNormal(f([[0.0, 1.0]]), f([[2.0, 0.5], [0.5, 1.0]])), D.MultivariateNormal(f([1.0, 0.0]), scale_tril=f([[1.0, 0.0], [0.5, 2.0]]))),
     ('independent', D.Independent(D.Normal(f([[0.0, 1.0]]), f([[1.0, 2.0]])), 1), D.Independent(D.Normal(f([[1.0, 1.0]]), f([[0.5, 2.0]])), 1)),
 ]
 T = D.transforms
 td = D.TransformedDistribution(D.Normal(f([0.0, 1.0]), f([1.0, 0.5])), [T.AffineTransform(1.0, -2.0), T.SigmoidTransform()])
 x = f([0.3, 0.8])
 print(' transformed = { log_prob = %s, cdf = %s, icdf = %s },' % (L(td.log_prob(x)), L(td.cdf(x)), L(td.icdf(x))))
+cov = f([[2.0, 0.5], [0.5, 1.0]])
+for dtn, dt in (('float32', torch.float32), ('float64', torch.float64)):
+    m = D.MultivariateNormal(torch.tensor([1.0, -1.0], dtype=dt), cov.to(dt))
+    torch.manual_seed(5)
+    s1 = m.sample((3,))
+    torch.manual_seed(5)
+    s2 = m.rsample((3,))
+    mp = D.MultivariateNormal(torch.zeros(3, 2, dtype=dt), precision_matrix=cov.to(dt))
+    ml = D.MultivariateNormal(torch.tensor([[0.0, 1.0]], dtype=dt), scale_tril=torch.tensor([[1.0, 0.0], [0.5, 2.0]], dtype=dt))
+    print(' mvn_%s = { sample = %s, rsample = %s, log_prob = %s, entropy = %s, variance = %s, precision = %s, scale_tril = %s, prec_log_prob = %s, prec_cov = %s, tril_log_prob = %s, tril_cov = %s },' % (
+        dtn, L(s1), L(s2), L(m.log_prob(torch.tensor([[0.5, 0.5], [1.0, -1.0]], dtype=dt))), L(m.entropy()), L(m.variance), L(m.precision_matrix), L(m.scale_tril),
+        L(mp.log_prob(torch.ones(3, 2, dtype=dt))), L(mp.covariance_matrix[0]), L(ml.log_prob(torch.tensor([[1.0, 2.0], [0.0, 0.0]], dtype=dt))), L(ml.covariance_matrix[0])))
+loc = f([0.5, -1.0]).requires_grad_()
+L0 = f([[1.0, 0.0], [0.3, 2.0]]).requires_grad_()
+D.MultivariateNormal(loc, scale_tril=L0).log_prob(f([[1.0, 2.0], [0.0, -1.0]])).sum().backward()
+print(' mvn_grad = { loc = %s, scale_tril = %s },' % (L(loc.grad), L(L0.grad)))
 print(' kl = {')
 for name, p, q in KL:
     print('  %s = %s,' % (name, L(D.kl_divergence(p, q))))
