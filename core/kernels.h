@@ -258,15 +258,16 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
   X(cholesky, (mt_tensor * L, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t n, int upper))            \
   X(solve_triangular, (mt_tensor * X, const mt_tensor *A, const mt_tensor *B, int64_t nb, int64_t n, int64_t k,  \
                        int upper, int left, int unitriangular))                                                  \
-  /* mode 0 reduced (Q (m, min), R (min, n)), 1 complete (Q (m, m), R (m, n)), 2 R alone (Q NULL) */              \
+  /* mode 0 reduced (Q (m, min), R (min, n)), 1 complete (Q (m, m), R (m, n)), 2 R alone (Q NULL), 3 geqrf's  \
+   * results (Q (m, n): R and the Householder vectors, R: tau (min)) */                                           \
   X(qr, (mt_tensor * Q, mt_tensor *R, const mt_tensor *A, int64_t nb, int64_t m, int64_t n, int mode))          \
   X(eigh, (mt_tensor * w, mt_tensor *V, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t n, int upper)) \
   /* U (m, full ? m : min), S (min), Vh (full ? n : min, n); U and Vh NULL: values only */                        \
   X(svd, (mt_tensor * U, mt_tensor *S, mt_tensor *Vh, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t m, \
           int64_t n, int full))                                                                                   \
-  /* least squares by gelsd: X (n, k), rank (nb), S (min(m, n)) from A (m, n), B (m, k) */                        \
+  /* least squares by gelsd (svd) or gelsy: X (n, k), rank (nb), S (min(m, n); gelsd's only) from A (m, n), B (m, k) */ \
   X(lstsq, (mt_tensor * X, mt_tensor *rank, mt_tensor *S, mt_tensor *info, const mt_tensor *A, const mt_tensor *B, \
-            int64_t nb, int64_t m, int64_t n, int64_t k, double rcond))                                          \
+            int64_t nb, int64_t m, int64_t n, int64_t k, double rcond, int svd))                                 \
   X(lu_factor, (mt_tensor * LU, mt_tensor *pivots, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t m,    \
                 int64_t n))
 

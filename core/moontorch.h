@@ -1564,12 +1564,14 @@ MT_API mt_status mt_set_view_(mt_tensor *t, const mt_tensor *view, const char *o
  * solve_triangular: X with A X = B (left) or X A = B (!left), A (..., n, n) triangular (its other triangle
  * not read; unitriangular: its diagonal taken as ones), B (..., n, k) or (..., k, n) with A's batch shape.
  * qr: mode 0 reduced (Q (..., m, min), R (..., min, n)), 1 complete (Q (..., m, m), R (..., m, n)), 2 R
- * alone (*Q NULL). eigh: ascending eigenvalues w (..., n) and orthonormal eigenvectors V (..., n, n) as
+ * alone (*Q NULL), 3 LAPACK's geqrf (Q: the (..., m, n) matrix of R and the Householder vectors, R: tau
+ * (..., min)). eigh: ascending eigenvalues w (..., n) and orthonormal eigenvectors V (..., n, n) as
  * columns (vectors 0: *V NULL) of the symmetric matrix in A's lower (upper) triangle. svd: U, S descending
  * (..., min), Vh as PyTorch's (full_matrices: U (..., m, m), Vh (..., n, n)); compute_uv 0: *U, *Vh NULL;
  * info -4 for a matrix with a non-finite value. lstsq: X (..., n, k) minimising |A X - B| (B (..., m, k),
- * A's batch shape) by gelsd, singular values below rcond * S_max taken as zero (rcond < 0: machine
- * precision); rank int64 (...); S (..., min) A's singular values. lu_factor: LU (..., m, n) (L's unit
+ * A's batch shape; the minimum-norm one) by gelsd (svd) or gelsy (QR with column pivoting), singular values /
+ * R's diagonal below rcond times the largest taken as zero (rcond < 0: machine precision); rank int64 (...);
+ * S (..., min) A's singular values (gelsd; (..., 0) for gelsy); info -4: a non-finite value in A or B. lu_factor: LU (..., m, n) (L's unit
  * diagonal not stored), pivots int32 (..., min) 1-based as LAPACK's getrf (row i swapped with pivots[i]),
  * info > 0: U's diagonal element info is zero. */
 MT_API mt_status mt_linalg_cholesky(mt_tensor *A, int upper, mt_tensor **L, mt_tensor **info);
@@ -1579,7 +1581,7 @@ MT_API mt_status mt_linalg_qr(mt_tensor *A, int mode, mt_tensor **Q, mt_tensor *
 MT_API mt_status mt_linalg_eigh(mt_tensor *A, int upper, int vectors, mt_tensor **w, mt_tensor **V, mt_tensor **info);
 MT_API mt_status mt_linalg_svd(mt_tensor *A, int full_matrices, int compute_uv, mt_tensor **U, mt_tensor **S,
                                mt_tensor **Vh, mt_tensor **info);
-MT_API mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, mt_tensor **X, mt_tensor **rank,
+MT_API mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, int svd, mt_tensor **X, mt_tensor **rank,
                                  mt_tensor **S, mt_tensor **info);
 MT_API mt_status mt_linalg_lu_factor(mt_tensor *A, mt_tensor **LU, mt_tensor **pivots, mt_tensor **info);
 

@@ -77,7 +77,7 @@ local inherited_meta = { '__tostring', '__call', '__len', '__eq', '__lt', '__le'
   '__div', '__unm', '__concat', '__pairs', '__newindex' }
 
 function M.class(name, parent, mod)
-  if type(name) ~= 'string' then require('moontorch.ffi').fail('class', 'class name must be a string, got ' .. type(name)) end
+  if type(name) ~= 'string' then require('moontorch.ffi').fail('class', 'class name must be a string, got ' .. require('moontorch.ffi').typeof(name)) end
   if type(parent) == 'string' then
     local p = find(parent)
     if not p then require('moontorch.ffi').fail('class', ("unknown parent class '%s'"):format(parent)) end

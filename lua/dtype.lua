@@ -108,7 +108,7 @@ local cuda_devices = {}
 function M.device(spec, index)
   if getmetatable(spec) == device_mt then return spec end
   if type(spec) ~= 'string' then
-    require('moontorch.ffi').fail('device', 'expected a string such as "cpu" or "cuda:0", got ' .. type(spec))
+    require('moontorch.ffi').fail('device', 'expected a string such as "cpu" or "cuda:0", got ' .. require('moontorch.ffi').typeof(spec))
   end
   local kind, idx = spec:match('^(%a+):(%d+)$')
   if not kind then kind = spec end

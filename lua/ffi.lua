@@ -64,6 +64,14 @@ M.libpath = libpath
 M.cdef_path = cdef_path
 M.decls = decls
 
+-- A value's kind in a message ("expected a number, got tensor"): Lua's type(), a tensor as 'tensor'
+-- (not 'cdata')
+local tensor_ct = ffi.typeof('mt_tensor')
+function M.typeof(v)
+  if ffi.istype(tensor_ct, v) then return 'tensor' end
+  return type(v)
+end
+
 -- The frame to blame for an error: the first one outside moontorch's own Lua files.
 local src_prefix = debug.getinfo(1, 'S').source:gsub('ffi%.lua$', '')
 local function user_level()
@@ -98,14 +106,28 @@ M.scrub = scrub
 M.namespaces = {} -- { {prefix, table}, ... }: torch, Tensor methods, nn.functional, linalg, ...
 M.module_of = nil -- set by nn.Module: module_of(v) -> 'nn.Linear' for a module, else nil
 
+local function holds(tbl, f)
+  for _, v in pairs(tbl) do
+    if v == f or (M.wrapped and M.wrapped[v] == f) then return true end
+  end
+  return false
+end
 local function public(name, f)
-  local found
+  local found, candidates = nil, {}
   for _, ns in ipairs(M.namespaces) do
     local v = rawget(ns[2], name)
     if v ~= nil and type(v) == 'function' then
       local u = M.wrapped and M.wrapped[v] or v
       if u == f or v == f then return ns[1] .. name end
       found = found or ns[1] .. name
+      candidates[#candidates + 1] = ns
+    end
+  end
+  -- f was tail-called by the function the user called (linalg.norm -> linalg.matrix_norm): the
+  -- namespace that holds f too
+  if #candidates > 1 then
+    for _, ns in ipairs(candidates) do
+      if holds(ns[2], f) then return ns[1] .. name end
     end
   end
   return found
@@ -170,7 +192,13 @@ local function called_op(level, op)
       end
     end
   end
-  if not name or (op and short(op) == short(name)) then return nil end
+  if not name then return nil end
+  if op and short(op) == short(name) then
+    -- the same op, but a linalg/special/fft function shares its name with a torch one of its own
+    -- defaults (linalg.cross, cross): the namespace the user called says which
+    local ns = name:match('^(%a+)%.')
+    if not ns or ns == 'nn' or op:find(ns .. '.', 1, true) == 1 then return nil end
+  end
   return name
 end
 M.called_op = called_op

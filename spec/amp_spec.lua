@@ -416,3 +416,24 @@ describe('autocast', function()
     assert.is_true(last < first * 0.9, ('loss %g -> %g'):format(first, last))
   end)
 end)
+
+-- A test runner that forgets the modules a file loaded (busted's insulation) while torch.autocast,
+-- loaded before, keeps running scopes: the cells' exemption and a second require of the autocast
+-- file still find the one autocast state (lstm_cell gave bfloat16 when amp_scaler_spec ran first)
+describe('autocast loaded once', function()
+  it('nn.LSTMCell stays exempt and require gives the same module after package.loaded forgets it', function()
+    local out, ok, err = H.run_lua([[
+      local torch = require 'moontorch'
+      local nn = torch.nn
+      local first = require 'moontorch.amp.autocast'
+      torch.autocast('cpu', function() return 1 end)
+      for k in pairs(package.loaded) do if k:find('^moontorch%.amp') or k == 'moontorch.observe' then package.loaded[k] = nil end end
+      local r = torch.autocast('cpu', { dtype = torch.bfloat16 }, function() return (nn.LSTMCell(3, 4)(torch.randn(2, 3))) end)
+      local m = torch.autocast('cpu', function() return torch.mm(torch.randn(2, 2), torch.randn(2, 2)) end)
+      io.write(tostring(r.dtype), ' ', tostring(m.dtype), ' ', tostring(require('moontorch.amp.autocast') == first))
+    ]])
+    assert.is_true(ok, err)
+    -- PyTorch 1.13: lstm_cell is in no CPU list (float32 in, float32 out); mm is lower precision
+    assert.are.equal('torch.float32 torch.bfloat16 true', out)
+  end)
+end)

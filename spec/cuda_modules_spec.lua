@@ -160,7 +160,9 @@ describe('modules on CUDA', function()
   it('runs the Modules note\'s device lines (../shared/acceptance/modules_note.lua) on the device', function()
     -- (./run gpu-check points MOONTORCH_MODULES_NOTE at the copy carried to the GPU machine in .device/)
     local note = os.getenv('MOONTORCH_MODULES_NOTE') or '../shared/acceptance/modules_note.lua'
-    if not H.read_file(note) then pending('no ' .. note .. ' (the team\'s acceptance script beside this checkout)'); return end
+    local f = io.open(note, 'rb') -- (H.read_file raises on a missing file: a clone with nothing beside it has none)
+    if not f then pending('no ' .. note .. ' (the team\'s acceptance script beside this checkout)'); return end
+    f:close()
     local env = torch.cuda.runtime() == 'emulator' and { 'MOONTORCH_CUDA_EMULATE=1' } or {}
     local out, ok, err = H.run_lua(H.read_file(note), env)
     assert.is_true(ok, err)

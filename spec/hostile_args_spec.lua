@@ -167,6 +167,9 @@ describe('errors name the op the user called', function()
     { function() local _ = F.logsigmoid(torch.tensor({ true })) end, 'nn.functional.logsigmoid', 'on a bool tensor is not supported' },
     { function() local _ = F.dropout(torch.ones(3, { dtype = torch.int64 })) end, 'nn.functional.dropout', "can't be cast to the desired output type Long" },
     { function() local _ = F.glu(a, 99) end, 'nn.functional.glu', 'dimension 99 out of range' },
+    -- PyTorch 1.13: "running_mean should contain 4 elements not 12", "weight should contain 4 elements not 3"
+    { function() local _ = F.batch_norm(a, a, torch.ones(4)) end, 'nn.functional.batch_norm', 'running_mean should contain 4 elements not 12' },
+    { function() local _ = F.batch_norm(a, torch.zeros(4), torch.ones(4), torch.ones(3)) end, 'nn.functional.batch_norm', 'weight should contain 4 elements not 3' },
     -- modules: the innermost module whose forward was running
     { function() local _ = nn.Linear(4, 5)(torch.randn(3, 3)) end, 'nn.Linear', 'mat1 and mat2 shapes cannot be multiplied (3x3 and 4x5)' },
     { function() local _ = nn.Sequential(nn.ReLU(), nn.Linear(4, 5))(torch.randn(3, 3)) end, 'nn.Linear', 'mat1 and mat2 shapes cannot be multiplied' },
@@ -182,6 +185,12 @@ describe('errors name the op the user called', function()
     { function() local _ = torch.inverse(a) end, 'inverse', '' },
     { function() local _ = torch.linalg.inv(a) end, 'linalg.inv', '' },
     { function() local _ = torch.trapz(a, b) end, 'trapz', 'must match the size of tensor b' },
+    -- linalg's own name when a torch function shares it (PyTorch 1.13: "linalg.cross: inputs dimension
+    -- -1 must have length 3. Got 4 and 5"); tail-called inner functions found by their namespace
+    { function() local _ = torch.linalg.cross(a, b) end, 'linalg.cross', 'inputs dimension -1 must have length 3. Got 4 and 5' },
+    { function() local _ = torch.cross(a, b, 1) end, 'cross', 'inputs dimension 1 must have length 3. Got 3 and 4' },
+    { function() local _ = torch.linalg.norm(torch.randn(3), 'fro') end, 'linalg.norm', 'dimension -2 out of range' },
+    { function() local _ = torch.broadcast_tensors(a, b) end, 'broadcast_tensors', 'Mismatch is between arg 1 and arg 2: size 3 and size 4 at dimension -2' },
     { function() local _ = torch.take(a, b) end, 'take', 'expected dtype int64 for index' },
     -- aliases name themselves
     { function() local _ = torch.absolute(nil) end, 'absolute', 'expected a tensor, got nil' },
@@ -277,6 +286,10 @@ describe('a value that is not a tensor where a tensor goes', function()
     { function() local _ = x:cummax(x) end, 'cummax', 'expected an integer dim, got a tensor of size [3, 4]' },
     { function() local _ = x:sum(x) end, 'sum', 'dim must be a number or a table of numbers, got a tensor' },
     { function() local _ = x:norm(x) end, 'norm', 'p must be a number, math.huge, -math.huge or "fro", got a tensor' },
+    { function() local _ = x:diff(x) end, 'diff', 'expected an integer n, got tensor' },
+    { function() local _ = torch.unique(x, x) end, 'unique', 'expected an options table, got tensor' },
+    { function() local _ = x:roll(x) end, 'roll', 'shifts must be a number or an array of numbers, got tensor' },
+    { function() local _ = torch.iinfo(x) end, 'iinfo', 'dtype must be an integer type, got a tensor of size [3, 4]' },
   }
   it('every row: moontorch.<op>: <what was wrong>, at the caller\'s line', function()
     for i, row in ipairs(rows) do

@@ -109,15 +109,20 @@ mt_status mt_linalg_solve_triangular(mt_tensor *A, mt_tensor *B, int upper, int 
 
 mt_status mt_linalg_qr(mt_tensor *A, int mode, mt_tensor **Q, mt_tensor **R) {
   const char *op = "linalg.qr";
-  if (mode < 0 || mode > 2)
-    return mt_error(MT_EINVAL, "%s: mode must be 0 (reduced), 1 (complete) or 2 (r), got %d", op, mode);
+  if (mode < 0 || mode > 3)
+    return mt_error(MT_EINVAL, "%s: mode must be 0 (reduced), 1 (complete), 2 (r) or 3 (geqrf), got %d", op, mode);
   lp_in in;
   MT_TRY(lp_input(op, "A", A, 0, &in));
   int64_t k = in.m < in.n ? in.m : in.n;
   mt_tensor *r[2] = {NULL, NULL};
   mt_status s = MT_OK;
-  if (mode != 2) s = lp_new(op, &in, in.m, mode == 1 ? in.m : k, MT_FLOAT64, &r[0]);
-  if (!s) s = lp_new(op, &in, mode == 1 ? in.m : k, in.n, MT_FLOAT64, &r[1]);
+  if (mode == 3) {
+    s = lp_new(op, &in, in.m, in.n, MT_FLOAT64, &r[0]);
+    if (!s) s = lp_new(op, &in, k, -1, MT_FLOAT64, &r[1]);
+  } else {
+    if (mode != 2) s = lp_new(op, &in, in.m, mode == 1 ? in.m : k, MT_FLOAT64, &r[0]);
+    if (!s) s = lp_new(op, &in, mode == 1 ? in.m : k, in.n, MT_FLOAT64, &r[1]);
+  }
   if (!s) s = mt_kernels_of(A)->qr(r[0], r[1], in.a, in.nb, in.m, in.n, mode);
   mt_tensor_release(in.a);
   if (s) {
@@ -191,8 +196,8 @@ mt_status mt_linalg_svd(mt_tensor *A, int full_matrices, int compute_uv, mt_tens
   return mt_give(outs[2], Vh);
 }
 
-mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, mt_tensor **X, mt_tensor **rank, mt_tensor **S,
-                          mt_tensor **info) {
+mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, int svd, mt_tensor **X, mt_tensor **rank,
+                          mt_tensor **S, mt_tensor **info) {
   const char *op = "linalg.lstsq";
   lp_in a, b;
   MT_TRY(lp_input(op, "A", A, 0, &a));
@@ -205,9 +210,9 @@ mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, mt_tensor **
   mt_tensor *r[4] = {NULL, NULL, NULL, NULL};
   if (!s) s = lp_new(op, &a, a.n, b.n, MT_FLOAT64, &r[0]);
   if (!s) s = lp_new(op, &a, -1, -1, MT_INT64, &r[1]);
-  if (!s) s = lp_new(op, &a, k, -1, MT_FLOAT64, &r[2]);
+  if (!s) s = lp_new(op, &a, svd ? k : 0, -1, MT_FLOAT64, &r[2]);
   if (!s) s = lp_new(op, &a, -1, -1, MT_INT32, &r[3]);
-  if (!s) s = mt_kernels_of(A)->lstsq(r[0], r[1], r[2], r[3], a.a, b.a, a.nb, a.m, a.n, b.n, rcond);
+  if (!s) s = mt_kernels_of(A)->lstsq(r[0], r[1], r[2], r[3], a.a, b.a, a.nb, a.m, a.n, b.n, rcond, svd);
   mt_tensor_release(a.a);
   mt_tensor_release(b.a);
   if (s) {

@@ -30,6 +30,9 @@ typedef void (*gesdd_fn)(const char *jobz, const lp_int *m, const lp_int *n, dou
 typedef void (*gelsd_fn)(const lp_int *m, const lp_int *n, const lp_int *nrhs, double *a, const lp_int *lda, double *b,
                          const lp_int *ldb, double *s, const double *rcond, lp_int *rank, double *work,
                          const lp_int *lwork, lp_int *iwork, lp_int *info);
+typedef void (*gelsy_fn)(const lp_int *m, const lp_int *n, const lp_int *nrhs, double *a, const lp_int *lda, double *b,
+                         const lp_int *ldb, lp_int *jpvt, const double *rcond, lp_int *rank, double *work,
+                         const lp_int *lwork, lp_int *info);
 typedef void (*getrf_fn)(const lp_int *m, const lp_int *n, double *a, const lp_int *lda, lp_int *ipiv, lp_int *info);
 
 #define SYM(op, var, type, name)                       \
@@ -135,6 +138,29 @@ mt_status mt_cpu_qr(mt_tensor *Q, mt_tensor *R, const mt_tensor *A, int64_t nb, 
   int64_t rr = mode == 1 ? m : k;    /* R's rows */
   int64_t wc = n > qc ? n : qc;      /* the work buffer's columns: A's, or Q's when more */
   if (nb == 0) return MT_OK;
+  if (mode == 3) { /* geqrf's own results: Q <- the factored (m, n) matrix, R <- tau (k) */
+    if (k == 0) return MT_OK;
+    MT_TRY(too_big(op, m, n));
+    SYM(op, geqrf3, geqrf_fn, "dgeqrf_");
+    const lp_int m_ = (lp_int)m, n_ = (lp_int)n, lda = (lp_int)m, minus1 = -1;
+    lp_int info = 0;
+    double q = 0, *a = work_alloc(op, (size_t)(m * n)), *work = NULL;
+    geqrf3(&m_, &n_, a ? a : &q, &lda, (double *)R->_data, &q, &minus1, &info);
+    lp_int lwork = query_size(q);
+    if (a) work = work_alloc(op, (size_t)lwork);
+    if (!a || !work) {
+      free(a);
+      return MT_ENOMEM;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      to_col(a, lda, (const double *)A->_data + b * m * n, m, n);
+      geqrf3(&m_, &n_, a, &lda, (double *)R->_data + b * k, work, &lwork, &info);
+      from_col((double *)Q->_data + b * m * n, a, lda, m, n);
+    }
+    free(a);
+    free(work);
+    return MT_OK;
+  }
   double *Qd = Q ? (double *)Q->_data : NULL, *Rd = (double *)R->_data;
   if (m == 0 || n == 0) { /* R all zeros; Q the first columns of the identity */
     memset(Rd, 0, (size_t)(nb * rr * n) * sizeof(double));
@@ -303,7 +329,7 @@ done:
 }
 
 mt_status mt_cpu_lstsq(mt_tensor *X, mt_tensor *rank, mt_tensor *S, mt_tensor *info, const mt_tensor *A,
-                       const mt_tensor *B, int64_t nb, int64_t m, int64_t n, int64_t k, double rcond) {
+                       const mt_tensor *B, int64_t nb, int64_t m, int64_t n, int64_t k, double rcond, int svd) {
   const char *op = "linalg.lstsq";
   int64_t mn = m < n ? m : n, mx = m > n ? m : n;
   if (nb == 0) return MT_OK;
@@ -317,18 +343,22 @@ mt_status mt_cpu_lstsq(mt_tensor *X, mt_tensor *rank, mt_tensor *S, mt_tensor *i
   }
   MT_TRY(too_big(op, m, n));
   MT_TRY(too_big(op, mx, k > 0 ? k : 1));
-  SYM(op, gelsd, gelsd_fn, "dgelsd_");
+  gelsd_fn gelsd = NULL;
+  gelsy_fn gelsy = NULL;
+  if (svd ? !(gelsd = (gelsd_fn)mt_lapack_symbol(op, "dgelsd_")) : !(gelsy = (gelsy_fn)mt_lapack_symbol(op, "dgelsy_")))
+    return MT_ENOTIMPL;
   int64_t kk = k > 0 ? k : 1; /* gelsd wants nrhs >= 0 but a buffer of one column at least */
   const lp_int m_ = (lp_int)m, n_ = (lp_int)n, k_ = (lp_int)k, lda = ld(m), ldb = ld(mx), minus1 = -1;
   double *a = work_alloc(op, (size_t)(m * n)), *bb = work_alloc(op, (size_t)(mx * kk));
   double *s = work_alloc(op, (size_t)mn), qw = 0, *work = NULL;
-  lp_int qi = 0, r = 0, i = 0, *iwork = NULL;
+  lp_int qi = 0, r = 0, i = 0, *iwork = NULL; /* iwork: gelsd's, or gelsy's column pivots (n) */
   mt_status st = MT_OK;
   if (!a || !bb || !s) {
     st = MT_ENOMEM;
     goto done;
   }
-  gelsd(&m_, &n_, &k_, a, &lda, bb, &ldb, s, &rcond, &r, &qw, &minus1, &qi, &i);
+  if (svd) gelsd(&m_, &n_, &k_, a, &lda, bb, &ldb, s, &rcond, &r, &qw, &minus1, &qi, &i);
+  else gelsy(&m_, &n_, &k_, a, &lda, bb, &ldb, &qi, &rcond, &r, &qw, &minus1, &i), qi = n_;
   lp_int lwork = query_size(qw);
   work = work_alloc(op, (size_t)lwork);
   iwork = malloc((size_t)(qi > 1 ? qi : 1) * sizeof(lp_int));
@@ -350,10 +380,14 @@ mt_status mt_cpu_lstsq(mt_tensor *X, mt_tensor *rank, mt_tensor *S, mt_tensor *i
     to_col(a, lda, src, m, n);
     memset(bb, 0, (size_t)(mx * kk) * sizeof(double));
     if (k > 0) to_col(bb, ldb, (const double *)B->_data + b * m * k, m, k);
-    gelsd(&m_, &n_, &k_, a, &lda, bb, &ldb, s, &rcond, &r, work, &lwork, iwork, &i);
+    if (svd) gelsd(&m_, &n_, &k_, a, &lda, bb, &ldb, s, &rcond, &r, work, &lwork, iwork, &i);
+    else {
+      memset(iwork, 0, (size_t)n * sizeof(lp_int)); /* every column free to move */
+      gelsy(&m_, &n_, &k_, a, &lda, bb, &ldb, iwork, &rcond, &r, work, &lwork, &i);
+    }
     inf[b] = i;
     rk[b] = r;
-    if (S) memcpy((double *)S->_data + b * mn, s, (size_t)mn * sizeof(double));
+    if (S && svd) memcpy((double *)S->_data + b * mn, s, (size_t)mn * sizeof(double));
     if (k > 0) from_col((double *)X->_data + b * n * k, bb, ldb, n, k);
   }
 done:

@@ -66,9 +66,9 @@ static struct {
   DN_FUNCS(DN_FIELD_)
 #undef DN_FIELD_
   dnnl_engine_t engine;
-  /* every primitive's scratchpad is ours (scratchpad_mode user, passed to each execution): with the library's
-   * (the default), Debian's oneDNN 2.x shares one between threads, and two threads running Winograd
-   * convolutions (or its weight reorder) at once crashed (core/tests/test_conv_threads.c) */
+  /* every primitive's scratchpad is ours (scratchpad_mode user, a buffer passed to each execution): with the
+   * library's (the default), two threads running Winograd convolutions at once crashed inside Debian's oneDNN
+   * 2.6 (core/tests/test_conv_threads.c); with ours they do not */
   dnnl_primitive_attr_t attr;
   int ok;
 } dn;
@@ -577,8 +577,9 @@ static void wcache_put(int i, bool fill, bool ok) {
   pthread_mutex_unlock(&wcache_lock);
 }
 
+/* at exit; trylock: a forked child that exits may hold a copy of the lock taken by a thread it does not have */
 __attribute__((destructor)) static void wcache_free(void) {
-  pthread_mutex_lock(&wcache_lock);
+  if (pthread_mutex_trylock(&wcache_lock) != 0) return;
   for (int i = 0; i < WCACHE_N; i++)
     if (!wcache[i].users) wcache_drop(i);
   pthread_mutex_unlock(&wcache_lock);

@@ -10,58 +10,28 @@ local D = require 'moontorch.distributions.distribution'
 local constraints = require 'moontorch.distributions.constraints'
 
 local fail = core.fail
-local is_tensor = torch.is_tensor
 local Distribution = D.Distribution
 local LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))
 
 local M = {}
 
--- (a, b, opts) or ({a=, b=, validate_args=}): the two parameters and validate_args
-local function two_params(opname, names, a, b, opts)
-  if type(a) == 'table' and not is_tensor(a) then
-    local t = a
-    for k in pairs(t) do
-      if k ~= names[1] and k ~= names[2] and k ~= 'validate_args' then
-        fail(opname, ("unknown option '%s' (it takes %s, %s, validate_args)"):format(tostring(k), names[1], names[2]))
-      end
-    end
-    a, b, opts = t[names[1]], t[names[2]], { validate_args = t.validate_args }
+-- the parameters (positional or in an options table, D.args), each a tensor or a number, broadcast
+-- together: the tensors, whether all were numbers, validate_args
+local function params(opname, names, ...)
+  local vals, validate = D.args(opname, names, ...)
+  local missing, types = false, {}
+  for i = 1, #names do
+    missing = missing or vals[i] == nil
+    types[i] = type(vals[i])
   end
-  if a == nil or b == nil then
-    fail(opname, ('expected %s and %s (tensors or numbers), got %s and %s'):format(names[1], names[2], type(a), type(b)))
+  if missing then
+    fail(opname, ('expected %s (%s), got %s'):format(table.concat(names, ' and '),
+      #names == 1 and 'a tensor or a number' or 'tensors or numbers', table.concat(types, ' and ')))
   end
-  local vals, numbers = D.broadcast_all(opname, a, b)
-  return vals[1], vals[2], numbers, D.validate_opt(opname, opts)
+  local out, numbers = D.broadcast_all(opname, unpack(vals, 1, #names))
+  out[#names + 1], out[#names + 2] = numbers, validate
+  return unpack(out, 1, #names + 2)
 end
-
-local function one_param(opname, name, a, opts)
-  if type(a) == 'table' and not is_tensor(a) then
-    local t = a
-    for k in pairs(t) do
-      if k ~= name and k ~= 'validate_args' then
-        fail(opname, ("unknown option '%s' (it takes %s, validate_args)"):format(tostring(k), name))
-      end
-    end
-    a, opts = t[name], { validate_args = t.validate_args }
-  end
-  if a == nil then fail(opname, ('expected %s (a tensor or a number), got nil'):format(name)) end
-  local vals, numbers = D.broadcast_all(opname, a)
-  return vals[1], numbers, D.validate_opt(opname, opts)
-end
-
--- a value given to log_prob, cdf (checked against the support when validating) or icdf (a probability:
--- never checked, as PyTorch)
-local function value_check(self, value, name)
-  if not is_tensor(value) then
-    if type(value) ~= 'number' then
-      fail(D.op(self) .. '.' .. name, ('expected a tensor (or a number) as value, got %s'):format(type(value)))
-    end
-    value = torch.tensor(value, { dtype = self._dtype })
-  end
-  if name ~= 'icdf' and self:_validating() then self:_validate_sample(value, name) end
-  return value
-end
-M.value_check = value_check
 
 -- expand(batch_shape) for a distribution whose parameters all have the batch shape
 local function expander(names)
@@ -83,7 +53,7 @@ Normal._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.
 -- Normal(loc, scale, {validate_args=})
 function Normal:__init(loc, scale, opts)
   local numbers, validate
-  self.loc, self.scale, numbers, validate = two_params('distributions.Normal', { 'loc', 'scale' }, loc, scale, opts)
+  self.loc, self.scale, numbers, validate = params('distributions.Normal', { 'loc', 'scale' }, loc, scale, opts)
   self._dtype = self.loc.dtype
   Distribution.__init(self, numbers and {} or D.size_list(self.loc), {}, validate)
 end
@@ -99,16 +69,16 @@ function Normal:sample(...)
   return D.no_grad(function() return torch.normal(self.loc:expand(shape), self.scale:expand(shape)) end)
 end
 function Normal:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._dtype)
   local var = self.scale ^ 2
   return -((value - self.loc) ^ 2) / (var * 2) - self.scale:log() - LOG_SQRT_2PI
 end
 function Normal:cdf(value)
-  value = value_check(self, value, 'cdf')
+  value = self:_value(value, 'cdf', self._dtype)
   return ((value - self.loc) * self.scale:reciprocal() / math.sqrt(2)):erf():add(1):mul(0.5)
 end
 function Normal:icdf(value)
-  value = value_check(self, value, 'icdf')
+  value = self:_value(value, 'icdf', self._dtype)
   return self.loc + self.scale * (value * 2 - 1):erfinv() * math.sqrt(2)
 end
 function Normal:entropy() return self.scale:log() + (0.5 + 0.5 * math.log(2 * math.pi)) end
@@ -129,7 +99,7 @@ Uniform._arg_constraints = { { 'low', constraints.dependent(false, 0) }, { 'high
 -- Uniform(low, high, {validate_args=}): the half-open interval [low, high)
 function Uniform:__init(low, high, opts)
   local numbers, validate
-  self.low, self.high, numbers, validate = two_params('distributions.Uniform', { 'low', 'high' }, low, high, opts)
+  self.low, self.high, numbers, validate = params('distributions.Uniform', { 'low', 'high' }, low, high, opts)
   self._dtype = self.low.dtype
   Distribution.__init(self, numbers and {} or D.size_list(self.low), {}, validate)
   if self:_validating() and not self.low:lt(self.high):all() then
@@ -144,17 +114,17 @@ function Uniform:rsample(...)
   return self.low + r * (self.high - self.low)
 end
 function Uniform:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._dtype)
   local lb = self.low:le(value):type_as(self.low)
   local ub = self.high:gt(value):type_as(self.low)
   return lb:mul(ub):log() - (self.high - self.low):log()
 end
 function Uniform:cdf(value)
-  value = value_check(self, value, 'cdf')
+  value = self:_value(value, 'cdf', self._dtype)
   return ((value - self.low) / (self.high - self.low)):clamp(0, 1)
 end
 function Uniform:icdf(value)
-  value = value_check(self, value, 'icdf')
+  value = self:_value(value, 'icdf', self._dtype)
   return value * (self.high - self.low) + self.low
 end
 function Uniform:entropy() return (self.high - self.low):log() end
@@ -175,7 +145,7 @@ Exponential._arg_constraints = { { 'rate', constraints.positive } }
 -- Exponential(rate, {validate_args=})
 function Exponential:__init(rate, opts)
   local number, validate
-  self.rate, number, validate = one_param('distributions.Exponential', 'rate', rate, opts)
+  self.rate, number, validate = params('distributions.Exponential', { 'rate' }, rate, opts)
   self._dtype = self.rate.dtype
   Distribution.__init(self, number and {} or D.size_list(self.rate), {}, validate)
 end
@@ -186,15 +156,15 @@ function Exponential:rsample(...)
   return torch.empty(shape, { dtype = self._dtype }):exponential_() / self.rate
 end
 function Exponential:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._dtype)
   return self.rate:log() - self.rate * value
 end
 function Exponential:cdf(value)
-  value = value_check(self, value, 'cdf')
+  value = self:_value(value, 'cdf', self._dtype)
   return 1 - (-self.rate * value):exp()
 end
 function Exponential:icdf(value)
-  value = value_check(self, value, 'icdf')
+  value = self:_value(value, 'icdf', self._dtype)
   return -(1 - value):log() / self.rate
 end
 function Exponential:entropy() return 1 - self.rate:log() end
@@ -215,7 +185,7 @@ Laplace._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints
 -- Laplace(loc, scale, {validate_args=})
 function Laplace:__init(loc, scale, opts)
   local numbers, validate
-  self.loc, self.scale, numbers, validate = two_params('distributions.Laplace', { 'loc', 'scale' }, loc, scale, opts)
+  self.loc, self.scale, numbers, validate = params('distributions.Laplace', { 'loc', 'scale' }, loc, scale, opts)
   self._dtype = self.loc.dtype
   Distribution.__init(self, numbers and {} or D.size_list(self.loc), {}, validate)
 end
@@ -228,16 +198,16 @@ function Laplace:rsample(...)
   return self.loc - self.scale * u:sign() * (-u:abs()):log1p()
 end
 function Laplace:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._dtype)
   return -(self.scale * 2):log() - (value - self.loc):abs() / self.scale
 end
 function Laplace:cdf(value)
-  value = value_check(self, value, 'cdf')
+  value = self:_value(value, 'cdf', self._dtype)
   local d = value - self.loc
   return 0.5 - d:sign() * 0.5 * (-d:abs() / self.scale):expm1()
 end
 function Laplace:icdf(value)
-  value = value_check(self, value, 'icdf')
+  value = self:_value(value, 'icdf', self._dtype)
   local term = value - 0.5
   return self.loc - self.scale * term:sign() * (-term:abs() * 2):log1p()
 end
@@ -260,7 +230,7 @@ Cauchy._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.
 -- Cauchy(loc, scale, {validate_args=})
 function Cauchy:__init(loc, scale, opts)
   local numbers, validate
-  self.loc, self.scale, numbers, validate = two_params('distributions.Cauchy', { 'loc', 'scale' }, loc, scale, opts)
+  self.loc, self.scale, numbers, validate = params('distributions.Cauchy', { 'loc', 'scale' }, loc, scale, opts)
   self._dtype = self.loc.dtype
   Distribution.__init(self, numbers and {} or D.size_list(self.loc), {}, validate)
 end
@@ -272,15 +242,15 @@ function Cauchy:rsample(...)
   return self.loc + eps * self.scale
 end
 function Cauchy:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._dtype)
   return -math.log(math.pi) - self.scale:log() - ((value - self.loc) / self.scale):pow(2):log1p()
 end
 function Cauchy:cdf(value)
-  value = value_check(self, value, 'cdf')
+  value = self:_value(value, 'cdf', self._dtype)
   return ((value - self.loc) / self.scale):atan() / math.pi + 0.5
 end
 function Cauchy:icdf(value)
-  value = value_check(self, value, 'icdf')
+  value = self:_value(value, 'icdf', self._dtype)
   return ((value - 0.5) * math.pi):tan() * self.scale + self.loc
 end
 function Cauchy:entropy() return self.scale:log() + math.log(4 * math.pi) end

@@ -16,35 +16,25 @@ local Distribution = D.Distribution
 local M = {}
 
 -- (probs, logits, opts) or ({probs=} / {logits=}, validate_args=): which one was given and its value
-local function probs_or_logits(opname, a, b, opts)
-  if type(a) == 'table' and not is_tensor(a) then
-    local t = a
-    for k in pairs(t) do
-      if k ~= 'probs' and k ~= 'logits' and k ~= 'validate_args' then
-        fail(opname, ("unknown option '%s' (it takes probs, logits, validate_args)"):format(tostring(k)))
-      end
-    end
-    a, b, opts = t.probs, t.logits, { validate_args = t.validate_args }
-  end
+local function probs_or_logits(opname, ...)
+  local vals, validate = D.args(opname, { 'probs', 'logits' }, ...)
+  local a, b = vals[1], vals[2]
   if (a == nil) == (b == nil) then fail(opname, 'Either `probs` or `logits` must be specified, but not both.') end
-  return a, b, D.validate_opt(opname, opts)
+  return a, b, validate
+end
+
+-- Bernoulli's and Geometric's construction: one number or tensor of probs or logits, the batch its shape
+local function init_probs_or_logits(self, opname, ...)
+  local probs, logits, validate = probs_or_logits(opname, ...)
+  local vals, number = D.broadcast_all(opname, probs ~= nil and probs or logits)
+  if probs ~= nil then self.probs = vals[1] else self.logits = vals[1] end
+  self._param = vals[1]
+  Distribution.__init(self, number and {} or D.size_list(vals[1]), {}, validate)
 end
 
 local function clamp_probs(p)
   local eps = torch.finfo(p.dtype).eps
   return p:clamp(eps, 1 - eps)
-end
-
--- the value given to log_prob (checked against the support when validating)
-local function value_check(self, value, name)
-  if not is_tensor(value) then
-    if type(value) ~= 'number' then
-      fail(D.op(self) .. '.' .. name, ('expected a tensor (or a number) as value, got %s'):format(type(value)))
-    end
-    value = torch.tensor(value, { dtype = self._param.dtype })
-  end
-  if self:_validating() then self:_validate_sample(value, name) end
-  return value
 end
 
 -- the values 1..n (or 0, 1 for Bernoulli) as a column over the batch dimensions
@@ -68,13 +58,7 @@ Bernoulli._arg_constraints = { { 'probs', constraints.unit_interval }, { 'logits
 
 -- Bernoulli(probs) / Bernoulli{logits = l}: 1 with probability probs, else 0
 function Bernoulli:__init(probs, logits, opts)
-  local validate
-  probs, logits, validate = probs_or_logits('distributions.Bernoulli', probs, logits, opts)
-  local given = probs ~= nil and probs or logits
-  local vals, number = D.broadcast_all('distributions.Bernoulli', given)
-  if probs ~= nil then self.probs = vals[1] else self.logits = vals[1] end
-  self._param = vals[1]
-  Distribution.__init(self, number and {} or D.size_list(vals[1]), {}, validate)
+  init_probs_or_logits(self, 'distributions.Bernoulli', probs, logits, opts)
 end
 
 function Bernoulli:expand(...)
@@ -91,7 +75,7 @@ function Bernoulli:sample(...)
   return D.no_grad(function() return torch.bernoulli(self.probs:expand(shape)) end)
 end
 function Bernoulli:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._param.dtype)
   local v = D.broadcast_all('distributions.Bernoulli.log_prob', self.logits, value)
   return -torch.nn.functional.binary_cross_entropy_with_logits(v[1], v[2], { reduction = 'none' })
 end
@@ -180,7 +164,7 @@ function Categorical:sample(...)
   end)
 end
 function Categorical:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._param.dtype)
   local v = torch.broadcast_tensors(value:long():unsqueeze(-1), self.logits)
   return v[2]:gather(-1, v[1]:narrow(-1, 1, 1)):squeeze(-1)
 end
@@ -242,7 +226,7 @@ function OneHotCategorical:sample(...)
   return torch.nn.functional.one_hot(idx, c._num_events):to(c.probs.dtype)
 end
 function OneHotCategorical:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._param.dtype)
   local _, idx = value:max(-1)
   return self._categorical:log_prob(idx)
 end
@@ -285,13 +269,7 @@ Geometric._arg_constraints = { { 'probs', constraints.unit_interval }, { 'logits
 -- Geometric(probs) / Geometric{logits = l}: the number of failures before the first success of
 -- Bernoulli(probs) trials (0, 1, 2, ...: counts, not positions)
 function Geometric:__init(probs, logits, opts)
-  local validate
-  probs, logits, validate = probs_or_logits('distributions.Geometric', probs, logits, opts)
-  local given = probs ~= nil and probs or logits
-  local vals, number = D.broadcast_all('distributions.Geometric', given)
-  if probs ~= nil then self.probs = vals[1] else self.logits = vals[1] end
-  self._param = vals[1]
-  Distribution.__init(self, number and {} or D.size_list(vals[1]), {}, validate)
+  init_probs_or_logits(self, 'distributions.Geometric', probs, logits, opts)
   if self:_validating() and rawget(self, 'probs') and not self.probs:gt(0):all() then
     local pv = self.probs
     fail('distributions.Geometric', ('Expected parameter probs (Tensor of shape (%s%s) of distribution %s to be positive but found invalid values:\n%s')
@@ -309,7 +287,7 @@ function Geometric:sample(...)
   end)
 end
 function Geometric:log_prob(value)
-  value = value_check(self, value, 'log_prob')
+  value = self:_value(value, 'log_prob', self._param.dtype)
   local v = D.broadcast_all('distributions.Geometric.log_prob', value, self.probs)
   local p = torch.where(v[2]:eq(1):logical_and(v[1]:eq(0)), torch.zeros({}, { dtype = v[2].dtype }), v[2])
   return v[1] * (-p):log1p() + self.probs:log()

@@ -138,6 +138,25 @@ function M.validate_opt(opname, opts)
   return opts.validate_args
 end
 
+-- a constructor's arguments: positional (a, b, ..., {validate_args=}) or one options table
+-- {name=, ..., validate_args=}. Returns the values (in names' order) and validate_args.
+function M.args(opname, names, ...)
+  local first, vals = ..., {}
+  if type(first) == 'table' and not is_tensor(first) then
+    local allowed = { validate_args = true }
+    for _, k in ipairs(names) do allowed[k] = true end
+    for k in pairs(first) do
+      if not allowed[k] then
+        fail(opname, ("unknown option '%s' (it takes %s, validate_args)"):format(tostring(k), table.concat(names, ', ')))
+      end
+    end
+    for i, k in ipairs(names) do vals[i] = first[k] end
+    return vals, first.validate_args
+  end
+  for i = 1, #names do vals[i] = (select(i, ...)) end
+  return vals, M.validate_opt(opname, (select(#names + 1, ...)))
+end
+
 local function shape_str(shape)
   return 'torch.Size([' .. table.concat(shape, ', ') .. '])'
 end
@@ -210,6 +229,19 @@ function Distribution:_validate_sample(value, name)
       .. 'but found invalid values:\n%s'):format(tuple_str(vs), tostring(support), tostring(self),
       value:dim() == 0 and pyfloat(value:item()) or tostring(value)))
   end
+end
+
+-- a value given to log_prob or cdf (checked against the support when validating) or icdf (a
+-- probability: never checked, as PyTorch): a tensor, or a number made a tensor of dtype
+function Distribution:_value(value, name, dtype)
+  if not is_tensor(value) then
+    if type(value) ~= 'number' then
+      fail(op(self) .. '.' .. name, ('expected a tensor (or a number) as value, got %s'):format(type(value)))
+    end
+    value = torch.tensor(value, { dtype = dtype or torch.get_default_dtype() })
+  end
+  if name ~= 'icdf' and self:_validating() then self:_validate_sample(value, name) end
+  return value
 end
 
 local function missing(self, what)

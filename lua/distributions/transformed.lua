@@ -59,11 +59,7 @@ end
 function TD:rsample(...) return through(self, self.base_dist:rsample(...)) end
 
 function TD:log_prob(y)
-  if not is_tensor(y) then
-    if type(y) ~= 'number' then fail(D.op(self) .. '.log_prob', 'expected a tensor (or a number) as value, got ' .. type(y)) end
-    y = torch.tensor(y)
-  end
-  if self:_validating() then self:_validate_sample(y, 'log_prob') end
+  y = self:_value(y, 'log_prob')
   local lp = 0
   for i = #self.transforms, 1, -1 do
     local t = self.transforms[i]
@@ -102,13 +98,10 @@ local LogNormal = class.class('torch.distributions.LogNormal', TD)
 M.LogNormal = LogNormal
 LogNormal._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.positive } }
 -- LogNormal(loc, scale, {validate_args=}): exp of Normal(loc, scale)
-function LogNormal:__init(loc, scale, opts)
-  if type(loc) == 'table' and not is_tensor(loc) then
-    local t = loc
-    loc, scale, opts = t.loc, t.scale, { validate_args = t.validate_args }
-  end
-  local base = C.Normal(loc, scale, opts)
-  TD.__init(self, base, { T.ExpTransform() }, opts)
+function LogNormal:__init(...)
+  local v, validate = D.args('distributions.LogNormal', { 'loc', 'scale' }, ...)
+  local opts = { validate_args = validate }
+  TD.__init(self, C.Normal(v[1], v[2], opts), { T.ExpTransform() }, opts)
 end
 LogNormal._props = {
   loc = function(self) return self.base_dist.loc end,
@@ -128,13 +121,10 @@ function LogNormal:entropy() return self.base_dist:entropy() + self.loc end
 local HalfNormal = class.class('torch.distributions.HalfNormal', TD)
 M.HalfNormal = HalfNormal
 -- HalfNormal(scale, {validate_args=}): |Normal(0, scale)|
-function HalfNormal:__init(scale, opts)
-  if type(scale) == 'table' and not is_tensor(scale) then
-    local t = scale
-    scale, opts = t.scale, { validate_args = t.validate_args }
-  end
-  local base = C.Normal(0, scale, opts)
-  TD.__init(self, base, { T.AbsTransform() }, opts)
+function HalfNormal:__init(...)
+  local v, validate = D.args('distributions.HalfNormal', { 'scale' }, ...)
+  local opts = { validate_args = validate }
+  TD.__init(self, C.Normal(0, v[1], opts), { T.AbsTransform() }, opts)
 end
 HalfNormal._props = {
   scale = function(self) return self.base_dist.scale end,
@@ -145,14 +135,12 @@ HalfNormal._props = {
   variance = function(self) return self.scale:pow(2) * (1 - 2 / math.pi) end,
 }
 function HalfNormal:log_prob(value)
-  if not is_tensor(value) then value = torch.tensor(value, { dtype = self.scale.dtype }) end
-  if self:_validating() then self:_validate_sample(value, 'log_prob') end
+  value = self:_value(value, 'log_prob', self.scale.dtype)
   local lp = self.base_dist:log_prob(value) + math.log(2)
   return torch.where(value:ge(0), lp, torch.full({}, -math.huge, { dtype = lp.dtype }))
 end
 function HalfNormal:cdf(value)
-  if not is_tensor(value) then value = torch.tensor(value, { dtype = self.scale.dtype }) end
-  if self:_validating() then self:_validate_sample(value, 'cdf') end
+  value = self:_value(value, 'cdf', self.scale.dtype)
   return self.base_dist:cdf(value) * 2 - 1
 end
 function HalfNormal:icdf(prob) return self.base_dist:icdf((prob + 1) / 2) end
@@ -163,12 +151,10 @@ local Gumbel = class.class('torch.distributions.Gumbel', TD)
 M.Gumbel = Gumbel
 Gumbel._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.positive } }
 -- Gumbel(loc, scale, {validate_args=}): loc - scale log(-log U), U uniform on (0, 1)
-function Gumbel:__init(loc, scale, opts)
-  if type(loc) == 'table' and not is_tensor(loc) then
-    local t = loc
-    loc, scale, opts = t.loc, t.scale, { validate_args = t.validate_args }
-  end
-  local vals, numbers = D.broadcast_all('distributions.Gumbel', loc, scale)
+function Gumbel:__init(...)
+  local v, validate = D.args('distributions.Gumbel', { 'loc', 'scale' }, ...)
+  local opts = { validate_args = validate }
+  local vals, numbers = D.broadcast_all('distributions.Gumbel', v[1], v[2])
   self.loc, self.scale = vals[1], vals[2]
   local fi = torch.finfo(self.loc.dtype)
   local base = C.Uniform(torch.full(self.loc:size(), fi.tiny, { dtype = self.loc.dtype }),
@@ -178,8 +164,7 @@ function Gumbel:__init(loc, scale, opts)
   if numbers then self._batch_shape = {} end
 end
 function Gumbel:log_prob(value)
-  if not is_tensor(value) then value = torch.tensor(value, { dtype = self.loc.dtype }) end
-  if self:_validating() then self:_validate_sample(value, 'log_prob') end
+  value = self:_value(value, 'log_prob', self.loc.dtype)
   local y = (self.loc - value) / self.scale
   return (y - y:exp()) - self.scale:log()
 end

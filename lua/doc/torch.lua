@@ -628,12 +628,24 @@ doc { 'torch.linalg.qr(A, mode, {mode=}) -> Q, R',
 doc { 'torch.qr(input, some) -> Q, R', 'Tensor:qr(some) -> Q, R',
   does = 'PyTorch 1.13\'s older spelling: linalg.qr with mode \'reduced\' (some, the default) or \'complete\'.',
   ex = 'local Q = torch.qr(torch.eye(2))\nprint(Q:abs())  --> tensor([[1., 0.], [0., 1.]])' }
+doc { 'torch.geqrf(input) -> a, tau', 'Tensor:geqrf() -> a, tau',
+  does = 'LAPACK\'s geqrf as it leaves its results: R on and above the diagonal, the Householder vectors below, and their scales tau (not differentiable).',
+  ex = 'local _, tau = torch.geqrf(torch.tensor({{3}, {4}}))\nprint(tau)  --> tensor([1.6000])' }
+doc { 'torch.orgqr(input, tau) -> Tensor', 'Tensor:orgqr(tau) -> Tensor',
+  does = 'Q from geqrf\'s results: linalg.householder_product.',
+  ex = 'print(torch.orgqr(torch.geqrf(torch.tensor({{3}, {4}}))))  --> tensor([[-0.6000], [-0.8000]])' }
+doc { 'torch.ormqr(input, tau, other, left, transpose) -> Tensor', 'Tensor:ormqr(tau, other, left, transpose) -> Tensor',
+  does = 'other multiplied by the full Q (m, m) of geqrf\'s results: Q @ other (left, the default) or other @ Q; transpose: Q^T.',
+  ex = 'local a, tau = torch.geqrf(torch.tensor({{3}, {4}}))\nprint(torch.ormqr(a, tau, torch.tensor({{3}, {4}}), true, true))  --> tensor([[-5.], [ 0.]])' }
 doc { 'torch.linalg.eigh(A, UPLO) -> eigenvalues, eigenvectors',
   does = 'The eigenvalues (ascending) and orthonormal eigenvectors (columns) of symmetric matrices, from the lower triangle (UPLO \'L\') or the upper (\'U\'), by LAPACK\'s syevd. Gradient LinalgEighBackward0 (symmetric, as PyTorch\'s).',
   ex = 'local w = torch.linalg.eigh(torch.tensor({{2, 1}, {1, 2}}))\nprint(w)  --> tensor([1., 3.])' }
 doc { 'torch.linalg.eigvalsh(A, UPLO) -> Tensor',
   does = 'The eigenvalues (ascending) of symmetric matrices (eigh without the vectors).',
   ex = 'print(torch.linalg.eigvalsh(torch.tensor({{2, 0}, {0, 1}})))  --> tensor([1., 2.])' }
+doc { 'torch.symeig(input, eigenvectors, upper) -> eigenvalues, eigenvectors', 'Tensor:symeig(eigenvectors, upper) -> eigenvalues, eigenvectors',
+  does = 'PyTorch 1.13\'s older eigh: the upper triangle by default (upper = true); the eigenvectors only with eigenvectors = true (else an empty tensor). Gradient SymeigBackward0.',
+  ex = 'print((torch.symeig(torch.tensor({{2, 1}, {1, 2}}))))  --> tensor([1., 3.])' }
 doc { 'torch.linalg.svd(A, full_matrices, {full_matrices=}) -> U, S, Vh',
   does = 'A = U diag(S) Vh (batched), S descending, by LAPACK\'s gesdd; full_matrices (true) gives square U (m, m) and Vh (n, n), false the reduced ones. A non-finite input is PyTorch\'s error. Gradient LinalgSvdBackward0 (through S alone, or U and Vh too).',
   ex = 'local U, S, Vh = torch.linalg.svd(torch.tensor({{3, 0}, {0, -4}}))\nprint(S)  --> tensor([4., 3.])' }

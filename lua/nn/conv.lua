@@ -198,7 +198,7 @@ end
 -- the input's dims checked here, so the message names the module
 local LETTERS = { 'L', 'H, W', 'D, H, W' }
 local function check_dims(self, n, input)
-  if not is_tensor(input) then fail(self:_get_name(), 'expected a tensor as input, got ' .. type(input)) end
+  if not is_tensor(input) then fail(self:_get_name(), 'expected a tensor as input, got ' .. core.typeof(input)) end
   local nd = input:dim()
   if nd ~= n + 1 and nd ~= n + 2 then
     local fn = (self.transposed and 'conv_transpose' or 'conv') .. n .. 'd'

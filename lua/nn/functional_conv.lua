@@ -44,8 +44,8 @@ end
 local function convnd(n, fn)
   return function(input, weight, ...)
     local v = args(fn, { 'bias', 'stride', 'padding', 'dilation', 'groups' }, ...)
-    if not is_tensor(input) then bad(fn, 'input must be a tensor (got ' .. type(input) .. ')') end
-    if not is_tensor(weight) then bad(fn, 'weight must be a tensor (got ' .. type(weight) .. ')') end
+    if not is_tensor(input) then bad(fn, 'input must be a tensor (got ' .. core.typeof(input) .. ')') end
+    if not is_tensor(weight) then bad(fn, 'weight must be a tensor (got ' .. core.typeof(weight) .. ')') end
     local bias, stride, padding, dilation, groups = v[1], v[2] or 1, v[3] or 0, v[4] or 1, v[5] or 1
     local nd = input:dim()
     if nd ~= n + 1 and nd ~= n + 2 then
@@ -85,8 +85,8 @@ end
 local function conv_transposend(n, fn)
   return function(input, weight, ...)
     local v = args(fn, { 'bias', 'stride', 'padding', 'output_padding', 'groups', 'dilation' }, ...)
-    if not is_tensor(input) then bad(fn, 'input must be a tensor (got ' .. type(input) .. ')') end
-    if not is_tensor(weight) then bad(fn, 'weight must be a tensor (got ' .. type(weight) .. ')') end
+    if not is_tensor(input) then bad(fn, 'input must be a tensor (got ' .. core.typeof(input) .. ')') end
+    if not is_tensor(weight) then bad(fn, 'weight must be a tensor (got ' .. core.typeof(weight) .. ')') end
     local nd = input:dim()
     if nd ~= n + 1 and nd ~= n + 2 then
       bad(fn, ('Expected %dD (unbatched) or %dD (batched) input to %s, but got input of size: %s'):format(n + 1, n + 2, fn,
@@ -102,7 +102,7 @@ end
 
 local function unfold(input, kernel_size, ...)
   local v = args('unfold', { 'dilation', 'padding', 'stride' }, ...)
-  if not is_tensor(input) then bad('unfold', 'input must be a tensor (got ' .. type(input) .. ')') end
+  if not is_tensor(input) then bad('unfold', 'input must be a tensor (got ' .. core.typeof(input) .. ')') end
   local nd = input:dim()
   if nd ~= 3 and nd ~= 4 then
     bad('unfold', ('Input Error: Only 3D or 4D input Tensors are supported (got %dD)'):format(nd))
@@ -115,7 +115,7 @@ end
 
 local function fold(input, output_size, kernel_size, ...)
   local v = args('fold', { 'dilation', 'padding', 'stride' }, ...)
-  if not is_tensor(input) then bad('fold', 'input must be a tensor (got ' .. type(input) .. ')') end
+  if not is_tensor(input) then bad('fold', 'input must be a tensor (got ' .. core.typeof(input) .. ')') end
   local nd = input:dim()
   if nd ~= 2 and nd ~= 3 then
     bad('fold', ('Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got %dD)'):format(nd))

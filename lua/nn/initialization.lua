@@ -38,7 +38,7 @@ local function nograd(fn, a, b, c, d, e)
 end
 
 local function need_tensor(fn, t)
-  if not is_tensor(t) then fail('nn.init.' .. fn, ('expected a tensor, got %s'):format(type(t))) end
+  if not is_tensor(t) then fail('nn.init.' .. fn, ('expected a tensor, got %s'):format(core.typeof(t))) end
 end
 
 -- the optional arguments after the tensor, as an array in the order of `names`: positional
@@ -164,7 +164,7 @@ function init.constant_(t, ...)
   local val = args('constant_', { 'val' }, ...)[1]
   if is_tensor(val) and val:numel() == 1 then val = val:item() end
   if type(val) ~= 'number' and type(val) ~= 'boolean' then
-    fail('nn.init.constant_', ('val must be a number, got %s'):format(type(val)))
+    fail('nn.init.constant_', ('val must be a number, got %s'):format(core.typeof(val)))
   end
   return nograd(do_fill, t, val)
 end
@@ -506,7 +506,7 @@ function init.sparse_(t, ...)
   need_tensor('sparse_', t)
   local v = args('sparse_', { 'sparsity', 'std' }, ...)
   if t:dim() ~= 2 then fail('nn.init.sparse_', 'Only tensors with 2 dimensions are supported') end
-  if type(v[1]) ~= 'number' then fail('nn.init.sparse_', 'sparsity must be a number, got ' .. type(v[1])) end
+  if type(v[1]) ~= 'number' then fail('nn.init.sparse_', 'sparsity must be a number, got ' .. core.typeof(v[1])) end
   return nograd(do_sparse, t, v[1], number('sparse_', 'std', v[2], 0.01))
 end
 

@@ -372,6 +372,13 @@ function M.batch_norm(input, running_mean, running_var, ...)
   eps = eps or 1e-5
   local nd = input:dim()
   if nd < 2 then fail('nn.functional.batch_norm', ('expected at least 2D input (got %dD input)'):format(nd)) end
+  -- one value per channel in each (PyTorch's check and words)
+  local c = input:size(2)
+  for _, p in ipairs({ { running_mean, 'running_mean' }, { running_var, 'running_var' }, { weight, 'weight' }, { bias, 'bias' } }) do
+    if p[1] ~= nil and p[1]:numel() ~= c then
+      fail('nn.functional.batch_norm', ('%s should contain %d elements not %d'):format(p[2], c, p[1]:numel()))
+    end
+  end
   if training then
     if input:numel() / input:size(2) <= 1 then
       fail('nn.functional.batch_norm', ('Expected more than 1 value per channel when training, got input size ' ..

@@ -267,7 +267,7 @@ function M.adaptive_max_pool3d(x, o, ...) return adaptive_max('adaptive_max_pool
 ------------------------------------------------------------------------------ max_unpool
 local function unpool(fn, nsp, x, indices, kernel_size, ...)
   need_tensor(fn, x)
-  if not is_tensor(indices) then bad(fn, 'indices must be a tensor, got ' .. type(indices)) end
+  if not is_tensor(indices) then bad(fn, 'indices must be a tensor, got ' .. core.typeof(indices)) end
   local v = args(fn, { 'stride', 'padding', 'output_size' }, ...)
   local k = ints(fn, 'kernel_size', kernel_size, nsp)
   local s = (v[1] == nil or (type(v[1]) == 'table' and #v[1] == 0)) and k or ints(fn, 'stride', v[1], nsp)
@@ -282,7 +282,7 @@ local function unpool(fn, nsp, x, indices, kernel_size, ...)
   local out = default
   local os = v[3]
   if os ~= nil then
-    if type(os) ~= 'table' then bad(fn, 'output_size must be a table of ints, got ' .. type(os)) end
+    if type(os) ~= 'table' then bad(fn, 'output_size must be a table of ints, got ' .. core.typeof(os)) end
     local n = #os
     local o = {}
     if n == nsp + 2 or (n == nsp + 1 and nd == nsp + 1) then

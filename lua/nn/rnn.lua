@@ -71,7 +71,7 @@ local ARGS = { 'num_layers', 'bias', 'batch_first', 'dropout', 'bidirectional', 
 function RNNBase:__init(name, mode, input_size, hidden_size, ...)
   Module.__init(self)
   if type(name) ~= 'string' then -- (the base of RNN, LSTM, GRU: those are what a user makes)
-    fail('nn.RNNBase', 'expected the name of the layer (use nn.RNN, nn.LSTM or nn.GRU), got ' .. type(name))
+    fail('nn.RNNBase', 'expected the name of the layer (use nn.RNN, nn.LSTM or nn.GRU), got ' .. core.typeof(name))
   end
   local n = select('#', ...)
   local pos, opts = { ... }, nil
@@ -347,7 +347,7 @@ local function rnn_forward(self, input, hx)
     pack = packed_steps(bs, B)
     batched = true
   else
-    if not torch.is_tensor(input) then fail(name, 'expected a tensor or a PackedSequence as input, got ' .. type(input)) end
+    if not torch.is_tensor(input) then fail(name, 'expected a tensor or a PackedSequence as input, got ' .. core.typeof(input)) end
     x = input
     batched = x:dim() == 3
     local bdim = self.batch_first and 1 or 2
@@ -362,7 +362,7 @@ local function rnn_forward(self, input, hx)
       end
       h0, c0 = hx[1], hx[2]
     else
-      if not torch.is_tensor(hx) then fail(name, 'expected hx to be a tensor, got ' .. type(hx)) end
+      if not torch.is_tensor(hx) then fail(name, 'expected hx to be a tensor, got ' .. core.typeof(hx)) end
       h0 = hx
     end
     if not packed then
@@ -432,7 +432,8 @@ end
 -- issue 25: under autocast, LSTM and GRU run as PyTorch's fused ops do there: nothing inside them is
 -- cast (their result keeps the input's dtype); the plain RNN's steps are addmm, which autocast casts
 local function amp_exempt(f, ...)
-  local ac = package.loaded['moontorch.amp.autocast']
+  local ac = core.autocast -- lua/amp/autocast.lua, once loaded (never by package.loaded: a test
+  -- runner may forget that entry while torch.autocast, loaded before, still runs scopes)
   if ac then return ac.exempt(f, ...) end
   return f(...)
 end
@@ -498,7 +499,7 @@ M.RNNCellBase = RNNCellBase
 function RNNCellBase:__init(name, gates, input_size, hidden_size, bias, opts)
   Module.__init(self)
   if type(name) ~= 'string' then
-    fail('nn.RNNCellBase', 'expected the name of the cell (use nn.RNNCell, nn.LSTMCell or nn.GRUCell), got ' .. type(name))
+    fail('nn.RNNCellBase', 'expected the name of the cell (use nn.RNNCell, nn.LSTMCell or nn.GRUCell), got ' .. core.typeof(name))
   end
   if type(bias) == 'table' and not torch.is_tensor(bias) then opts, bias = bias, bias.bias end
   if bias == nil then bias = true end
@@ -530,7 +531,7 @@ end
 -- the checks of PyTorch's cells (check_rnn_cell_forward_input / _hidden); input [B, in] or [in]
 function RNNCellBase:_input(input)
   local name = self._name
-  if not torch.is_tensor(input) then fail(name, 'expected a tensor as input, got ' .. type(input)) end
+  if not torch.is_tensor(input) then fail(name, 'expected a tensor as input, got ' .. core.typeof(input)) end
   local nd = input:dim()
   if nd ~= 1 and nd ~= 2 then
     fail(name, ('%s: Expected input to be 1-D or 2-D but received %d-D tensor'):format(name:gsub('^nn%.', ''), nd))
@@ -544,7 +545,7 @@ end
 
 function RNNCellBase:_hidden(h, x, batched, k, size)
   local name = self._name
-  if not torch.is_tensor(h) then fail(name, 'expected a tensor as hidden state, got ' .. type(h)) end
+  if not torch.is_tensor(h) then fail(name, 'expected a tensor as hidden state, got ' .. core.typeof(h)) end
   if not batched then h = h:unsqueeze(1) end
   if h:dim() ~= 2 or h:size(1) ~= x:size(1) then
     fail(name, ("Input batch size %d doesn't match hidden%d batch size %d"):format(x:size(1), k, h:size(1)))

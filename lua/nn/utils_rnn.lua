@@ -21,9 +21,9 @@ M.PackedSequence = PackedSequence
 -- PackedSequence(data, batch_sizes, sorted_indices, unsorted_indices): unsorted_indices are
 -- worked out from sorted_indices when not given
 function PackedSequence:__init(data, batch_sizes, sorted_indices, unsorted_indices)
-  if not torch.is_tensor(data) then fail('PackedSequence', 'expected a tensor as data, got ' .. type(data)) end
+  if not torch.is_tensor(data) then fail('PackedSequence', 'expected a tensor as data, got ' .. core.typeof(data)) end
   if not torch.is_tensor(batch_sizes) then
-    fail('PackedSequence', 'expected a tensor as batch_sizes, got ' .. type(batch_sizes))
+    fail('PackedSequence', 'expected a tensor as batch_sizes, got ' .. core.typeof(batch_sizes))
   end
   if unsorted_indices == nil and sorted_indices ~= nil then unsorted_indices = M.invert_permutation(sorted_indices) end
   self.data, self.batch_sizes = data, batch_sizes
@@ -58,7 +58,7 @@ local function lengths_list(lengths, op)
     if lengths:dim() ~= 1 then fail(op, 'expected lengths to be a 1-D tensor, got ' .. lengths:dim() .. '-D') end
     return lengths:to(torch.int64):tolist()
   end
-  if type(lengths) ~= 'table' then fail(op, 'expected lengths to be a tensor or a list of numbers, got ' .. type(lengths)) end
+  if type(lengths) ~= 'table' then fail(op, 'expected lengths to be a tensor or a list of numbers, got ' .. core.typeof(lengths)) end
   local r = {}
   for i, v in ipairs(lengths) do
     if type(v) ~= 'number' then fail(op, ('expected lengths[%d] to be a number, got %s'):format(i, type(v))) end
@@ -76,7 +76,7 @@ function M.pack_padded_sequence(input, lengths, batch_first, enforce_sorted)
   if type(enforce_sorted) == 'table' then enforce_sorted = enforce_sorted.enforce_sorted end
   batch_first = batch_first == true
   if enforce_sorted == nil then enforce_sorted = true end
-  if not torch.is_tensor(input) then fail(op, 'expected a tensor as input, got ' .. type(input)) end
+  if not torch.is_tensor(input) then fail(op, 'expected a tensor as input, got ' .. core.typeof(input)) end
   if input:dim() < 2 then fail(op, 'expected input of at least 2 dimensions, got ' .. input:dim()) end
   local lens = lengths_list(lengths, op)
   local sorted_indices
@@ -209,7 +209,7 @@ function M.pack_sequence(sequences, enforce_sorted)
   if type(enforce_sorted) == 'table' then enforce_sorted = enforce_sorted.enforce_sorted end
   if enforce_sorted == nil then enforce_sorted = true end
   if type(sequences) ~= 'table' then
-    fail('nn.utils.rnn.pack_sequence', 'expected a list of tensors, got ' .. type(sequences))
+    fail('nn.utils.rnn.pack_sequence', 'expected a list of tensors, got ' .. core.typeof(sequences))
   end
   local lens = {}
   for i, s in ipairs(sequences) do

@@ -53,7 +53,7 @@ end
 local function int(op, what, v, optional)
   if v == nil and optional then return nil end
   if type(v) ~= 'number' or v ~= floor(v) then
-    fail(op, ('expected an integer %s, got %s'):format(what, type(v) == 'number' and tostring(v) or type(v)))
+    fail(op, ('expected an integer %s, got %s'):format(what, type(v) == 'number' and tostring(v) or core.typeof(v)))
   end
   return v
 end
@@ -99,7 +99,9 @@ local function wants_grad(n, ...)
   end
   return false
 end
-function M.node(name, fn, grad)
+-- (multi: fn returns several tensors; grad(gs, ...) gets their gradients as a table, nil where none
+-- arrived: the decompositions' nodes, M.node_multi)
+local function make_node(name, fn, grad, multi)
   local Fn, torch -- made at the first call that records (torch.autograd loads after the op files)
   return function(...)
     torch = torch or require 'moontorch'
@@ -109,6 +111,7 @@ function M.node(name, fn, grad)
       Fn = torch.autograd.Function('moontorch.' .. name)
       Fn._backward_name = name
       function Fn.forward(ctx, ...)
+        if multi then ctx:set_materialize_grads(false) end
         local k = select('#', ...)
         local tensors, plain = {}, { n = k }
         for i = 1, k do
@@ -121,10 +124,11 @@ function M.node(name, fn, grad)
         ctx.slots = plain
         return fn(...)
       end
-      function Fn.backward(ctx, g)
+      function Fn.backward(ctx, ...)
         local saved, slots, args = ctx.saved_tensors, ctx.slots, ctx.args
         for i = 1, slots.n do if slots[i] then args[i] = saved[slots[i]] end end
-        local r = { grad(g, unpack(args, 1, slots.n)) }
+        local r
+        if multi then r = { grad({ ... }, unpack(args, 1, slots.n)) } else r = { grad((...), unpack(args, 1, slots.n)) } end
         for i = 1, slots.n do
           if not ctx.needs_input_grad[i] then r[i] = nil end
         end
@@ -134,6 +138,8 @@ function M.node(name, fn, grad)
     return Fn.apply(...)
   end
 end
+function M.node(name, fn, grad) return make_node(name, fn, grad, false) end
+function M.node_multi(name, fn, grad) return make_node(name, fn, grad, true) end
 
 -- node_autograd(name, fn): as node, where the derivative is the one autograd takes of fn itself
 -- (a composite whose own graph is long, or whose formula is long to write): the backward runs fn

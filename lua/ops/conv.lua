@@ -72,9 +72,9 @@ end
 
 -- torch.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 local function convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
-  if not is_tensor(input) then fail('convolution', 'expected a tensor as input, got ' .. type(input)) end
-  if not is_tensor(weight) then fail('convolution', 'expected a tensor as weight, got ' .. type(weight)) end
-  if bias ~= nil and not is_tensor(bias) then fail('convolution', 'expected a tensor or nil as bias, got ' .. type(bias)) end
+  if not is_tensor(input) then fail('convolution', 'expected a tensor as input, got ' .. core.typeof(input)) end
+  if not is_tensor(weight) then fail('convolution', 'expected a tensor as weight, got ' .. core.typeof(weight)) end
+  if bias ~= nil and not is_tensor(bias) then fail('convolution', 'expected a tensor or nil as bias, got ' .. core.typeof(bias)) end
   local nsp = weight:dim() - 2
   if nsp < 1 or nsp > 3 then
     fail('convolution', ('expected a weight of 3 to 5 dimensions, got %dD'):format(weight:dim()))

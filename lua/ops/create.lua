@@ -69,10 +69,10 @@ end
 
 local function like(name, fill)
   return function(t, a, b)
-    if not is_tensor(t) then fail(name, 'expected a tensor, got ' .. type(t)) end
+    if not is_tensor(t) then fail(name, 'expected a tensor, got ' .. core.typeof(t)) end
     local value, opts = a, b
     if fill == 'value' then
-      if type(a) ~= 'number' and type(a) ~= 'boolean' then fail(name, 'fill value must be a number, got ' .. type(a)) end
+      if type(a) ~= 'number' and type(a) ~= 'boolean' then fail(name, 'fill value must be a number, got ' .. core.typeof(a)) end
     else
       value, opts = fill, a
     end
@@ -307,7 +307,7 @@ end
 ------------------------------------------------------------------------------ copy and conversion
 function methods.copy_(t, src)
   if type(src) == 'number' or type(src) == 'boolean' then return t:fill_(src) end
-  if not is_tensor(src) then fail('copy_', 'expected a tensor as source, got ' .. type(src)) end
+  if not is_tensor(src) then fail('copy_', 'expected a tensor as source, got ' .. core.typeof(src)) end
   if C.mt_copy_(t, src) ~= 0 then raise_last() end
   return t
 end
@@ -320,7 +320,7 @@ function methods.fill_(t, v)
     v = v:item()
   end
   if type(v) == 'boolean' then v = v and 1 or 0 end
-  if type(v) ~= 'number' then fail('fill_', 'expected a number, got ' .. type(v)) end
+  if type(v) ~= 'number' then fail('fill_', 'expected a number, got ' .. core.typeof(v)) end
   if C.mt_fill_(t, v) ~= 0 then raise_last() end
   return t
 end

@@ -136,61 +136,20 @@ function raw.solve_triangular(A, B, upper, left, unit)
   call(C.mt_linalg_solve_triangular(Ae, Be, upper and 1 or 0, left and 1 or 0, unit and 1 or 0, outs))
   return grab(0)
 end
-function raw.lstsq(A, B, rcond)
+function raw.lstsq(A, B, rcond, svd)
   clear()
   local Ae, Be = broadcast_batch(A:detach(), B:detach())
   if not Ae then fail('linalg.lstsq', 'A and B must be broadcastable in their batch dimensions') end
-  call(C.mt_linalg_lstsq(Ae, Be, rcond, outs, outs + 1, outs + 2, outs + 3))
+  call(C.mt_linalg_lstsq(Ae, Be, rcond, svd and 1 or 0, outs, outs + 1, outs + 2, outs + 3))
   return grab(0), grab(1), grab(2), grab(3)
 end
 
 ------------------------------------------------------------------------------ autograd: one node, several outputs
-local function wants_grad(n, ...)
-  for i = 1, n do
-    local a = select(i, ...)
-    if is_tensor(a) and a.requires_grad then return true end
-  end
-  return false
-end
 -- node(name, fn, grad): fn(...) -> its differentiable outputs (tensors); recorded as one node named as
 -- PyTorch's when a tensor argument requires grad. grad(gs, ...) gets the outputs' gradients (a table: nil
 -- where none arrived) and fn's arguments, and returns one gradient per argument; it recomputes what it
 -- needs from the arguments with the recording functions, so that create_graph records through it.
-local function node(name, fn, grad)
-  local Fn
-  return function(...)
-    local n = select('#', ...)
-    if not (wants_grad(n, ...) and torch.is_grad_enabled()) then return fn(...) end
-    if not Fn then
-      Fn = torch.autograd.Function('moontorch.' .. name)
-      Fn._backward_name = name
-      function Fn.forward(ctx, ...)
-        ctx:set_materialize_grads(false)
-        local k = select('#', ...)
-        local tensors, slots = {}, { n = k }
-        for i = 1, k do
-          local a = select(i, ...)
-          if is_tensor(a) then tensors[#tensors + 1] = a slots[i] = #tensors else slots[i] = false end
-        end
-        ctx:save_for_backward(unpack(tensors))
-        ctx.args, ctx.slots = { ... }, slots
-        for i = 1, k do if slots[i] then ctx.args[i] = nil end end
-        return fn(...)
-      end
-      function Fn.backward(ctx, ...)
-        local gs = { ... }
-        local saved, slots, args = ctx.saved_tensors, ctx.slots, ctx.args
-        for i = 1, slots.n do if slots[i] then args[i] = saved[slots[i]] end end
-        local r = { grad(gs, unpack(args, 1, slots.n)) }
-        for i = 1, slots.n do
-          if not ctx.needs_input_grad[i] then r[i] = nil end
-        end
-        return unpack(r, 1, slots.n)
-      end
-    end
-    return Fn.apply(...)
-  end
-end
+local node = K.node_multi
 
 local function mT(x) return x:transpose(-2, -1) end
 local function eye_like(n, A) return torch.eye(n, { dtype = A.dtype }) end
@@ -225,9 +184,6 @@ function M.solve_triangular(A, B, opts)
   check(op, A, true, 'A')
   need(op, B, 'B')
   if B:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
-  if not B:is_floating_point() then
-    fail(op, 'Expected a floating point or complex tensor as input. Got ' .. dtype.scalar_type(B.dtype))
-  end
   opts = opts_at(opts)
   if opts == nil or opts.upper == nil then fail(op, 'missing the required keyword argument upper ({upper = true|false})') end
   local upper = bool_opt(op, 'upper', opts.upper)
@@ -238,6 +194,7 @@ function M.solve_triangular(A, B, opts)
     fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(
       left and 'AX = B' or 'XA = B', A:size(-2), n, B:size(-2), B:size(-1)))
   end
+  if B.dtype ~= A.dtype then B = B:to(A.dtype) end -- (PyTorch's result has A's dtype)
   local r = solve_triangular(A, B, upper, left, unit)
   if opts.out ~= nil then return opts.out:resize_(r:size()):copy_(r) end
   return r
@@ -376,6 +333,39 @@ function M.old_qr(A, some)
   return M.qr(A, some and 'reduced' or 'complete')
 end
 
+-- torch.geqrf(A): LAPACK's geqrf as it leaves them (R above the diagonal, the Householder vectors below; tau), not
+-- differentiable; torch.orgqr(A, tau): linalg.householder_product; torch.ormqr(A, tau, other, left, transpose):
+-- other multiplied by the full Q (m, m) of A's reflectors
+function M.geqrf(A)
+  check('geqrf', A, false, 'input')
+  return raw.qr(A, 3)
+end
+function M.orgqr(A, tau) return torch.linalg.householder_product(A, tau) end
+function M.ormqr(A, tau, other, left, transpose)
+  local op = 'ormqr'
+  local o = opts_at(left)
+  if o then left, transpose = o.left, o.transpose end
+  left = bool_opt(op, 'left', left, true)
+  transpose = bool_opt(op, 'transpose', transpose, false)
+  check(op, A, false, 'input')
+  need(op, tau, 'tau')
+  need(op, other, 'other')
+  local m, k = A:size(-2), tau:size(-1)
+  if k > m or k > A:size(-1) then fail(op, 'tau.shape[-1] must be less than or equal to input.shape[-1] and input.shape[-2]') end
+  if (left and other:size(-2) or other:size(-1)) ~= m then
+    fail(op, ('other.shape[%d] must be equal to input.shape[-2]'):format(left and -2 or -1))
+  end
+  local V = A:narrow(-1, 1, k)
+  if k < m then
+    local zs = sizes(V)
+    zs[#zs] = m - k
+    V = torch.cat({ V, torch.zeros(zs, { dtype = A.dtype }) }, -1)
+  end
+  local Q = torch.linalg.householder_product(V, tau)
+  if transpose then Q = mT(Q) end
+  return left and Q:matmul(other) or other:matmul(Q)
+end
+
 ------------------------------------------------------------------------------ eigh, eigvalsh
 -- gA = V (diag(gw) + skew(V^T gV) / 2E) V^T, E_ij = w_j - w_i (its diagonal left out): symmetric, as PyTorch's
 local function uplo_of(op, uplo)
@@ -386,15 +376,16 @@ local function uplo_of(op, uplo)
   end
   return uplo == 'U'
 end
-local eigh
-eigh = node('LinalgEighBackward0', function(A, upper)
-  local w, V, info = raw.eigh(A, upper, true)
-  stash.info = info
-  return w, V
-end, function(gs, A, upper)
+local function eigh_node(name)
+  local f
+  f = node(name, function(A, upper)
+    local w, V, info = raw.eigh(A, upper, true)
+    stash.info = info
+    return w, V
+  end, function(gs, A, upper)
   local gw, gV = gs[1], gs[2]
   if gw == nil and gV == nil then return nil end
-  local w, V = eigh(A, upper)
+  local w, V = f(A, upper)
   local inner
   if gV ~= nil then
     local E = w:unsqueeze(-2) - w:unsqueeze(-1)
@@ -409,7 +400,10 @@ end, function(gs, A, upper)
     inner = inner and inner + d or d
   end
   return V:matmul(inner):matmul(mT(V))
-end)
+  end)
+  return f
+end
+local eigh = eigh_node('LinalgEighBackward0')
 local function eigh_check(op, info)
   local batch, code = first_failure(info)
   if code then
@@ -437,6 +431,22 @@ function M.eigvalsh(A, uplo)
   local w, _, info = raw.eigh(A, upper, false)
   eigh_check(op, info)
   return w
+end
+
+-- torch.symeig(input, eigenvectors=False, upper=True): PyTorch 1.13's older eigh (the upper triangle by default;
+-- without eigenvectors, an empty tensor in their place); its own node name
+local symeig_node = eigh_node('SymeigBackward0')
+function M.symeig(A, eigenvectors, upper)
+  local op = 'symeig'
+  local o = opts_at(eigenvectors)
+  if o then eigenvectors, upper = o.eigenvectors, o.upper end
+  eigenvectors = bool_opt(op, 'eigenvectors', eigenvectors, false)
+  upper = bool_opt(op, 'upper', upper, true)
+  check(op, A, true, 'input')
+  local w, V = symeig_node(A, upper)
+  eigh_check(op, stash.info)
+  if not eigenvectors then V = torch.empty(0, { dtype = A.dtype }) end
+  return w, V
 end
 
 ------------------------------------------------------------------------------ svd, svdvals
@@ -639,8 +649,8 @@ end
 ------------------------------------------------------------------------------ lstsq
 -- X = pinv(A) B for a full-rank A: gB = pinv(A)^T gX, gA = pinv's gradient with gP = gX B^T
 local lstsq_node
-lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond)
-  local X, rank, S, info = raw.lstsq(A, B, rcond)
+lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond, svd)
+  local X, rank, S, info = raw.lstsq(A, B, rcond, svd)
   local batch, code = first_failure(info)
   if code and code < 0 then
     fail('linalg.lstsq', batch_prefix(batch) .. 'The algorithm failed to converge because the input matrix contained '
@@ -651,7 +661,7 @@ lstsq_node = node('LinalgLstsqBackward0', function(A, B, rcond)
   end
   stash.rank, stash.S = rank, S
   return X
-end, function(gs, A, B, rcond)
+end, function(gs, A, B)
   local g = gs[1]
   if g == nil then return nil, nil end
   local P = pinv(A)
@@ -679,8 +689,8 @@ function M.lstsq(A, B, rcond, opts)
     fail(op, 'Expected a floating point or complex tensor as input. Got ' .. dtype.scalar_type(B.dtype))
   end
   if A.dtype ~= B.dtype then
-    fail(op, ('Expected input and other to have the same dtype, but got input.dtype: %s and other.dtype: %s')
-      :format(tostring(A.dtype), tostring(B.dtype)))
+    fail('torch.linalg.lstsq', ("Expected input and other to have the same dtype, but got input's dtype %s and other's "
+      .. 'dtype %s'):format(dtype.scalar_type(A.dtype), dtype.scalar_type(B.dtype)))
   end
   -- a vector right-hand side as PyTorch's: B 1-D, or B of A's shape without its last dim
   local vec = B:dim() == 1
@@ -694,7 +704,8 @@ function M.lstsq(A, B, rcond, opts)
   end
   local m, n = A:size(-2), A:size(-1)
   if rcond == nil then rcond = torch.finfo(A.dtype).eps * max(m, n) end
-  local X = lstsq_node(A, Bm, rcond)
+  -- gelsd (an SVD) for the drivers that give singular values, gelsy (QR with column pivoting) for the others
+  local X = lstsq_node(A, Bm, rcond, driver == 'gelsd' or driver == 'gelss')
   local rank, S = stash.rank, stash.S
   local empty = torch.empty(0, { dtype = A.dtype })
   local residuals = empty
@@ -889,6 +900,10 @@ function M.linalg_lu_solve(LU, pivots, B, opts)
   local left = bool_opt(op, 'left', opts.left, true)
   local adjoint = bool_opt(op, 'adjoint', opts.adjoint, false)
   if B:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  if B.dtype ~= LU.dtype then
+    fail(op, ('Expected LU and B to have the same dtype, but found LU of type %s and B of type %s instead'):format(
+      dtype.scalar_type(LU.dtype), dtype.scalar_type(B.dtype)))
+  end
   local n = LU:size(-1)
   if (left and B:size(-2) or B:size(-1)) ~= n then
     fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(
@@ -945,6 +960,10 @@ function M.cholesky_solve(B, L, upper)
   need(op, B, 'input')
   check(op, L, true, 'input2')
   if B:dim() < 2 then fail(op, 'b should have at least 2 dimensions, but has ' .. B:dim() .. ' dimensions instead') end
+  if B.dtype ~= L.dtype then
+    fail(op, ('Expected b and A to have the same dtype, but found b of type %s and A of type %s instead.'):format(
+      dtype.scalar_type(B.dtype), dtype.scalar_type(L.dtype)))
+  end
   if B:size(-2) ~= L:size(-1) then
     fail(op, ('Incompatible matrix sizes for cholesky_solve: each A matrix is %d by %d but each b matrix is %d by %d')
       :format(L:size(-2), L:size(-1), B:size(-2), B:size(-1)))
@@ -993,11 +1012,12 @@ function M.install(tt, linalg)
   local fns = {
     cholesky = M.old_cholesky, qr = M.old_qr, svd = M.old_svd, pinverse = M.pinverse, lu = M.old_lu,
     lu_unpack = M.lu_unpack, lu_solve = M.lu_solve, cholesky_solve = M.cholesky_solve,
-    cholesky_inverse = M.cholesky_inverse, triangular_solve = M.triangular_solve,
+    cholesky_inverse = M.cholesky_inverse, triangular_solve = M.triangular_solve, symeig = M.symeig,
+    geqrf = M.geqrf, orgqr = M.orgqr, ormqr = M.ormqr,
   }
   for k, v in pairs(fns) do if torch[k] == nil then torch[k] = v end end
   for _, k in ipairs { 'cholesky', 'qr', 'svd', 'pinverse', 'lu', 'lu_solve', 'cholesky_solve', 'cholesky_inverse',
-    'triangular_solve' } do
+    'triangular_solve', 'symeig', 'geqrf', 'orgqr', 'ormqr' } do
     if methods[k] == nil then methods[k] = fns[k] end
   end
 end

@@ -25,7 +25,7 @@ end
 local function scalar_tensor(s, op)
   -- a Lua value where a tensor is expected: numbers and booleans become 0-dim tensors
   if type(s) == 'boolean' then return torch.tensor(s) end
-  fail(op, 'expected a tensor or a number, got ' .. type(s))
+  fail(op, 'expected a tensor or a number, got ' .. core.typeof(s))
 end
 
 ------------------------------------------------------------------------------ binary
@@ -189,7 +189,7 @@ M.unary_ops = U
 
 local function unary(op, name, a, p1, p2, out)
   if not is_tensor(a) then
-    if type(a) == 'number' then a = torch.tensor(a) else fail(name, 'expected a tensor, got ' .. type(a)) end
+    if type(a) == 'number' then a = torch.tensor(a) else fail(name, 'expected a tensor, got ' .. core.typeof(a)) end
   end
   if (p1 ~= nil and type(p1) ~= 'number') or (p2 ~= nil and type(p2) ~= 'number') then
     fail(name, ('expected numbers for its parameters, got %s and %s'):format(type(p1), type(p2)))
@@ -219,13 +219,13 @@ local function def_unary(op)
           break
         end
         if i > #params then fail(fname, 'takes ' .. #params .. ' parameter(s) after the tensor, got more') end
-        if v ~= nil and type(v) ~= 'number' then fail(fname, params[i] .. ' must be a number, got ' .. type(v)) end
+        if v ~= nil and type(v) ~= 'number' then fail(fname, params[i] .. ' must be a number, got ' .. core.typeof(v)) end
         if v ~= nil then p[i] = v end
       end
       if opts then
         for k, pname in ipairs(params) do
           local v = opts[pname]
-          if v ~= nil and type(v) ~= 'number' then fail(fname, pname .. ' must be a number, got ' .. type(v)) end
+          if v ~= nil and type(v) ~= 'number' then fail(fname, pname .. ' must be a number, got ' .. core.typeof(v)) end
           if v ~= nil then p[k] = v end
         end
       end
@@ -290,7 +290,7 @@ local function clamp_impl(name, a, lo, hi, out)
   end
   if lo ~= nil and type(lo) ~= 'number' then fail(name, 'min must be a number or a tensor') end
   if hi ~= nil and type(hi) ~= 'number' then fail(name, 'max must be a number or a tensor') end
-  if not is_tensor(a) then fail(name, 'expected a tensor, got ' .. type(a)) end
+  if not is_tensor(a) then fail(name, 'expected a tensor, got ' .. core.typeof(a)) end
   -- an integer tensor clamped by a float bound becomes float (PyTorch's promotion)
   if not a.dtype.is_floating_point and ((lo and kind_of(lo) == 2) or (hi and kind_of(hi) == 2)) and out ~= a then
     a = a:to(torch.get_default_dtype())
@@ -394,7 +394,7 @@ local function as_tensor_like(x, ref)
     return t
   end
   if type(x) == 'boolean' then return torch.tensor(x) end
-  fail('where', 'expected a tensor or a number, got ' .. type(x))
+  fail('where', 'expected a tensor or a number, got ' .. core.typeof(x))
 end
 
 function M.where(cond, a, b)

@@ -18,8 +18,8 @@ local function out_of(opts)
 end
 
 local function check2(op, a, b)
-  if not is_tensor(a) then fail(op, 'expected a tensor as the first argument, got ' .. type(a)) end
-  if not is_tensor(b) then fail(op, 'expected a tensor as the second argument, got ' .. type(b)) end
+  if not is_tensor(a) then fail(op, 'expected a tensor as the first argument, got ' .. core.typeof(a)) end
+  if not is_tensor(b) then fail(op, 'expected a tensor as the second argument, got ' .. core.typeof(b)) end
 end
 
 -- result of a C call that took `out`: the out tensor itself, or the new tensor
@@ -98,15 +98,15 @@ local function coefs(op, opts)
     if opts.beta ~= nil then beta = opts.beta end
     if opts.alpha ~= nil then alpha = opts.alpha end
   elseif opts ~= nil then
-    fail(op, 'expected an options table {beta=, alpha=, out=} as the last argument, got ' .. type(opts))
+    fail(op, 'expected an options table {beta=, alpha=, out=} as the last argument, got ' .. core.typeof(opts))
   end
-  if type(beta) ~= 'number' then fail(op, 'beta must be a number, got ' .. type(beta)) end
-  if type(alpha) ~= 'number' then fail(op, 'alpha must be a number, got ' .. type(alpha)) end
+  if type(beta) ~= 'number' then fail(op, 'beta must be a number, got ' .. core.typeof(beta)) end
+  if type(alpha) ~= 'number' then fail(op, 'alpha must be a number, got ' .. core.typeof(alpha)) end
   return beta, alpha
 end
 
 local function check3(op, c, a, b)
-  if not is_tensor(c) then fail(op, 'expected a tensor as input, got ' .. type(c)) end
+  if not is_tensor(c) then fail(op, 'expected a tensor as input, got ' .. core.typeof(c)) end
   check2(op, a, b)
 end
 
@@ -248,6 +248,13 @@ do
   end)
   local function cross(a, b, dim)
     need('cross', a) need('cross', b, 'other')
+    if dim ~= nil and a:dim() > 0 and b:dim() > 0 then
+      -- the length of each input's dim, before broadcasting (PyTorch's check, its words)
+      local da, db = pdim('cross', dim, a:dim()), pdim('cross', dim, b:dim())
+      if a:size(da) ~= 3 or b:size(db) ~= 3 then
+        fail('cross', ('inputs dimension %d must have length 3. Got %d and %d'):format(dim, a:size(da), b:size(db)))
+      end
+    end
     local a0, b0 = a, b
     local bt = broadcast_tensors(a, b)
     a, b = bt[1], bt[2]
@@ -259,7 +266,7 @@ do
     else
       d = pdim('cross', dim, nd)
       if a:size(d) ~= 3 then
-        fail('cross', ('linalg.cross: inputs dimension %d must have length 3. Got %d and %d'):format(dim, a:size(d), b:size(d)))
+        fail('cross', ('inputs dimension %d must have length 3. Got %d and %d'):format(dim, a:size(d), b:size(d)))
       end
     end
     return cross_node(a0, b0, d)
@@ -744,7 +751,10 @@ do
           if ord == nil and dim == nil and x:dim() == 2 then return matrix_norm(x, 'fro', nil, keepdim, opts) end
           return vector_norm(x, ord or 2, dim, keepdim, opts)
         end,
-        cross = function(a, b, dim) return cross(a, b, dim or -1) end,
+        cross = function(a, b, dim)
+          local r = cross(a, b, dim or -1) -- not a tail call: an error inside names linalg.cross
+          return r
+        end,
         matrix_power = matrix_power,
         vecdot = function(a, b, dim)
           need('linalg.vecdot', a, 'x'); need('linalg.vecdot', b, 'y')

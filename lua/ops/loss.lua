@@ -18,8 +18,8 @@ function M.nll_loss(input, target, weight, ignore_index, reduction)
     local o = weight
     weight, ignore_index, reduction = o.weight, o.ignore_index, o.reduction
   end
-  if not is_tensor(input) then fail('nll_loss', 'input must be a tensor (got ' .. type(input) .. ')') end
-  if not is_tensor(target) then fail('nll_loss', 'target must be a tensor (got ' .. type(target) .. ')') end
+  if not is_tensor(input) then fail('nll_loss', 'input must be a tensor (got ' .. core.typeof(input) .. ')') end
+  if not is_tensor(target) then fail('nll_loss', 'target must be a tensor (got ' .. core.typeof(target) .. ')') end
   local r = REDUCTION[reduction or 'mean']
   if not r then fail('nll_loss', tostring(reduction) .. ' is not a valid value for reduction') end
   ignore_index = ignore_index or -100

@@ -17,7 +17,7 @@ local function sizes_str(s) return '[' .. concat(s, ', ') .. ']' end
 local function check(op, x, shape, weight, bias)
   if type(shape) == 'number' then shape = { shape } end
   if type(shape) ~= 'table' or is_tensor(shape) then
-    fail(op, 'normalized_shape must be a number or an array of sizes (got ' .. type(shape) .. ')')
+    fail(op, 'normalized_shape must be a number or an array of sizes (got ' .. core.typeof(shape) .. ')')
   end
   local k, nd = #shape, x:dim()
   for _, t in ipairs({ { weight, 'weight' }, { bias, 'bias' } }) do
@@ -43,14 +43,14 @@ end
 M.check = check
 
 function M.layer_norm(x, normalized_shape, weight, bias, eps)
-  if not is_tensor(x) then fail('layer_norm', 'expected a tensor, got ' .. type(x)) end
+  if not is_tensor(x) then fail('layer_norm', 'expected a tensor, got ' .. core.typeof(x)) end
   if is_opts(weight) then
     local o = weight
     weight, bias, eps = o.weight, o.bias, o.eps
   end
   local k = check('layer_norm', x, normalized_shape, weight, bias)
   if eps == nil then eps = 1e-5 end
-  if type(eps) ~= 'number' then fail('layer_norm', 'eps must be a number (got ' .. type(eps) .. ')') end
+  if type(eps) ~= 'number' then fail('layer_norm', 'eps must be a number (got ' .. core.typeof(eps) .. ')') end
   if C.mt_layer_norm(x, weight, bias, k, eps, outp, nil, nil) ~= 0 then raise_last() end
   return take()
 end

@@ -135,7 +135,7 @@ local function gen_of(opts, op)
   T.options(opts, op)
   local g = opts and opts.generator
   if g == nil then return nil end
-  if not is_generator(g) then fail(op, 'generator must be a torch.Generator, got ' .. type(g)) end
+  if not is_generator(g) then fail(op, 'generator must be a torch.Generator, got ' .. core.typeof(g)) end
   return g._g
 end
 
@@ -156,7 +156,7 @@ M.random = { manual_seed = M.manual_seed, seed = M.seed, initial_seed = M.initia
 
 ------------------------------------------------------------------------------ in-place fills
 local function check_tensor(t, op)
-  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
+  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. core.typeof(t)) end
 end
 local function check_number(x, op, what)
   if type(x) ~= 'number' then fail(op, what .. ' must be a number, got ' .. (is_tensor(x) and 'a tensor' or type(x))) end

@@ -29,7 +29,7 @@ local ibuf = ffi.new('int[1]')
 local dbl = ffi.new('double[1]')
 
 local function check_tensor(t, op)
-  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
+  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. core.typeof(t)) end
 end
 
 -- one 1-based dim (negative from the end) of t -> 0-based, with a 1-based message
@@ -592,7 +592,7 @@ do
       local interp = opts.interpolation or 'linear'
       if not is_float(x) then fail(op, 'quantile() input tensor must be either float or double dtype') end
       local scalar_q = type(q) == 'number'
-      if not scalar_q and not is_tensor(q) then fail(op, 'quantile() q must be a number or a tensor, got ' .. type(q)) end
+      if not scalar_q and not is_tensor(q) then fail(op, 'quantile() q must be a number or a tensor, got ' .. core.typeof(q)) end
       local qt = scalar_q and torch.tensor({ q }, { dtype = x.dtype }) or q:to(x.dtype)
       if qt:dim() > 1 then fail(op, 'quantile() q must be a scalar or 1D tensor') end
       if qt:lt(0):any() or qt:gt(1):any() then fail(op, 'quantile() q values must be in the range [0, 1]') end
@@ -687,7 +687,7 @@ do
       need('trapezoid', y)
       if type(x) == 'table' and not is_tensor(x) then x, opts = nil, x end
       if type(x) == 'number' then opts = { dx = x } x = nil end
-      if x ~= nil and not is_tensor(x) then fail('trapezoid', 'expected x to be a tensor, a number (dx) or options, got ' .. type(x)) end
+      if x ~= nil and not is_tensor(x) then fail('trapezoid', 'expected x to be a tensor, a number (dx) or options, got ' .. core.typeof(x)) end
       opts = opts or {}
       local d = pdim('trapezoid', opts.dim or -1, y:dim())
       local n = y:size(d)

@@ -473,7 +473,7 @@ function methods.argwhere(t) return t:nonzero() end
 -- indices: a Lua array of index tensors (long/int positions, bool/uint8 masks), one per leading dim
 local function index_args(indices, op)
   if is_tensor(indices) then indices = { indices } end
-  if type(indices) ~= 'table' then fail(op, 'expected an array of index tensors, got ' .. type(indices)) end
+  if type(indices) ~= 'table' then fail(op, 'expected an array of index tensors, got ' .. core.typeof(indices)) end
   local n = T.seq_len(indices) or T.seq_fail(indices, op, 'indices')
   local arr = tensor_array(n > 0 and n or 1)
   for i = 1, n do
@@ -577,6 +577,7 @@ do
       shapes[i] = s
       if #s > nd then nd = #s end
     end
+    local from = {} -- the argument that set each dim (arguments count from 1)
     for d = 1, nd do out[d] = 1 end
     for i = 1, n do
       local s = shapes[i]
@@ -586,9 +587,10 @@ do
         if v ~= 1 then
           if out[d] ~= 1 and out[d] ~= v then
             fail('broadcast_shapes', ('Shape mismatch: objects cannot be broadcast to a single shape.  Mismatch is '
-              .. 'between arg %d and arg %d.'):format(i - 1, i - 1))
+              .. 'between arg %d and arg %d: size %d and size %d at dimension %d (counted from the last, -1)')
+              :format(from[d], i, out[d], v, d - nd - 1))
           end
-          out[d] = v
+          out[d], from[d] = v, i
         end
       end
     end

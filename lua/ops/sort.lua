@@ -21,7 +21,7 @@ local M = {}
 local torch
 
 local function check_tensor(t, op)
-  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. type(t)) end
+  if not is_tensor(t) then fail(op, 'expected a tensor, got ' .. core.typeof(t)) end
 end
 local check_int = T.int_arg -- (v, op, what[, position]) -> v as a Lua number
 local function opt_bool(v, op, what)
@@ -47,7 +47,7 @@ function methods.sort(t, dim, opts)
   local desc, stable = false, false
   if type(opts) == 'boolean' then desc = opts
   elseif opts ~= nil then
-    if type(opts) ~= 'table' then fail('sort', 'expected an options table, got ' .. type(opts)) end
+    if type(opts) ~= 'table' then fail('sort', 'expected an options table, got ' .. core.typeof(opts)) end
     desc = opt_bool(opts.descending, 'sort', 'descending')
     stable = opt_bool(opts.stable, 'sort', 'stable')
     if dim == nil then dim = opts.dim end
@@ -78,7 +78,7 @@ function methods.topk(t, k, dim, opts, sorted)
     largest = opts
     if sorted ~= nil then srt = opt_bool(sorted, 'topk', 'sorted') end
   elseif opts ~= nil then
-    if type(opts) ~= 'table' then fail('topk', 'expected an options table, got ' .. type(opts)) end
+    if type(opts) ~= 'table' then fail('topk', 'expected an options table, got ' .. core.typeof(opts)) end
     if opts.largest ~= nil then largest = opt_bool(opts.largest, 'topk', 'largest') end
     if opts.sorted ~= nil then srt = opt_bool(opts.sorted, 'topk', 'sorted') end
     if dim == nil then dim = opts.dim end
@@ -304,7 +304,7 @@ function methods.unique(t, opts, ...)
     ri = opt_bool((...), 'unique', 'return_inverse')
     rc = opt_bool(select(2, ...), 'unique', 'return_counts')
   elseif opts ~= nil then
-    if type(opts) ~= 'table' then fail('unique', 'expected an options table, got ' .. type(opts)) end
+    if type(opts) ~= 'table' then fail('unique', 'expected an options table, got ' .. core.typeof(opts)) end
     if opts.sorted ~= nil then sorted = opt_bool(opts.sorted, 'unique', 'sorted') end
     ri = opt_bool(opts.return_inverse, 'unique', 'return_inverse')
     rc = opt_bool(opts.return_counts, 'unique', 'return_counts')
@@ -337,7 +337,7 @@ function M.searchsorted(seq, values, opts)
   check_tensor(values, 'searchsorted')
   local right, int32 = false, false
   if opts ~= nil then
-    if type(opts) ~= 'table' then fail('searchsorted', 'expected an options table, got ' .. type(opts)) end
+    if type(opts) ~= 'table' then fail('searchsorted', 'expected an options table, got ' .. core.typeof(opts)) end
     right = opt_bool(opts.right, 'searchsorted', 'right')
     if opts.side ~= nil then
       if opts.side ~= 'left' and opts.side ~= 'right' then
@@ -416,7 +416,7 @@ function methods.roll(t, shifts, dims)
     if ns > 16 then fail('roll', 'too many shifts') end
     for i = 1, ns do szbuf2[i - 1] = check_int(shifts[i], 'roll', 'shifts', i) end
   else
-    fail('roll', 'shifts must be a number or an array of numbers, got ' .. type(shifts))
+    fail('roll', 'shifts must be a number or an array of numbers, got ' .. core.typeof(shifts))
   end
   if dims == nil then
     if C.mt_roll(t, szbuf2, nil, ns, outp) ~= 0 then raise_last() end
@@ -570,7 +570,7 @@ do
   local function unique_consecutive(x, opts)
     need('unique_consecutive', x)
     opts = opts or {}
-    if type(opts) ~= 'table' then fail('unique_consecutive', 'expected an options table, got ' .. type(opts)) end
+    if type(opts) ~= 'table' then fail('unique_consecutive', 'expected an options table, got ' .. core.typeof(opts)) end
     if opts.dim ~= nil then return unique_consecutive_dim(x, opts) end
     local flat = x:reshape(-1)
     local n = flat:numel()

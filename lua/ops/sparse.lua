@@ -131,7 +131,7 @@ function CSR:t() return self:to_dense():t() end
 -- w:matmul(d), torch.sparse.mm(w, d): w @ d for d a dense 2-D tensor (a 1-D d: a vector)
 local function sp_mm(w, d)
   if not is_csr(w) then fail('sparse.mm', 'expected a sparse CSR matrix as the first argument') end
-  if not is_tensor(d) then fail('sparse.mm', 'expected a dense tensor as the second argument, got ' .. type(d)) end
+  if not is_tensor(d) then fail('sparse.mm', 'expected a dense tensor as the second argument, got ' .. core.typeof(d)) end
   local vec = d:dim() == 1
   if vec then d = d:unsqueeze(2) end
   if C.mt_csr_mm(w._crow, w._col, w._values, d, w._size[2], 0, 1, outp) ~= 0 then raise_last() end
@@ -143,7 +143,7 @@ CSR.mm, CSR.matmul = sp_mm, sp_mm
 
 -- linear(x, w, b): x @ w^T (+ b) for a CSR weight w (out, in) and x (..., in)
 function M.linear(x, w, b)
-  if not is_tensor(x) then fail('linear', 'expected a tensor as input, got ' .. type(x)) end
+  if not is_tensor(x) then fail('linear', 'expected a tensor as input, got ' .. core.typeof(x)) end
   local lead = x:size()
   local k = lead[#lead]
   local x2 = x:dim() == 2 and x or x:reshape(-1, k)

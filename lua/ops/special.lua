@@ -21,7 +21,7 @@ function M.install(torch, methods)
     end
     return x
   end
-  local function floating(op, x)
+  local function floating(x)
     if not x.dtype.is_floating_point then return x:to(torch.get_default_dtype()) end
     return x
   end
@@ -39,14 +39,14 @@ function M.install(torch, methods)
     need('special.xlog1py', x, 'input')
     if type(y) == 'number' then y = torch.full({}, y, { dtype = x.dtype.is_floating_point and x.dtype or torch.get_default_dtype() }) end
     need('special.xlog1py', y, 'other')
-    x, y = floating('special.xlog1py', x), floating('special.xlog1py', y)
+    x, y = floating(x), floating(y)
     local v = x * torch.log1p(y)
     return torch.where(x:eq(0):logical_and(y:eq(y)), torch.zeros({}, { dtype = v.dtype }), v)
   end
 
   -- -x ln x: 0 at 0, -inf below 0
   function special.entr(x)
-    x = floating('special.entr', need('special.entr', x))
+    x = floating(need('special.entr', x))
     local v = -x * x:log()
     v = torch.where(x:eq(0), torch.zeros({}, { dtype = x.dtype }), v)
     return torch.where(x:lt(0), torch.full({}, -math.huge, { dtype = x.dtype }), v)
@@ -54,14 +54,14 @@ function M.install(torch, methods)
 
   -- the standard normal's distribution function (erfc keeps the lower tail's precision)
   function special.ndtr(x)
-    x = floating('special.ndtr', need('special.ndtr', x))
+    x = floating(need('special.ndtr', x))
     return torch.erfc(-x / SQRT2) * 0.5
   end
 
   -- its inverse: erfinv's answer, then one Newton step on ndtr in float64 (erfinv(2p - 1) alone
   -- loses digits as p nears 0, where 2p - 1 rounds)
   function special.ndtri(p)
-    p = floating('special.ndtri', need('special.ndtri', p))
+    p = floating(need('special.ndtri', p))
     local dt = p.dtype
     local pd = p:to(torch.float64)
     local x0 = torch.erfinv(pd * 2 - 1) * SQRT2
@@ -89,7 +89,7 @@ function M.install(torch, methods)
   -- log(ndtr(x)), in float64 inside; below -20 by the asymptotic series of the normal's tail,
   -- whose terms are still falling there (eight give double precision)
   function special.log_ndtr(x)
-    x = floating('special.log_ndtr', need('special.log_ndtr', x))
+    x = floating(need('special.log_ndtr', x))
     local dt = x.dtype
     local xd = x:to(torch.float64)
     local direct = (torch.erfc(-xd:clamp({ min = -20 }) / SQRT2) * 0.5):log()
@@ -106,7 +106,7 @@ function M.install(torch, methods)
 
   -- exp(x^2) erfc(x), in float64 inside; above 25 by its asymptotic series
   function special.erfcx(x)
-    x = floating('special.erfcx', need('special.erfcx', x))
+    x = floating(need('special.erfcx', x))
     local dt = x.dtype
     local xd = x:to(torch.float64)
     local xc = xd:clamp({ max = 25 })
@@ -130,7 +130,7 @@ function M.install(torch, methods)
     end
     if p < 1 then fail('special.multigammaln', 'p has to be greater than or equal to 1') end
     -- (elements at or below (p - 1) / 2 are outside its domain: PyTorch 1.13 computes the sum anyway)
-    a = floating('special.multigammaln', a)
+    a = floating(a)
     local out = torch.zeros_like(a) + p * (p - 1) / 4 * LOG_PI
     for j = 0, p - 1 do out = out + torch.lgamma(a - j / 2) end
     return out

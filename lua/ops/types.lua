@@ -99,7 +99,7 @@ function M.install(torch)
     end
     torch.iinfo = function(d)
       local v = d and I_INFO[short(d)]
-      if not v then fail('iinfo', 'dtype must be an integer type, got ' .. tostring(d)) end
+      if not v then fail('iinfo', 'dtype must be an integer type, got ' .. K.shown(d)) end
       return setmetatable({ bits = v[1], min = v[2], max = v[3], dtype = short(d) }, iinfo_mt)
     end
   end

@@ -241,7 +241,7 @@ T.tensor_index = tensor_index
 local function assign(view, v)
   if type(v) == 'number' or type(v) == 'boolean' then view:fill_(v)
   elseif is_tensor(v) then view:copy_(v)
-  else fail('index', 'can only assign a number or a tensor, got ' .. type(v)) end
+  else fail('index', 'can only assign a number or a tensor, got ' .. core.typeof(v)) end
 end
 
 local function newindex(t, k, v)
@@ -265,7 +265,7 @@ local function newindex(t, k, v)
       if same then return t:masked_fill_(k, v) end
     end
     if not is_tensor(v) and type(v) ~= 'number' then
-      fail('index', 'can only assign a number or a tensor, got ' .. type(v))
+      fail('index', 'can only assign a number or a tensor, got ' .. core.typeof(v))
     end
     if is_tensor(v) and v._dtype ~= t._dtype then v = v:to(t.dtype) end
     return t:index_put_({ k }, v)
