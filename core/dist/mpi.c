@@ -169,6 +169,7 @@ static struct {
   int tag_ub;
   int spin; /* MOONTORCH_DIST_SPIN=1: no sleeping arrival before collectives */
   int shm_off;      /* MOONTORCH_DIST_SHM=0: every all_reduce through MPI */
+  double poll_s;     /* an on-node wait polls this long before it sleeps (MOONTORCH_DIST_POLL_US, 20) */
   size_t shm_bytes; /* bytes per member and round of the on-node all-reduce (MOONTORCH_DIST_SHM_BYTES) */
   unsigned shm_made; /* segments this process created (their names) */
   int die_rank;      /* the specs' MOONTORCH_DIST_TEST_DIE=rank:round: that world rank kills itself inside */
@@ -805,7 +806,7 @@ static int shm_wait(mt_dist_work *w, char *ctl, int done, uint64_t seq) {
       ok = 0;
       break;
     }
-    if (mt_dist_now() - t0 < 20e-6) {
+    if (mt_dist_now() - t0 < S.poll_s) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
@@ -1534,6 +1535,9 @@ mt_status mt_dist_init(double timeout_s, mt_dist_group **world) {
     const char *sb = getenv("MOONTORCH_DIST_SHM_BYTES");
     S.shm_bytes = 0;
     if (sb && atoll(sb) >= 64 && atoll(sb) <= (1LL << 30)) S.shm_bytes = (size_t)atoll(sb);
+    const char *pu = getenv("MOONTORCH_DIST_POLL_US");
+    S.poll_s = 20e-6;
+    if (pu && atof(pu) >= 0 && atof(pu) <= 1e6) S.poll_s = atof(pu) * 1e-6;
     const char *td = getenv("MOONTORCH_DIST_TEST_DIE");
     unsigned long long dr = 0;
     S.die_rank = -1;

@@ -793,16 +793,18 @@ function DDP:load_state_dict(state_dict, opts)
   return nn.Module.load_state_dict(self, state_dict, opts)
 end
 
--- {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=}: per synchronised step, the mean time
--- the all-reduces took on the communication thread and the mean time backward waited for them
--- after its last gradient (the communication it did not hide)
+-- {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=, shared_gradients=}: per synchronised
+-- step, the mean time the all-reduces took and the mean time backward waited for them after its last
+-- gradient (the communication it did not hide); shared_gradients: the gradients live in memory the
+-- ranks share (every rank on this node)
 function DDP:comm_stats()
   local R = self._reducer
   local sizes = {}
   for i, b in ipairs(R.buckets) do sizes[i] = b.numel end
   local n = math.max(R.steps, 1)
   return { steps = R.steps, comm_ms = R.comm_sum / n * 1e3, unhidden_ms = R.wait_sum / n * 1e3,
-    buckets = #R.buckets, bucket_sizes = sizes, last_unhidden_ms = R.last_wait * 1e3 }
+    buckets = #R.buckets, bucket_sizes = sizes, last_unhidden_ms = R.last_wait * 1e3,
+    shared_gradients = R.arena ~= nil }
 end
 function DDP:reset_comm_stats()
   local R = self._reducer

@@ -87,6 +87,48 @@ check('gradient_as_bucket_view: the same numbers, .grad a view of its bucket', f
   end
 end)
 
+check('.grad kept across steps: a reference held sees each step\'s averages; a storage of its own; set_to_none; the DDP dropped', function()
+  -- where the ranks share a node (and MOONTORCH_DIST_SHM is not 0) the gradients live in memory the
+  -- ranks share and are reduced there; what a script sees of them must not change
+  torch.manual_seed(31)
+  local ref = mlp()
+  local m = mlp()
+  m:load_state_dict(ref:state_dict())
+  local ddp = DDP(m)
+  local shared = ws > 1 and os.getenv('MOONTORCH_DIST_SHM') ~= '0'
+  assert(ddp:comm_stats().shared_gradients == shared, 'shared_gradients ' .. tostring(ddp:comm_stats().shared_gradients))
+  local o1 = optim.SGD(ref:parameters(), { lr = 0.1 })
+  local o2 = optim.SGD(ddp:parameters(), { lr = 0.1 })
+  torch.manual_seed(32)
+  local held
+  for step = 1, 4 do
+    local x, y = torch.randn(3 * ws, 20), torch.randint(1, 6, { 3 * ws })
+    local none = step == 4 -- the last step: zero_grad(set_to_none): new .grad tensors
+    o1:zero_grad(none)
+    o2:zero_grad(none)
+    F.cross_entropy(ref(x), y):backward()
+    F.cross_entropy(ddp(x:narrow(1, rank * 3 + 1, 3)), y:narrow(1, rank * 3 + 1, 3)):backward()
+    for i, p in ipairs(m:parameters()) do
+      local want = ref:parameters()[i].grad
+      near(p.grad, want, 1e-5, 1.3e-6, ('step %d: param %d'):format(step, i))
+      assert(p.grad:storage_offset() == 0, 'a storage of its own: offset ' .. p.grad:storage_offset())
+      assert(p.grad:is_contiguous() == want:is_contiguous(), 'layout as one process')
+    end
+    if step == 1 then held = m[1].weight.grad end
+    if step > 1 and step < 4 then near(held, ref[1].weight.grad, 1e-5, 1.3e-6, ('step %d: the .grad held since step 1'):format(step)) end
+    o1:step()
+    o2:step()
+  end
+  -- the DDP dropped: the gradients stay (and stay usable)
+  local keep = m[1].weight.grad:clone()
+  ddp, o2 = nil, nil
+  collectgarbage()
+  collectgarbage()
+  eq(m[1].weight.grad, keep, '.grad after the DDP went')
+  m[1].weight.grad:mul_(2)
+  eq(m[1].weight.grad, keep * 2, 'and writable')
+end)
+
 check('buckets: one per dtype at first, then rebuilt in the order gradients came (first 1 MiB)', function()
   local saved = dist._DEFAULT_FIRST_BUCKET_BYTES
   dist._DEFAULT_FIRST_BUCKET_BYTES = 600 * 8 -- a first bucket of 600 float64
