@@ -376,11 +376,12 @@ local function finalize(R)
   end
   for _, b in ipairs(R.buckets) do
     local got = b.tag_slot:item()
-    if got ~= (R.direct and b.tag or b.tag * R.world) then
+    local averaged = R.direct or b.arena_off -- (AVG: the tag comes back as it went)
+    if got ~= (averaged and b.tag or b.tag * R.world) then
       R.broken = ('bucket %d of %d (%d elements of %s) met another bucket on another rank: its tag came back %s, ' ..
         'not %d x %d. The ranks are out of step: each must run the same synchronised forward and backward passes ' ..
         '(no_sync on every rank or on none), over the same models in the same order')
-        :format(b.index, #R.buckets, b.numel, tostring(b.flat.dtype), tostring(got), R.direct and 1 or R.world, b.tag)
+        :format(b.index, #R.buckets, b.numel, tostring(b.flat.dtype), tostring(got), averaged and 1 or R.world, b.tag)
       fail(OP, R.broken)
     end
   end
@@ -417,19 +418,20 @@ local function launch_ready(R)
     R.launches = R.launches + 1
     b.tag = tag_of(R, b)
     b.tag_slot:fill_(b.tag)
-    if R.direct then
+    if b.arena_off then
+      -- the bucket lies in the arena: averaged there, nothing copied in or out; the last one is
+      -- waited for at once (backward has nothing left to do), run by this thread itself
+      if R.next_bucket == #buckets then
+        local t0 = B.now()
+        local err, s, f = B.arena_all_reduce_now(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG, R.pg._timeout)
+        R.now_wait, R.now_err = B.now() - t0, err
+        if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
+      else
+        b.work = B.arena_all_reduce(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG)
+      end
+    elseif R.direct then
       b.bufs[#b.indices + 1] = b.tag_slot
-      if b.arena_off then
-        -- the bucket lies in the arena: reduced there, nothing copied in or out
-        if R.next_bucket == #buckets then
-          local t0 = B.now()
-          local err, s, f = B.arena_all_reduce_now(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG, R.pg._timeout)
-          R.now_wait, R.now_err = B.now() - t0, err
-          if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
-        else
-          b.work = B.arena_all_reduce(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG)
-        end
-      elseif R.next_bucket == #buckets and B.all_reduce_coalesced_now then
+      if R.next_bucket == #buckets and B.all_reduce_coalesced_now then
         -- the last bucket: backward has nothing left to do, so it is waited for at once (run by this
         -- thread itself where the backend can: no hand-over to its communication thread and back)
         local t0 = B.now()
@@ -488,10 +490,11 @@ local function mark_ready(R, i)
   if g == nil then
     v:zero_()
   elseif R.as_view then
+    -- (a bucket in the arena is averaged by its all-reduce: no scaling here)
     if g._storage ~= v._storage then
-      torch.mul(g, R.scale, { out = v })
+      if b.arena_off then v:copy_(g) else torch.mul(g, R.scale, { out = v }) end
       p.grad = v
-    elseif R.scale ~= 1 then
+    elseif R.scale ~= 1 and not b.arena_off then
       v:mul_(R.scale)
     end
   else
@@ -684,7 +687,7 @@ function DDP:__init(module, ...)
   R.direct = not R.as_view and B.all_reduce_coalesced ~= nil
   -- where every rank runs on this node, the gradients live in memory the ranks share (an arena):
   -- each bucket's all-reduce then reads and writes the ranks' gradients where they lie
-  if R.direct and B.arena_new then
+  if B.arena_new and (R.direct or R.as_view) then
     local bytes = 0
     for _, p in ipairs(params) do bytes = bytes + p:numel() * p:element_size() + 128 end
     R.arena = B.arena_new(pg._h, bytes, pg._timeout)
