@@ -1030,6 +1030,21 @@ static mt_dist_arena *arena_find(mt_dist_group *g, int id) {
   return a;
 }
 
+/* two members' float SUM/AVG in one pass: both spans get the result (the usual DDP pair; the
+ * general case goes through a block and copies) */
+#define ARENA_PAIR(NAME, T)                                                                                            \
+  static void NAME(char *a_, char *b_, int64_t m, int avg) {                                                           \
+    T *restrict a = (T *)a_, *restrict b = (T *)b_;                                                                    \
+    T scale = avg ? (T)0.5 : (T)1; /* (exact: the same bits as dividing by 2) */                                        \
+    for (int64_t i = 0; i < m; i++) {                                                                                  \
+      T r = (a[i] + b[i]) * scale;                                                                                     \
+      a[i] = r;                                                                                                        \
+      b[i] = r;                                                                                                        \
+    }                                                                                                                  \
+  }
+ARENA_PAIR(arena_pair_f32, float)
+ARENA_PAIR(arena_pair_f64, double)
+
 static int arena_all_reduce(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   int n = g->size, me = g->rank, ok = 1;
@@ -1067,6 +1082,13 @@ static int arena_all_reduce(mt_dist_work *w) {
     int64_t lo = shm_lo(w->count, n, me), hi = shm_lo(w->count, n, me + 1);
     _Alignas(64) char acc[SHM_BLOCK * 8];
     for (int k = 0; k < n; k++) dst[k] = arena_region(peers[k], k) + (size_t)shm_slot_of(g->shm, k)->offset * isz;
+    int pair = n == 2 && (w->op == MT_DIST_SUM || w->op == MT_DIST_AVG) &&
+               (w->dtype == MT_FLOAT32 || w->dtype == MT_FLOAT64) && dst[0] != dst[1];
+    if (pair) {
+      (w->dtype == MT_FLOAT32 ? arena_pair_f32 : arena_pair_f64)(dst[0] + (size_t)lo * isz, dst[1] + (size_t)lo * isz,
+                                                                 hi - lo, w->op == MT_DIST_AVG);
+      lo = hi;
+    }
     for (int64_t b = lo; b < hi; b += SHM_BLOCK) {
       int m = (int)(hi - b < SHM_BLOCK ? hi - b : SHM_BLOCK);
       for (int k = 0; k < n; k++) srcs[k] = dst[k] + (size_t)b * isz;
