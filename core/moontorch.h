@@ -467,6 +467,13 @@ MT_API mt_status mt_broadcast_shapes(const int64_t *a, int na, const int64_t *b,
   X(EXPONENTIAL_, exponential_, OP, 1, NODIFF, exponential, CUSTOM, "", "")                                            \
   X(RANDPERM, randperm, OP, 0, NODIFF, randperm, CUSTOM, "", "")                                                       \
   X(MULTINOMIAL, multinomial, OP, 1, NODIFF, multinomial, CUSTOM, "", "")                                              \
+  /* torch.distributions' samplers and the gradients of the reparameterized ones (core/ops/samplers.c) */            \
+  X(STANDARD_GAMMA, _standard_gamma, OP, 1, DIFF, standard_gamma, CUSTOM, "", "")                                      \
+  X(SAMPLE_DIRICHLET, _sample_dirichlet, OP, 1, NODIFF, sample_dirichlet, CUSTOM, "", "")                              \
+  X(POISSON, poisson, OP, 1, DIFF, poisson, CUSTOM, "", "")                                                            \
+  X(BINOMIAL, binomial, OP, 2, NODIFF, binomial, CUSTOM, "", "")                                                       \
+  X(STANDARD_GAMMA_GRAD, _standard_gamma_grad, OP, 2, NODIFF, standard_gamma_grad, CUSTOM, "", "")                     \
+  X(DIRICHLET_GRAD, _dirichlet_grad, OP, 3, NODIFF, dirichlet_grad, CUSTOM, "", "")                                    \
   /* optimizers */                                                                                                     \
   X(SGD_STEP, sgd_step, OP, 3, NODIFF, sgd_step, INTERNAL, "", "")                                               \
   /* issue 12, pooling: pools and resampling over the last 1-3 dims (core/ops/pool.c) */                               \
@@ -809,6 +816,17 @@ MT_API mt_status mt_randperm(int64_t n, int dtype, int64_t index_base, mt_genera
                              mt_tensor **result);
 MT_API mt_status mt_multinomial(mt_tensor *probs, int64_t num_samples, int replacement, int64_t index_base,
                                 mt_generator *g, mt_tensor **result);
+/* torch.distributions' samplers, float32 and float64, drawing PyTorch 1.13's numbers after the same seed (g NULL:
+ * the default generator): Gamma(alpha, 1) draws (recorded: d draw / d alpha is _standard_gamma_grad), Dirichlet
+ * draws along the last dimension, Poisson counts (recorded with a zero gradient), Binomial counts (count and prob
+ * broadcast, of one dtype). The reparameterized gradients: d x / d alpha of x ~ Gamma(alpha, 1), and PyTorch's
+ * _dirichlet_grad (x ~ Beta(alpha, total - alpha)); operands broadcast. */
+MT_API mt_status mt_standard_gamma(mt_tensor *alpha, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_sample_dirichlet(mt_tensor *alpha, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_poisson(mt_tensor *rates, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_binomial(mt_tensor *count, mt_tensor *prob, mt_generator *g, mt_tensor **result);
+MT_API mt_status mt_standard_gamma_grad(mt_tensor *alpha, mt_tensor *x, mt_tensor **result);
+MT_API mt_status mt_dirichlet_grad(mt_tensor *x, mt_tensor *alpha, mt_tensor *total, mt_tensor **result);
 
 /* ---------------------------------------------------------------- autograd (core/grad) */
 /* A node of the backward graph (PyTorch's grad_fn): refcounted, opaque. */
@@ -1555,8 +1573,8 @@ MT_API mt_status mt_qmax_pool(mt_tensor *x, const mt_pool_params *p, mt_tensor *
 MT_API mt_status mt_set_view_(mt_tensor *t, const mt_tensor *view, const char *op);
 
 /* ---------------------------------------------------------------- torch.linalg's decompositions (LAPACK) */
-/* Batched over A's leading dims, float32 or float64 on the CPU (computed in float64 by LAPACK's d-routines,
- * core/tensor/lapack.c; results in A's dtype); A (..., m, n). LAPACK is the loaded BLAS's (OpenBLAS carries
+/* Batched over A's leading dims, float32 or float64 on the CPU (by LAPACK's s-routines for float32, d-routines
+ * for float64, as PyTorch: core/tensor/lapack.c; two operands of different dtypes in float64); A (..., m, n). LAPACK is the loaded BLAS's (OpenBLAS carries
  * it) or liblapack.so.3's; without either, MT_ENOTIMPL "<op>: needs LAPACK: ...". Not recorded by autograd
  * (lua/ops/decomp.lua records them, with PyTorch's derivatives). A failure of the factorization itself is
  * no error: `info` (int32, A's batch shape) holds LAPACK's code per matrix, the caller words it.
@@ -1584,6 +1602,9 @@ MT_API mt_status mt_linalg_svd(mt_tensor *A, int full_matrices, int compute_uv, 
 MT_API mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, int svd, mt_tensor **X, mt_tensor **rank,
                                  mt_tensor **S, mt_tensor **info);
 MT_API mt_status mt_linalg_lu_factor(mt_tensor *A, mt_tensor **LU, mt_tensor **pivots, mt_tensor **info);
+/* lu_solve: X (..., n, k) with A X = B (adjoint: A^T X = B), A = P L U given by lu_factor's LU (..., n, n) and
+ * pivots (int32 (..., n), each in 1..n: else MT_EINVAL), B (..., n, k) with LU's batch shape (LAPACK's getrs). */
+MT_API mt_status mt_linalg_lu_solve(mt_tensor *LU, mt_tensor *pivots, mt_tensor *B, int adjoint, mt_tensor **X);
 
 #ifdef __cplusplus
 }

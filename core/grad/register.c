@@ -33,6 +33,9 @@ extern const mt_node_kind *const mt_norm_kinds[], *const mt_loss_kinds[], *const
 /* issue 24: the CSR product (core/grad/sparse.c) */
 void mt_grad_register_sparse(mt_autograd_ops *t);
 extern const mt_node_kind *const mt_sparse_kinds[];
+/* torch.distributions' samplers (core/grad/samplers.c) */
+void mt_grad_register_samplers(mt_autograd_ops *t);
+extern const mt_node_kind *const mt_samplers_kinds[];
 
 __attribute__((constructor)) static void grad_register(void) {
   mt_autograd_release = mt_meta_free;
@@ -52,6 +55,7 @@ __attribute__((constructor)) static void grad_register(void) {
   mt_grad_register_ctc(&mt_autograd);
   mt_grad_register_bag(&mt_autograd);
   mt_grad_register_sparse(&mt_autograd); /* issue 24 */
+  mt_grad_register_samplers(&mt_autograd);
 }
 
 /* ---------------------------------------------------------------- the list of names */
@@ -95,6 +99,7 @@ static void build_names(void) {
   add_kinds(mt_ctc_kinds);
   add_kinds(mt_bag_kinds);
   add_kinds(mt_sparse_kinds); /* issue 24 */
+  add_kinds(mt_samplers_kinds);
 }
 
 int mt_grad_op_count(void) {

@@ -44,7 +44,9 @@ static inline bool mt_records2(const mt_tensor *a, const mt_tensor *b) {
   /* issue 12, the LSTM's speed */                                                                               \
   X(lstm_layer)                                                                                                  \
   /* issue 24: sparse CSR products */                                                                            \
-  X(csr_mm)
+  X(csr_mm)                                                                                                      \
+  /* torch.distributions' samplers */                                                                            \
+  X(standard_gamma) X(poisson)
 
 #define MT_AUTOGRAD_FIELD_(name) __typeof__(mt_##name) *name;
 typedef struct mt_autograd_ops {

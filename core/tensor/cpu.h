@@ -16,6 +16,10 @@ MT_KERNEL_LIST(MT_CPU_KERNEL_DECL_)
 #undef MT_CPU_KERNEL_DECL_
 
 /* ---------------------------------------------------------------- helpers for kernels */
+/* (random.c) a double uniform in [0, 1) and a double standard normal from a CPU generator, drawn as
+ * PyTorch's CPU generator draws them (the caller holds the generator's lock): samplers.c's draws */
+double mt_cpu_draw_uniform(mt_generator *gen);
+double mt_cpu_draw_normal(mt_generator *gen);
 /* A contiguous copy of `a` on the CPU (a new reference to `a` itself when already contiguous). */
 mt_status mt_cpu_contiguous(const mt_tensor *a, const char *op, mt_tensor **out);
 /* A new contiguous copy of `a` in dtype `dtype`. */

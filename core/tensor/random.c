@@ -122,7 +122,7 @@ static double normal_d(cpu_engine *g) {
   }
   double u1 = uniform_d(g);
   double u2 = uniform_d(g);
-  double r = sqrt(-2.0 * log1p(-u2));
+  double r = sqrt(-2.0 * log(1.0 - u2));
   double theta = 2.0 * M_PI * u1;
   g->double_normal = r * sin(theta);
   g->has_double_normal = 1;
@@ -881,3 +881,10 @@ mt_status mt_cpu_multinomial(mt_tensor *r, const mt_tensor *probs, int replaceme
 fail:
   return st;
 }
+
+/* ---------------------------------------------------------------- draws for the samplers */
+/* One double uniform in [0, 1) and one double standard normal (with the generator's cached second
+ * normal), as PyTorch's uniform_real_distribution<double> and normal_distribution<double> take them:
+ * what the samplers of torch.distributions (samplers.c) draw. The caller holds the generator's lock. */
+double mt_cpu_draw_uniform(mt_generator *gen) { return uniform_d(mt_generator_engine(gen)); }
+double mt_cpu_draw_normal(mt_generator *gen) { return normal_d(mt_generator_engine(gen)); }

@@ -72,8 +72,13 @@ function M.half_open_interval(lb, ub)
   return make(('HalfOpenInterval(lower_bound=%s, upper_bound=%s)'):format(pyfloat(lb), pyfloat(ub)),
     function(_, v) return v:ge(lb):logical_and(v:lt(ub)) end, { lower_bound = lb, upper_bound = ub })
 end
+-- an integer bound as PyTorch prints it: a number as an integer, a tensor as a tensor
+local function int_bound(v)
+  if torch.is_tensor(v) then return tostring(v) end
+  return ('%d'):format(v)
+end
 function M.integer_interval(lb, ub)
-  return make(('IntegerInterval(lower_bound=%d, upper_bound=%d)'):format(lb, ub),
+  return make(('IntegerInterval(lower_bound=%s, upper_bound=%s)'):format(int_bound(lb), int_bound(ub)),
     function(_, v) return torch.remainder(v, 1):eq(0):logical_and(v:ge(lb)):logical_and(v:le(ub)) end,
     { lower_bound = lb, upper_bound = ub, is_discrete = true })
 end
@@ -109,6 +114,11 @@ M.lower_cholesky = make('LowerCholesky()', function(_, v)
   local diag = v:diagonal(0, -2, -1):gt(0):all(-1)
   return lower:logical_and(diag)
 end, { event_dim = 2 })
+-- vectors of nonnegative counts summing to at most upper_bound (Multinomial's support)
+function M.multinomial(upper_bound)
+  return make('Multinomial()', function(_, v) return v:ge(0):all(-1):logical_and(v:sum(-1):le(upper_bound)) end,
+    { upper_bound = upper_bound, is_discrete = true, event_dim = 1 })
+end
 M.one_hot = make('OneHot()', function(_, v)
   return v:eq(0):logical_or(v:eq(1)):all(-1):logical_and(v:sum(-1):eq(1))
 end, { is_discrete = true, event_dim = 1 })

@@ -32,6 +32,7 @@ local function params(opname, names, ...)
   out[#names + 1], out[#names + 2] = numbers, validate
   return unpack(out, 1, #names + 2)
 end
+M._params = params
 
 -- expand(batch_shape) for a distribution whose parameters all have the batch shape
 local function expander(names)
@@ -44,6 +45,7 @@ local function expander(names)
     return new
   end
 end
+M._expander = expander
 
 ---------------------------------------------------------------------------------------- Normal
 local Normal = class.class('torch.distributions.Normal', Distribution)

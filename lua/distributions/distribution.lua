@@ -142,7 +142,8 @@ end
 -- {name=, ..., validate_args=}. Returns the values (in names' order) and validate_args.
 function M.args(opname, names, ...)
   local first, vals = ..., {}
-  if type(first) == 'table' and not is_tensor(first) then
+  -- (a plain table: an object, a distribution say, is a positional argument)
+  if type(first) == 'table' and not is_tensor(first) and getmetatable(first) == nil then
     local allowed = { validate_args = true }
     for _, k in ipairs(names) do allowed[k] = true end
     for k in pairs(first) do
@@ -174,6 +175,9 @@ function Distribution:__init(batch_shape, event_shape, validate_args)
     for _, ac in ipairs(self._arg_constraints) do
       local name, c = ac[1], ac[2]
       local value = rawget(self, name)
+      -- a parameter computed from others (Chi2's df, Beta's concentrations) is checked as PyTorch
+      -- checks it, through its property
+      if value == nil and self._computed_args and self._computed_args[name] then value = self[name] end
       if value ~= nil and not constraints.is_dependent(c) then
         if not c:check(value):all() then
           fail(op(self), ('Expected parameter %s (Tensor of shape %s) of distribution %s to satisfy the constraint %s, '

@@ -11,6 +11,9 @@ local Dd = require 'moontorch.distributions.discrete'
 local Ind = require 'moontorch.distributions.independent'
 local Tr = require 'moontorch.distributions.transformed'
 local Mv = require 'moontorch.distributions.multivariate'
+local G = require 'moontorch.distributions.gamma'
+local Cn = require 'moontorch.distributions.counts'
+local Mo = require 'moontorch.distributions.more'
 
 local fail = core.fail
 local Distribution = D.Distribution
@@ -161,5 +164,205 @@ M.register_kl(Ind.Independent, Ind.Independent, function(p, q)
   end
   return Ind.sum_rightmost(M.kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
 end)
+
+---------------------------------------------------------------------------------------- the Gamma family and counts
+local EULER = 0.57721566490153286060
+local function inf_like(t) return torch.full_like(t, math.huge) end
+local function x_log_x(t) return t * t:log() end
+
+M.register_kl(G.Gamma, G.Gamma, function(p, q)
+  local t1 = q.concentration * (p.rate / q.rate):log()
+  local t2 = torch.lgamma(q.concentration) - torch.lgamma(p.concentration)
+  local t3 = (p.concentration - q.concentration) * torch.digamma(p.concentration)
+  local t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+  return t1 + t2 + t3 + t4
+end)
+
+M.register_kl(G.Beta, G.Beta, function(p, q)
+  local sp = p.concentration1 + p.concentration0
+  local sq = q.concentration1 + q.concentration0
+  local t1 = q.concentration1:lgamma() + q.concentration0:lgamma() + sp:lgamma()
+  local t2 = p.concentration1:lgamma() + p.concentration0:lgamma() + sq:lgamma()
+  local t3 = (p.concentration1 - q.concentration1) * torch.digamma(p.concentration1)
+  local t4 = (p.concentration0 - q.concentration0) * torch.digamma(p.concentration0)
+  local t5 = (sq - sp) * torch.digamma(sp)
+  return t1 - t2 + t3 + t4 + t5
+end)
+
+M.register_kl(G.Dirichlet, G.Dirichlet, function(p, q)
+  local sp, sq = p.concentration:sum(-1), q.concentration:sum(-1)
+  local t1 = sp:lgamma() - sq:lgamma()
+  local t2 = (p.concentration:lgamma() - q.concentration:lgamma()):sum(-1)
+  local t3 = p.concentration - q.concentration
+  local t4 = p.concentration:digamma() - sp:digamma():unsqueeze(-1)
+  return t1 - t2 + (t3 * t4):sum(-1)
+end)
+
+M.register_kl(Cn.Poisson, Cn.Poisson, function(p, q)
+  return p.rate * (p.rate:log() - q.rate:log()) - (p.rate - q.rate)
+end)
+
+M.register_kl(Cn.Binomial, Cn.Binomial, function(p, q)
+  if p.total_count:lt(q.total_count):any() then
+    fail('distributions.kl_divergence', 'KL between Binomials where q.total_count > p.total_count is not implemented')
+  end
+  local kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs):log1p() - (-q.probs):log1p())
+  return put(kl, p.total_count:gt(q.total_count), math.huge)
+end)
+
+-- between families (PyTorch's closed forms; inf where q has no mass where p has)
+M.register_kl(C.Exponential, G.Gamma, function(p, q)
+  local ratio = q.rate / p.rate
+  local t1 = -q.concentration * torch.log(ratio)
+  return t1 + ratio + q.concentration:lgamma() + q.concentration * EULER - (1 + EULER)
+end)
+M.register_kl(G.Gamma, C.Exponential, function(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * p.concentration / p.rate
+end)
+M.register_kl(G.Gamma, C.Normal, function(p, q)
+  local var_normal = q.scale:pow(2)
+  local beta_sqr = p.rate:pow(2)
+  local t1 = 0.5 * torch.log(beta_sqr * var_normal * 2 * math.pi) - p.concentration - p.concentration:lgamma()
+  local t2 = 0.5 * (p.concentration:pow(2) + p.concentration) / beta_sqr
+  local t3 = q.loc * p.concentration / p.rate
+  local t4 = 0.5 * q.loc:pow(2)
+  return t1 + (p.concentration - 1) * p.concentration:digamma() + (t2 - t3 + t4) / var_normal
+end)
+M.register_kl(G.Gamma, Tr.Gumbel, function(p, q)
+  local beta_scale_prod = p.rate * q.scale
+  local loc_scale_ratio = q.loc / q.scale
+  local t1 = (p.concentration - 1) * p.concentration:digamma() - p.concentration:lgamma() - p.concentration
+  local t2 = beta_scale_prod:log() + p.concentration / beta_scale_prod
+  local t3 = torch.exp(loc_scale_ratio) * (1 + beta_scale_prod:reciprocal()):pow(-p.concentration) - loc_scale_ratio
+  return t1 + t2 + t3
+end)
+M.register_kl(G.Beta, C.Exponential, function(p, q)
+  return -p:entropy() - q.rate:log() + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0))
+end)
+M.register_kl(G.Beta, G.Gamma, function(p, q)
+  local t1 = -p:entropy()
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (q.concentration - 1) * (p.concentration1:digamma() - (p.concentration1 + p.concentration0):digamma())
+  local t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0)
+  return t1 + t2 - t3 + t4
+end)
+M.register_kl(G.Beta, C.Normal, function(p, q)
+  local E_beta = p.concentration1 / (p.concentration1 + p.concentration0)
+  local var_normal = q.scale:pow(2)
+  local t1 = -p:entropy()
+  local t2 = 0.5 * (var_normal * 2 * math.pi):log()
+  local t3 = (E_beta * (1 - E_beta) / (p.concentration1 + p.concentration0 + 1) + E_beta:pow(2)) * 0.5
+  local t4 = q.loc * E_beta
+  local t5 = q.loc:pow(2) * 0.5
+  return t1 + t2 + (t3 - t4 + t5) / var_normal
+end)
+M.register_kl(G.Beta, C.Uniform, function(p, q)
+  local result = -p:entropy() + (q.high - q.low):log()
+  return put(result, q.low:gt(0):logical_or(q.high:lt(1)), math.huge)
+end)
+M.register_kl(C.Uniform, G.Beta, function(p, q)
+  local common = p.high - p.low
+  local t1 = torch.log(common)
+  local t2 = (q.concentration1 - 1) * (x_log_x(p.high) - x_log_x(p.low) - common) / common
+  local t3 = (q.concentration0 - 1) * (x_log_x(1 - p.high) - x_log_x(1 - p.low) + common) / common
+  local t4 = q.concentration1:lgamma() + q.concentration0:lgamma() - (q.concentration1 + q.concentration0):lgamma()
+  local result = t3 + t4 - t1 - t2
+  return put(result, p.high:gt(1):logical_or(p.low:lt(0)), math.huge)
+end)
+M.register_kl(C.Uniform, G.Gamma, function(p, q)
+  local common = p.high - p.low
+  local t1 = common:log()
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (1 - q.concentration) * (x_log_x(p.high) - x_log_x(p.low) - common) / common
+  local t4 = q.rate * (p.high + p.low) / 2
+  return put(-t1 + t2 + t3 + t4, p.low:lt(0), math.huge)
+end)
+M.register_kl(Dd.Bernoulli, Cn.Poisson, function(p, q)
+  return -p:entropy() - (p.probs * q.rate:log() - q.rate)
+end)
+-- q has no mass where p has
+for _, pq in ipairs {
+  { G.Gamma, G.Beta, 'concentration' }, { G.Gamma, C.Uniform, 'concentration' },
+  { C.Exponential, G.Beta, 'rate' }, { C.Normal, G.Beta, 'loc' }, { C.Normal, G.Gamma, 'loc' },
+  { Tr.Gumbel, G.Beta, 'loc' }, { Tr.Gumbel, G.Gamma, 'loc' }, { C.Laplace, G.Beta, 'loc' }, { C.Laplace, G.Gamma, 'loc' },
+  { Cn.Poisson, Dd.Bernoulli, 'rate' }, { Cn.Poisson, Cn.Binomial, 'rate' },
+} do
+  M.register_kl(pq[1], pq[2], function(p) return inf_like(p[pq[3]]) end)
+end
+
+---------------------------------------------------------------------------------------- Pareto, ContinuousBernoulli
+M.register_kl(Mo.Pareto, Mo.Pareto, function(p, q)
+  local scale_ratio = p.scale / q.scale
+  local alpha_ratio = q.alpha / p.alpha
+  local result = q.alpha * scale_ratio:log() - alpha_ratio:log() + alpha_ratio - 1
+  return put(result, p.scale:lt(q.scale), math.huge)
+end)
+M.register_kl(Mo.ContinuousBernoulli, Mo.ContinuousBernoulli, function(p, q)
+  local t1 = p.mean * (p.logits - q.logits)
+  local t2 = p:_cont_bern_log_norm() + torch.log1p(-p.probs)
+  local t3 = -q:_cont_bern_log_norm() - torch.log1p(-q.probs)
+  return t1 + t2 + t3
+end)
+M.register_kl(G.Beta, Mo.ContinuousBernoulli, function(p, q)
+  return -p:entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q:_cont_bern_log_norm()
+end)
+M.register_kl(Mo.ContinuousBernoulli, C.Exponential, function(p, q)
+  return -p:entropy() - torch.log(q.rate) + q.rate * p.mean
+end)
+M.register_kl(Mo.ContinuousBernoulli, C.Normal, function(p, q)
+  local t1 = -p:entropy()
+  local t2 = 0.5 * (math.log(2.0 * math.pi) + torch.square(q.loc / q.scale)) + torch.log(q.scale)
+  local t3 = (p.variance + torch.square(p.mean) - 2.0 * q.loc * p.mean) / (2.0 * torch.square(q.scale))
+  return t1 + t2 + t3
+end)
+M.register_kl(Mo.ContinuousBernoulli, C.Uniform, function(p, q)
+  local result = -p:entropy() + (q.high - q.low):log()
+  return torch.where(torch.ge(q.low, 0):logical_or(torch.le(q.high, 1)), torch.ones_like(result) * math.huge, result)
+end)
+M.register_kl(C.Uniform, Mo.ContinuousBernoulli, function(p, q)
+  local result = -p:entropy() - p.mean * q.logits - torch.log1p(-q.probs) - q:_cont_bern_log_norm()
+  return torch.where(torch.ge(p.high, 1):logical_or(torch.le(p.low, 0)), torch.ones_like(result) * math.huge, result)
+end)
+M.register_kl(Mo.Pareto, C.Exponential, function(p, q)
+  local scale_rate_prod = p.scale * q.rate
+  local t1 = (p.alpha / scale_rate_prod):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+  return put(t1 - t2 + t3 - 1, p.alpha:le(1), math.huge)
+end)
+M.register_kl(Mo.Pareto, G.Gamma, function(p, q)
+  local common = p.scale:log() + p.alpha:reciprocal()
+  local t1 = p.alpha:log() - common
+  local t2 = q.concentration:lgamma() - q.concentration * q.rate:log()
+  local t3 = (1 - q.concentration) * common
+  local t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+  return put(t1 + t2 + t3 + t4 - 1, p.alpha:le(1), math.huge)
+end)
+M.register_kl(Mo.Pareto, C.Normal, function(p, q)
+  local var_normal = 2 * q.scale:pow(2)
+  local common = p.scale / (p.alpha - 1)
+  local t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale):log()
+  local t2 = p.alpha:reciprocal()
+  local t3 = p.alpha * common:pow(2) / (p.alpha - 2)
+  local t4 = (p.alpha * common - q.loc):pow(2)
+  return put(t1 - t2 + (t3 + t4) / var_normal - 1, p.alpha:le(2), math.huge)
+end)
+M.register_kl(C.Uniform, Mo.Pareto, function(p, q)
+  local support = p.high - p.low
+  local t1 = (q.alpha * q.scale:pow(q.alpha) * support):log()
+  local t2 = (x_log_x(p.high) - x_log_x(p.low) - support) / support
+  return put(t2 * (q.alpha + 1) - t1, p.low:lt(q.scale), math.huge)
+end)
+for _, pq in ipairs {
+  { G.Beta, Mo.Pareto, 'concentration1' }, { Mo.ContinuousBernoulli, Mo.Pareto, 'probs' },
+  { C.Exponential, Mo.ContinuousBernoulli, 'rate' }, { C.Exponential, Mo.Pareto, 'rate' },
+  { G.Gamma, Mo.ContinuousBernoulli, 'concentration' }, { G.Gamma, Mo.Pareto, 'concentration' },
+  { Tr.Gumbel, Mo.ContinuousBernoulli, 'loc' }, { Tr.Gumbel, Mo.Pareto, 'loc' },
+  { C.Laplace, Mo.ContinuousBernoulli, 'loc' }, { C.Laplace, Mo.Pareto, 'loc' },
+  { C.Normal, Mo.ContinuousBernoulli, 'loc' }, { C.Normal, Mo.Pareto, 'loc' },
+  { Mo.Pareto, G.Beta, 'scale' }, { Mo.Pareto, Mo.ContinuousBernoulli, 'scale' }, { Mo.Pareto, C.Uniform, 'scale' },
+} do
+  M.register_kl(pq[1], pq[2], function(p) return inf_like(p[pq[3]]) end)
+end
 
 return M

@@ -15,6 +15,13 @@ local is_tensor = torch.is_tensor
 local Distribution = D.Distribution
 local EULER_GAMMA = 0.57721566490153286060
 
+-- t summed over its rightmost n dimensions
+local function sum_rightmost(t, n)
+  if n <= 0 or not is_tensor(t) then return t end
+  for _ = 1, n do t = t:sum(-1) end
+  return t
+end
+
 local M = {}
 
 local TD = class.class('torch.distributions.TransformedDistribution', Distribution)
@@ -58,16 +65,19 @@ function TD:sample(...)
 end
 function TD:rsample(...) return through(self, self.base_dist:rsample(...)) end
 
+-- the change of variables; the (elementwise) jacobians summed over the event's dimensions, as
+-- PyTorch's (a base with an event shape: RelaxedOneHotCategorical, a MultivariateNormal)
 function TD:log_prob(y)
   y = self:_value(y, 'log_prob')
   local lp = 0
+  local nev = #self._event_shape
   for i = #self.transforms, 1, -1 do
     local t = self.transforms[i]
     local x = t.inv(y)
-    lp = lp - t:log_abs_det_jacobian(x, y)
+    lp = lp - sum_rightmost(t:log_abs_det_jacobian(x, y), nev)
     y = x
   end
-  return self.base_dist:log_prob(y) + lp
+  return sum_rightmost(self.base_dist:log_prob(y), nev - #self.base_dist._event_shape) + lp
 end
 
 -- monotone transforms map the base's cdf; a decreasing one flips it (sign: a number, or a tensor

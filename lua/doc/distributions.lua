@@ -53,7 +53,7 @@ doc { 'torch.distributions.Independent(base_distribution, reinterpreted_batch_nd
 
 doc.section 'KL divergence'
 doc { 'torch.distributions.kl_divergence(p, q) -> Tensor',
-  does = 'KL(p || q) of the batch shape, by the closed form registered for the pair of classes (the most specific pair: a subclass uses its parent\'s unless one of its own is registered). Pairs: Normal, Uniform, Exponential, Laplace, Bernoulli, Categorical, OneHotCategorical, Independent (each with its own kind). Another pair is an error naming both.',
+  does = 'KL(p || q) of the batch shape, by the closed form registered for the pair of classes (the most specific pair: a subclass uses its parent\'s unless one of its own is registered). Pairs: Normal, Uniform, Exponential, Laplace, Bernoulli, Categorical, OneHotCategorical, Independent, Gamma, Beta, Dirichlet, Poisson, Binomial, Pareto, ContinuousBernoulli (each with its own kind), and PyTorch\'s pairs across kinds among Exponential, Gamma, Beta, Normal, Uniform, Gumbel, Laplace, Bernoulli, Poisson, Binomial, Pareto, ContinuousBernoulli. Another pair is an error naming both.',
   ex = 'local D = torch.distributions\nprint(D.kl_divergence(D.Normal(0, 1), D.Normal(1, 1)))  --> tensor(0.5000)' }
 doc { 'torch.distributions.register_kl(type_p, type_q, fn) -> fn',
   does = 'Registers fn(p, q) as KL(p || q) for instances of the two classes (subclasses of Distribution); without fn, returns a function that registers its argument (PyTorch\'s decorator form).',
@@ -107,6 +107,73 @@ doc { 'torch.distributions.MultivariateNormal(loc, covariance_matrix, precision_
   unchecked_args = true,
   does = 'The normal distribution of vectors (event_shape {n}): give exactly one of covariance_matrix, precision_matrix, scale_tril (positional, or as options: MultivariateNormal(mu, {scale_tril = L})), broadcast with loc\'s batch dimensions; the others are computed on first read from the lower Cholesky factor. rsample is loc + L eps; log_prob solves with L (torch.linalg.solve_triangular).',
   ex = 'local d = torch.distributions.MultivariateNormal(torch.zeros(2), torch.eye(2))\nprint(d:log_prob(torch.zeros(2)), d.event_shape)  --> tensor(-1.8379) torch.Size([2])' }
+
+doc.section 'The Gamma family and counts'
+doc { 'torch.distributions.Gamma(concentration, rate, {validate_args=})',
+  does = 'The Gamma distribution (density rate^a x^(a-1) e^(-rate x) / Γ(a), a the concentration). rsample is torch._standard_gamma(concentration) / rate: PyTorch\'s draws after the same seed, differentiable in both parameters (the implicit reparameterization gradient).',
+  ex = 'local d = torch.distributions.Gamma(2, 0.5)\nprint(d.mean, d.variance, d:log_prob(torch.tensor(1.0)))  --> tensor(4.) tensor(8.) tensor(-1.8863)' }
+doc { 'torch.distributions.Chi2(df, {validate_args=})',
+  does = 'The chi-squared distribution of df degrees of freedom: Gamma(df / 2, 1 / 2), with d.df.',
+  ex = 'local d = torch.distributions.Chi2(3)\nprint(d.df, d.mean, d:entropy())  --> tensor(3.) tensor(3.) tensor(2.0541)' }
+doc { 'torch.distributions.Beta(concentration1, concentration0, {validate_args=})',
+  does = 'The Beta distribution on [0, 1] (a Dirichlet of (x, 1 - x), as PyTorch\'s: its draws, its messages); rsample differentiable in both concentrations.',
+  ex = 'local d = torch.distributions.Beta(2, 3)\nprint(d.mean, d:log_prob(torch.tensor(0.5)))  --> tensor(0.4000) tensor(0.4055)' }
+doc { 'torch.distributions.Dirichlet(concentration, {validate_args=})',
+  does = 'Vectors on the simplex, K the last dimension of concentration (event_shape {K}). rsample is torch._sample_dirichlet (PyTorch\'s draws after the same seed) with PyTorch\'s reparameterized gradient (grad_fn _DirichletBackward, torch._dirichlet_grad).',
+  ex = 'local d = torch.distributions.Dirichlet(torch.tensor({1.0, 2.0, 1.0}))\nprint(d.mean, d:log_prob(torch.tensor({0.25, 0.5, 0.25})))  --> tensor([0.2500, 0.5000, 0.2500]) tensor(1.0986)' }
+doc { 'torch.distributions.StudentT(df, loc, scale, {validate_args=})',
+  does = 'Student\'s t of df degrees of freedom, loc 0 and scale 1 unless given; rsample draws normals then a Chi2 as PyTorch\'s (mean NaN for df <= 1, variance inf for 1 < df <= 2).',
+  ex = 'local d = torch.distributions.StudentT(3)\nprint(d.variance, d:log_prob(torch.tensor(0.0)))  --> tensor(3.) tensor(-1.0009)' }
+doc { 'torch.distributions.Poisson(rate, {validate_args=})',
+  does = 'Poisson counts of the given rate (as floats of rate\'s dtype); sample is torch.poisson, PyTorch\'s draws after the same seed.',
+  ex = 'local d = torch.distributions.Poisson(4)\nprint(d:log_prob(torch.tensor(2.0)), d.mode)  --> tensor(-1.9206) tensor(4.)' }
+doc { 'torch.distributions.Binomial(total_count, probs, logits, {validate_args=})',
+  does = 'The number of successes in total_count trials (1 unless given; tensor or number) of probability probs, or logits ({total_count=, logits=}), not both; sample is torch.binomial (PyTorch\'s draws); enumerate_support and entropy need one total_count for the whole batch.',
+  ex = 'local d = torch.distributions.Binomial(10, 0.25)\nprint(d.mean, d:log_prob(torch.tensor(3.0)))  --> tensor(2.5000) tensor(-1.3852)' }
+doc { 'torch.distributions.Multinomial(total_count, probs, logits, {validate_args=})',
+  does = 'Vectors of K counts summing to total_count (a whole number), K the last dimension of probs or logits: Categorical draws counted (PyTorch\'s after the same seed).',
+  ex = 'local d = torch.distributions.Multinomial(4, torch.tensor({0.5, 0.5}))\nprint(d:log_prob(torch.tensor({2.0, 2.0})), d.mean)  --> tensor(-0.9808) tensor([2., 2.])' }
+doc { 'torch.distributions.NegativeBinomial(total_count, probs, logits, {validate_args=})',
+  does = 'The number of successes before total_count failures of trials of probability probs (or logits); sample draws a Gamma rate then a Poisson count, as PyTorch\'s.',
+  ex = 'local d = torch.distributions.NegativeBinomial(3, 0.5)\nprint(d.mean, d:log_prob(torch.tensor(2.0)))  --> tensor(3.) tensor(-1.6740)' }
+doc { 'torch.distributions.Pareto(scale, alpha, {validate_args=})',
+  does = 'The Pareto distribution: scale · exp(X), X ~ Exponential(alpha) (a TransformedDistribution); support x >= scale.',
+  ex = 'local d = torch.distributions.Pareto(1, 3)\nprint(d.mean, d:log_prob(torch.tensor(2.0)))  --> tensor(1.5000) tensor(-1.6740)' }
+doc { 'torch.distributions.Weibull(scale, concentration, {validate_args=})',
+  does = 'The Weibull distribution: scale · X^(1/concentration), X ~ Exponential(1).',
+  ex = 'local d = torch.distributions.Weibull(1, 2)\nprint(d.mean, d:log_prob(torch.tensor(1.0)))  --> tensor(0.8862) tensor(-0.3069)' }
+doc { 'torch.distributions.Kumaraswamy(concentration1, concentration0, {validate_args=})',
+  does = 'The Kumaraswamy distribution on [0, 1]: (1 - U^(1/concentration0))^(1/concentration1), U uniform; rsample differentiable.',
+  ex = 'local d = torch.distributions.Kumaraswamy(2, 3)\nprint(d.mean, d:log_prob(torch.tensor(0.5)))  --> tensor(0.4571) tensor(0.5232)' }
+doc { 'torch.distributions.FisherSnedecor(df1, df2, {validate_args=})',
+  does = 'The F distribution: (X1 / df1) / (X2 / df2) of Chi2 draws (two Gamma rsamples, differentiable).',
+  ex = 'local d = torch.distributions.FisherSnedecor(4, 6)\nprint(d.mean, d:log_prob(torch.tensor(1.0)))  --> tensor(1.5000) tensor(-0.8802)' }
+doc { 'torch.distributions.ContinuousBernoulli(probs, logits, lims, {validate_args=})',
+  does = 'The continuous Bernoulli distribution on [0, 1] (density proportional to p^x (1 - p)^(1 - x)); probs or logits, not both; lims (default {0.499, 0.501}) where Taylor expansions stand in near 1/2. rsample is icdf of a uniform draw; cdf, icdf.',
+  ex = 'local d = torch.distributions.ContinuousBernoulli(0.3)\nprint(d.mean, d:log_prob(torch.tensor(0.5)))  --> tensor(0.4302) tensor(-0.0297)' }
+doc { 'torch.distributions.VonMises(loc, concentration, {validate_args=})',
+  does = 'The von Mises (circular normal) distribution on [-pi, pi): sample is PyTorch\'s rejection sampler, the same draws after a seed; no rsample.',
+  ex = 'local d = torch.distributions.VonMises(0, 2)\nprint(d.mean, d:log_prob(torch.tensor(0.0)))  --> tensor(0.) tensor(-0.6619)' }
+doc { 'torch.distributions.LogitRelaxedBernoulli(temperature, probs, logits, {validate_args=})',
+  pt = 'torch.distributions.relaxed_bernoulli.LogitRelaxedBernoulli',
+  does = 'The logit of a RelaxedBernoulli draw (temperature a tensor; a number is made one).',
+  ex = 'local d = torch.distributions.LogitRelaxedBernoulli(torch.tensor(0.5), 0.3)\nprint(d:log_prob(torch.tensor(0.5)))  --> tensor(-2.3665)' }
+doc { 'torch.distributions.RelaxedBernoulli(temperature, probs, logits, {validate_args=})',
+  does = 'The relaxed (concrete) Bernoulli on (0, 1): sigmoid of a LogitRelaxedBernoulli; rsample differentiable.',
+  ex = 'local d = torch.distributions.RelaxedBernoulli(torch.tensor(0.5), 0.3)\nprint(d:log_prob(torch.tensor(0.5)))  --> tensor(-0.8675)' }
+doc { 'torch.distributions.ExpRelaxedCategorical(temperature, probs, logits, {validate_args=})',
+  pt = 'torch.distributions.relaxed_categorical.ExpRelaxedCategorical',
+  does = 'The log of a RelaxedOneHotCategorical draw (event_shape {K}).',
+  ex = 'local d = torch.distributions.ExpRelaxedCategorical(torch.tensor(1.0), torch.tensor({0.5, 0.5}))\nprint(d:log_prob(torch.tensor({-0.5, -1.0})))  --> tensor(-1.4482)' }
+doc { 'torch.distributions.RelaxedOneHotCategorical(temperature, probs, logits, {validate_args=})',
+  does = 'The Gumbel-softmax distribution on the simplex (event_shape {K}): exp of an ExpRelaxedCategorical; rsample differentiable.',
+  ex = 'local d = torch.distributions.RelaxedOneHotCategorical(torch.tensor(1.0), torch.tensor({0.5, 0.5}))\nprint(d:log_prob(torch.tensor({0.5, 0.5})))  --> tensor(0.)' }
+doc { 'torch.distributions.MixtureSameFamily(mixture_distribution, component_distribution, {validate_args=})',
+  does = 'A mixture: a Categorical over the components, which are the component distribution\'s rightmost batch dimension; log_prob, cdf, mean, variance and sample (PyTorch\'s draws) as PyTorch\'s.',
+  ex = 'local D = torch.distributions\nlocal d = D.MixtureSameFamily(D.Categorical(torch.tensor({0.5, 0.5})), D.Normal(torch.tensor({-1.0, 1.0}), 1.0))\nprint(d.mean, d.variance)  --> tensor(0.) tensor(2.)' }
+doc { 'torch.distributions.constraints.multinomial(upper_bound) -> Constraint',
+  does = 'Vectors of non-negative counts summing to at most upper_bound (Multinomial\'s support; prints Multinomial()).',
+  ex = 'print(torch.distributions.constraints.multinomial(3):check(torch.tensor({1.0, 2.0})))  --> tensor(True)' }
 
 doc.section 'Transforms'
 doc { 'torch.distributions.transforms.Transform()', 'torch.distributions.transforms.Transform:log_abs_det_jacobian(x, y) -> Tensor',

@@ -242,7 +242,7 @@ doc.op { 'std', 'torch.std(input, dim, unbiased, keepdim, {dim=, unbiased=, corr
   ex = 'print(torch.tensor({2, 4, 4, 4, 5, 5, 7, 9}):std({correction = 0}))  --> tensor(2.)' }
 doc.op { 'norm', 'torch.norm(input, p, dim, keepdim, {p=, dim=, keepdim=, dtype=, out=}) -> Tensor',
   'Tensor:norm(p, dim, keepdim, {p=, dim=, keepdim=, dtype=}) -> Tensor',
-  does = 'The p-norm (2 by default; math.huge for the max norm, \'fro\' for Frobenius).' .. RED,
+  does = 'The p-norm (2 by default; math.huge for the max norm, \'fro\' for Frobenius; \'nuc\' the nuclear norm of a 2-D input or over two dims, linalg.matrix_norm\'s).' .. RED,
   ex = 'print(torch.tensor({3, 4}):norm(), torch.tensor({3, -4}):norm(1))  --> tensor(5.) tensor(7.)' }
 doc.op { 'logsumexp', 'torch.logsumexp(input, dim, keepdim, {dim=, keepdim=, out=}) -> Tensor',
   'Tensor:logsumexp(dim, keepdim) -> Tensor',
@@ -541,6 +541,24 @@ doc.op { 'multinomial', 'torch.multinomial(input, num_samples, replacement, {rep
   'Tensor:multinomial(num_samples, replacement) -> Tensor',
   does = 'num_samples 1-based category indices per row, drawn with the row\'s (unnormalized) weights, without replacement unless asked.' .. GEN,
   ex = 'print(torch.multinomial(torch.tensor({0, 0, 1}), 2, true))  --> tensor([3, 3])' }
+doc.op { '_standard_gamma', 'torch._standard_gamma(alpha, {generator=}) -> Tensor',
+  does = 'Gamma(alpha, 1) draws, one per element of alpha (float32 or float64), by Marsaglia and Tsang\'s method as PyTorch\'s CPU sampler: the same numbers after the same seed. Differentiable in alpha with the reparameterized gradient (StandardGammaBackward0: torch._standard_gamma_grad). What distributions.Gamma samples with.' .. GEN,
+  ex = 'print(torch._standard_gamma(torch.full({1000}, 2.0, {dtype=torch.float64})):mean():item() > 1.8)  --> true' }
+doc.op { '_sample_dirichlet', 'torch._sample_dirichlet(alpha, {generator=}) -> Tensor',
+  does = 'Dirichlet draws along the last dimension of alpha: Gamma draws in float64 divided by their sum, as PyTorch\'s CPU sampler (the same numbers after the same seed); not differentiable (distributions.Dirichlet\'s rsample adds the gradient).' .. GEN,
+  ex = 'print(torch._sample_dirichlet(torch.ones(3)):sum():item() > 0.999)  --> true' }
+doc.op { 'poisson', 'torch.poisson(rates, {generator=}) -> Tensor',
+  does = 'Poisson counts (in rates\' float dtype), one per rate, as PyTorch\'s CPU sampler (products of uniforms below rate 10, Hormann\'s transformed rejection above): the same numbers after the same seed. A negative rate is an error; the gradient is zero (PoissonBackward0).' .. GEN,
+  ex = 'print(torch.poisson(torch.zeros(2)))  --> tensor([0., 0.])' }
+doc.op { 'binomial', 'torch.binomial(count, prob, {generator=}) -> Tensor',
+  does = 'Binomial counts for count trials of probability prob (broadcast, one float dtype), as PyTorch\'s CPU sampler (BTRS when count * prob >= 10, else inversion): the same numbers after the same seed. Not differentiable.' .. GEN,
+  ex = 'print(torch.binomial(torch.tensor({3.0, 5.0}), torch.tensor({1.0, 0.0})))  --> tensor([3., 0.])' }
+doc.op { '_standard_gamma_grad', 'torch._standard_gamma_grad(alpha, x) -> Tensor',
+  does = 'd x / d alpha for x drawn from Gamma(alpha, 1) (the implicit reparameterization gradient, PyTorch\'s approximations: a series for small x, a saddle point for large alpha, a rational fit between).',
+  ex = 'print(torch._standard_gamma_grad(torch.tensor({1.0}), torch.tensor({1.0})):item() > 0)  --> true' }
+doc.op { '_dirichlet_grad', 'torch._dirichlet_grad(x, alpha, total) -> Tensor',
+  does = 'PyTorch\'s reparameterized Dirichlet gradient factor: -(d/dalpha of the Beta(alpha, total - alpha) cdf at x) / density / (1 - x), what distributions.Dirichlet\'s and Beta\'s rsample backward use.',
+  ex = 'print(torch._dirichlet_grad(torch.tensor({0.5}), torch.tensor({1.0}), torch.tensor({2.0})):item() > 0)  --> true' }
 
 doc.section 'Fused nn ops'
 doc.op { 'convolution', 'torch.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups) -> Tensor',

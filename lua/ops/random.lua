@@ -471,6 +471,54 @@ function M.normal(mean, std, size, opts)
   return out:mul_(std):add_(mean)
 end
 
+------------------------------------------------------------------------------ torch.distributions' samplers
+-- PyTorch 1.13's draws after the same seed (core/tensor/samplers.c); float32 and float64. The generator
+-- is given as {generator=g} or as g itself (PyTorch's positional generator).
+local function sampler_gen(opts, op)
+  if is_generator(opts) then return opts._g end
+  return gen_of(opts, op)
+end
+-- torch._standard_gamma(alpha [, {generator=}]): Gamma(alpha, 1) draws (differentiable in alpha)
+function M._standard_gamma(alpha, opts)
+  check_tensor(alpha, '_standard_gamma')
+  if C.mt_standard_gamma(alpha, sampler_gen(opts, '_standard_gamma'), outp) ~= 0 then raise_last() end
+  return take()
+end
+-- torch._sample_dirichlet(alpha [, {generator=}]): Dirichlet draws along the last dimension
+function M._sample_dirichlet(alpha, opts)
+  check_tensor(alpha, '_sample_dirichlet')
+  if C.mt_sample_dirichlet(alpha, sampler_gen(opts, '_sample_dirichlet'), outp) ~= 0 then raise_last() end
+  return take()
+end
+-- torch.poisson(rates [, {generator=}]): Poisson counts (as floats, of rates' dtype)
+function M.poisson(rates, opts)
+  check_tensor(rates, 'poisson')
+  if C.mt_poisson(rates, sampler_gen(opts, 'poisson'), outp) ~= 0 then raise_last() end
+  return take()
+end
+-- torch.binomial(count, prob [, {generator=}]): Binomial counts (count and prob broadcast, one dtype)
+function M.binomial(count, prob, opts)
+  check_tensor(count, 'binomial')
+  check_tensor(prob, 'binomial')
+  if C.mt_binomial(count, prob, sampler_gen(opts, 'binomial'), outp) ~= 0 then raise_last() end
+  return take()
+end
+-- torch._standard_gamma_grad(alpha, x): d x / d alpha for x ~ Gamma(alpha, 1)
+function M._standard_gamma_grad(alpha, x)
+  check_tensor(alpha, '_standard_gamma_grad')
+  check_tensor(x, '_standard_gamma_grad')
+  if C.mt_standard_gamma_grad(alpha, x, outp) ~= 0 then raise_last() end
+  return take()
+end
+-- torch._dirichlet_grad(x, alpha, total): PyTorch's reparameterized Beta/Dirichlet gradient factor
+function M._dirichlet_grad(x, alpha, total)
+  check_tensor(x, '_dirichlet_grad')
+  check_tensor(alpha, '_dirichlet_grad')
+  check_tensor(total, '_dirichlet_grad')
+  if C.mt_dirichlet_grad(x, alpha, total, outp) ~= 0 then raise_last() end
+  return take()
+end
+
 function M.install(t)
   torch = t
   for k, v in pairs(M) do
