@@ -137,10 +137,10 @@ doc { 'nn.parallel.DistributedDataParallel(module, {broadcast_buffers=true, proc
 doc { 'nn.parallel.DistributedDataParallel:no_sync(fn, ...) -> fn\'s results',
   does = "fn(...) with gradient synchronisation off (PyTorch's `with ddp.no_sync():`): gradients accumulate locally; the next synchronised backward averages the sums.",
   ex = INIT .. "if dist.is_available() then\n  local ddp = nn.parallel.DistributedDataParallel(nn.Linear(3, 2))\n  print(ddp:no_sync(function() ddp(torch.ones(1, 3)):sum():backward() return 'local' end))\nend" }
-doc { 'nn.parallel.DistributedDataParallel:comm_stats() -> {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=}',
+doc { 'nn.parallel.DistributedDataParallel:comm_stats() -> {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=, shared_gradients=}',
   'nn.parallel.DistributedDataParallel:reset_comm_stats()', 'nn.parallel.DistributedDataParallel:bucket_names() -> {{name, ...}, ...}',
   pt = false,
-  does = "Per synchronised step, the mean time of the all-reduces and the part of it backward did not hide (the wait after the last bucket started); the buckets' parameter names.",
+  does = "Per synchronised step, the mean time of the all-reduces and the part of it backward did not hide (the wait after the last bucket started); shared_gradients: the gradients live in memory the ranks share and are averaged there (every rank on this node); the buckets' parameter names.",
   ex = INIT .. "if dist.is_available() then\n  local ddp = nn.parallel.DistributedDataParallel(nn.Linear(3, 2))\n  ddp(torch.ones(1, 3)):sum():backward()\n  print(ddp:comm_stats().steps, #ddp:bucket_names())\nend" }
 doc { 'nn.parallel.DistributedDataParallel:will_sync_module_buffers() -> boolean',
   does = "Whether the next forward copies rank 0's buffers to every rank (broadcast_buffers, after a synchronised forward).",
