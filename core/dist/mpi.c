@@ -1791,7 +1791,8 @@ mt_status mt_dist_arena_new(mt_dist_group *g, int64_t bytes, double timeout_s, m
   *out = NULL;
   MT_TRY(check_group("shared_arena", g));
   if (bytes < 0) return fail(MT_EINVAL, "distributed.shared_arena: %lld bytes", (long long)bytes);
-  if (g->size < 2 || !g->shm) return MT_OK; /* (the same answer on every member) */
+  /* (the same answer on every member; arena_all_reduce names at most 64 members' spans) */
+  if (g->size < 2 || g->size > 64 || !g->shm) return MT_OK;
   mt_dist_work t = {.count = bytes}, *w;
   MT_TRY(submit(K_ARENA, g, &t, &w));
   mt_status st = mt_dist_work_wait(w, timeout_s);
