@@ -1011,6 +1011,16 @@ function M.scatter_object_list(scatter_object_output_list, scatter_object_input_
   scatter_object_output_list[1] = all[pg._rank + 1]
 end
 
+------------------------------------------------------------------------------ submodules
+-- torch.distributed.optim (ZeroRedundancyOptimizer), loaded on first use (it needs this module)
+setmetatable(M, { __index = function(t, k)
+  if k == 'optim' then
+    local o = require 'moontorch.distributed.optim'
+    rawset(t, 'optim', o)
+    return o
+  end
+end })
+
 ------------------------------------------------------------------------------ for DDP and the launcher
 M._internal = {
   args = args, seconds = seconds, group_of = group_of, default_group = default_group, backend_for = backend_for,

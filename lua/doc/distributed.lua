@@ -146,6 +146,14 @@ doc { 'nn.parallel.DistributedDataParallel:will_sync_module_buffers() -> boolean
   does = "Whether the next forward copies rank 0's buffers to every rank (broadcast_buffers, after a synchronised forward).",
   ex = INIT .. "if dist.is_available() then print(nn.parallel.DistributedDataParallel(nn.BatchNorm1d(2)):will_sync_module_buffers()) end" }
 
+doc.section 'Optimizers'
+doc { 'torch.distributed.optim.ZeroRedundancyOptimizer(params, {optimizer_class=, process_group=, parameters_as_bucket_view=false, <the optimizer\'s options>}) -> ZeroRedundancyOptimizer',
+  'torch.distributed.optim.ZeroRedundancyOptimizer(params, optimizer_class, {options})',
+  'torch.distributed.optim.ZeroRedundancyOptimizer:step([closure])', 'torch.distributed.optim.ZeroRedundancyOptimizer:consolidate_state_dict([to=0])',
+  'torch.distributed.optim.ZeroRedundancyOptimizer:state_dict() -> table', 'torch.distributed.optim.ZeroRedundancyOptimizer:load_state_dict(state_dict)',
+  does = "PyTorch 1.13's ZeRO stage 1: the parameters are shared out over the ranks (group after group, largest first, each to the rank with the fewest elements so far); each rank keeps the optimizer state of its share only (`.optim`, an optimizer_class over it), step() steps that share and broadcasts every parameter from the rank that owns it. zero_grad and param_groups are the whole model's (a scheduler's lr reaches the local optimizer). state_dict() answers on the rank that consolidate_state_dict(to) (called on every rank) sent the states to, in a plain optimizer's layout; load_state_dict takes such a dict on every rank. overlap_with_ddp is not supported.",
+  ex = INIT .. "if dist.is_available() then\n  local net = nn.Linear(3, 2)\n  local zero = dist.optim.ZeroRedundancyOptimizer(net:parameters(), {optimizer_class = optim.Adam, lr = 0.1})\n  net(torch.ones(1, 3)):sum():backward()\n  zero:step()\n  print(#zero.optim.param_groups[1].params)\nend" }
+
 doc { 'torch.utils.data.distributed.DistributedSampler(dataset, {num_replicas=, rank=, shuffle=true, seed=0, drop_last=false}) -> DistributedSampler',
   'torch.utils.data.distributed.DistributedSampler:set_epoch(epoch)',
   does = "This rank's share of a dataset (num_replicas and rank from the default group when not given): every rank draws the same permutation from seed + epoch (PyTorch's numbers), padded to a multiple of the ranks by repeating its start (drop_last: cut), and takes every num_replicas-th index from its rank. Indices from 1.",
