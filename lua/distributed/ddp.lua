@@ -640,15 +640,7 @@ function DDP:__init(module, ...)
         'parameters {cpu}.'):format(describe(ids), describe(a.output_device)))
     end
   end
-  local pg = a.process_group
-  if pg == nil then
-    if not dist.is_initialized() then
-      fail(OP, 'Default process group has not been initialized, please make sure to call init_process_group.')
-    end
-    pg = dist.group.WORLD
-  end
-  if getmetatable(pg) ~= dist.ProcessGroup then fail(OP, ('process_group must be a ProcessGroup, got %s'):format(describe(pg))) end
-  if pg:rank() < 0 then fail(OP, 'this process is not a member of process_group') end
+  local pg = I.member_group(OP, a.process_group)
   self.module = module
   self.process_group = pg
   self.dim = a.dim or 1

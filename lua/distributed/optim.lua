@@ -59,13 +59,7 @@ function Zero:__init(params, a, b)
   if opts.overlap_with_ddp then
     fail(OP, 'overlap_with_ddp = true is not supported by moontorch (DDP communication hooks are not there yet)')
   end
-  local pg = opts.process_group
-  if pg == nil then
-    if not dist.is_initialized() then
-      fail(OP, 'Default process group has not been initialized, please make sure to call init_process_group.')
-    end
-    pg = dist.group.WORLD
-  end
+  local pg = dist._internal.member_group(OP, opts.process_group)
   local defaults = {}
   for k, v in pairs(opts) do
     if not own_options[k] then defaults[k] = v end
