@@ -263,31 +263,49 @@ mt_status mt_linalg_lu_factor(mt_tensor *A, mt_tensor **LU, mt_tensor **pivots, 
   return lp_give(r[0], in.dtype, LU);
 }
 
-mt_status mt_linalg_lu_solve(mt_tensor *LU, mt_tensor *pivots, mt_tensor *B, int adjoint, mt_tensor **X) {
-  const char *op = "linalg.lu_solve";
+/* a factorization F (..., n, n: getrf's LU, sytrf's LD, named `what`), its int32 pivots (..., n) and right-hand
+ * sides B (..., n, k) of F's batch shape, checked: F and B as lp_inputs of one working dtype, the pivots contiguous
+ * in *p (the caller releases a->a, b->a and *p; on an error nothing is left) */
+static mt_status lp_factored(const char *op, const char *what, mt_tensor *F, mt_tensor *pivots, mt_tensor *B, lp_in *a,
+                             lp_in *b, mt_tensor **p) {
+  *p = NULL;
   MT_TRY(mt_check_tensor(pivots, op, "pivots"));
   if (pivots->_dtype != MT_INT32)
     return mt_error(MT_EDTYPE, "%s: pivots must be int32, got %s", op, mt_dtype_name(pivots->_dtype));
-  int dt = lp_common(LU, B);
-  lp_in a, b;
-  MT_TRY(lp_input(op, "LU", LU, 1, dt, &a));
-  mt_status s = lp_input(op, "B", B, 0, dt, &b);
-  if (!s && (a.nd != b.nd || memcmp(a.batch, b.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0))
-    s = mt_error(MT_ESHAPE, "%s: LU %s and B %s must have one batch shape (broadcast them first)", op, MT_SHAPE(LU),
-                 MT_SHAPE(B));
-  if (!s && (pivots->_ndim != a.nd - 1 || memcmp(pivots->_sizes, a.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0 ||
-             pivots->_sizes[a.nd - 2] != a.n))
-    s = mt_error(MT_ESHAPE, "%s: pivots %s must have LU's batch shape and LU.size(-1) = %lld entries", op,
-                 MT_SHAPE(pivots), (long long)a.n);
-  if (!s && b.m != a.n)
+  if (pivots->_device_type != MT_CPU)
+    return mt_error(MT_EDEVICE, "%s: runs on the CPU (LAPACK); pivots are on %s", op, mt_device_str(mt_device_of(pivots)));
+  int dt = lp_common(F, B);
+  MT_TRY(lp_input(op, what, F, 1, dt, a));
+  mt_status s = lp_input(op, "B", B, 0, dt, b);
+  if (!s && (a->nd != b->nd || memcmp(a->batch, b->batch, (size_t)(a->nd - 2) * sizeof(int64_t)) != 0))
+    s = mt_error(MT_ESHAPE, "%s: %s %s and B %s must have one batch shape (broadcast them first)", op, what,
+                 MT_SHAPE(F), MT_SHAPE(B));
+  if (!s && (pivots->_ndim != a->nd - 1 ||
+             memcmp(pivots->_sizes, a->batch, (size_t)(a->nd - 2) * sizeof(int64_t)) != 0 ||
+             pivots->_sizes[a->nd - 2] != a->n))
+    s = mt_error(MT_ESHAPE, "%s: pivots %s must have %s's batch shape and %s.size(-1) = %lld entries", op,
+                 MT_SHAPE(pivots), what, what, (long long)a->n);
+  if (!s && b->m != a->n)
     s = mt_error(MT_ESHAPE, "%s: Incompatible shapes of A and B for the equation AX = B (%lldx%lld and %lldx%lld)", op,
-                 (long long)a.n, (long long)a.n, (long long)b.m, (long long)b.n);
-  if (!s && pivots->_device_type != MT_CPU)
-    s = mt_error(MT_EDEVICE, "%s: runs on the CPU (LAPACK); pivots are on %s", op, mt_device_str(mt_device_of(pivots)));
+                 (long long)a->n, (long long)a->n, (long long)b->m, (long long)b->n);
+  if (!s) s = mt_contiguous(pivots, p);
+  if (s) {
+    mt_tensor_release(a->a);
+    mt_tensor_release(b->a);
+  }
+  return s;
+}
+
+/* X with A X = B from getrf's LU (adjoint: A^T X = B) or sytrf's LD (ldl) */
+static mt_status lp_factored_solve(const char *op, const char *what, mt_tensor *F, mt_tensor *pivots, mt_tensor *B,
+                                   int ldl, int adjoint, mt_tensor **X) {
+  lp_in a, b;
   mt_tensor *p = NULL, *x = NULL;
-  if (!s) s = mt_contiguous(pivots, &p);
-  if (!s) s = lp_new(op, &b, b.m, b.n, LP_WORK, &x);
-  if (!s) s = mt_kernels_of(LU)->lu_solve(x, a.a, p, b.a, a.nb, a.n, b.n, adjoint);
+  MT_TRY(lp_factored(op, what, F, pivots, B, &a, &b, &p));
+  mt_status s = lp_new(op, &b, b.m, b.n, LP_WORK, &x);
+  if (!s)
+    s = ldl ? mt_kernels_of(F)->ldl_solve(x, a.a, p, b.a, a.nb, a.n, b.n)
+            : mt_kernels_of(F)->lu_solve(x, a.a, p, b.a, a.nb, a.n, b.n, adjoint);
   mt_tensor_release(a.a);
   mt_tensor_release(b.a);
   mt_tensor_release(p);
@@ -296,6 +314,10 @@ mt_status mt_linalg_lu_solve(mt_tensor *LU, mt_tensor *pivots, mt_tensor *B, int
     return s;
   }
   return mt_give(x, X);
+}
+
+mt_status mt_linalg_lu_solve(mt_tensor *LU, mt_tensor *pivots, mt_tensor *B, int adjoint, mt_tensor **X) {
+  return lp_factored_solve("linalg.lu_solve", "LU", LU, pivots, B, 0, adjoint, X);
 }
 
 mt_status mt_linalg_ldl_factor(mt_tensor *A, mt_tensor **LD, mt_tensor **pivots, mt_tensor **info) {
@@ -318,36 +340,5 @@ mt_status mt_linalg_ldl_factor(mt_tensor *A, mt_tensor **LD, mt_tensor **pivots,
 }
 
 mt_status mt_linalg_ldl_solve(mt_tensor *LD, mt_tensor *pivots, mt_tensor *B, mt_tensor **X) {
-  const char *op = "linalg.ldl_solve";
-  MT_TRY(mt_check_tensor(pivots, op, "pivots"));
-  if (pivots->_dtype != MT_INT32)
-    return mt_error(MT_EDTYPE, "%s: pivots must be int32, got %s", op, mt_dtype_name(pivots->_dtype));
-  int dt = lp_common(LD, B);
-  lp_in a, b;
-  MT_TRY(lp_input(op, "LD", LD, 1, dt, &a));
-  mt_status s = lp_input(op, "B", B, 0, dt, &b);
-  if (!s && (a.nd != b.nd || memcmp(a.batch, b.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0))
-    s = mt_error(MT_ESHAPE, "%s: LD %s and B %s must have one batch shape (broadcast them first)", op, MT_SHAPE(LD),
-                 MT_SHAPE(B));
-  if (!s && (pivots->_ndim != a.nd - 1 || memcmp(pivots->_sizes, a.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0 ||
-             pivots->_sizes[a.nd - 2] != a.n))
-    s = mt_error(MT_ESHAPE, "%s: pivots %s must have LD's batch shape and LD.size(-1) = %lld entries", op,
-                 MT_SHAPE(pivots), (long long)a.n);
-  if (!s && b.m != a.n)
-    s = mt_error(MT_ESHAPE, "%s: Incompatible matrix sizes: each A matrix is %lld by %lld but each b matrix is %lld by %lld",
-                 op, (long long)a.n, (long long)a.n, (long long)b.m, (long long)b.n);
-  if (!s && pivots->_device_type != MT_CPU)
-    s = mt_error(MT_EDEVICE, "%s: runs on the CPU (LAPACK); pivots are on %s", op, mt_device_str(mt_device_of(pivots)));
-  mt_tensor *p = NULL, *x = NULL;
-  if (!s) s = mt_contiguous(pivots, &p);
-  if (!s) s = lp_new(op, &b, b.m, b.n, LP_WORK, &x);
-  if (!s) s = mt_kernels_of(LD)->ldl_solve(x, a.a, p, b.a, a.nb, a.n, b.n);
-  mt_tensor_release(a.a);
-  mt_tensor_release(b.a);
-  mt_tensor_release(p);
-  if (s) {
-    mt_tensor_release(x);
-    return s;
-  }
-  return mt_give(x, X);
+  return lp_factored_solve("linalg.ldl_solve", "LD", LD, pivots, B, 1, 0, X);
 }
