@@ -45,6 +45,7 @@ CASES = [
     ('relaxed_bernoulli_logits', lambda dt: D.RelaxedBernoulli(P(2.0, dt), logits=P([-1.0, 0.0, 3.0], dt)), [0.3, 0.9, 0.5]),
     ('relaxed_onehot', lambda dt: D.RelaxedOneHotCategorical(P(0.7, dt), P([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]], dt)), [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]),
     ('mixture', lambda dt: D.MixtureSameFamily(D.Categorical(P([[0.3, 0.7], [0.5, 0.5], [0.9, 0.1]], dt)), D.Normal(P([[-1.0, 2.0], [0.0, 1.0], [3.0, -3.0]], dt), P([[0.5, 1.0], [1.0, 2.0], [0.3, 0.4]], dt))), [0.0, 1.5, -1.0]),
+    ('logistic_normal', lambda dt: D.LogisticNormal(P([[0.0, 1.0], [0.5, -1.0]], dt), P([[1.0, 0.5], [2.0, 1.0]], dt)), [0.2, 0.3, 0.5]),
     ('negbinomial_logits', lambda dt: D.NegativeBinomial(P([3.0, 12.0, 1.0], dt), logits=P([-1.0, 0.5, 2.0], dt)), [4.0, 10.0, 0.0]),
 ]
 
@@ -133,4 +134,22 @@ for name, p, q in KL:
     print('  %s = %s,' % (name, L(D.kl_divergence(p, q))))
 print(' },')
 print(' binomial_support = %s,' % L(D.Binomial(f([3.0, 3.0]), f([0.2, 0.5])).enumerate_support()))
+# LowRankMultivariateNormal (float64 and float32): draws, log_prob, entropy, the derived matrices, KL with MVN
+for dtn, dt in (('float32', torch.float32), ('float64', torch.float64)):
+    loc = torch.tensor([[1.0, -1.0, 0.5], [0.0, 2.0, -0.5]], dtype=dt)
+    W = torch.tensor([[1.0, 0.5], [0.2, -0.3], [0.7, 1.1]], dtype=dt)
+    Dg = torch.tensor([0.5, 1.5, 0.8], dtype=dt)
+    d = D.LowRankMultivariateNormal(loc, W, Dg)
+    torch.manual_seed(5)
+    s1 = d.sample((2,))
+    torch.manual_seed(5)
+    s2 = d.rsample((2,))
+    x = torch.tensor([[0.5, 0.5, 0.0], [1.0, -1.0, 2.0]], dtype=dt)
+    print(' lowrank_%s = { sample = %s, rsample = %s, log_prob = %s, entropy = %s, variance = %s, covariance = %s, precision = %s, scale_tril = %s }' % (
+        dtn, L(s1), L(s2), L(d.log_prob(x)), L(d.entropy()), L(d.variance), L(d.covariance_matrix[0]), L(d.precision_matrix[0]), L(d.scale_tril[0])) + ',')
+f64 = lambda v: torch.tensor(v, dtype=torch.float64)
+p = D.LowRankMultivariateNormal(f64([[1.0, -1.0, 0.5]]), f64([[1.0, 0.5], [0.2, -0.3], [0.7, 1.1]]), f64([0.5, 1.5, 0.8]))
+q = D.LowRankMultivariateNormal(f64([0.0, 2.0, -0.5]), f64([[0.3], [1.0], [-0.4]]), f64([1.0, 0.7, 2.0]))
+mv = D.MultivariateNormal(f64([0.5, 0.0, 1.0]), f64([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 1.5]]))
+print(' lowrank_kl = { lr_lr = %s, mvn_lr = %s, lr_mvn = %s }' % (L(D.kl_divergence(p, q)), L(D.kl_divergence(mv, q)), L(D.kl_divergence(p, mv))) + ',')
 print('}')
