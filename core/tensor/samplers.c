@@ -86,6 +86,13 @@ static const double DIRICHLET_C[2][3][3][4] = {
 #undef T
 #undef SFX
 
+/* (int64_t)floor(v) as x86-64 converts it (PyTorch's int64_t cast): out of range or NaN gives INT64_MIN,
+ * without the undefined behaviour of C's conversion */
+static int64_t to_i64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return INT64_MIN;
+  return (int64_t)v;
+}
+
 /* Poisson(rate) in double */
 static double poisson_one(double lambda, mt_generator *g) {
   if (lambda >= 10) {
@@ -98,7 +105,7 @@ static double poisson_one(double lambda, mt_generator *g) {
       double U = mt_cpu_draw_uniform(g) - 0.5;
       double V = mt_cpu_draw_uniform(g);
       double us = 0.5 - fabs(U);
-      int64_t k = (int64_t)floor((2 * a / us + b) * U + lambda + 0.43);
+      int64_t k = to_i64(floor((2 * a / us + b) * U + lambda + 0.43));
       if (us >= 0.07 && V <= vr) return (double)k;
       if (k < 0 || (us < 0.013 && V > us)) continue;
       if (log(V) + log(invalpha) - log(a / (us * us) + b) <= -lambda + (double)k * loglam - lgamma((double)k + 1))
