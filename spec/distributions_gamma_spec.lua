@@ -144,6 +144,32 @@ describe('torch.distributions: the Gamma family and counts', function()
     D.Beta(c1, c0):log_prob(torch.tensor({ 0.3, 0.8 }, { dtype = torch.float64 })):sum():backward()
     same(list(c1.grad), W.beta_log_prob_grad[1], 1e-12, 'beta log_prob d/dconcentration1')
     same(list(c0.grad), W.beta_log_prob_grad[2], 1e-12, 'beta log_prob d/dconcentration0')
+    -- log_prob's gradients in every parameter
+    local function lp(name, make, params, x)
+      make(unpack(params)):log_prob(torch.tensor(x, { dtype = torch.float64 })):sum():backward()
+      local want = W[name .. '_lp_grad']
+      local k = 0
+      for _, p in ipairs(params) do
+        if p.requires_grad then
+          k = k + 1
+          same(list(p.grad), want[k], 1e-11, name .. ' log_prob gradient ' .. k)
+        end
+      end
+      assert.equal(#want, k, name .. ': gradients')
+    end
+    local c = function(v) return torch.tensor(v, { dtype = torch.float64 }) end
+    lp('gamma', D.Gamma, { f({ 0.5, 2.0, 5.0 }), f({ 1.0, 0.5, 3.0 }) }, { 0.3, 1.0, 4.0 })
+    lp('chi2', D.Chi2, { f({ 0.5, 3.0, 10.0 }) }, { 0.3, 1.0, 4.0 })
+    lp('dirichlet', D.Dirichlet, { f({ { 0.5, 2.0, 1.0 }, { 3.0, 0.7, 0.2 } }) }, { { 0.2, 0.5, 0.3 }, { 0.6, 0.1, 0.3 } })
+    lp('studentt', D.StudentT, { f({ 0.5, 1.5, 5.0 }), f({ 0.0, 1.0, -2.0 }), f({ 1.0, 2.0, 0.5 }) }, { 0.3, 1.0, -4.0 })
+    lp('poisson', D.Poisson, { f({ 0.5, 4.0, 25.0 }) }, { 0.0, 3.0, 20.0 })
+    lp('binomial', D.Binomial, { c({ 10.0, 10.0, 10.0 }), f({ 0.3, 0.5, 0.95 }) }, { 3.0, 0.0, 10.0 })
+    lp('binomial_logits', function(n, l) return D.Binomial(n, nil, l) end, { c({ 5.0, 40.0, 7.0 }), f({ -1.0, 0.5, 2.0 }) }, { 1.0, 20.0, 7.0 })
+    lp('negbinomial', D.NegativeBinomial, { f({ 3.0, 5.0, 0.5 }), f({ 0.3, 0.6, 0.1 }) }, { 2.0, 0.0, 7.0 })
+    lp('multinomial', function(p) return D.Multinomial(6, p) end, { f({ { 0.2, 0.3, 0.5 }, { 0.6, 0.1, 0.3 } }) }, { { 1.0, 2.0, 3.0 }, { 2.0, 0.0, 4.0 } })
+    lp('vonmises', D.VonMises, { f({ 0.0, 1.0, -2.0 }), f({ 0.5, 3.0, 20.0 }) }, { 0.5, 2.5, -3.0 })
+    lp('kumaraswamy', D.Kumaraswamy, { f({ 1.0, 2.0, 0.5 }), f({ 0.5, 3.0, 1.5 }) }, { 0.5, 0.9, 0.1 })
+    lp('contbernoulli', D.ContinuousBernoulli, { f({ 0.2, 0.5, 0.7 }) }, { 0.5, 0.9, 0.1 })
     -- sample() records nothing; the count distributions have no rsample
     assert.is_nil(D.Gamma(a, 1.0):sample().grad_fn)
     err(function() D.Poisson(a):rsample() end, 'distributions.Poisson.rsample: Poisson has no reparameterized sampler')

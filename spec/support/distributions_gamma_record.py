@@ -104,6 +104,23 @@ grads('logistic_normal', lambda a, b: D.LogisticNormal(a, b), [f([0.0, 1.0]).req
 a, b = f([0.5, 2.0]).requires_grad_(), f([1.5, 3.0]).requires_grad_()
 D.Beta(a, b).log_prob(f([0.3, 0.8])).sum().backward()
 print(' beta_log_prob_grad = { %s, %s },' % (L(a.grad), L(b.grad)))
+# log_prob's gradients in every parameter (sum over the points)
+def lp_grads(name, make, params, x):
+    make(*params).log_prob(f(x)).sum().backward()
+    print(' %s_lp_grad = { %s },' % (name, ', '.join(L(p.grad) for p in params if p.requires_grad)))
+R = lambda v: f(v).requires_grad_()
+lp_grads('gamma', D.Gamma, [R([0.5, 2.0, 5.0]), R([1.0, 0.5, 3.0])], [0.3, 1.0, 4.0])
+lp_grads('chi2', D.Chi2, [R([0.5, 3.0, 10.0])], [0.3, 1.0, 4.0])
+lp_grads('dirichlet', D.Dirichlet, [R([[0.5, 2.0, 1.0], [3.0, 0.7, 0.2]])], [[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
+lp_grads('studentt', D.StudentT, [R([0.5, 1.5, 5.0]), R([0.0, 1.0, -2.0]), R([1.0, 2.0, 0.5])], [0.3, 1.0, -4.0])
+lp_grads('poisson', D.Poisson, [R([0.5, 4.0, 25.0])], [0.0, 3.0, 20.0])
+lp_grads('binomial', lambda n, p: D.Binomial(n, p), [f([10.0, 10.0, 10.0]), R([0.3, 0.5, 0.95])], [3.0, 0.0, 10.0])
+lp_grads('binomial_logits', lambda n, l: D.Binomial(n, logits=l), [f([5.0, 40.0, 7.0]), R([-1.0, 0.5, 2.0])], [1.0, 20.0, 7.0])
+lp_grads('negbinomial', lambda n, p: D.NegativeBinomial(n, p), [R([3.0, 5.0, 0.5]), R([0.3, 0.6, 0.1])], [2.0, 0.0, 7.0])
+lp_grads('multinomial', lambda p: D.Multinomial(6, p), [R([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]])], [[1.0, 2.0, 3.0], [2.0, 0.0, 4.0]])
+lp_grads('vonmises', D.VonMises, [R([0.0, 1.0, -2.0]), R([0.5, 3.0, 20.0])], [0.5, 2.5, -3.0])
+lp_grads('kumaraswamy', D.Kumaraswamy, [R([1.0, 2.0, 0.5]), R([0.5, 3.0, 1.5])], [0.5, 0.9, 0.1])
+lp_grads('contbernoulli', D.ContinuousBernoulli, [R([0.2, 0.5, 0.7])], [0.5, 0.9, 0.1])
 KL = [
     ('gamma', D.Gamma(f([0.5, 2.0]), f([1.0, 3.0])), D.Gamma(f([1.5, 2.0]), f([0.5, 1.0]))),
     ('chi2_gamma', D.Chi2(f([3.0, 1.0])), D.Gamma(f([1.5, 2.0]), f([0.5, 1.0]))),
