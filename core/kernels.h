@@ -259,8 +259,8 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
    * ((N, Co, OH, OW) contiguous: o = {OH, OW}) as qgemm's (g->M, A, lda, Wp, out_f32 and ldo unused) */         \
   X(qconv2d, (const mt_qgemm *g, const mt_tensor *x, const int64_t *k, const int64_t *s, const int64_t *p,        \
               const int64_t *d, const int64_t *o))                                                         \
-  /* lapack.c (torch.linalg's decompositions, by LAPACK): `nb` row-major (m, n) float64 matrices, every tensor     \
-   * contiguous float64 (info, pivots int32; rank int64) with the batch first; the column-major copies are made  \
+  /* lapack.c (torch.linalg's decompositions, by LAPACK): `nb` row-major (m, n) float32 or float64 matrices, every \
+   * tensor contiguous of that one dtype (info, pivots int32; rank int64) with the batch first; the column-major copies are made  \
    * here. info: LAPACK's per matrix (0 ok, > 0 the routine's failure, -4 for svd and lstsq: a non-finite     \
    * input; eigh gives NaN results for one). */                                                                   \
   X(cholesky, (mt_tensor * L, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t n, int upper))            \
@@ -277,7 +277,10 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
   X(lstsq, (mt_tensor * X, mt_tensor *rank, mt_tensor *S, mt_tensor *info, const mt_tensor *A, const mt_tensor *B, \
             int64_t nb, int64_t m, int64_t n, int64_t k, double rcond, int svd))                                 \
   X(lu_factor, (mt_tensor * LU, mt_tensor *pivots, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t m,    \
-                int64_t n))
+                int64_t n))                                                                                       \
+  /* getrs: X (n, k) with A X = B (trans: A^T X = B), A = P L U as lu_factor left it (LU (n, n), pivots (n)) */   \
+  X(lu_solve, (mt_tensor * X, const mt_tensor *LU, const mt_tensor *pivots, const mt_tensor *B, int64_t nb,       \
+               int64_t n, int64_t k, int trans))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

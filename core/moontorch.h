@@ -1573,8 +1573,8 @@ MT_API mt_status mt_qmax_pool(mt_tensor *x, const mt_pool_params *p, mt_tensor *
 MT_API mt_status mt_set_view_(mt_tensor *t, const mt_tensor *view, const char *op);
 
 /* ---------------------------------------------------------------- torch.linalg's decompositions (LAPACK) */
-/* Batched over A's leading dims, float32 or float64 on the CPU (computed in float64 by LAPACK's d-routines,
- * core/tensor/lapack.c; results in A's dtype); A (..., m, n). LAPACK is the loaded BLAS's (OpenBLAS carries
+/* Batched over A's leading dims, float32 or float64 on the CPU (by LAPACK's s-routines for float32, d-routines
+ * for float64, as PyTorch: core/tensor/lapack.c; two operands of different dtypes in float64); A (..., m, n). LAPACK is the loaded BLAS's (OpenBLAS carries
  * it) or liblapack.so.3's; without either, MT_ENOTIMPL "<op>: needs LAPACK: ...". Not recorded by autograd
  * (lua/ops/decomp.lua records them, with PyTorch's derivatives). A failure of the factorization itself is
  * no error: `info` (int32, A's batch shape) holds LAPACK's code per matrix, the caller words it.
@@ -1602,6 +1602,9 @@ MT_API mt_status mt_linalg_svd(mt_tensor *A, int full_matrices, int compute_uv, 
 MT_API mt_status mt_linalg_lstsq(mt_tensor *A, mt_tensor *B, double rcond, int svd, mt_tensor **X, mt_tensor **rank,
                                  mt_tensor **S, mt_tensor **info);
 MT_API mt_status mt_linalg_lu_factor(mt_tensor *A, mt_tensor **LU, mt_tensor **pivots, mt_tensor **info);
+/* lu_solve: X (..., n, k) with A X = B (adjoint: A^T X = B), A = P L U given by lu_factor's LU (..., n, n) and
+ * pivots (int32 (..., n), each in 1..n: else MT_EINVAL), B (..., n, k) with LU's batch shape (LAPACK's getrs). */
+MT_API mt_status mt_linalg_lu_solve(mt_tensor *LU, mt_tensor *pivots, mt_tensor *B, int adjoint, mt_tensor **X);
 
 #ifdef __cplusplus
 }

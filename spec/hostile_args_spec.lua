@@ -189,7 +189,7 @@ describe('errors name the op the user called', function()
     -- -1 must have length 3. Got 4 and 5"); tail-called inner functions found by their namespace
     { function() local _ = torch.linalg.cross(a, b) end, 'linalg.cross', 'inputs dimension -1 must have length 3. Got 4 and 5' },
     { function() local _ = torch.cross(a, b, 1) end, 'cross', 'inputs dimension 1 must have length 3. Got 3 and 4' },
-    { function() local _ = torch.linalg.norm(torch.randn(3), 'fro') end, 'linalg.norm', 'dimension -2 out of range' },
+    { function() local _ = torch.linalg.norm(torch.randn(3), 'fro') end, 'linalg.norm', 'The input tensor A must have at least 2 dimensions.' },
     { function() local _ = torch.broadcast_tensors(a, b) end, 'broadcast_tensors', 'Mismatch is between arg 1 and arg 2: size 3 and size 4 at dimension -2' },
     { function() local _ = torch.take(a, b) end, 'take', 'expected dtype int64 for index' },
     -- aliases name themselves
@@ -285,7 +285,7 @@ describe('a value that is not a tensor where a tensor goes', function()
     -- a tensor where a number goes is shown by its size, never its elements
     { function() local _ = x:cummax(x) end, 'cummax', 'expected an integer dim, got a tensor of size [3, 4]' },
     { function() local _ = x:sum(x) end, 'sum', 'dim must be a number or a table of numbers, got a tensor' },
-    { function() local _ = x:norm(x) end, 'norm', 'p must be a number, math.huge, -math.huge or "fro", got a tensor' },
+    { function() local _ = x:norm(x) end, 'norm', 'p must be a number, math.huge, -math.huge, "fro" or "nuc", got a tensor' },
     { function() local _ = x:diff(x) end, 'diff', 'expected an integer n, got tensor' },
     { function() local _ = torch.unique(x, x) end, 'unique', 'expected an options table, got tensor' },
     { function() local _ = x:roll(x) end, 'roll', 'shifts must be a number or an array of numbers, got tensor' },

@@ -242,7 +242,7 @@ doc.op { 'std', 'torch.std(input, dim, unbiased, keepdim, {dim=, unbiased=, corr
   ex = 'print(torch.tensor({2, 4, 4, 4, 5, 5, 7, 9}):std({correction = 0}))  --> tensor(2.)' }
 doc.op { 'norm', 'torch.norm(input, p, dim, keepdim, {p=, dim=, keepdim=, dtype=, out=}) -> Tensor',
   'Tensor:norm(p, dim, keepdim, {p=, dim=, keepdim=, dtype=}) -> Tensor',
-  does = 'The p-norm (2 by default; math.huge for the max norm, \'fro\' for Frobenius).' .. RED,
+  does = 'The p-norm (2 by default; math.huge for the max norm, \'fro\' for Frobenius; \'nuc\' the nuclear norm of a 2-D input or over two dims, linalg.matrix_norm\'s).' .. RED,
   ex = 'print(torch.tensor({3, 4}):norm(), torch.tensor({3, -4}):norm(1))  --> tensor(5.) tensor(7.)' }
 doc.op { 'logsumexp', 'torch.logsumexp(input, dim, keepdim, {dim=, keepdim=, out=}) -> Tensor',
   'Tensor:logsumexp(dim, keepdim) -> Tensor',

@@ -577,31 +577,52 @@ doc { 'torch.matrix_power(input, n) -> Tensor', 'Tensor:matrix_power(n) -> Tenso
   does = 'A square matrix to the integer power n (the inverse\'s power for negative n).',
   ex = 'print(torch.matrix_power(torch.tensor({{1, 1}, {0, 1}}), 3))  --> tensor([[1., 3.], [0., 1.]])' }
 doc { 'torch.det(input) -> Tensor', 'Tensor:det() -> Tensor', 'torch.linalg.det(A) -> Tensor',
-  does = 'The determinant of square matrices (batched).', ex = 'print(torch.det(torch.tensor({{2, 1}, {0, 3}})))  --> tensor(6.)' }
+  does = 'The determinant of square matrices (batched; float32 / float64), from LAPACK\'s LU (getrf). Gradient LinalgDetBackward0: det A^-T, or for a singular matrix the cofactors (by the SVD; PyTorch 1.13 gives zeros there unless create_graph).', ex = 'print(torch.det(torch.tensor({{2, 1}, {0, 3}})))  --> tensor(6.)' }
 doc { 'torch.logdet(input) -> Tensor', 'Tensor:logdet() -> Tensor',
-  does = 'The log of the determinant (NaN when it is negative).', ex = 'print(torch.logdet(torch.eye(2) * 2))  --> tensor(1.3863)' }
+  does = 'The log of the determinant (NaN when it is negative, -inf when it is zero).', ex = 'print(torch.logdet(torch.eye(2) * 2))  --> tensor(1.3863)' }
 doc { 'torch.slogdet(input) -> sign, logabsdet', 'Tensor:slogdet() -> sign, logabsdet', 'torch.linalg.slogdet(A) -> sign, logabsdet',
-  does = 'The sign and the log of the absolute value of the determinant.',
+  does = 'The sign (0 for a singular matrix) and the log of the absolute value of the determinant (-inf), from LAPACK\'s LU; one node LinalgSlogdetBackward0.',
   ex = 'local s, l = torch.slogdet(torch.tensor({{0, 1}, {1, 0}}))\nprint(s, l)  --> tensor(-1.) tensor(0.)' }
 doc { 'torch.inverse(input) -> Tensor', 'Tensor:inverse() -> Tensor', 'torch.linalg.inv(A) -> Tensor',
-  does = 'The inverse of square matrices (batched).', ex = 'print(torch.inverse(torch.tensor({{2, 0}, {0, 4}})))  --> tensor([[0.5000, 0.0000], [0.0000, 0.2500]])' }
+  does = 'The inverse of square matrices (batched; float32 / float64), by LAPACK (getrf, then getrs with the identity, as PyTorch). A singular matrix is PyTorch\'s error naming U\'s zero diagonal element ((Batch element i): first, 1-based). Gradient LinalgInvExBackward0. {out=t} writes into t.', ex = 'print(torch.inverse(torch.tensor({{2, 0}, {0, 4}})))  --> tensor([[0.5000, 0.0000], [0.0000, 0.2500]])' }
 doc { 'torch.matrix_exp(A) -> Tensor', 'Tensor:matrix_exp() -> Tensor', 'torch.linalg.matrix_exp(A) -> Tensor',
   does = 'e^A of each square matrix of A (..., n, n): scaling and squaring of a Taylor polynomial, written with matrix products (autograd follows).',
   ex = 'print(torch.matrix_exp(torch.zeros(2, 2)))  --> tensor([[1., 0.], [0., 1.]])' }
 doc { 'torch.linalg.householder_product(A, tau) -> Tensor',
   does = 'The first n columns of the product of the Householder reflections I - tau_i v_i v_i^T given by A (m, n) and tau (LAPACK\'s orgqr; autograd follows).',
   ex = 'print(torch.linalg.householder_product(torch.eye(2), torch.zeros(2)))  --> tensor([[1., 0.], [0., 1.]])' }
-doc { 'torch.linalg.solve(A, B) -> Tensor',
-  does = 'X with A @ X = B.', ex = 'print(torch.linalg.solve(torch.tensor({{2, 0}, {0, 4}}), torch.tensor({2, 4})))  --> tensor([1., 1.])' }
+doc { 'torch.linalg.inv_ex(A, {check_errors=false}) -> inverse, info',
+  does = 'linalg.inv without the error: info (int32, A\'s batch shape) is getrf\'s (0, or the 1-based index of U\'s zero diagonal element; that matrix\'s inverse is inf/nan); check_errors=true raises it.',
+  ex = 'local _, info = torch.linalg.inv_ex(torch.zeros(2, 2))\nprint(info)  --> tensor(1, dtype=torch.int32)' }
+doc { 'torch.linalg.solve(A, B, {left=true, out=}) -> Tensor',
+  does = 'X with A @ X = B (left=false: X @ A = B), A (..., n, n), B (..., n, k) or a vector (..., n) (PyTorch\'s rule: B 1-D, or A\'s shape without the last dim), the batch dims broadcast; by LAPACK\'s getrf + getrs. A and B of one dtype; a singular A is PyTorch\'s error. Gradient LinalgSolveExBackward0.', ex = 'print(torch.linalg.solve(torch.tensor({{2, 0}, {0, 4}}), torch.tensor({2, 4})))  --> tensor([1., 1.])' }
+doc { 'torch.linalg.solve_ex(A, B, {left=true, check_errors=false}) -> result, info',
+  does = 'linalg.solve without the error: info (int32, A\'s batch shape) is getrf\'s (0, or the index of U\'s zero diagonal element); check_errors=true raises it.',
+  ex = 'local X, info = torch.linalg.solve_ex(torch.eye(2), torch.ones(2))\nprint(X, info)  --> tensor([1., 1.]) tensor(0, dtype=torch.int32)' }
 doc { 'torch.linalg.norm(A, ord, dim, keepdim, {ord=, dim=, keepdim=, dtype=}) -> Tensor',
-  does = 'A vector norm, or a matrix norm for a 2-D input (or two dims) when ord is a matrix norm\'s (\'fro\', \'nuc\', ...).',
+  does = 'PyTorch\'s rules: two dims (or a string ord) a matrix norm, one dim a vector norm; an ord without dim wants a 1-D (vector) or 2-D (matrix) input; neither: the 2-norm of all the elements.',
   ex = 'print(torch.linalg.norm(torch.tensor({3, 4})))  --> tensor(5.)' }
 doc { 'torch.linalg.vector_norm(x, ord, dim, keepdim, {ord=, dim=, keepdim=, dtype=}) -> Tensor',
   does = 'The ord-norm (2; math.huge, -math.huge, 0 too) of the flattened x or along dim.',
   ex = 'print(torch.linalg.vector_norm(torch.tensor({3, -4}), 1))  --> tensor(7.)' }
 doc { 'torch.linalg.matrix_norm(A, ord, dim, keepdim, {ord=, dim=, keepdim=, dtype=}) -> Tensor',
-  does = 'A matrix norm (\'fro\' by default; 1, -1, math.huge, -math.huge) over dims {-2, -1}.',
+  does = 'A matrix norm over dims {-2, -1} (or dim, two dims): \'fro\' (default), \'nuc\' (the sum of the singular values), 2 / -2 (the largest / smallest singular value; by linalg.svdvals, gradients as PyTorch\'s: SumBackward1 / AmaxBackward0 / AminBackward0 over LinalgSvdBackward0), 1 / -1 (the largest / smallest column sum of |A|), math.huge / -math.huge (row sums).',
   ex = 'print(torch.linalg.matrix_norm(torch.ones(2, 2)))  --> tensor(2.)' }
+doc { 'torch.linalg.multi_dot(tensors) -> Tensor',
+  does = 'The product of a table of matrices in the cheapest order (by their shapes); the first may be 1-D (a row vector), the last 1-D (a column); PyTorch\'s checks and grad_fn (ViewBackward0).',
+  ex = 'print(torch.linalg.multi_dot({torch.ones(2), torch.ones(2, 3), torch.ones(3)}))  --> tensor(6.)' }
+doc { 'torch.linalg.vander(x, {N=}) -> Tensor',
+  does = 'The Vandermonde matrix (..., n, N) of x (..., n): columns x^0, x^1, ..., x^(N-1) (increasing powers, unlike torch.vander); N (> 1) defaults to n.',
+  ex = 'print(torch.linalg.vander(torch.tensor({1, 2, 3})))  --> tensor([[1., 1., 1.], [1., 2., 4.], [1., 3., 9.]])' }
+doc { 'torch.linalg.diagonal(A, {offset=0, dim1=-2, dim2=-1}) -> Tensor',
+  does = 'torch.diagonal with the last two dims by default (a view).',
+  ex = 'print(torch.linalg.diagonal(torch.eye(2):expand(3, 2, 2)))  --> tensor([[1., 1.], [1., 1.], [1., 1.]])' }
+doc { 'torch.linalg.tensorinv(A, ind=2) -> Tensor',
+  does = 'The inverse of A seen as a square matrix of the products of its first ind and of its other dims; shaped A.shape[ind+1..] .. A.shape[1..ind] (by linalg.inv).',
+  ex = 'print(torch.linalg.tensorinv(torch.eye(4):reshape(4, 2, 2), 1):size())  --> torch.Size([2, 2, 4])' }
+doc { 'torch.linalg.tensorsolve(A, B, dims) -> Tensor',
+  does = 'X with tensordot(A, X, X:dim()) = B (A\'s dims listed in dims, 1-based, moved last first), by linalg.solve; X has A.shape[B:dim()+1..].',
+  ex = 'print(torch.linalg.tensorsolve(torch.eye(4):reshape(2, 2, 4), torch.ones(2, 2)))  --> tensor([1., 1., 1., 1.])' }
 doc { 'torch.linalg.cross(input, other, dim) -> Tensor',
   does = 'The cross product along dim (the last).', ex = 'print(torch.linalg.cross(torch.tensor({0, 1, 0}), torch.tensor({0, 0, 1})))  --> tensor([1., 0., 0.])' }
 doc { 'torch.linalg.vecdot(x, y, dim) -> Tensor',

@@ -16,7 +16,7 @@ local dtype = require 'moontorch.dtype'
 local C = core.C
 local raise_last, fail = core.raise_last, core.fail
 local is_tensor, wrap, methods = T.is_tensor, T.wrap, T.methods
-local need, sizes = K.need, K.sizes
+local need, sizes, shown = K.need, K.sizes, K.shown
 local type, select, unpack, huge, max, min = type, select, unpack, math.huge, math.max, math.min
 
 local M = {}
@@ -24,6 +24,17 @@ local torch -- set by install
 -- what a node's forward computed beside its differentiable outputs (info codes, pivots, rank), read by the
 -- caller right after the call (the forward runs inside it)
 local stash = {}
+-- stash[k], emptied (a tensor left there would stay alive)
+local function pop(k)
+  local v = stash[k]
+  stash[k] = nil
+  return v
+end
+-- ..., after emptying the stash (the backward's recomputed factorizations leave theirs)
+local function unstashed(...)
+  for k in pairs(stash) do stash[k] = nil end
+  return ...
+end
 
 local outs = ffi.new('mt_tensor *[4]')
 local function clear() outs[0], outs[1], outs[2], outs[3] = nil, nil, nil, nil end
@@ -41,6 +52,12 @@ local function call(st)
 end
 
 ------------------------------------------------------------------------------ checks (PyTorch's messages)
+-- r written into out (resized to r's shape; out's dtype kept), out returned; no out: r
+local function out_to(op, out, r)
+  if out == nil then return r end
+  if not is_tensor(out) then fail(op, 'out must be a tensor, got ' .. shown(out)) end
+  return torch.mul(r, 1, { out = out })
+end
 local function check(op, A, square, what)
   what = what or 'A'
   need(op, A, what)
@@ -68,7 +85,7 @@ local function opts_at(v)
 end
 local function bool_opt(op, name, v, default)
   if v == nil then return default end
-  if type(v) ~= 'boolean' then fail(op, ('%s must be a boolean, got %s'):format(name, type(v))) end
+  if type(v) ~= 'boolean' then fail(op, ('%s must be a boolean, got %s'):format(name, shown(v))) end
   return v
 end
 -- the batch element (1-based) of the first nonzero info, and that info; nil when all are 0
@@ -108,6 +125,13 @@ function raw.lu_factor(A)
   clear()
   call(C.mt_linalg_lu_factor(A:detach(), outs, outs + 1, outs + 2))
   return grab(0), grab(1), grab(2)
+end
+-- X with A X = B (adjoint: A^T X = B) from lu_factor's LU and pivots; LU (..., n, n), pivots (..., n), B (..., n, k)
+-- with one batch shape
+function raw.lu_solve(LU, piv, B, adjoint)
+  clear()
+  call(C.mt_linalg_lu_solve(LU:detach(), piv, B:detach(), adjoint and 1 or 0, outs))
+  return grab(0)
 end
 -- A (..., n, n) and B (..., n, k) / (..., k, n) with their batch dims broadcast
 local function broadcast_batch(A, B)
@@ -149,7 +173,12 @@ end
 -- PyTorch's when a tensor argument requires grad. grad(gs, ...) gets the outputs' gradients (a table: nil
 -- where none arrived) and fn's arguments, and returns one gradient per argument; it recomputes what it
 -- needs from the arguments with the recording functions, so that create_graph records through it.
-local node = K.node_multi
+local function node(name, fn, grad)
+  return K.node_multi(name, fn, function(...) return unstashed(grad(...)) end)
+end
+local function node1(name, fn, grad)
+  return K.node(name, fn, function(...) return unstashed(grad(...)) end)
+end
 
 local function mT(x) return x:transpose(-2, -1) end
 local function eye_like(n, A) return torch.eye(n, { dtype = A.dtype }) end
@@ -196,7 +225,7 @@ function M.solve_triangular(A, B, opts)
   end
   if B.dtype ~= A.dtype then B = B:to(A.dtype) end -- (PyTorch's result has A's dtype)
   local r = solve_triangular(A, B, upper, left, unit)
-  if opts.out ~= nil then return opts.out:resize_(r:size()):copy_(r) end
+  if opts.out ~= nil then return out_to(op, opts.out, r) end
   return r
 end
 
@@ -235,7 +264,7 @@ end
 local function cholesky_impl(op, name, A, upper, check_errors)
   check(op, A, true)
   local L = cholesky_node(name)(A, upper)
-  local info = stash.info
+  local info = pop('info')
   if check_errors then
     local msg = cholesky_info_message(op, info)
     if msg then fail(op, msg) end
@@ -319,7 +348,7 @@ function M.qr(A, mode, opts)
   mode = mode or 'reduced'
   if mode_ids[mode] == nil then
     fail(op, ("qr received unrecognized mode '%s' but expected one of 'reduced' (default), 'r', or 'complete'")
-      :format(tostring(mode)))
+      :format(shown(mode)))
   end
   check(op, A, false)
   local Q, R = qr(A, mode)
@@ -372,7 +401,7 @@ local function uplo_of(op, uplo)
   if opts_at(uplo) then uplo = uplo.UPLO or uplo.uplo end
   uplo = uplo or 'L'
   if uplo ~= 'L' and uplo ~= 'U' then
-    fail(op, ("Expected UPLO argument to be 'L' or 'U', but got %s"):format(tostring(uplo)))
+    fail(op, ("Expected UPLO argument to be 'L' or 'U', but got %s"):format(shown(uplo)))
   end
   return uplo == 'U'
 end
@@ -416,7 +445,7 @@ function M.eigh(A, uplo)
   local upper = uplo_of(op, uplo)
   check(op, A, true)
   local w, V = eigh(A, upper)
-  eigh_check(op, stash.info)
+  eigh_check(op, pop('info'))
   return w, V
 end
 function M.eigvalsh(A, uplo)
@@ -425,7 +454,7 @@ function M.eigvalsh(A, uplo)
   check(op, A, true)
   if A.requires_grad and torch.is_grad_enabled() then
     local w = eigh(A, upper)
-    eigh_check(op, stash.info)
+    eigh_check(op, pop('info'))
     return w
   end
   local w, _, info = raw.eigh(A, upper, false)
@@ -444,7 +473,7 @@ function M.symeig(A, eigenvectors, upper)
   upper = bool_opt(op, 'upper', upper, true)
   check(op, A, true, 'input')
   local w, V = symeig_node(A, upper)
-  eigh_check(op, stash.info)
+  eigh_check(op, pop('info'))
   if not eigenvectors then V = torch.empty(0, { dtype = A.dtype }) end
   return w, V
 end
@@ -678,7 +707,7 @@ function M.lstsq(A, B, rcond, opts)
   if rcond == nil then rcond = opts.rcond end
   local driver = opts.driver or 'gelsy'
   if not drivers[driver] then
-    fail(op, ("parameter `driver` should be one of (gels, gelsy, gelsd, gelss), but got %s"):format(tostring(driver)))
+    fail(op, ("parameter `driver` should be one of (gels, gelsy, gelsd, gelss), but got %s"):format(shown(driver)))
   end
   need(op, A, 'A')
   need(op, B, 'B')
@@ -706,7 +735,7 @@ function M.lstsq(A, B, rcond, opts)
   if rcond == nil then rcond = torch.finfo(A.dtype).eps * max(m, n) end
   -- gelsd (an SVD) for the drivers that give singular values, gelsy (QR with column pivoting) for the others
   local X = lstsq_node(A, Bm, rcond, driver == 'gelsd' or driver == 'gelss')
-  local rank, S = stash.rank, stash.S
+  local rank, S = pop('rank'), pop('S')
   local empty = torch.empty(0, { dtype = A.dtype })
   local residuals = empty
   if driver ~= 'gelsy' and m > n and rank:eq(n):all() then
@@ -735,6 +764,10 @@ local function perm_of(pivots, m, dt)
     for i = 1, m do p[i] = i end
     for i = 1, k do
       local j = pv[b][i]
+      if j < 1 or j > m then
+        fail('lu_unpack', ('Pivots given to lu_solve must all be %s. Did you properly pass the result of lu_factor?'):format(
+          j < 1 and 'greater or equal to 1' or 'smaller or equal to LU.size(-2)'))
+      end
       p[i], p[j] = p[j], p[i]
     end
     perms[b] = p
@@ -814,7 +847,7 @@ function M.lu_factor_ex(A, opts)
   end
   check(op, A, false)
   local LU = lu_factor_node(A)
-  local piv, info = stash.piv, stash.info
+  local piv, info = pop('piv'), pop('info')
   if opts.check_errors then
     local batch, code = first_failure(info)
     if code then fail(op, batch_prefix(batch) .. ('U[%d,%d] is zero and using it on lu_solve would result in a division '
@@ -842,7 +875,7 @@ function M.lu(A, opts)
   pivot_opt(op, opts)
   check(op, A, false)
   local L, U = lu_node(A)
-  local piv = stash.piv
+  local piv = pop('piv')
   return perm_of(piv, A:size(-2), A.dtype), L, U
 end
 -- torch.lu_unpack(LU, pivots, unpack_data=True, unpack_pivots=True): P, L, U (L and U recorded through the
@@ -867,11 +900,17 @@ function M.old_lu(A, pivot, get_infos)
   if get_infos then return LU, piv, info end
   return LU, piv
 end
+local getrs_fast -- (the solve section's getrs)
 -- torch.lu_solve(b, LU_data, LU_pivots): X with A X = b
 function M.lu_solve(b, LU, pivots)
   local op = 'lu_solve'
   need(op, b, 'b')
   check(op, LU, true, 'LU_data')
+  if not ((LU.requires_grad or b.requires_grad) and torch.is_grad_enabled()) and is_tensor(pivots)
+    and pivots.dtype == torch.int32 and pivots:dim() == LU:dim() - 1 and pivots:size(-1) == LU:size(-1)
+    and b:dim() >= 2 and b.dtype == LU.dtype and b:size(-2) == LU:size(-1) then
+    return getrs_fast(LU, pivots, b, true, false) -- nothing to record: LAPACK's getrs
+  end
   local P, L, U = M.lu_unpack(LU, pivots)
   local y = solve_triangular(L, mT(P):matmul(b), false, true, true)
   return solve_triangular(U, y, true, true, false)
@@ -909,6 +948,11 @@ function M.linalg_lu_solve(LU, pivots, B, opts)
     fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(
       left and 'AX = B' or 'XA = B', n, n, B:size(-2), B:size(-1)))
   end
+  -- nothing to record: LAPACK's getrs itself (the pivots checked there), else the composite that autograd follows
+  if not ((LU.requires_grad or B.requires_grad) and torch.is_grad_enabled()) and pivots.dtype == torch.int32
+    and pivots:dim() == LU:dim() - 1 and pivots:size(-1) == n then
+    return getrs_fast(LU, pivots, B, left, adjoint)
+  end
   return linalg_lu_solve(LU, pivots, B, left, adjoint)
 end
 
@@ -926,7 +970,7 @@ function M.cond(A, p)
     local hi, lo = S:narrow(-1, 1, 1), S:narrow(-1, k, 1)
     return (p == -2 and lo / hi or hi / lo):squeeze(-1)
   end
-  if not cond_ps[p] then fail(op, 'linalg.cond got an invalid norm type: ' .. tostring(p)) end
+  if not cond_ps[p] then fail(op, 'linalg.cond got an invalid norm type: ' .. shown(p)) end
   if A:size(-1) ~= A:size(-2) then
     fail(op, ('linalg.cond(ord=%s): A must be batches of square matrices, but they are %d by %d matrices'):format(
       tostring(p), A:size(-2), A:size(-1)))
@@ -944,6 +988,210 @@ function M.cond(A, p)
   local inv = lu_solve_left(LUs, piv, I, false)
   local r = norm(A) * norm(inv)
   return torch.where(singular, huge, r)
+end
+
+------------------------------------------------------------------------------ solve, inv, det, slogdet (getrf + getrs)
+-- the broadcast of two batch shapes (tables), nil when they do not broadcast
+local function broadcast_shapes(sa, sb)
+  local n = max(#sa, #sb)
+  local r = {}
+  for i = 1, n do
+    local x, y = sa[#sa - n + i] or 1, sb[#sb - n + i] or 1
+    if x ~= y and x ~= 1 and y ~= 1 then return nil end
+    r[i] = x == 1 and y or x
+  end
+  return r
+end
+local function batch_of(t, keep)
+  local s = sizes(t)
+  for _ = 1, keep do s[#s] = nil end
+  return s
+end
+local function with(batch, ...)
+  local s = { unpack(batch) }
+  for i = 1, select('#', ...) do s[#s + 1] = select(i, ...) end
+  return s
+end
+-- X with A X = B (left) or X A = B, B (..., n, k) / (..., k, n) of A's dtype, the batch dims broadcast: getrf of A
+-- (its own batch), getrs of each right-hand side; the info of getrf in stash.info (A's batch shape)
+-- X with A X = B (left; adjoint: A^T X = B) or X A = B (X A^T = B) from getrf's LU and pivots (getrs), the batch dims
+-- of LU and B broadcast
+local function getrs(LU, piv, B, left, adjoint)
+  local n = LU:size(-1)
+  if not left then B, adjoint = mT(B), not adjoint end -- X A = B: A^T X^T = B^T
+  local batch = broadcast_shapes(batch_of(LU, 2), batch_of(B, 2))
+  local k = B:size(-1)
+  LU, piv, B = LU:expand(with(batch, n, n)), piv:expand(with(batch, n)), B:expand(with(batch, n, k))
+  local X = raw.lu_solve(LU, piv, B, adjoint)
+  if not left then X = mT(X) end
+  return X
+end
+getrs_fast = getrs
+local function solve_raw(A, B, left)
+  local LU, piv, info = raw.lu_factor(A)
+  stash.info = info
+  return getrs(LU, piv, B, left, false)
+end
+-- the right-hand side is a vector (PyTorch's rule): B 1-D, or B of A's shape without its last dim
+local function vector_rhs(A, B)
+  if B:dim() == 1 then return true end
+  if B:dim() ~= A:dim() - 1 then return false end
+  for i = 1, B:dim() do if B:size(i) ~= A:size(i) then return false end end
+  return true
+end
+-- gB = solve(A^T, gX) (the same side), gA = -gB X^T (left) or -X^T gB, each reduced to its operand's shape
+local solve_node
+solve_node = node1('LinalgSolveExBackward0', function(A, B, left, vec)
+  local X = solve_raw(A, vec and B:unsqueeze(-1) or B, left)
+  return vec and X:squeeze(-1) or X
+end, function(g, A, B, left, vec)
+  local X = solve_node(A, B, left, vec)
+  local gB = solve_node(mT(A), g, left, vec)
+  if vec then X, gB = X:unsqueeze(-1), gB:unsqueeze(-1) end
+  local gA = left and -gB:matmul(mT(X)) or -mT(X):matmul(gB)
+  if vec then gB = gB:squeeze(-1) end
+  return sum_to(gA, A), sum_to(gB, B)
+end)
+local function solve_impl(op, A, B, opts)
+  opts = opts_at(opts) or {}
+  check(op, A, true)
+  need(op, B, 'B')
+  local left = bool_opt(op, 'left', opts.left, true)
+  if B.dtype ~= A.dtype then
+    fail(op, ('Expected A and B to have the same dtype, but found A of type %s and B of type %s instead'):format(
+      dtype.scalar_type(A.dtype), dtype.scalar_type(B.dtype)))
+  end
+  local vec = vector_rhs(A, B)
+  local n = A:size(-1)
+  local Bm = vec and B:unsqueeze(-1) or B
+  if Bm:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  if (left and Bm:size(-2) or Bm:size(-1)) ~= n then
+    fail(op, ('Incompatible shapes of A and B for the equation %s (%dx%d and %dx%d)'):format(left and 'AX = B' or 'XA = B',
+      n, n, Bm:size(-2), Bm:size(-1)))
+  end
+  if not broadcast_shapes(batch_of(A, 2), batch_of(Bm, 2)) then
+    fail(op, ('Incompatible shapes of A and B for the equation %s: the batch dimensions of %s and %s do not broadcast')
+      :format(left and 'AX = B' or 'XA = B', shown(A), shown(B)))
+  end
+  local X = solve_node(A, B, left, vec)
+  return X, pop('info')
+end
+local function singular_solve(op, info)
+  local batch, code = first_failure(info)
+  if code then fail(op, batch_prefix(batch) .. 'The solver failed because the input matrix is singular.') end
+end
+-- linalg.solve(A, B, {left=true, out=}); linalg.solve_ex(A, B, {left=, check_errors=false}): X, info
+function M.solve(A, B, opts)
+  local X, info = solve_impl('linalg.solve', A, B, opts)
+  singular_solve('linalg.solve', info)
+  return out_to('linalg.solve', opts_at(opts) and opts.out, X)
+end
+function M.solve_ex(A, B, opts)
+  local op = 'linalg.solve_ex'
+  local X, info = solve_impl(op, A, B, opts)
+  if bool_opt(op, 'check_errors', opts_at(opts) and opts.check_errors, false) then singular_solve(op, info) end
+  return X, info
+end
+
+-- inv(A): solve(A, I) as PyTorch's; the gradient -X^T g X^T
+local inv_node
+inv_node = node1('LinalgInvExBackward0', function(A)
+  local n = A:size(-1)
+  return solve_raw(A, torch.eye(n, { dtype = A.dtype }):expand(sizes(A)), true)
+end, function(g, A)
+  local Xt = mT(inv_node(A))
+  return -Xt:matmul(g):matmul(Xt)
+end)
+local function inv_impl(op, A)
+  check(op, A, true)
+  local X = inv_node(A)
+  return X, pop('info')
+end
+local function singular_inv(op, info)
+  local batch, code = first_failure(info)
+  if code then
+    fail(op, batch_prefix(batch) .. ('The diagonal element %d is zero, the inversion could not be completed because the '
+      .. 'input matrix is singular.'):format(code))
+  end
+end
+function M.inv(A, opts)
+  local X, info = inv_impl('linalg.inv', A)
+  singular_inv('linalg.inv', info)
+  return out_to('linalg.inv', opts_at(opts) and opts.out, X)
+end
+function M.inverse(A, opts)
+  local X, info = inv_impl('inverse', A)
+  singular_inv('inverse', info)
+  return out_to('inverse', opts_at(opts) and opts.out, X)
+end
+function M.inv_ex(A, opts)
+  local op = 'linalg.inv_ex'
+  local X, info = inv_impl(op, A)
+  if bool_opt(op, 'check_errors', opts_at(opts) and opts.check_errors, false) then singular_inv(op, info) end
+  return X, info
+end
+
+-- det, sign and log|det| from getrf's LU: the product of U's diagonal, the permutation's sign (-1 per pivot
+-- that swapped)
+local function lu_det_parts(A)
+  local LU, piv = raw.lu_factor(A)
+  local n = A:size(-1)
+  local d = LU:diagonal(0, -2, -1)
+  local swaps = piv:ne(torch.arange(1, n + 1, { dtype = torch.int32 })):sum(-1)
+  local psign = 1 - (swaps % 2):to(A.dtype) * 2
+  return d, psign
+end
+-- gA = g adj(A)^T: g det A^-T for an invertible A; for a batch with a singular matrix, the cofactors by the SVD
+-- (A = U S Vh: det(U) det(Vh) U diag(prod_{j ~= i} S_j) Vh, as PyTorch's)
+local det_node
+det_node = node1('LinalgDetBackward0', function(A)
+  local d, psign = lu_det_parts(A)
+  return d:prod(-1) * psign
+end, function(g, A)
+  local det = det_node(A)
+  local n = A:size(-1)
+  if n == 0 then return torch.zeros_like(A) end
+  if not det:eq(0):any() then
+    return (g * det):unsqueeze(-1):unsqueeze(-1) * mT(inv_node(A))
+  end
+  local U, S, Vh = svd(A, false)
+  local I = eye_like(n, A):to(torch.bool)
+  local others = torch.where(I, 1, S:unsqueeze(-2):expand(with(batch_of(S, 1), n, n))):prod(-1)
+  local sgn = det_node(U) * det_node(Vh)
+  local cof = (U * others:unsqueeze(-2)):matmul(Vh) * sgn:unsqueeze(-1):unsqueeze(-1)
+  return g:unsqueeze(-1):unsqueeze(-1) * cof
+end)
+function M.det(A)
+  check('linalg.det', A, true)
+  return det_node(A)
+end
+function M.old_det(A)
+  check('det', A, true, 'input')
+  return det_node(A)
+end
+-- slogdet: sign (0 for a singular matrix) and log|det| (-inf); log|det|'s gradient g A^-T
+local slogdet_node
+slogdet_node = node('LinalgSlogdetBackward0', function(A)
+  local d, psign = lu_det_parts(A)
+  return psign * d:sign():prod(-1), d:abs():log():sum(-1)
+end, function(gs, A)
+  local g = gs[2]
+  if g == nil then return nil end
+  return g:unsqueeze(-1):unsqueeze(-1) * mT(inv_node(A))
+end)
+function M.slogdet(A)
+  check('linalg.slogdet', A, true)
+  return slogdet_node(A)
+end
+function M.old_slogdet(A)
+  check('slogdet', A, true, 'input')
+  return slogdet_node(A)
+end
+-- logdet: log|det| where det > 0, nan where det < 0, -inf where 0 (PyTorch's: a where over slogdet)
+function M.logdet(A)
+  check('logdet', A, true, 'input')
+  local sign, la = slogdet_node(A)
+  return torch.where(sign:lt(0), 0 / 0, la)
 end
 
 ------------------------------------------------------------------------------ cholesky_solve, cholesky_inverse
@@ -1006,18 +1254,20 @@ function M.install(tt, linalg)
     cholesky = M.cholesky, cholesky_ex = M.cholesky_ex, solve_triangular = M.solve_triangular, qr = M.qr,
     eigh = M.eigh, eigvalsh = M.eigvalsh, svd = M.svd, svdvals = M.svdvals, lstsq = M.lstsq, pinv = M.pinv,
     matrix_rank = M.matrix_rank, lu_factor = M.lu_factor, lu_factor_ex = M.lu_factor_ex, lu = M.lu,
-    lu_solve = M.linalg_lu_solve, cond = M.cond,
+    lu_solve = M.linalg_lu_solve, cond = M.cond, solve = M.solve, solve_ex = M.solve_ex, inv = M.inv, inv_ex = M.inv_ex,
+    det = M.det, slogdet = M.slogdet,
   }
   for k, v in pairs(L) do if linalg[k] == nil then linalg[k] = v end end
   local fns = {
     cholesky = M.old_cholesky, qr = M.old_qr, svd = M.old_svd, pinverse = M.pinverse, lu = M.old_lu,
     lu_unpack = M.lu_unpack, lu_solve = M.lu_solve, cholesky_solve = M.cholesky_solve,
     cholesky_inverse = M.cholesky_inverse, triangular_solve = M.triangular_solve, symeig = M.symeig,
-    geqrf = M.geqrf, orgqr = M.orgqr, ormqr = M.ormqr,
+    geqrf = M.geqrf, orgqr = M.orgqr, ormqr = M.ormqr, det = M.old_det, slogdet = M.old_slogdet, logdet = M.logdet,
+    inverse = M.inverse,
   }
   for k, v in pairs(fns) do if torch[k] == nil then torch[k] = v end end
   for _, k in ipairs { 'cholesky', 'qr', 'svd', 'pinverse', 'lu', 'lu_solve', 'cholesky_solve', 'cholesky_inverse',
-    'triangular_solve', 'symeig', 'geqrf', 'orgqr', 'ormqr' } do
+    'triangular_solve', 'symeig', 'geqrf', 'orgqr', 'ormqr', 'det', 'slogdet', 'logdet', 'inverse' } do
     if methods[k] == nil then methods[k] = fns[k] end
   end
 end

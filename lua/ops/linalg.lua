@@ -185,8 +185,8 @@ end
 
 ------------------------------------------------------------------------------ composed in Lua
 -- kron, inner, cross, cdist/pdist, addr, addbmm, dist, matrix_power, einsum,
--- chain_matmul; torch.linalg: vector/matrix norms, det, solve, inv, slogdet (Gauss-Jordan elimination in
--- tensor ops), matrix_exp, householder_product; torch.det/inverse/slogdet/logdet/matrix_exp.
+-- chain_matmul; torch.linalg: vector/matrix norms, matrix_exp, householder_product; torch.matrix_exp (solve, inv,
+-- det, slogdet and the decompositions are LAPACK's: lua/ops/decomp.lua).
 -- Written with the ops above, so that autograd, dtypes and devices follow; 1-based dims and
 -- positions, options in a trailing table. composed.install(torch) puts them in torch and on the
 -- Tensor type where those lack the name (lua/init.lua calls it once every op file is installed).
@@ -508,6 +508,9 @@ do
     if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
     opts = opts or {}
     ord = ord or opts.ord or 2
+    if type(ord) ~= 'number' then
+      fail('linalg.vector_norm', "argument 'ord' must be a number (math.huge for inf), got " .. K.shown(ord))
+    end
     if dim == nil then dim = opts.dim end
     if keepdim == nil then keepdim = opts.keepdim or false end
     local y = x
@@ -523,137 +526,97 @@ do
     -- one node, named as PyTorch's (its gradient is the norm's)
     return T.name_grad_fn(y:norm(ord, dim, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
   end
+  -- matrix_norm(A, ord='fro', dim={-2, -1}, keepdim=false, {dtype=}): 'fro', 'nuc', 1, -1, 2, -2, inf, -inf as
+  -- PyTorch's: 'fro' the vector 2-norm of the two dims, 'nuc' / 2 / -2 the sum / largest / smallest singular value
+  -- (linalg.svdvals: its gradient is LinalgSvdBackward0's, then SumBackward1 / AmaxBackward0 / AminBackward0 as
+  -- PyTorch's), 1 / -1 (inf / -inf) the largest / smallest column (row) sum of |A|
+  local matrix_ords = { fro = true, nuc = true, [1] = true, [-1] = true, [2] = true, [-2] = true, [huge] = true,
+    [-huge] = true }
   local function matrix_norm(x, ord, dim, keepdim, opts)
-    need('linalg.matrix_norm', x)
-    if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    local op = 'linalg.matrix_norm'
+    need(op, x)
+    if type(ord) == 'table' and not is_tensor(ord) and ord[1] == nil then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    if type(dim) == 'table' and dim[1] == nil and next(dim) ~= nil then dim, keepdim, opts = nil, nil, dim end
+    if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
     opts = opts or {}
-    ord = ord or opts.ord or 'fro'
-    dim = dim or opts.dim or { -2, -1 }
+    if ord == nil then ord = opts.ord or 'fro' end
+    if dim == nil then dim = opts.dim or { -2, -1 } end
     if keepdim == nil then keepdim = opts.keepdim or false end
-    local d1, d2 = pdim('linalg.matrix_norm', dim[1], x:dim()), pdim('linalg.matrix_norm', dim[2], x:dim())
+    if type(keepdim) ~= 'boolean' then fail(op, 'keepdim must be a boolean, got ' .. K.shown(keepdim)) end
+    if not matrix_ords[ord] then fail(op, ('Order %s not supported.'):format(K.shown(ord))) end
+    if x:dim() < 2 then fail(op, 'The input tensor A must have at least 2 dimensions.') end
+    if opts.dtype then x = x:to(opts.dtype) end
+    if not is_float(x) then
+      fail(op, 'Expected a floating point or complex tensor as input. Got ' .. require('moontorch.dtype').scalar_type(x.dtype))
+    end
+    if type(dim) ~= 'table' or #dim ~= 2 then
+      fail(op, 'dim must be a 2-tuple. Got ' .. (type(dim) == 'table' and table.concat(dim, ' ') or K.shown(dim)))
+    end
+    local d1, d2 = pdim(op, dim[1], x:dim()), pdim(op, dim[2], x:dim())
+    if d1 == d2 then fail(op, ('dims must be different. Got (%s, %s)'):format(K.shown(dim[1]), K.shown(dim[2]))) end
     if ord == 'fro' then -- PyTorch's: the vector norm of the two dims
       return T.name_grad_fn(x:norm(2, { d1, d2 }, { keepdim = keepdim }), 'LinalgVectorNormBackward0')
     end
-    if ord == 1 or ord == -1 or ord == huge or ord == -huge then
-      local sum_d, red_d = d1, d2
-      if ord == huge or ord == -huge then sum_d, red_d = d2, d1 end
-      local s = x:abs():sum(sum_d, { keepdim = true })
-      local r = (ord > 0) and s:amax(red_d, { keepdim = true }) or s:amin(red_d, { keepdim = true })
-      if not keepdim then r = r:squeeze(math.max(d1, d2)):squeeze(math.min(d1, d2)) end
+    local lo, hi = math.min(d1, d2), math.max(d1, d2)
+    if ord == 'nuc' or ord == 2 or ord == -2 then
+      -- the two dims moved last (in dim's order), the singular values reduced
+      local y = x
+      if not (d1 == x:dim() - 1 and d2 == x:dim()) then
+        local perm = {}
+        for i = 1, x:dim() do if i ~= d1 and i ~= d2 then perm[#perm + 1] = i end end
+        perm[#perm + 1], perm[#perm + 2] = d1, d2
+        y = x:permute(perm)
+      end
+      local S = torch.linalg.svdvals(y)
+      local r
+      if ord == 'nuc' then r = S:sum(-1)
+      elseif ord == 2 then r = S:amax(-1)
+      else r = S:amin(-1) end
+      if keepdim then r = r:unsqueeze(lo):unsqueeze(hi) end
       return r
     end
-    fail('linalg.matrix_norm', 'ord ' .. tostring(ord) .. ' is not supported by moontorch yet (fro, 1, -1, inf, -inf are)')
+    local sum_d, red_d = d1, d2
+    if ord == huge or ord == -huge then sum_d, red_d = d2, d1 end
+    -- (PyTorch's order: the sum, then amax / amin, whose node is the result's)
+    local s = x:abs():sum(sum_d, { keepdim = keepdim })
+    if not keepdim and sum_d < red_d then red_d = red_d - 1 end
+    return (ord > 0) and s:amax(red_d, { keepdim = keepdim }) or s:amin(red_d, { keepdim = keepdim })
   end
-
-  ------------------------------------------------------------------------------ torch.linalg: solve, inv, det
-  -- Gauss-Jordan elimination with partial pivoting over a batch (..., n, n), written with tensor ops
-  -- (autograd follows). Returns X solving A X = B (B nil: none), det(A), log|det(A)|, sign, and the
-  -- 1-based step whose pivot was zero (nil: none).
-  local function gauss_jordan(op, A, B)
-    need(op, A, 'A')
-    if A:dim() < 2 or A:size(-1) ~= A:size(-2) then
-      fail(op, ('A must be batches of square matrices, but they are %d by %d matrices'):format(
-        A:dim() >= 2 and A:size(-2) or 0, A:dim() >= 1 and A:size(-1) or 0))
-    end
-    if not is_float(A) then
-      fail(op, ('Expected a floating point or complex tensor as input. Got %s'):format((tostring(A.dtype):gsub('^torch%.', ''))))
-    end
-    local n = A:size(-1)
-    local M = B and torch.cat({ A, B:to(A.dtype) }, -1) or A
-    local width = M:size(-1)
-    local bs = sizes(A)
-    bs[#bs], bs[#bs - 1] = nil, nil
-    local sign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's sign times the pivots' signs
-    local psign = torch.ones(bs, { dtype = A.dtype }) -- the permutation's
-    local logabs = torch.zeros(bs, { dtype = A.dtype })
-    local det = torch.ones(bs, { dtype = A.dtype })
-    local rows = torch.arange(1, n + 1):to(torch.int64)
-    local zero_at
-    for k = 1, n do
-      local col = M:narrow(-2, k, n - k + 1):select(-1, k):abs()
-      local _, p = col:detach():max(-1, { keepdim = true })
-      p = p + (k - 1)
-      -- swap rows k and p (a gather, so gradients follow the rows)
-      local perm = torch.where(rows:eq(k), p, torch.where(rows:eq(p), k, rows))
-      local shape = sizes(M)
-      M = M:gather(-2, perm:unsqueeze(-1):expand(shape))
-      local swapped = p:squeeze(-1):ne(k)
-      sign = torch.where(swapped, -sign, sign)
-      psign = torch.where(swapped, -psign, psign)
-      local pivot = M:select(-2, k):select(-1, k)
-      det = det * pivot
-      logabs = logabs + pivot:abs():log()
-      sign = sign * pivot:sign()
-      if not zero_at and pivot:eq(0):any() then zero_at = k end
-      local safe = torch.where(pivot:eq(0), 1, pivot)
-      local rowk = M:select(-2, k) / safe:unsqueeze(-1)
-      local factors = M:select(-1, k)
-      M = M - factors:unsqueeze(-1) * rowk:unsqueeze(-2)
-      local is_k = rows:eq(k):view(n, 1):expand(n, width)
-      M = torch.where(is_k, rowk:unsqueeze(-2):expand(shape), M)
-    end
-    local X = B and M:narrow(-1, n + 1, width - n) or nil
-    return X, det * psign, logabs, sign, zero_at
-  end
-  -- one node named as PyTorch's; the gradient autograd's of the elimination (K.node_autograd)
-  local linalg_det = K.node_autograd('LinalgDetBackward0', function(A)
-    local _, det = gauss_jordan('linalg.det', A, nil) -- the pivots' product with the permutation's sign
-    return det
-  end)
-  local function solve_raw(A, B)
-    need('linalg.solve', B, 'B')
-    local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
-    local Bm = vec and B:unsqueeze(-1) or B
-    local X, _, _, _, zero_at = gauss_jordan('linalg.solve', A, Bm)
-    if zero_at then fail('linalg.solve', 'The solver failed because the input matrix is singular.') end
-    return vec and X:squeeze(-1) or X
-  end
-  local function inv_raw(A)
-    need('linalg.inv', A, 'A')
-    local n = A:size(-1)
-    local I = torch.eye(n, { dtype = A.dtype }):expand(sizes(A))
-    local X, _, _, _, zero_at = gauss_jordan('linalg.inv', A, I)
-    if zero_at then
-      fail('linalg.inv', ('The diagonal element %d is zero, the inversion could not be completed because the '
-        .. 'input matrix is singular.'):format(zero_at))
-    end
-    return X
-  end
-  -- inv and solve as one node each, named as PyTorch's; their gradients solve again (so they
-  -- record under create_graph)
-  local linalg_inv = K.node('LinalgInvExBackward0', inv_raw, function(g, A)
-    local Xt = inv_raw(A):transpose(-2, -1)
-    return -Xt:matmul(g):matmul(Xt)
-  end)
-  local linalg_solve = K.node('LinalgSolveExBackward0', solve_raw, function(g, A, B)
-    local vec = B:dim() == 1 or (B:dim() == A:dim() - 1)
-    local X, gB = solve_raw(A, B), solve_raw(A:transpose(-2, -1), g)
-    local Xm, gBm = vec and X:unsqueeze(-1) or X, vec and gB:unsqueeze(-1) or gB
-    return -gBm:matmul(Xm:transpose(-2, -1)), gB
-  end)
-  local function slogdet_raw(A)
-    local _, _, logabs, sign = gauss_jordan('linalg.slogdet', A, nil)
-    return sign:detach(), logabs:detach()
-  end
-  -- sign and log|det| from one node named as PyTorch's: log|det|'s gradient is g A^-T (the sign's
-  -- is none)
-  local SlogdetFn
-  local function linalg_slogdet(A)
-    if not (is_tensor(A) and A.requires_grad and torch.is_grad_enabled()) then return slogdet_raw(A) end
-    if not SlogdetFn then
-      SlogdetFn = torch.autograd.Function('moontorch.LinalgSlogdetBackward0')
-      SlogdetFn._backward_name = 'LinalgSlogdetBackward0'
-      function SlogdetFn.forward(ctx, M)
-        ctx:save_for_backward(M)
-        return slogdet_raw(M)
+  composed.matrix_norm = matrix_norm
+  -- linalg.norm(A, ord=nil, dim=nil, keepdim=false, {dtype=}): PyTorch's rules: a dim of two entries (or a string
+  -- ord) a matrix norm, one dim a vector norm; an ord without dim wants A 1-D (vector) or 2-D (matrix); neither:
+  -- the 2-norm of all the elements
+  local function linalg_norm(x, ord, dim, keepdim, opts)
+    local op = 'linalg.norm'
+    need(op, x)
+    if type(ord) == 'table' and not is_tensor(ord) and ord[1] == nil then ord, dim, keepdim, opts = nil, nil, nil, ord end
+    if type(dim) == 'table' and dim[1] == nil and next(dim) ~= nil then dim, keepdim, opts = nil, nil, dim end
+    if type(keepdim) == 'table' then keepdim, opts = nil, keepdim end
+    opts = opts or {}
+    if ord == nil then ord = opts.ord end
+    if dim == nil then dim = opts.dim end
+    if keepdim == nil then keepdim = opts.keepdim end
+    if dim ~= nil then
+      local nd = type(dim) == 'table' and #dim or 1
+      if nd ~= 1 and nd ~= 2 then fail(op, 'If dim is specified, it must be of length 1 or 2. Got ' .. K.shown(dim)) end
+      if nd == 2 or type(ord) == 'string' then
+        local r = matrix_norm(x, ord or 'fro', dim, keepdim, opts)
+        return r
       end
-      function SlogdetFn.backward(ctx, _, g)
-        local M = unpack(ctx.saved_tensors)
-        return g:unsqueeze(-1):unsqueeze(-1) * linalg_inv(M):transpose(-2, -1)
+    elseif ord ~= nil then
+      if x:dim() ~= 1 and x:dim() ~= 2 then
+        fail(op, ('If dim is not specified but ord is, the input must be 1D or 2D. Got %dD.'):format(x:dim()))
+      end
+      if x:dim() == 2 or type(ord) == 'string' then
+        local r = matrix_norm(x, ord, nil, keepdim, opts)
+        return r
       end
     end
-    return SlogdetFn.apply(A)
+    if type(ord) == 'string' then fail(op, ('Order %s not supported.'):format(ord)) end
+    local r = vector_norm(x, ord or 2, dim, keepdim, opts)
+    return r
   end
+  composed.linalg_norm = linalg_norm
 
   ------------------------------------------------------------------------------ torch.linalg: matrix_exp, householder_product
   -- matrix_exp(A): e^A of each square matrix of (..., n, n), by scaling and squaring around a Taylor
@@ -717,6 +680,140 @@ do
     end
     return Q
   end
+  ------------------------------------------------------------------------------ torch.linalg: multi_dot, vander, ...
+  -- multi_dot({A1, ..., An}): the product in the cheapest order (the matrix-chain dynamic programme over the
+  -- shapes), the first may be 1-D (a row), the last 1-D (a column); the result viewed to its shape (PyTorch's
+  -- last node, ViewBackward0)
+  local function multi_dot(ts)
+    local op = 'linalg.multi_dot'
+    if type(ts) ~= 'table' or is_tensor(ts) then fail(op, 'expected a table of tensors, got ' .. K.shown(ts)) end
+    local n = #ts
+    if n < 2 then fail(op, ('multi_dot(): expected at least 2 tensors but got %d'):format(n)) end
+    for i = 1, n do need(op, ts[i], ('tensor %d'):format(i)) end
+    local ms, first1, last1 = {}, ts[1]:dim() == 1, ts[n]:dim() == 1
+    for i = 1, n do
+      local t, d = ts[i], ts[i]:dim()
+      if i == 1 and d ~= 1 and d ~= 2 then fail(op, ('multi_dot(): the first tensor must be 1D or 2D but got %dD'):format(d)) end
+      if i == n and d ~= 1 and d ~= 2 then fail(op, ('multi_dot(): the last tensor must be 1D or 2D but got %dD'):format(d)) end
+      if i > 1 and i < n and d ~= 2 then fail(op, ('multi_dot(): tensor %d must be 2D but got %dD'):format(i, d)) end
+      if t.dtype ~= ts[1].dtype then
+        fail(op, ('multi_dot(): all tensors must have be the same dtype but tensor 1 is %s and tensor %d %s'):format(
+          tostring(ts[1].dtype):gsub('^torch%.', ''), i, (tostring(t.dtype):gsub('^torch%.', ''))))
+      end
+      if i == 1 and d == 1 then t = t:unsqueeze(1) elseif i == n and d == 1 then t = t:unsqueeze(2) end
+      ms[i] = t
+    end
+    for i = 1, n - 1 do
+      if ms[i]:size(2) ~= ms[i + 1]:size(1) then
+        fail(op, ('multi_dot(): tensors %d and %d with shapes [%s] and [%s] cannot be multiplied'):format(i, i + 1,
+          table.concat(sizes(ts[i]), ', '), table.concat(sizes(ts[i + 1]), ', ')))
+      end
+    end
+    -- p[i], p[i + 1]: matrix i's shape; cost[i][j] the fewest products for i..j, split[i][j] where
+    local p = { ms[1]:size(1) }
+    for i = 1, n do p[i + 1] = ms[i]:size(2) end
+    local cost, split = {}, {}
+    for i = 1, n do cost[i], split[i] = { [i] = 0 }, {} end
+    for len = 2, n do
+      for i = 1, n - len + 1 do
+        local j = i + len - 1
+        cost[i][j] = huge
+        for k = i, j - 1 do
+          local c = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+          if c < cost[i][j] then cost[i][j], split[i][j] = c, k end
+        end
+      end
+    end
+    local function product(i, j)
+      if i == j then return ms[i] end
+      local k = split[i][j]
+      return product(i, k):mm(product(k + 1, j))
+    end
+    local r = product(1, n)
+    local shape = {}
+    if not first1 then shape[#shape + 1] = r:size(1) end
+    if not last1 then shape[#shape + 1] = r:size(2) end
+    return r:view(shape)
+  end
+  -- vander(x, {N=}): (..., n, N) of the powers x^0, x^1, ..., x^(N-1) (increasing, unlike torch.vander), as
+  -- PyTorch's: ones then the cumulative product (CatBackward0)
+  local function linalg_vander(x, N)
+    local op = 'linalg.vander'
+    need(op, x, 'x')
+    if type(N) == 'table' then N = N.N end
+    if N == nil then N = x:dim() > 0 and x:size(-1) or 0 end
+    if type(N) ~= 'number' or N ~= floor(N) then fail(op, 'expected an integer N, got ' .. K.shown(N)) end
+    if N <= 1 or x:dim() == 0 then fail(op, 'N must be greater than 1.') end
+    local col = x:unsqueeze(-1)
+    local shape = sizes(col)
+    shape[#shape] = N - 1
+    return torch.cat({ torch.ones_like(col), col:expand(shape):cumprod(-1) }, -1)
+  end
+  -- diagonal(A, {offset=0, dim1=-2, dim2=-1}): torch.diagonal with linalg's defaults (the last two dims)
+  local function linalg_diagonal(A, opts)
+    need('linalg.diagonal', A, 'A')
+    if opts ~= nil and (type(opts) ~= 'table' or is_tensor(opts)) then
+      fail('linalg.diagonal', 'expected an options table {offset=, dim1=, dim2=}, got ' .. K.shown(opts))
+    end
+    opts = opts or {}
+    local r = A:diagonal(opts.offset or 0, opts.dim1 or -2, opts.dim2 or -1)
+    return r
+  end
+  -- tensorinv(A, ind=2): the inverse of A viewed as a (prod(shape[1..ind]), prod(shape[ind+1..])) square
+  -- matrix, shaped shape[ind+1..] .. shape[1..ind]
+  local function prod_of(s, i, j)
+    local p = 1
+    for k = i, j do p = p * s[k] end
+    return p
+  end
+  local function tensorinv(A, ind)
+    local op = 'linalg.tensorinv'
+    need(op, A)
+    if type(ind) == 'table' then ind = ind.ind end
+    ind = ind == nil and 2 or ind
+    if type(ind) ~= 'number' or ind ~= floor(ind) or ind <= 0 then
+      fail(op, ("Expected a strictly positive integer for 'ind', but got %s"):format(K.shown(ind)))
+    end
+    local s = sizes(A)
+    local lo, hi = prod_of(s, 1, math.min(ind, #s)), prod_of(s, ind + 1, #s)
+    if lo ~= hi then
+      fail(op, ('Expected self to satisfy the requirement prod(self.shape[ind:]) == prod(self.shape[:ind]), but got %d != %d')
+        :format(hi, lo))
+    end
+    local out = {}
+    for k = ind + 1, #s do out[#out + 1] = s[k] end
+    for k = 1, math.min(ind, #s) do out[#out + 1] = s[k] end
+    local r = torch.linalg.inv(A:reshape(lo, hi)):reshape(out)
+    return r
+  end
+  -- tensorsolve(A, B, dims=nil): X with tensordot(A, X, X:dim()) = B: A's dims (1-based) in dims moved last, A viewed
+  -- as (prod(B's shape), the rest) and solved
+  local function tensorsolve(A, B, dims)
+    local op = 'linalg.tensorsolve'
+    need(op, A)
+    need(op, B, 'other')
+    if type(dims) == 'table' and dims.dims ~= nil then dims = dims.dims end
+    if type(dims) == 'number' then dims = { dims } end
+    if dims ~= nil and next(dims) ~= nil then
+      local moved = {}
+      for i, d in ipairs(dims) do moved[pdim(op, d, A:dim())] = i end
+      local perm = {}
+      for i = 1, A:dim() do if not moved[i] then perm[#perm + 1] = i end end
+      for _, d in ipairs(dims) do perm[#perm + 1] = pdim(op, d, A:dim()) end
+      A = A:permute(perm)
+    end
+    local s, nb = sizes(A), B:dim()
+    local hi = prod_of(s, nb + 1, #s)
+    if hi ~= B:numel() or A:numel() ~= hi * hi then
+      fail(op, ('Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), '
+        .. 'but got %d != %d'):format(hi, B:numel()))
+    end
+    local out = {}
+    for k = nb + 1, #s do out[#out + 1] = s[k] end
+    local r = torch.linalg.solve(A:reshape(hi, hi), B:reshape(hi)):reshape(out)
+    return r
+  end
+
   -- one node each, named as PyTorch's; the gradient autograd's of the composite (K.node_autograd)
   cdist = K.node_autograd('CdistBackward0', cdist)
   pdist = K.node_autograd('PdistBackward0', pdist)
@@ -734,23 +831,11 @@ do
     K.install_functions(torch, fns, true)
     K.install_functions(torch, only, false)
     -- the methods PyTorch also has as torch functions
-    K.functions_of_methods(torch, { 'det' })
     -- torch.linalg: the norms and cross (the rest of linalg is not in moontorch yet)
     if torch.linalg == nil then
       torch.linalg = {
         vector_norm = vector_norm, matrix_norm = matrix_norm,
-        norm = function(x, ord, dim, keepdim, opts)
-          need('linalg.norm', x)
-          if type(ord) == 'table' then ord, dim, keepdim, opts = nil, nil, nil, ord end
-          opts = opts or {}
-          ord = ord or opts.ord
-          dim = dim or opts.dim
-          if type(ord) == 'string' or (ord ~= nil and type(dim) == 'table' and #dim == 2) then
-            return matrix_norm(x, ord, dim, keepdim, opts)
-          end
-          if ord == nil and dim == nil and x:dim() == 2 then return matrix_norm(x, 'fro', nil, keepdim, opts) end
-          return vector_norm(x, ord or 2, dim, keepdim, opts)
-        end,
+        norm = linalg_norm,
         cross = function(a, b, dim)
           local r = cross(a, b, dim or -1) -- not a tail call: an error inside names linalg.cross
           return r
@@ -760,23 +845,11 @@ do
           need('linalg.vecdot', a, 'x'); need('linalg.vecdot', b, 'y')
           return (a * b):sum(dim or -1)
         end,
-        det = linalg_det, solve = linalg_solve, inv = linalg_inv, slogdet = linalg_slogdet,
-        matrix_exp = matrix_exp, householder_product = householder_product,
+        matrix_exp = matrix_exp, householder_product = householder_product, multi_dot = multi_dot,
+        vander = linalg_vander, diagonal = linalg_diagonal, tensorinv = tensorinv, tensorsolve = tensorsolve,
       }
       if torch.matrix_exp == nil then torch.matrix_exp = matrix_exp end
       if methods.matrix_exp == nil then methods.matrix_exp = matrix_exp end
-      if torch.det == nil then torch.det = linalg_det end
-      if methods.det == nil then methods.det = linalg_det end
-      if torch.inverse == nil then torch.inverse = linalg_inv end
-      if methods.inverse == nil then methods.inverse = linalg_inv end
-      if torch.slogdet == nil then torch.slogdet = linalg_slogdet end
-      if methods.slogdet == nil then methods.slogdet = linalg_slogdet end
-      local function logdet(A)
-        local sign, la = linalg_slogdet(A)
-        return torch.where(sign:lt(0), 0 / 0, torch.where(sign:eq(0), -huge, la))
-      end
-      if torch.logdet == nil then torch.logdet = logdet end
-      if methods.logdet == nil then methods.logdet = logdet end
     end
     -- the decompositions by LAPACK (cholesky, qr, eigh, svd, lstsq, lu, pinv, ...): lua/ops/decomp.lua
     require('moontorch.ops.decomp').install(torch, torch.linalg)

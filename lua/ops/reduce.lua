@@ -327,10 +327,19 @@ function M.norm(t, a1, a2, a3, a4)
     if opts.dim ~= nil then dim = opts.dim end
     if opts.keepdim ~= nil then keepdim = opts.keepdim end
   end
+  if p == 'nuc' then -- the nuclear norm of the matrices (linalg.matrix_norm's), of a 2-D t or over two dims
+    if dim == nil and t:dim() ~= 2 then
+      fail('norm', ('Expected a tensor with 2 dimensions, but got a tensor with %d dimensions instead.'):format(t:dim()))
+    end
+    local r = require('moontorch.ops.linalg').composed.matrix_norm(t, 'nuc', dim or { -2, -1 }, keepdim or false,
+      opts and { dtype = opts.dtype } or nil)
+    if opts and opts.out then return require('moontorch').mul(r, 1, { out = opts.out }) end
+    return r
+  end
   if p == nil or p == 'fro' then
     p = 2
   elseif type(p) ~= 'number' then
-    fail('norm', 'p must be a number, math.huge, -math.huge or "fro", got ' .. (is_tensor(p) and 'a tensor' or tostring(p)))
+    fail('norm', 'p must be a number, math.huge, -math.huge, "fro" or "nuc", got ' .. (is_tensor(p) and 'a tensor' or tostring(p)))
   end
   if p ~= p then fail('norm', 'p must be a number, got nan') end
   if keepdim ~= nil and type(keepdim) ~= 'boolean' then fail('norm', 'keepdim must be a boolean, got ' .. tostring(keepdim)) end
