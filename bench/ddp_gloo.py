@@ -4,6 +4,7 @@
 (started with torch.multiprocessing, rendezvous over TCP on localhost).
     python3 bench/ddp_gloo.py NPROC [STEPS]
 prints `ms`, `samples_s` (the best of 5 rounds) and `peak_kb` of rank 0."""
+import datetime
 import os
 import resource
 import sys
@@ -24,7 +25,8 @@ import torch.nn.functional as F  # noqa: E402
 def run(rank, world, steps, port, out):
     torch.set_num_threads(int(os.environ.get('BENCH_THREADS', '1')))
     if world > 1:
-        dist.init_process_group('gloo', init_method='tcp://127.0.0.1:%d' % port, rank=rank, world_size=world)
+        dist.init_process_group('gloo', init_method='tcp://127.0.0.1:%d' % port, rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=120))
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
     model = nn.parallel.DistributedDataParallel(net) if world > 1 else net
@@ -73,10 +75,20 @@ def main():
         ps = [ctx.Process(target=run, args=(r, world, steps, port, q)) for r in range(world)]
         for p in ps:
             p.start()
-        for p in ps:
-            p.join()
-            if p.exitcode != 0:
-                sys.exit('bench/ddp_gloo.py: a rank failed')
+        # a rank that fails (a port taken, say) must not leave the others waiting for it: they end too
+        deadline = time.monotonic() + 600
+        while any(p.is_alive() for p in ps):
+            failed = any(p.exitcode not in (None, 0) for p in ps)
+            if failed or time.monotonic() > deadline:
+                for p in ps:
+                    if p.is_alive():
+                        p.terminate()
+                for p in ps:
+                    p.join()
+                sys.exit('bench/ddp_gloo.py: a rank failed' if failed else 'bench/ddp_gloo.py: timed out')
+            time.sleep(0.1)
+        if any(p.exitcode != 0 for p in ps):
+            sys.exit('bench/ddp_gloo.py: a rank failed')
     best, peak = q.get()
     print('ms %.6f' % (best * 1e3))
     print('samples_s %.1f' % (128 * world / best))

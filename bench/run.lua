@@ -639,12 +639,14 @@ if want('ddp') then
     if t2 and t1 then
       print(('(ddp) pytorch gloo: 2 ranks %.0f samples/s = %.2fx its one process'):format(t2.samples_s, t2.samples_s / t1.samples_s))
     end
-    -- where a step's time goes (rank 0's best round): forward, zero_grad + backward (with DDP's copies
-    -- and its wait for the all-reduce), the optimizer
+    -- where a step's time goes (rank 0's best round): forward, zero_grad + backward (with DDP's
+    -- all-reduce and its wait), the optimizer; and the CPU time of rank 0's process per step
     local phases = {}
     for _, r in ipairs({ { 'one process', one }, { '2 ranks', two }, { 'bucket view', view } }) do
       local d = r[2]
-      if d and d.fwd_ms then phases[#phases + 1] = ('%s %.3f/%.3f/%.3f'):format(r[1], d.fwd_ms, d.bwd_ms, d.opt_ms) end
+      if d and d.fwd_ms then
+        phases[#phases + 1] = ('%s %.3f/%.3f/%.3f (cpu %.3f)'):format(r[1], d.fwd_ms, d.bwd_ms, d.opt_ms, d.cpu_ms or 0)
+      end
     end
     if #phases > 0 then print('(ddp) ms per step, forward/backward/optimizer: ' .. table.concat(phases, ', ')) end
     ddp_rows = { one = one, two = two, view = view, t1 = t1, t2 = t2 }

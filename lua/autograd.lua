@@ -86,7 +86,7 @@ local function node_entry(p)
   end
   local e = entries[id]
   if not e then
-    e = { pre = {}, post = {}, out = {}, retain = {} }
+    e = { pre = {}, post = {}, ready = {}, out = {}, retain = {} }
     entries[id] = e
   end
   return e, id
@@ -94,7 +94,7 @@ end
 
 local function update_node_flags(p, e)
   local pre = #e.pre > 0 or next(e.out) ~= nil or next(e.retain) ~= nil
-  C.mt_node_set_hook_flags(p, pre and 1 or 0, #e.post > 0 and 1 or 0)
+  C.mt_node_set_hook_flags(p, pre and 1 or 0, (#e.post > 0 or #e.ready > 0) and 1 or 0)
 end
 
 local node_props = {}
@@ -127,6 +127,15 @@ function Node:name() return ffi.string(C.mt_node_name(self._p)) end
 function Node:register_hook(fn)
   local e = node_entry(self._p)
   local h = handle(e.post, fn)
+  update_node_flags(self._p, e)
+  return h
+end
+-- (internal) a post hook that is told only that the node ran: fn(), before the node's other post
+-- hooks, with no gradient arrays made for it (DistributedDataParallel's gradient-ready hooks, run
+-- once per parameter per backward)
+function Node:_register_ready_hook(fn)
+  local e = node_entry(self._p)
+  local h = handle(e.ready, fn)
   update_node_flags(self._p, e)
   return h
 end
@@ -295,6 +304,8 @@ end
 local function on_post(e, ev)
   local entry = entries[tonumber(C.mt_node_lua_id(ev.node))]
   if not entry then return end
+  local ready = entry.ready
+  for i = 1, #ready do ready[i]() end
   for _, fn in ipairs(entry.post) do
     local gin = nil_for_false(grads_array(ev.grads, ev.count))
     local gout = nil_for_false(grads_array(ev.grads_in, ev.count_in))

@@ -1,13 +1,13 @@
 -- The 784-512-256-10 MLP's training step (cross-entropy, SGD with momentum 0.9), batch 128 per
 -- process: alone, or as one rank of an mpirun job under nn.parallel.DistributedDataParallel (the
 -- global batch is then 128 x ranks). Threads: $BENCH_THREADS (1). BENCH_DDP_VIEW=1 builds the DDP
--- with gradient_as_bucket_view, BENCH_DDP_FIRST_BYTES=n with
--- dist._DEFAULT_FIRST_BUCKET_BYTES n (PyTorch's 1 MiB). Rank 0 reports the best round's milliseconds per step, samples per
--- second (the whole job's), and, under DDP, the all-reduce time per step and the part of it that
--- backward did not hide (`unhidden_ms`: DDP's wait after the last bucket started); and the step's
--- phases (rank 0's): fwd_ms, bwd_ms (zero_grad + backward, with DDP's work), opt_ms, and cpu_ms,
--- the CPU time rank 0's process took per step (every thread: a figure that other work on the
--- machine changes less than the wall time).
+-- with gradient_as_bucket_view; BENCH_DDP_FIRST_BYTES=n sets dist._DEFAULT_FIRST_BUCKET_BYTES
+-- (PyTorch's 1 MiB). Rank 0 reports the best round's milliseconds per step, samples per second
+-- (the whole job's), and, under DDP, the all-reduce time per step and the part of it that backward
+-- did not hide (`unhidden_ms`: DDP's wait after the last bucket started); and the step's phases
+-- (rank 0's): fwd_ms, bwd_ms (zero_grad + backward, with DDP's work), opt_ms, and cpu_ms, the CPU
+-- time rank 0's process took per step (every thread: a figure that other work on the machine
+-- changes less than the wall time).
 local B = dofile((arg[0]:gsub('[^/]*$', '')) .. 'common.lua')
 local torch = require 'moontorch'
 local nn = require 'moontorch.nn'

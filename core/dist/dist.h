@@ -50,6 +50,7 @@ typedef enum mt_dist_state { MT_DIST_PENDING = 0, MT_DIST_DONE = 1, MT_DIST_FAIL
 
 typedef struct mt_dist_group mt_dist_group;
 typedef struct mt_dist_work mt_dist_work;
+typedef struct mt_dist_arena mt_dist_arena;
 
 /* The message of the last failure on this thread ("" if none). */
 MT_DIST_API const char *mt_dist_last_error(void);
@@ -92,6 +93,25 @@ MT_DIST_API mt_status mt_dist_all_reduce_coalesced(mt_dist_group *g, void *const
  * thread and back). times[0], times[1]: when it started and finished (mt_dist_now's clock). */
 MT_DIST_API mt_status mt_dist_all_reduce_coalesced_now(mt_dist_group *g, void *const *bufs, const int64_t *counts,
                                                        int n, int dtype, int op, double timeout_s, double *times);
+/* Arenas: memory shared by the members of a group that runs on one node, `bytes` per member, that
+ * each keeps tensors in (DistributedDataParallel's gradients). Making one is collective; *out is
+ * NULL (and MT_OK) where the group cannot have one (members on several nodes, a group of one,
+ * MOONTORCH_DIST_SHM=0, no room in /dev/shm): the caller keeps its own memory then. An all-reduce
+ * over the same span [offset, offset + count) elements of every member's arena moves nothing in or
+ * out: each member reduces its slice from every member's arena and writes the result into each.
+ * The float32/64 SUM/AVG/PRODUCT and int32/64 SUM/PRODUCT/MIN/MAX of the on-node all_reduce. */
+MT_DIST_API mt_status mt_dist_arena_new(mt_dist_group *g, int64_t bytes, double timeout_s, mt_dist_arena **out);
+MT_DIST_API void *mt_dist_arena_data(mt_dist_arena *a); /* this member's bytes */
+MT_DIST_API int64_t mt_dist_arena_bytes(const mt_dist_arena *a);
+MT_DIST_API mt_dist_arena *mt_dist_arena_retain(mt_dist_arena *a);
+MT_DIST_API void mt_dist_arena_release(mt_dist_arena *a);
+/* mt_tensor_from_blob's deleter for a tensor over an arena that holds a reference to it (ctx) */
+MT_DIST_API void mt_dist_arena_unref(void *ctx, void *data);
+MT_DIST_API mt_status mt_dist_arena_all_reduce(mt_dist_arena *a, int64_t offset, int64_t count, int dtype, int op,
+                                               mt_dist_work **out);
+/* the same, run by the calling thread when nothing else is queued (else queued and waited for) */
+MT_DIST_API mt_status mt_dist_arena_all_reduce_now(mt_dist_arena *a, int64_t offset, int64_t count, int dtype,
+                                                   int op, double timeout_s, double *times);
 MT_DIST_API mt_status mt_dist_broadcast(mt_dist_group *g, void *buf, int64_t count, int dtype, int root,
                                         mt_dist_work **out);
 /* The reduction lands in root's buf; the others' buf is left as it was. */

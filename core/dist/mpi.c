@@ -73,12 +73,14 @@ typedef enum kind {
   K_ALL_TO_ALL,
   K_BARRIER,
   K_SEND,
-  K_RECV
+  K_RECV,
+  K_ARENA
 } kind;
 
 static const char *const kind_names[] = {"free_group", "new_group",  "finalize",       "all_reduce", "broadcast",
                                          "reduce",     "all_gather", "gather",         "scatter",    "reduce_scatter",
-                                         "all_to_all", "barrier",    "send",           "recv"};
+                                         "all_to_all", "barrier",    "send",           "recv",
+                                         "shared_arena"};
 
 struct mt_dist_group {
   int refs; /* atomic */
@@ -96,6 +98,19 @@ struct mt_dist_group {
   char *shm;
   size_t shm_len, shm_cap;
   uint64_t shm_seq; /* rounds run on it (the same on every member) */
+  /* the arenas made over this group (mt_dist_arena_new; numbered from 1 in the order made, the same
+   * on every member), up to GROUP_ARENAS alive at once; guarded by S.mu */
+  mt_dist_arena *arenas[16];
+  int arenas_made;
+};
+#define GROUP_ARENAS 16
+
+struct mt_dist_arena {
+  int refs; /* atomic: its owner's, and each all_reduce's in flight */
+  mt_dist_group *g;
+  int id;    /* its number in g (1..) */
+  char *map; /* a segment (segment_make): SHM_CTL, then one region of cap bytes per member */
+  size_t len, cap;
 };
 
 struct mt_dist_work {
@@ -111,6 +126,9 @@ struct mt_dist_work {
   void **bufs;     /* all_reduce of several tensors (coalesced): their buffers, nbufs of them, which
                       make one vector of `count` elements in that order (buf is then NULL) */
   int nbufs;
+  mt_dist_arena *arena; /* an all_reduce over a span of every member's arena (buf is then NULL), from
+                           element `offset`; K_ARENA: the arena made (the caller takes it) */
+  int64_t offset;
   double deadline, timeout; /* run in place by its caller (..._now): when to give up, and after how long */
   int state;       /* mt_dist_state; guarded by S.mu */
   int source;
@@ -151,6 +169,7 @@ static struct {
   int tag_ub;
   int spin; /* MOONTORCH_DIST_SPIN=1: no sleeping arrival before collectives */
   int shm_off;      /* MOONTORCH_DIST_SHM=0: every all_reduce through MPI */
+  double poll_s;     /* an on-node wait polls this long before it sleeps (MOONTORCH_DIST_POLL_US, 20) */
   size_t shm_bytes; /* bytes per member and round of the on-node all-reduce (MOONTORCH_DIST_SHM_BYTES) */
   unsigned shm_made; /* segments this process created (their names) */
   int die_rank;      /* the specs' MOONTORCH_DIST_TEST_DIE=rank:round: that world rank kills itself inside */
@@ -371,7 +390,9 @@ typedef struct shm_slot {
   uint64_t done;    /* the last round whose slice this member has reduced */
   int64_t count;    /* the all_reduce's whole count, dtype and op, for the others to check */
   int32_t dtype, op;
-  char fill[128 - 32];
+  int64_t offset;   /* an arena's round: where this member's span starts in its region of arena */
+  int32_t arena;    /* the arena's number (0: a round through the halves) */
+  char fill[128 - 44];
 } shm_slot;
 /* the segment opens with a bell: a futex word that each post rings (bell += 1, then FUTEX_WAKE
  * where a member sleeps on it: `sleepers`), so that a waiting member sleeps in the kernel and wakes
@@ -382,12 +403,65 @@ typedef struct shm_bell {
 } shm_bell;
 #define SHM_CTL(n) ((sizeof(shm_bell) + ((size_t)(n) * sizeof(shm_slot)) + 4095) & ~(size_t)4095)
 
-static shm_bell *shm_bell_of(mt_dist_group *g) { return (shm_bell *)g->shm; }
-static shm_slot *shm_slot_of(mt_dist_group *g, int r) {
-  return (shm_slot *)(g->shm + sizeof(shm_bell) + (size_t)r * sizeof(shm_slot));
+/* (ctl: the start of a segment: a group's, or an arena's) */
+static shm_bell *shm_bell_of(char *ctl) { return (shm_bell *)ctl; }
+static shm_slot *shm_slot_of(char *ctl, int r) {
+  return (shm_slot *)(ctl + sizeof(shm_bell) + (size_t)r * sizeof(shm_slot));
 }
 static char *shm_half(mt_dist_group *g, int r, uint64_t seq) {
   return g->shm + SHM_CTL(g->size) + ((size_t)r * 2 + (size_t)(seq & 1)) * g->shm_cap;
+}
+
+/* A segment of SHM_CTL(n) + n * per * cap bytes shared by the members of g (collective: run by the
+ * thread): rank 0 creates it (cap: rank 0's is every member's; 0 there: none), reserves its pages,
+ * sends its name and length; the others map it; once all have it, it is unlinked. NULL on every
+ * member where any could not map it. */
+static char *segment_make(mt_dist_group *g, int64_t *cap, int per, int ready, size_t *len_out) {
+  int n = g->size;
+  struct {
+    int64_t cap;
+    char name[56];
+  } m = {0, ""};
+  char *map = NULL;
+  size_t len = 0;
+  if (g->rank == 0 && *cap > 0) {
+    m.cap = (*cap + 63) & ~(int64_t)63;
+    snprintf(m.name, sizeof m.name, "/moontorch-%d-%u", (int)getpid(), S.shm_made++);
+    len = SHM_CTL(n) + (size_t)n * (size_t)per * (size_t)m.cap;
+    int fd = shm_open(m.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd >= 0) {
+      if (ftruncate(fd, (off_t)len) == 0 && posix_fallocate(fd, 0, (off_t)len) == 0) {
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) map = NULL;
+      }
+      close(fd);
+      if (!map) shm_unlink(m.name);
+    }
+    if (!map) m.name[0] = 0;
+  }
+  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, g->comm);
+  if (g->rank != 0 && m.name[0]) {
+    len = SHM_CTL(n) + (size_t)n * (size_t)per * (size_t)m.cap;
+    int fd = shm_open(m.name, O_RDWR, 0600);
+    if (fd >= 0) {
+      struct stat st;
+      if (fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
+        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) map = NULL;
+      }
+      close(fd);
+    }
+  }
+  int ok = map != NULL && ready;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->comm);
+  if (g->rank == 0 && m.name[0]) shm_unlink(m.name);
+  if (!ok) {
+    if (map) munmap(map, len);
+    return NULL;
+  }
+  *cap = m.cap;
+  *len_out = len;
+  return map;
 }
 
 static void shm_setup(mt_dist_group *g) {
@@ -401,54 +475,20 @@ static void shm_setup(mt_dist_group *g) {
     MPI_Comm_free(&nc);
   }
   if (!same) return; /* the same answer on every member: each sees the whole group on its node or not */
-  struct {
-    int64_t cap;
-    char name[56];
-  } m = {0, ""};
-  char *map = NULL;
-  size_t len = 0;
+  /* MOONTORCH_DIST_SHM_BYTES, else 16 MiB over the members, within 1..4 MiB (a DDP bucket of a few
+   * MB in one round; at most 32 MiB of the node's memory per group) */
+  int64_t cap = 0;
   if (g->rank == 0 && !S.shm_off) {
-    /* MOONTORCH_DIST_SHM_BYTES, else 16 MiB over the members, within 1..4 MiB (a DDP bucket of a few
-     * MB in one round; at most 32 MiB of the node's memory per group) */
-    size_t cap = S.shm_bytes ? S.shm_bytes : (size_t)16 * 1024 * 1024 / (size_t)n;
-    if (!S.shm_bytes) cap = cap < ((size_t)1 << 20) ? (size_t)1 << 20 : cap > ((size_t)4 << 20) ? (size_t)4 << 20 : cap;
-    m.cap = (int64_t)((cap + 63) & ~(size_t)63);
-    snprintf(m.name, sizeof m.name, "/moontorch-%d-%u", (int)getpid(), S.shm_made++);
-    len = SHM_CTL(n) + (size_t)n * 2 * (size_t)m.cap;
-    int fd = shm_open(m.name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd >= 0) {
-      if (ftruncate(fd, (off_t)len) == 0 && posix_fallocate(fd, 0, (off_t)len) == 0) {
-        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED) map = NULL;
-      }
-      close(fd);
-      if (!map) shm_unlink(m.name);
-    }
-    if (!map) m.name[0] = 0;
+    size_t c = S.shm_bytes ? S.shm_bytes : (size_t)16 * 1024 * 1024 / (size_t)n;
+    if (!S.shm_bytes) c = c < ((size_t)1 << 20) ? (size_t)1 << 20 : c > ((size_t)4 << 20) ? (size_t)4 << 20 : c;
+    cap = (int64_t)c;
   }
-  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, 0, g->comm);
-  if (g->rank != 0 && m.name[0] && !S.shm_off) {
-    len = SHM_CTL(n) + (size_t)n * 2 * (size_t)m.cap;
-    int fd = shm_open(m.name, O_RDWR, 0600);
-    if (fd >= 0) {
-      struct stat st;
-      if (fstat(fd, &st) == 0 && (size_t)st.st_size == len) {
-        map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED) map = NULL;
-      }
-      close(fd);
-    }
-  }
-  int ok = map != NULL;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, g->comm);
-  if (g->rank == 0 && m.name[0]) shm_unlink(m.name);
-  if (!ok) {
-    if (map) munmap(map, len);
-    return;
-  }
+  size_t len = 0;
+  char *map = segment_make(g, &cap, 2, 1, &len);
+  if (!map) return;
   g->shm = map;
   g->shm_len = len;
-  g->shm_cap = (size_t)m.cap;
+  g->shm_cap = (size_t)cap;
   g->shm_seq = 0;
 }
 
@@ -532,6 +572,7 @@ void mt_dist_group_release(mt_dist_group *g) {
 
 /* ------------------------------------------------------------------------------------ works */
 static void work_free(mt_dist_work *w) {
+  mt_dist_arena_release(w->arena);
   if (w->kind == K_FREE_COMM) {
     group_free(w->g);
   } else {
@@ -716,8 +757,8 @@ static int64_t shm_lo(int64_t count, int n, int k) {
 }
 
 /* post `*field = seq` and ring the bell for whoever sleeps on it */
-static void shm_post(mt_dist_group *g, uint64_t *field, uint64_t seq) {
-  shm_bell *b = shm_bell_of(g);
+static void shm_post(char *ctl, uint64_t *field, uint64_t seq) {
+  shm_bell *b = shm_bell_of(ctl);
   __atomic_store_n(field, seq, __ATOMIC_SEQ_CST);
   __atomic_add_fetch(&b->bell, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&b->sleepers, __ATOMIC_SEQ_CST))
@@ -725,11 +766,11 @@ static void shm_post(mt_dist_group *g, uint64_t *field, uint64_t seq) {
 }
 
 /* every other member has posted round seq in `done` (1) or `arrived` (0)? (marks who has in g->in) */
-static int shm_all_posted(mt_dist_group *g, int done, uint64_t seq) {
+static int shm_all_posted(mt_dist_group *g, char *ctl, int done, uint64_t seq) {
   int all = 1;
   for (int k = 0; k < g->size; k++) {
     if (k == g->rank) continue;
-    shm_slot *sl = shm_slot_of(g, k);
+    shm_slot *sl = shm_slot_of(ctl, k);
     if (__atomic_load_n(done ? &sl->done : &sl->arrived, __ATOMIC_ACQUIRE) >= seq)
       __atomic_store_n(&g->in[k], (unsigned char)1, __ATOMIC_RELAXED);
     else all = 0;
@@ -739,7 +780,7 @@ static int shm_all_posted(mt_dist_group *g, int done, uint64_t seq) {
 
 /* wait until every other member has posted round seq: 20 us of polling, then asleep on the bell
  * (in slices of 10 ms, to see a caller that gave up: w->msg says so, 0) */
-static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
+static int shm_wait(mt_dist_work *w, char *ctl, int done, uint64_t seq) {
   mt_dist_group *g = w->g;
   int n = g->size, me = g->rank;
   pthread_mutex_lock(&S.mu);
@@ -748,10 +789,10 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
   S.arriving_kind = w->kind;
   S.arriving_phase = done;
   pthread_mutex_unlock(&S.mu);
-  shm_bell *b = shm_bell_of(g);
+  shm_bell *b = shm_bell_of(ctl);
   double t0 = mt_dist_now();
   int ok = 1;
-  while (!shm_all_posted(g, done, seq)) {
+  while (!shm_all_posted(g, ctl, done, seq)) {
     if (w->deadline > 0 && mt_dist_now() > w->deadline) { /* run in place: the caller's own deadline */
       pthread_mutex_lock(&S.mu);
       break_locked(w, w->timeout);
@@ -765,7 +806,7 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
       ok = 0;
       break;
     }
-    if (mt_dist_now() - t0 < 20e-6) {
+    if (mt_dist_now() - t0 < S.poll_s) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
@@ -773,7 +814,7 @@ static int shm_wait(mt_dist_work *w, int done, uint64_t seq) {
     }
     __atomic_add_fetch(&b->sleepers, 1, __ATOMIC_SEQ_CST);
     uint32_t v = __atomic_load_n(&b->bell, __ATOMIC_SEQ_CST);
-    if (!shm_all_posted(g, done, seq)) {
+    if (!shm_all_posted(g, ctl, done, seq)) {
       struct timespec ts = {0, 10000000L};
       syscall(SYS_futex, &b->bell, FUTEX_WAIT, v, &ts, NULL, 0);
     }
@@ -826,6 +867,20 @@ static char *span_ptr(mt_dist_work *w, int64_t off, int64_t n) {
   return NULL;
 }
 
+/* w's message when member `other` posted another all_reduce in the same round (arena: this one's
+ * number, 0 for a round through the halves) */
+static void differ_message(mt_dist_work *w, int other, int arena) {
+  mt_dist_group *g = w->g;
+  shm_slot *sl = shm_slot_of(g->shm, other);
+  snprintf(w->msg, sizeof w->msg,
+           "distributed.all_reduce: the ranks' tensors differ: rank %d has %lld elements of %s (ReduceOp.%s%s), "
+           "rank %d has %lld elements of %s (ReduceOp.%s%s)",
+           g->world_ranks[g->rank], (long long)w->count, dtype_name(w->dtype), op_names[w->op],
+           arena ? ", in shared gradient memory" : "", g->world_ranks[other], (long long)sl->count,
+           dtype_name(sl->dtype), sl->op >= 0 && sl->op <= MT_DIST_BXOR ? op_names[sl->op] : "?",
+           sl->arena ? ", in shared gradient memory" : "");
+}
+
 static int shm_all_reduce(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   int n = g->size, me = g->rank;
@@ -838,7 +893,7 @@ static int shm_all_reduce(mt_dist_work *w) {
     snprintf(w->msg, sizeof w->msg, "distributed.all_reduce: out of memory");
     return 0;
   }
-  shm_slot *mine = shm_slot_of(g, me);
+  shm_slot *mine = shm_slot_of(g->shm, me);
   _Alignas(64) char own[SHM_BLOCK * 8], acc[SHM_BLOCK * 8]; /* a block of this rank's data, of the result */
   int ok = 1;
   int64_t off = 0;
@@ -854,16 +909,17 @@ static int shm_all_reduce(mt_dist_work *w) {
     mine->count = w->count;
     mine->dtype = w->dtype;
     mine->op = w->op;
-    shm_post(g, &mine->arrived, seq);
+    mine->arena = 0;
+    shm_post(g->shm, &mine->arrived, seq);
     if (S.die_round == seq && S.die_rank == g->world_ranks[me] && g->world) raise(SIGKILL);
-    if (!shm_wait(w, 0, seq)) {
+    if (!shm_wait(w, g->shm, 0, seq)) {
       ok = 0;
       break;
     }
     int other = -1;
     for (int k = 0; k < n && other < 0; k++) {
-      shm_slot *sl = shm_slot_of(g, k);
-      if (sl->count != w->count || sl->dtype != w->dtype || sl->op != w->op) other = k;
+      shm_slot *sl = shm_slot_of(g->shm, k);
+      if (sl->count != w->count || sl->dtype != w->dtype || sl->op != w->op || sl->arena) other = k;
     }
     if (other < 0) { /* slice me, a block at a time: into this rank's half (for the others) and buffers */
       int64_t lo = shm_lo(piece, n, me), hi = shm_lo(piece, n, me + 1);
@@ -877,18 +933,13 @@ static int shm_all_reduce(mt_dist_work *w) {
         span_copy(w, off + b, m, acc, 0);
       }
     }
-    shm_post(g, &mine->done, seq);
-    if (!shm_wait(w, 1, seq)) {
+    shm_post(g->shm, &mine->done, seq);
+    if (!shm_wait(w, g->shm, 1, seq)) {
       ok = 0;
       break;
     }
     if (other >= 0) {
-      shm_slot *sl = shm_slot_of(g, other);
-      snprintf(w->msg, sizeof w->msg,
-               "distributed.all_reduce: the ranks' tensors differ: rank %d has %lld elements of %s (ReduceOp.%s), "
-               "rank %d has %lld elements of %s (ReduceOp.%s)",
-               g->world_ranks[me], (long long)w->count, dtype_name(w->dtype), op_names[w->op], g->world_ranks[other],
-               (long long)sl->count, dtype_name(sl->dtype), sl->op >= 0 && sl->op <= MT_DIST_BXOR ? op_names[sl->op] : "?");
+      differ_message(w, other, 0);
       ok = 0;
       break;
     }
@@ -903,12 +954,172 @@ static int shm_all_reduce(mt_dist_work *w) {
   return ok;
 }
 
+
+/* ------------------------------------------------------------------------------------ arenas */
+/* An arena (see dist.h): a segment of one region per member (segment_make), made collectively by
+ * the thread (K_ARENA). Its all-reduce is a round of the group's segment (the same bell, slots and
+ * round numbers as shm_all_reduce's, so that rounds of either kind meet in order and a mismatch is
+ * seen): each member posts its span (arena number, offset, count, dtype, op); once all have arrived,
+ * member r reduces slice r, a block at a time, from every member's span into every member's span;
+ * once all are done, every span holds the result. Each member reads its peers' arenas through its
+ * own mapping of them, found by number among the group's arenas (a peer's span in an arena this
+ * member no longer has: the tensors differ). */
+static char *arena_region(mt_dist_arena *a, int r) { return a->map + SHM_CTL(a->g->size) + (size_t)r * a->cap; }
+
+static void arena_setup(mt_dist_work *w) {
+  mt_dist_group *g = w->g;
+  int64_t cap = (w->count + 4095) & ~(int64_t)4095; /* (regions on pages of their own) */
+  if (cap <= 0) cap = 4096;
+  mt_dist_arena *a = calloc(1, sizeof *a);
+  pthread_mutex_lock(&S.mu);
+  int slot = -1;
+  for (int i = 0; i < GROUP_ARENAS && slot < 0; i++)
+    if (!g->arenas[i]) slot = i;
+  pthread_mutex_unlock(&S.mu);
+  size_t len = 0;
+  char *map = segment_make(g, &cap, 1, a != NULL && slot >= 0, &len);
+  g->arenas_made++; /* (on every member, made or not: the numbers stay the same everywhere) */
+  if (!map) {
+    free(a);
+    return;
+  }
+  a->refs = 1;
+  a->g = mt_dist_group_retain(g);
+  a->id = g->arenas_made;
+  a->map = map;
+  a->len = len;
+  a->cap = (size_t)cap;
+  pthread_mutex_lock(&S.mu);
+  g->arenas[slot] = a;
+  pthread_mutex_unlock(&S.mu);
+  w->arena = a;
+}
+
+mt_dist_arena *mt_dist_arena_retain(mt_dist_arena *a) {
+  if (a) __atomic_add_fetch(&a->refs, 1, __ATOMIC_ACQ_REL);
+  return a;
+}
+
+void mt_dist_arena_release(mt_dist_arena *a) {
+  if (!a || __atomic_sub_fetch(&a->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
+  pthread_mutex_lock(&S.mu);
+  for (int i = 0; i < GROUP_ARENAS; i++)
+    if (a->g->arenas[i] == a) a->g->arenas[i] = NULL;
+  pthread_mutex_unlock(&S.mu);
+  munmap(a->map, a->len);
+  mt_dist_group_release(a->g);
+  free(a);
+}
+
+void mt_dist_arena_unref(void *ctx, void *data) {
+  (void)data;
+  mt_dist_arena_release(ctx);
+}
+
+void *mt_dist_arena_data(mt_dist_arena *a) { return arena_region(a, a->g->rank); }
+int64_t mt_dist_arena_bytes(const mt_dist_arena *a) { return (int64_t)a->cap; }
+
+/* the group's arena number id, retained (NULL: none such here) */
+static mt_dist_arena *arena_find(mt_dist_group *g, int id) {
+  mt_dist_arena *a = NULL;
+  pthread_mutex_lock(&S.mu);
+  for (int i = 0; i < GROUP_ARENAS && !a; i++)
+    if (g->arenas[i] && g->arenas[i]->id == id && __atomic_load_n(&g->arenas[i]->refs, __ATOMIC_ACQUIRE) > 0)
+      a = mt_dist_arena_retain(g->arenas[i]);
+  pthread_mutex_unlock(&S.mu);
+  return a;
+}
+
+/* two members' float SUM/AVG in one pass: both spans get the result (the usual DDP pair; the
+ * general case goes through a block and copies) */
+#define ARENA_PAIR(NAME, T)                                                                                            \
+  static void NAME(char *a_, char *b_, int64_t m, int avg) {                                                           \
+    T *restrict a = (T *)a_, *restrict b = (T *)b_;                                                                    \
+    T scale = avg ? (T)0.5 : (T)1; /* (exact: the same bits as dividing by 2) */                                        \
+    for (int64_t i = 0; i < m; i++) {                                                                                  \
+      T r = (a[i] + b[i]) * scale;                                                                                     \
+      a[i] = r;                                                                                                        \
+      b[i] = r;                                                                                                        \
+    }                                                                                                                  \
+  }
+ARENA_PAIR(arena_pair_f32, float)
+ARENA_PAIR(arena_pair_f64, double)
+
+static int arena_all_reduce(mt_dist_work *w) {
+  mt_dist_group *g = w->g;
+  int n = g->size, me = g->rank, ok = 1;
+  size_t isz = item_size(w->dtype);
+  shm_fn fn = shm_fn_of(w->dtype, w->op);
+  mt_dist_arena *peers[64] = {0};
+  char **srcs = NULL;
+  if (n > 64) {
+    snprintf(w->msg, sizeof w->msg, "distributed.all_reduce: shared gradient memory serves groups of up to 64 ranks");
+    return 0;
+  }
+  char *src[64], *dst[64];
+  srcs = src;
+  shm_slot *mine = shm_slot_of(g->shm, me);
+  uint64_t seq = ++g->shm_seq;
+  mine->count = w->count;
+  mine->dtype = w->dtype;
+  mine->op = w->op;
+  mine->offset = w->offset;
+  mine->arena = w->arena->id;
+  shm_post(g->shm, &mine->arrived, seq);
+  if (S.die_round == seq && S.die_rank == g->world_ranks[me] && g->world) raise(SIGKILL);
+  if (!shm_wait(w, g->shm, 0, seq)) return 0;
+  int other = -1, lost = -1;
+  for (int k = 0; k < n && other < 0 && lost < 0; k++) {
+    shm_slot *sl = shm_slot_of(g->shm, k);
+    if (sl->count != w->count || sl->dtype != w->dtype || sl->op != w->op || !sl->arena) {
+      other = k;
+    } else {
+      peers[k] = k == me ? mt_dist_arena_retain(w->arena) : arena_find(g, sl->arena);
+      if (!peers[k] || (size_t)(sl->offset + sl->count) * isz > peers[k]->cap || sl->offset < 0) lost = k;
+    }
+  }
+  if (other < 0 && lost < 0) {
+    int64_t lo = shm_lo(w->count, n, me), hi = shm_lo(w->count, n, me + 1);
+    _Alignas(64) char acc[SHM_BLOCK * 8];
+    for (int k = 0; k < n; k++) dst[k] = arena_region(peers[k], k) + (size_t)shm_slot_of(g->shm, k)->offset * isz;
+    int pair = n == 2 && (w->op == MT_DIST_SUM || w->op == MT_DIST_AVG) &&
+               (w->dtype == MT_FLOAT32 || w->dtype == MT_FLOAT64) && dst[0] != dst[1];
+    if (pair) {
+      (w->dtype == MT_FLOAT32 ? arena_pair_f32 : arena_pair_f64)(dst[0] + (size_t)lo * isz, dst[1] + (size_t)lo * isz,
+                                                                 hi - lo, w->op == MT_DIST_AVG);
+      lo = hi;
+    }
+    for (int64_t b = lo; b < hi; b += SHM_BLOCK) {
+      int m = (int)(hi - b < SHM_BLOCK ? hi - b : SHM_BLOCK);
+      for (int k = 0; k < n; k++) srcs[k] = dst[k] + (size_t)b * isz;
+      fn(acc, srcs, n, m, w->op == MT_DIST_AVG);
+      for (int k = 0; k < n; k++) memcpy(dst[k] + (size_t)b * isz, acc, (size_t)m * isz);
+    }
+  }
+  for (int k = 0; k < n; k++) mt_dist_arena_release(peers[k]);
+  shm_post(g->shm, &mine->done, seq);
+  if (!shm_wait(w, g->shm, 1, seq)) return 0;
+  if (other >= 0) {
+    differ_message(w, other, w->arena->id);
+    ok = 0;
+  } else if (lost >= 0) {
+    snprintf(w->msg, sizeof w->msg,
+             "distributed.all_reduce: rank %d's gradients lie in shared memory that rank %d does not have (a "
+             "DistributedDataParallel made or dropped on some ranks only)",
+             g->world_ranks[lost], g->world_ranks[me]);
+    ok = 0;
+  }
+  return ok;
+}
+
 static int run_collective(mt_dist_work *w) {
   mt_dist_group *g = w->g;
   MPI_Comm c = g->comm;
   MPI_Datatype t = mpi_type(w->dtype);
   size_t isz = item_size(w->dtype);
   int64_t step = S.chunk;
+  if (w->kind == K_ALL_REDUCE && g->size == 1) return 1; /* (every op of one rank's values is those values) */
+  if (w->kind == K_ALL_REDUCE && w->arena) return arena_all_reduce(w);
   if (w->kind == K_ALL_REDUCE && g->shm && shm_takes(w->dtype, w->op)) return shm_all_reduce(w);
   if (w->kind == K_ALL_REDUCE && w->bufs) { /* several tensors through MPI: one contiguous copy */
     char *tmp = malloc(w->count ? (size_t)w->count * isz : 1);
@@ -929,6 +1140,10 @@ static int run_collective(mt_dist_work *w) {
   }
   int rc = arrive(g, w->kind);
   if (rc != MPI_SUCCESS || w->kind == K_BARRIER) goto done;
+  if (w->kind == K_ARENA) {
+    arena_setup(w);
+    goto done;
+  }
   switch (w->kind) {
   case K_ALL_REDUCE:
   case K_BROADCAST:
@@ -1342,6 +1557,9 @@ mt_status mt_dist_init(double timeout_s, mt_dist_group **world) {
     const char *sb = getenv("MOONTORCH_DIST_SHM_BYTES");
     S.shm_bytes = 0;
     if (sb && atoll(sb) >= 64 && atoll(sb) <= (1LL << 30)) S.shm_bytes = (size_t)atoll(sb);
+    const char *pu = getenv("MOONTORCH_DIST_POLL_US");
+    S.poll_s = 20e-6;
+    if (pu && atof(pu) >= 0 && atof(pu) <= 1e6) S.poll_s = atof(pu) * 1e-6;
     const char *td = getenv("MOONTORCH_DIST_TEST_DIE");
     unsigned long long dr = 0;
     S.die_rank = -1;
@@ -1495,6 +1713,7 @@ mt_status mt_dist_all_reduce(mt_dist_group *g, void *buf, int64_t count, int dty
 
 static mt_status coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype, int op,
                            mt_dist_work **out, int wake);
+static mt_status run_here(mt_dist_work *w, double timeout_s, double *times);
 mt_status mt_dist_all_reduce_coalesced(mt_dist_group *g, void *const *bufs, const int64_t *counts, int n, int dtype,
                                        int op, mt_dist_work **out) {
   return coalesced(g, bufs, counts, n, dtype, op, out, 1);
@@ -1528,11 +1747,16 @@ mt_status mt_dist_all_reduce_coalesced_now(mt_dist_group *g, void *const *bufs, 
   times[0] = times[1] = 0;
   mt_dist_work *w;
   MT_TRY(coalesced(g, bufs, counts, n, dtype, op, &w, 0));
-  /* queued without waking the thread; taken back to run here when nothing else is queued or running
-   * and the group reduces on this node, else the thread is woken for it */
+  return run_here(w, timeout_s, times);
+}
+
+/* w, queued without waking the thread: taken back to run here when nothing else is queued or running
+ * and it reduces on this node, else the thread is woken for it; waited for, released */
+static mt_status run_here(mt_dist_work *w, double timeout_s, double *times) {
+  mt_dist_group *g = w->g;
   int here = 0;
   pthread_mutex_lock(&S.mu);
-  if (S.head == w && !S.active && g->shm && shm_takes(dtype, op) && !S.broken[0]) {
+  if (S.head == w && !S.active && (g->shm || g->size == 1) && shm_takes(w->dtype, w->op) && !S.broken[0]) {
     S.head = w->next;
     if (!S.head) S.tail = NULL;
     S.active = S.busy = 1;
@@ -1546,7 +1770,7 @@ mt_status mt_dist_all_reduce_coalesced_now(mt_dist_group *g, void *const *bufs, 
     w->t_started = mt_dist_now();
     w->timeout = timeout_s;
     w->deadline = w->t_started + (timeout_s < 1e9 ? timeout_s : 1e9);
-    int ok = shm_all_reduce(w);
+    int ok = g->size == 1 ? 1 : w->arena ? arena_all_reduce(w) : shm_all_reduce(w);
     pthread_mutex_lock(&S.mu);
     S.active = S.busy = 0;
     complete_locked(w, ok);
@@ -1561,6 +1785,55 @@ mt_status mt_dist_all_reduce_coalesced_now(mt_dist_group *g, void *const *bufs, 
   times[1] = w->t_finished;
   mt_dist_work_release(w);
   return st;
+}
+
+mt_status mt_dist_arena_new(mt_dist_group *g, int64_t bytes, double timeout_s, mt_dist_arena **out) {
+  *out = NULL;
+  MT_TRY(check_group("shared_arena", g));
+  if (bytes < 0) return fail(MT_EINVAL, "distributed.shared_arena: %lld bytes", (long long)bytes);
+  /* (the same answer on every member; arena_all_reduce names at most 64 members' spans) */
+  if (g->size < 2 || g->size > 64 || !g->shm) return MT_OK;
+  mt_dist_work t = {.count = bytes}, *w;
+  MT_TRY(submit(K_ARENA, g, &t, &w));
+  mt_status st = mt_dist_work_wait(w, timeout_s);
+  if (st == MT_OK) {
+    *out = w->arena; /* (the caller's reference now) */
+    w->arena = NULL;
+  }
+  mt_dist_work_release(w);
+  return st;
+}
+
+static mt_status arena_work(const char *name, mt_dist_arena *a, int64_t offset, int64_t count, int dtype, int op,
+                            mt_dist_work **out, int wake) {
+  *out = NULL;
+  if (!a) return fail(MT_EINVAL, "distributed.%s: no shared memory", name);
+  size_t isz = item_size(dtype);
+  if (!isz) return fail(MT_EDTYPE, "distributed.%s: unsupported dtype %d", name, dtype);
+  if (!shm_takes(dtype, op))
+    return fail(MT_EINVAL, "distributed.%s: ReduceOp.%s on %s is not done in shared memory", name,
+                op >= 0 && op <= MT_DIST_BXOR ? op_names[op] : "?", dtype_name(dtype));
+  if (offset < 0 || count < 0 || (size_t)(offset + count) * isz > a->cap)
+    return fail(MT_EINVAL, "distributed.%s: elements [%lld, %lld) lie outside the shared memory (%lld bytes)", name,
+                (long long)offset, (long long)(offset + count), (long long)a->cap);
+  mt_dist_work t = {.count = count, .dtype = dtype, .op = op, .offset = offset};
+  t.arena = mt_dist_arena_retain(a);
+  mt_status st = submit_to(K_ALL_REDUCE, a->g, &t, out, wake);
+  if (st != MT_OK) mt_dist_arena_release(t.arena);
+  return st;
+}
+
+mt_status mt_dist_arena_all_reduce(mt_dist_arena *a, int64_t offset, int64_t count, int dtype, int op,
+                                   mt_dist_work **out) {
+  return arena_work("all_reduce", a, offset, count, dtype, op, out, 1);
+}
+
+mt_status mt_dist_arena_all_reduce_now(mt_dist_arena *a, int64_t offset, int64_t count, int dtype, int op,
+                                       double timeout_s, double *times) {
+  times[0] = times[1] = 0;
+  mt_dist_work *w;
+  MT_TRY(arena_work("all_reduce", a, offset, count, dtype, op, &w, 0));
+  return run_here(w, timeout_s, times);
 }
 
 mt_status mt_dist_broadcast(mt_dist_group *g, void *buf, int64_t count, int dtype, int root, mt_dist_work **out) {

@@ -46,11 +46,11 @@ M.DistributedDataParallel = DDP
 
 local function pack(...) return { n = select('#', ...), ... } end
 
--- fn() with grad mode `on`, the mode restored after (also on errors)
-local function with_grad(on, fn)
+-- fn(...) with grad mode `on`, the mode restored after (also on errors)
+local function with_grad(on, fn, ...)
   local prev = torch.is_grad_enabled()
   torch.set_grad_enabled(on)
-  local ok, err = pcall(fn)
+  local ok, err = pcall(fn, ...)
   torch.set_grad_enabled(prev)
   if not ok then error(err, 0) end
 end
@@ -208,15 +208,20 @@ local function same_layout(a, b)
   return true
 end
 local function dense(t)
-  local n = t._ndim
-  local dims = {}
-  for d = 0, n - 1 do dims[#dims + 1] = d end
-  table.sort(dims, function(x, y) return t._strides[x] > t._strides[y] end)
-  local expect = 1
-  for k = n, 1, -1 do
-    local d = dims[k]
-    if t._sizes[d] ~= 1 and t._strides[d] ~= expect then return false end
-    expect = expect * t._sizes[d]
+  -- the dims of size > 1 taken by increasing (stride, dim), each stride the product of the sizes
+  -- before it (no tables: this runs for every gradient of every step)
+  local n, sz, st = t._ndim, t._sizes, t._strides
+  local expect, ps, pd = 1, -1, -1
+  for _ = 1, n do
+    local bd, bs = -1, 0
+    for d = 0, n - 1 do
+      local s = st[d]
+      if sz[d] ~= 1 and (s > ps or (s == ps and d > pd)) and (bd < 0 or s < bs) then bd, bs = d, s end
+    end
+    if bd < 0 then return true end
+    if bs ~= expect then return false end
+    expect = expect * sz[bd]
+    ps, pd = bs, bd
   end
   return true
 end
@@ -231,14 +236,35 @@ end
 
 -- R: params, names, pg, B (the backend), world (size), buckets, where[i] = {bucket, position},
 -- and each iteration's state
+local ARENA_DTYPES = { float32 = true, float64 = true } -- (those the on-node all-reduce sums)
 local function build_buckets(R, assignment)
   local buckets, where = {}, {}
+  if R.arena and R.buckets then
+    -- a new layout: gradients kept in the arena leave it first (the new slots overlap the old)
+    with_grad(false, function()
+      for _, p in ipairs(R.params) do
+        local g = p.grad
+        if g ~= nil and R.in_arena(g) then
+          if C.mt_tensor_set_data(g, g:clone()) ~= 0 then core.raise_last() end
+        end
+      end
+    end)
+  end
+  local arena_at = 0 -- (bytes)
   for bi, ix in ipairs(assignment) do
     local n = 0
     for _, i in ipairs(ix) do n = n + R.params[i]:numel() end
     local p1 = R.params[ix[1]]
     -- (one element more: the bucket's tag, see launch_ready)
-    local flat = torch.zeros(n + 1, { dtype = p1.dtype, device = p1.device })
+    local flat, arena_off
+    if R.arena and ARENA_DTYPES[p1.dtype.name] then
+      local isz = p1:element_size()
+      flat = R.B.arena_tensor(R.arena, arena_at, n + 1, p1._dtype):zero_()
+      arena_off = arena_at / isz
+      arena_at = arena_at + math.ceil((n + 1) * isz / 64) * 64
+    else
+      flat = torch.zeros(n + 1, { dtype = p1.dtype, device = p1.device })
+    end
     local views, offsets, off = {}, {}, 0
     for pos, i in ipairs(ix) do
       local p = R.params[i]
@@ -247,9 +273,13 @@ local function build_buckets(R, assignment)
       off = off + p:numel()
       where[i] = { bi, pos }
     end
+    local slot_ptr = {} -- (arena: where each gradient's slot starts)
+    if arena_off then
+      for pos = 1, #ix do slot_ptr[pos] = views[pos]._data end
+    end
     buckets[bi] = { index = bi, indices = ix, flat = flat, views = views, offsets = offsets, numel = n,
       pending = #ix, marked = {}, tag_slot = flat:narrow(1, n + 1, 1), bufs = {},
-      inplace = {} }
+      inplace = {}, arena_off = arena_off, slot_ptr = slot_ptr }
   end
   R.buckets, R.where = buckets, where
   -- gradient_as_bucket_view: an existing .grad moves into its view
@@ -294,6 +324,25 @@ local function ensure_prior_reduction_finished(R)
   if R.require_finalize then fail(OP, expected_finished_msg(R)) end
 end
 
+-- the averages go back into .grad (with grad mode off); global_used: find_unused_parameters' flags
+local function copy_back(R, global_used)
+  for i, p in ipairs(R.params) do
+    if not global_used or global_used[i - 1] ~= 0 then
+      local wb = R.where[i]
+      local b = R.buckets[wb[1]]
+      local v = b.views[wb[2]]
+      local g = p.grad
+      if R.direct and b.inplace[wb[2]] then
+        -- averaged in place
+      elseif g == nil then
+        p.grad = R.as_view and v or v:clone()
+      elseif g._storage ~= v._storage then
+        g:copy_(v)
+      end
+    end
+  end
+end
+
 -- wait for every bucket, then the averages go back into .grad
 local function finalize(R)
   local B = R.B
@@ -327,11 +376,12 @@ local function finalize(R)
   end
   for _, b in ipairs(R.buckets) do
     local got = b.tag_slot:item()
-    if got ~= (R.direct and b.tag or b.tag * R.world) then
+    local averaged = R.direct or b.arena_off -- (AVG: the tag comes back as it went)
+    if got ~= (averaged and b.tag or b.tag * R.world) then
       R.broken = ('bucket %d of %d (%d elements of %s) met another bucket on another rank: its tag came back %s, ' ..
         'not %d x %d. The ranks are out of step: each must run the same synchronised forward and backward passes ' ..
         '(no_sync on every rank or on none), over the same models in the same order')
-        :format(b.index, #R.buckets, b.numel, tostring(b.flat.dtype), tostring(got), R.direct and 1 or R.world, b.tag)
+        :format(b.index, #R.buckets, b.numel, tostring(b.flat.dtype), tostring(got), averaged and 1 or R.world, b.tag)
       fail(OP, R.broken)
     end
   end
@@ -343,23 +393,7 @@ local function finalize(R)
     global_used = ffi.cast('uint8_t *', used._data)
   end
   R.steps = R.steps + 1
-  with_grad(false, function()
-    for i, p in ipairs(R.params) do
-      if not global_used or global_used[i - 1] ~= 0 then
-        local wb = R.where[i]
-        local b = R.buckets[wb[1]]
-        local v = b.views[wb[2]]
-        local g = p.grad
-        if R.direct and b.inplace[wb[2]] then
-          -- averaged in place
-        elseif g == nil then
-          p.grad = R.as_view and v or v:clone()
-        elseif g._storage ~= v._storage then
-          g:copy_(v)
-        end
-      end
-    end
-  end)
+  with_grad(false, copy_back, R, global_used)
 end
 
 -- Each bucket's all-reduce carries a tag in its last element: a number made of this DDP's number
@@ -384,7 +418,18 @@ local function launch_ready(R)
     R.launches = R.launches + 1
     b.tag = tag_of(R, b)
     b.tag_slot:fill_(b.tag)
-    if R.direct then
+    if b.arena_off then
+      -- the bucket lies in the arena: averaged there, nothing copied in or out; the last one is
+      -- waited for at once (backward has nothing left to do), run by this thread itself
+      if R.next_bucket == #buckets then
+        local t0 = B.now()
+        local err, s, f = B.arena_all_reduce_now(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG, R.pg._timeout)
+        R.now_wait, R.now_err = B.now() - t0, err
+        if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
+      else
+        b.work = B.arena_all_reduce(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG)
+      end
+    elseif R.direct then
       b.bufs[#b.indices + 1] = b.tag_slot
       if R.next_bucket == #buckets and B.all_reduce_coalesced_now then
         -- the last bucket: backward has nothing left to do, so it is waited for at once (run by this
@@ -420,7 +465,15 @@ local function mark_ready(R, i)
   if R.direct then
     -- the gradient itself takes part in the all-reduce (averaged in place) when its memory is one
     -- dense block; else its slot in the bucket, unscaled
-    if g ~= nil and g._dtype == b.flat._dtype and dense(g) then
+    if g ~= nil and g._dtype == b.flat._dtype and dense(g) and not (b.arena_off and g.requires_grad) then
+      if b.arena_off and g._data ~= b.slot_ptr[pos] then
+        -- the gradient moves into its slot of the arena, in its own layout (once: it stays there
+        -- while .grad is kept), a storage of its own as before
+        local isz = g:element_size()
+        local v = R.B.arena_tensor(R.arena, (b.arena_off + b.offsets[pos]) * isz, nil, g._dtype, g:size(), g:stride())
+        v:copy_(g)
+        if C.mt_tensor_set_data(g, v) ~= 0 then core.raise_last() end
+      end
       b.bufs[pos] = g
       b.inplace[pos] = true
     else
@@ -437,10 +490,11 @@ local function mark_ready(R, i)
   if g == nil then
     v:zero_()
   elseif R.as_view then
+    -- (a bucket in the arena is averaged by its all-reduce: no scaling here)
     if g._storage ~= v._storage then
-      torch.mul(g, R.scale, { out = v })
+      if b.arena_off then v:copy_(g) else torch.mul(g, R.scale, { out = v }) end
       p.grad = v
-    elseif R.scale ~= 1 then
+    elseif R.scale ~= 1 and not b.arena_off then
       v:mul_(R.scale)
     end
   else
@@ -477,7 +531,8 @@ local function prepare_for_backward(R, outputs)
   R.next_bucket = 1
   for _, b in ipairs(R.buckets) do
     b.pending = #b.indices
-    b.marked = {}
+    local marked = b.marked
+    for k = 1, #b.indices do marked[k] = false end
   end
   if not R.find_unused then return end
   R.marked_unused = false
@@ -585,15 +640,7 @@ function DDP:__init(module, ...)
         'parameters {cpu}.'):format(describe(ids), describe(a.output_device)))
     end
   end
-  local pg = a.process_group
-  if pg == nil then
-    if not dist.is_initialized() then
-      fail(OP, 'Default process group has not been initialized, please make sure to call init_process_group.')
-    end
-    pg = dist.group.WORLD
-  end
-  if getmetatable(pg) ~= dist.ProcessGroup then fail(OP, ('process_group must be a ProcessGroup, got %s'):format(describe(pg))) end
-  if pg:rank() < 0 then fail(OP, 'this process is not a member of process_group') end
+  local pg = I.member_group(OP, a.process_group)
   self.module = module
   self.process_group = pg
   self.dim = a.dim or 1
@@ -630,6 +677,20 @@ function DDP:__init(module, ...)
   -- without gradient_as_bucket_view, the gradients themselves are all-reduced (one coalesced AVG per
   -- bucket: no copies into the bucket and back) where the backend can
   R.direct = not R.as_view and B.all_reduce_coalesced ~= nil
+  -- where every rank runs on this node, the gradients live in memory the ranks share (an arena):
+  -- each bucket's all-reduce then reads and writes the ranks' gradients where they lie
+  if B.arena_new and (R.direct or R.as_view) then
+    local bytes = 0
+    for _, p in ipairs(params) do bytes = bytes + p:numel() * p:element_size() + 128 end
+    R.arena = B.arena_new(pg._h, bytes, pg._timeout)
+    if R.arena then
+      local lo, size = B.arena_range(R.arena)
+      R.in_arena = function(t)
+        local a = tonumber(ffi.cast('intptr_t', t._data))
+        return a >= lo and a < lo + size
+      end
+    end
+  end
   pg._ddp_made = (pg._ddp_made or 0) + 1
   R.id = pg._ddp_made
   if R.find_unused then R.local_used = torch.zeros(#params, { dtype = torch.uint8 }) end
@@ -648,25 +709,28 @@ function DDP:__init(module, ...)
     for i, p in ipairs(params) do
       local acc = p:expand_as(p).grad_fn.next_functions[1][1]
       R.accs[i] = acc
-      acc:register_hook(function()
+      acc:_register_ready_hook(function()
         local r = weak[1]
         if r then on_grad_ready(r, i) end
       end)
     end
   end)
+  self._has_buffers = #module:buffers() > 0
   self._reducer = R
 end
 
 function DDP:_sync_buffers()
   local bufs = {}
   for _, b in ipairs(self.module:buffers()) do bufs[#bufs + 1] = b end
+  self._has_buffers = #bufs > 0
   if #bufs > 0 then
     broadcast_coalesced(self.process_group, bufs, dist.get_global_rank(self.process_group, 0), self.broadcast_bucket_size)
   end
 end
 
+-- (as PyTorch: whether the module has buffers is known from construction on)
 function DDP:will_sync_module_buffers()
-  return self.require_forward_param_sync and self.broadcast_buffers and #self.module:buffers() > 0
+  return self.require_forward_param_sync and self.broadcast_buffers and self._has_buffers
 end
 
 function DDP:forward(...)
@@ -724,16 +788,18 @@ function DDP:load_state_dict(state_dict, opts)
   return nn.Module.load_state_dict(self, state_dict, opts)
 end
 
--- {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=}: per synchronised step, the mean time
--- the all-reduces took on the communication thread and the mean time backward waited for them
--- after its last gradient (the communication it did not hide)
+-- {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=, shared_gradients=}: per synchronised
+-- step, the mean time the all-reduces took and the mean time backward waited for them after its last
+-- gradient (the communication it did not hide); shared_gradients: the gradients live in memory the
+-- ranks share (every rank on this node)
 function DDP:comm_stats()
   local R = self._reducer
   local sizes = {}
   for i, b in ipairs(R.buckets) do sizes[i] = b.numel end
   local n = math.max(R.steps, 1)
   return { steps = R.steps, comm_ms = R.comm_sum / n * 1e3, unhidden_ms = R.wait_sum / n * 1e3,
-    buckets = #R.buckets, bucket_sizes = sizes, last_unhidden_ms = R.last_wait * 1e3 }
+    buckets = #R.buckets, bucket_sizes = sizes, last_unhidden_ms = R.last_wait * 1e3,
+    shared_gradients = R.arena ~= nil }
 end
 function DDP:reset_comm_stats()
   local R = self._reducer

@@ -181,6 +181,20 @@ local function default_group(fn)
   return world
 end
 
+-- the process_group option of DDP or ZeroRedundancyOptimizer (op: the caller's name): nil for the
+-- default group; a group this process is not a member of is an error there
+local function member_group(op, pg)
+  if pg == nil then
+    if not world then
+      fail(op, 'Default process group has not been initialized, please make sure to call init_process_group.')
+    end
+    return world
+  end
+  if getmetatable(pg) ~= ProcessGroup then fail(op, ('process_group must be a ProcessGroup, got %s'):format(describe(pg))) end
+  if pg:rank() < 0 then fail(op, 'this process is not a member of process_group') end
+  return pg
+end
+
 -- the group to use: nil for the default; nil back when this process is not a member (PyTorch
 -- skips the call then)
 local function group_of(fn, group)
@@ -1011,9 +1025,20 @@ function M.scatter_object_list(scatter_object_output_list, scatter_object_input_
   scatter_object_output_list[1] = all[pg._rank + 1]
 end
 
+------------------------------------------------------------------------------ submodules
+-- torch.distributed.optim (ZeroRedundancyOptimizer), loaded on first use (it needs this module)
+setmetatable(M, { __index = function(t, k)
+  if k == 'optim' then
+    local o = require 'moontorch.distributed.optim'
+    rawset(t, 'optim', o)
+    return o
+  end
+end })
+
 ------------------------------------------------------------------------------ for DDP and the launcher
 M._internal = {
   args = args, seconds = seconds, group_of = group_of, default_group = default_group, backend_for = backend_for,
+  member_group = member_group,
   finish = finish, global_rank = global_rank, op_id = op_id, sweep = sweep,
   world = function() return world end,
 }

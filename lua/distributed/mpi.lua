@@ -6,6 +6,7 @@
 -- A backend for another device (NCCL for CUDA tensors) answers the same functions.
 local ffi = require 'ffi'
 local core = require 'moontorch.ffi'
+local T = require 'moontorch.tensor'
 
 local M = { name = 'mpi', device_type = 0 }
 
@@ -123,6 +124,48 @@ function M.all_reduce_coalesced_now(h, ts, op, timeout)
   end
   ctimes = ctimes or ffi.new('double[2]')
   local st = D.mt_dist_all_reduce_coalesced_now(h, cbufs, ccounts, n, n > 0 and ts[1]._dtype or 0, op, timeout, ctimes)
+  return st ~= 0 and ffi.string(D.mt_dist_last_error()) or nil, ctimes[0], ctimes[1]
+end
+-- shared gradient memory (core/dist/dist.h's arenas): arena_new(h, bytes, timeout) -> a handle (freed
+-- with the GC), or nil where the group cannot have one
+local aout = nil
+function M.arena_new(h, bytes, timeout)
+  aout = aout or ffi.new('mt_dist_arena *[1]')
+  if D.mt_dist_arena_new(h, bytes, timeout, aout) ~= 0 then raise() end
+  if aout[0] == nil then return nil end
+  return ffi.gc(aout[0], D.mt_dist_arena_release)
+end
+-- this rank's arena: its address (a number) and its bytes
+function M.arena_range(a)
+  return tonumber(ffi.cast('intptr_t', D.mt_dist_arena_data(a))), tonumber(D.mt_dist_arena_bytes(a))
+end
+-- a tensor of dtype over this rank's arena bytes from `offset`: numel elements, or sizes and strides
+-- (Lua arrays; its storage holds exactly its elements); it keeps the arena alive
+local dims = ffi.new('int64_t[2][16]')
+function M.arena_tensor(a, offset, numel, dtype, sizes, strides)
+  local nd = 1
+  if sizes then
+    nd = #sizes
+    for d = 1, nd do dims[0][d - 1], dims[1][d - 1] = sizes[d], strides[d] end
+  else
+    dims[0][0], dims[1][0] = numel, 1
+  end
+  local p = ffi.cast('char *', D.mt_dist_arena_data(a)) + offset
+  if core.C.mt_tensor_from_blob(p, dims[0], dims[1], nd, dtype, D.mt_dist_arena_unref, D.mt_dist_arena_retain(a),
+    T.outp) ~= 0 then
+    core.raise_last()
+  end
+  return T.take()
+end
+-- all_reduce of elements [offset, offset + count) of every rank's arena (as all_reduce)
+function M.arena_all_reduce(a, offset, count, dtype, op)
+  return work(D.mt_dist_arena_all_reduce(a, offset, count, dtype, op, wout))
+end
+-- the same, waited for (by the caller itself where it can): nil or the error's message, then when
+-- it started and finished
+function M.arena_all_reduce_now(a, offset, count, dtype, op, timeout)
+  ctimes = ctimes or ffi.new('double[2]')
+  local st = D.mt_dist_arena_all_reduce_now(a, offset, count, dtype, op, timeout, ctimes)
   return st ~= 0 and ffi.string(D.mt_dist_last_error()) or nil, ctimes[0], ctimes[1]
 end
 function M.broadcast(h, t, root)

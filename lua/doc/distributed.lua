@@ -137,14 +137,22 @@ doc { 'nn.parallel.DistributedDataParallel(module, {broadcast_buffers=true, proc
 doc { 'nn.parallel.DistributedDataParallel:no_sync(fn, ...) -> fn\'s results',
   does = "fn(...) with gradient synchronisation off (PyTorch's `with ddp.no_sync():`): gradients accumulate locally; the next synchronised backward averages the sums.",
   ex = INIT .. "if dist.is_available() then\n  local ddp = nn.parallel.DistributedDataParallel(nn.Linear(3, 2))\n  print(ddp:no_sync(function() ddp(torch.ones(1, 3)):sum():backward() return 'local' end))\nend" }
-doc { 'nn.parallel.DistributedDataParallel:comm_stats() -> {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=}',
+doc { 'nn.parallel.DistributedDataParallel:comm_stats() -> {steps=, comm_ms=, unhidden_ms=, buckets=, bucket_sizes=, shared_gradients=}',
   'nn.parallel.DistributedDataParallel:reset_comm_stats()', 'nn.parallel.DistributedDataParallel:bucket_names() -> {{name, ...}, ...}',
   pt = false,
-  does = "Per synchronised step, the mean time of the all-reduces and the part of it backward did not hide (the wait after the last bucket started); the buckets' parameter names.",
+  does = "Per synchronised step, the mean time of the all-reduces and the part of it backward did not hide (the wait after the last bucket started); shared_gradients: the gradients live in memory the ranks share and are averaged there (every rank on this node); the buckets' parameter names.",
   ex = INIT .. "if dist.is_available() then\n  local ddp = nn.parallel.DistributedDataParallel(nn.Linear(3, 2))\n  ddp(torch.ones(1, 3)):sum():backward()\n  print(ddp:comm_stats().steps, #ddp:bucket_names())\nend" }
 doc { 'nn.parallel.DistributedDataParallel:will_sync_module_buffers() -> boolean',
   does = "Whether the next forward copies rank 0's buffers to every rank (broadcast_buffers, after a synchronised forward).",
   ex = INIT .. "if dist.is_available() then print(nn.parallel.DistributedDataParallel(nn.BatchNorm1d(2)):will_sync_module_buffers()) end" }
+
+doc.section 'Optimizers'
+doc { 'torch.distributed.optim.ZeroRedundancyOptimizer(params, {optimizer_class=, process_group=, parameters_as_bucket_view=false, <the optimizer\'s options>}) -> ZeroRedundancyOptimizer',
+  'torch.distributed.optim.ZeroRedundancyOptimizer(params, optimizer_class, {options})',
+  'torch.distributed.optim.ZeroRedundancyOptimizer:step([closure])', 'torch.distributed.optim.ZeroRedundancyOptimizer:consolidate_state_dict([to=0])',
+  'torch.distributed.optim.ZeroRedundancyOptimizer:state_dict() -> table', 'torch.distributed.optim.ZeroRedundancyOptimizer:load_state_dict(state_dict)',
+  does = "PyTorch 1.13's ZeRO stage 1: the parameters are shared out over the ranks (group after group, largest first, each to the rank with the fewest elements so far); each rank keeps the optimizer state of its share only (`.optim`, an optimizer_class over it), step() steps that share and broadcasts every parameter from the rank that owns it. zero_grad and param_groups are the whole model's (a scheduler's lr reaches the local optimizer). state_dict() answers on the rank that consolidate_state_dict(to) (called on every rank) sent the states to, in a plain optimizer's layout; load_state_dict takes such a dict on every rank. overlap_with_ddp is not supported.",
+  ex = INIT .. "if dist.is_available() then\n  local net = nn.Linear(3, 2)\n  local zero = dist.optim.ZeroRedundancyOptimizer(net:parameters(), {optimizer_class = optim.Adam, lr = 0.1})\n  net(torch.ones(1, 3)):sum():backward()\n  zero:step()\n  print(#zero.optim.param_groups[1].params)\nend" }
 
 doc { 'torch.utils.data.distributed.DistributedSampler(dataset, {num_replicas=, rank=, shuffle=true, seed=0, drop_last=false}) -> DistributedSampler',
   'torch.utils.data.distributed.DistributedSampler:set_epoch(epoch)',

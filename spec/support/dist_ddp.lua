@@ -87,6 +87,135 @@ check('gradient_as_bucket_view: the same numbers, .grad a view of its bucket', f
   end
 end)
 
+check('.grad kept across steps: a reference held sees each step\'s averages; a storage of its own; set_to_none; the DDP dropped', function()
+  -- where the ranks share a node (and MOONTORCH_DIST_SHM is not 0) the gradients live in memory the
+  -- ranks share and are reduced there; what a script sees of them must not change
+  torch.manual_seed(31)
+  local ref = mlp()
+  local m = mlp()
+  m:load_state_dict(ref:state_dict())
+  local ddp = DDP(m)
+  local shared = ws > 1 and os.getenv('MOONTORCH_DIST_SHM') ~= '0'
+  assert(ddp:comm_stats().shared_gradients == shared, 'shared_gradients ' .. tostring(ddp:comm_stats().shared_gradients))
+  local o1 = optim.SGD(ref:parameters(), { lr = 0.1 })
+  local o2 = optim.SGD(ddp:parameters(), { lr = 0.1 })
+  torch.manual_seed(32)
+  local held
+  for step = 1, 4 do
+    local x, y = torch.randn(3 * ws, 20), torch.randint(1, 6, { 3 * ws })
+    local none = step == 4 -- the last step: zero_grad(set_to_none): new .grad tensors
+    o1:zero_grad(none)
+    o2:zero_grad(none)
+    F.cross_entropy(ref(x), y):backward()
+    F.cross_entropy(ddp(x:narrow(1, rank * 3 + 1, 3)), y:narrow(1, rank * 3 + 1, 3)):backward()
+    for i, p in ipairs(m:parameters()) do
+      local want = ref:parameters()[i].grad
+      near(p.grad, want, 1e-5, 1.3e-6, ('step %d: param %d'):format(step, i))
+      assert(p.grad:storage_offset() == 0, 'a storage of its own: offset ' .. p.grad:storage_offset())
+      assert(p.grad:is_contiguous() == want:is_contiguous(), 'layout as one process')
+    end
+    if step == 1 then held = m[1].weight.grad end
+    if step > 1 and step < 4 then near(held, ref[1].weight.grad, 1e-5, 1.3e-6, ('step %d: the .grad held since step 1'):format(step)) end
+    o1:step()
+    o2:step()
+  end
+  -- the DDP dropped: the gradients stay (and stay usable)
+  local keep = m[1].weight.grad:clone()
+  ddp, o2 = nil, nil
+  collectgarbage()
+  collectgarbage()
+  eq(m[1].weight.grad, keep, '.grad after the DDP went')
+  m[1].weight.grad:mul_(2)
+  eq(m[1].weight.grad, keep * 2, 'and writable')
+end)
+
+check('ZeroRedundancyOptimizer: Adam over DDP = Adam on the whole batch (to 1e-12); each rank holds its share of the state; state_dict/load_state_dict', function()
+  local Zero = dist.optim.ZeroRedundancyOptimizer
+  local function same(x, y, what) assert(x == y, ('%s: %s, expected %s'):format(what, tostring(x), tostring(y))) end
+  torch.manual_seed(41)
+  local ref = mlp():double()
+  local m = mlp():double()
+  m:load_state_dict(ref:state_dict())
+  local ddp = DDP(m)
+  local zero = Zero(ddp:parameters(), { optimizer_class = optim.Adam, lr = 0.01, weight_decay = 0.1 })
+  local plain = optim.Adam(ref:parameters(), { lr = 0.01, weight_decay = 0.1 })
+  -- PyTorch's partition: largest first, each to the rank with the fewest elements so far
+  -- (sizes 640, 512, 80, 32, 16, 5)
+  local owner = {}
+  local sizes = {}
+  for r = 1, ws do sizes[r] = 0 end
+  local ps = m:parameters()
+  local order = { 1, 3, 5, 2, 4, 6 }
+  for _, i in ipairs(order) do
+    local best = 1
+    for r = 2, ws do if sizes[r] < sizes[best] then best = r end end
+    owner[i] = best - 1
+    sizes[best] = sizes[best] + ps[i]:numel()
+  end
+  local mine = 0
+  for i = 1, #ps do if owner[i] == rank then mine = mine + 1 end end
+  same(#zero.optim.param_groups[1].params, mine, 'parameters stepped here')
+  torch.manual_seed(42)
+  local function train(steps)
+    for _ = 1, steps do
+      local x, y = torch.randn(2 * ws, 20, { dtype = torch.float64 }), torch.randint(1, 6, { 2 * ws })
+      plain:zero_grad()
+      F.cross_entropy(ref(x), y):backward()
+      plain:step()
+      zero:zero_grad()
+      F.cross_entropy(ddp(x:narrow(1, rank * 2 + 1, 2)), y:narrow(1, rank * 2 + 1, 2)):backward()
+      zero:step()
+    end
+  end
+  train(3)
+  same_params(ref, ddp, 1e-12, 0, 'ZeRO Adam')
+  local held = 0
+  for _ in pairs(zero.optim.state) do held = held + 1 end
+  same(held, mine, 'optimizer state held here (only this rank\'s share)')
+  -- a learning-rate change reaches the local optimizer
+  zero.param_groups[1].lr = 0.002
+  plain.param_groups[1].lr = 0.002
+  train(1)
+  same_params(ref, ddp, 1e-12, 0, 'after lr changed')
+  -- the whole state on rank 0, as the plain optimizer's
+  raises(function() zero:state_dict() end, 'Optimizer state has not been consolidated on this rank')
+  zero:consolidate_state_dict(0)
+  if rank == 0 then
+    local a, b = zero:state_dict(), plain:state_dict()
+    for i = 0, #ps - 1 do
+      near(a.state[i].exp_avg, b.state[i].exp_avg, 1e-12, 0, 'exp_avg ' .. i)
+      near(a.state[i].exp_avg_sq, b.state[i].exp_avg_sq, 1e-12, 0, 'exp_avg_sq ' .. i)
+      same(torch.is_tensor(a.state[i].step) and a.state[i].step:item() or a.state[i].step,
+        torch.is_tensor(b.state[i].step) and b.state[i].step:item() or b.state[i].step, 'step ' .. i)
+    end
+    same(a.param_groups[1].lr, 0.002, 'lr in the state_dict')
+  else
+    raises(function() zero:state_dict() end, 'consolidate_state_dict(to=' .. rank .. ')')
+  end
+  -- a new ZeRO over a fresh model, loaded from the plain optimizer's state, goes on as it does
+  local m2 = mlp():double()
+  m2:load_state_dict(ref:state_dict())
+  local ddp2 = DDP(m2)
+  local zero2 = Zero(ddp2:parameters(), optim.Adam, { lr = 0.5 })
+  zero2:load_state_dict(plain:state_dict())
+  same(zero2.param_groups[1].lr, 0.002, 'lr loaded')
+  ddp, zero = ddp2, zero2
+  train(2)
+  same_params(ref, ddp2, 1e-12, 0, 'ZeRO after load_state_dict')
+  -- parameters_as_bucket_view: each rank's share travels as one buffer; the same numbers
+  local m3 = mlp():double()
+  m3:load_state_dict(ref:state_dict())
+  local ddp3 = DDP(m3)
+  local zero3 = Zero(ddp3:parameters(), { optimizer_class = optim.SGD, lr = 0.1, momentum = 0.9, parameters_as_bucket_view = true })
+  plain = optim.SGD(ref:parameters(), { lr = 0.1, momentum = 0.9 })
+  ddp, zero = ddp3, zero3
+  train(2)
+  same_params(ref, ddp3, 1e-12, 0, 'ZeRO SGD, parameters_as_bucket_view')
+  raises(function() Zero(m:parameters(), { lr = 0.1 }) end, 'optimizer_class is required')
+  raises(function() Zero(m:parameters(), { optimizer_class = optim.SGD, lr = 0.1, overlap_with_ddp = true }) end,
+    'overlap_with_ddp = true is not supported')
+end)
+
 check('buckets: one per dtype at first, then rebuilt in the order gradients came (first 1 MiB)', function()
   local saved = dist._DEFAULT_FIRST_BUCKET_BYTES
   dist._DEFAULT_FIRST_BUCKET_BYTES = 600 * 8 -- a first bucket of 600 float64
@@ -131,7 +260,9 @@ check('parameters of two dtypes: a bucket each, the same averages', function()
   ddp(x:narrow(1, rank * 2 + 1, 2)):pow(2):mean():backward()
   for i, p in ipairs(m:parameters()) do
     local want = ref:parameters()[i].grad
-    near(p.grad, want, p.dtype == torch.float64 and 1e-12 or 1e-6, 1e-6, 'param ' .. i)
+    -- (float32's tolerance for both: the float64 layer's gradient comes back through float32, and
+    -- the mean over 2 x world_size samples is exact in float32 only for a power of two ranks)
+    near(p.grad, want, 1e-6, 1e-6, 'param ' .. i)
     assert(p.grad.dtype == want.dtype, 'dtype kept')
   end
 end)
