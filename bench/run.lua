@@ -781,6 +781,27 @@ if want('lowp') then
   end
 end
 
+-- (linalg) torch.linalg's decompositions on 8 float32 256x256 matrices, ONE thread on both sides (LAPACK inside;
+-- OMP/OpenBLAS threads 1, PyTorch with OMP_WAIT_POLICY=PASSIVE), one run each side (`luajit bench/run.lua linalg`)
+if want('linalg') then
+  local one = 'OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 '
+  local o = ours('linalg', nil, one)
+  local t, n
+  if have_torch then
+    t = figures(one .. pyenv .. python .. ' bench/torch_workloads.py linalg')
+    if have_now then n = figures(one .. pyenv .. venv_python .. ' bench/torch_workloads.py linalg') end
+  end
+  o, t, n = o or {}, t or {}, n or {}
+  for _, r in ipairs({ { 'cholesky_ms', 'linalg.cholesky' }, { 'qr_ms', 'linalg.qr' }, { 'svd_ms', 'linalg.svd (reduced)' },
+    { 'eigh_ms', 'linalg.eigh' }, { 'solve_ms', 'linalg.solve (B 8x256x32)' }, { 'inv_ms', 'linalg.inv' },
+    { 'det_ms', 'linalg.det' }, { 'lstsq_ms', 'linalg.lstsq (B 8x256x32, gelsy)' } }) do
+    local name = r[2] .. ', 8x256x256 float32, 1 thread'
+    line('(linalg) ' .. name, o[r[1]], t[r[1]], 'ms', 'lower', n[r[1]] and ('today\'s pytorch %.1f ms'):format(n[r[1]]))
+    rows[#rows + 1] = { '`' .. r[2]:gsub(' %(', '` (', 1):gsub('^([^`]*)$', '%1`') .. ', 8×256×256 float32, 1 thread', o[r[1]],
+      t[r[1]], 'ms', 'lower', nil, nil, now = n[r[1]] }
+  end
+end
+
 -- the table
 print()
 local function vs(o, t, better)

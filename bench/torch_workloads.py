@@ -445,6 +445,25 @@ def softmax(_):
             F.cross_entropy(lg, target).backward()
     report('ce1k_step_us', best(ce, 500) * 1e6)
 
+def linalg(_):
+    # bench/workloads/linalg.lua: torch.linalg on 8 float32 256x256 matrices, one thread, ms per call
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    A = torch.randn(8, 256, 256)
+    S = A @ A.transpose(-2, -1) / 256 + torch.eye(256)
+    R = torch.randn(8, 256, 32)
+    L = torch.linalg
+    cases = [('cholesky_ms', lambda: L.cholesky(S), 10), ('qr_ms', lambda: L.qr(A), 3),
+             ('svd_ms', lambda: L.svd(A, full_matrices=False), 1), ('eigh_ms', lambda: L.eigh(S), 1),
+             ('solve_ms', lambda: L.solve(A, R), 5), ('inv_ms', lambda: L.inv(A), 3), ('det_ms', lambda: L.det(A), 5),
+             ('lstsq_ms', lambda: L.lstsq(A, R), 2)]
+    for key, f, reps in cases:
+        def run(k, f=f):
+            for _ in range(k):
+                f()
+        report(key, best(run, reps, 3) * 1e3)
+    report('peak_kb', peak_kb())
+
 def dataloader(workers):
     # bench/workloads/dataloader.lua: 1 ms of Python work per sample (a calibrated loop), a 3x32x32
     # image and a label, 512 samples in batches of 16, one pass with `workers` worker processes

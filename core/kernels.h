@@ -280,7 +280,11 @@ static inline int64_t mt_qpack_size(int64_t N, int64_t K) { return ((N + 31) / 3
                 int64_t n))                                                                                       \
   /* getrs: X (n, k) with A X = B (trans: A^T X = B), A = P L U as lu_factor left it (LU (n, n), pivots (n)) */   \
   X(lu_solve, (mt_tensor * X, const mt_tensor *LU, const mt_tensor *pivots, const mt_tensor *B, int64_t nb,       \
-               int64_t n, int64_t k, int trans))
+               int64_t n, int64_t k, int trans))                                                                  \
+  /* sytrf (lower, Bunch-Kaufman): LD (n, n), pivots (n) as LAPACK's; sytrs: X (n, k) with A X = B from them */    \
+  X(ldl_factor, (mt_tensor * LD, mt_tensor *pivots, mt_tensor *info, const mt_tensor *A, int64_t nb, int64_t n)) \
+  X(ldl_solve, (mt_tensor * X, const mt_tensor *LD, const mt_tensor *pivots, const mt_tensor *B, int64_t nb,      \
+                int64_t n, int64_t k))
 
 /* the slots by number: the op list of core/moontorch.h names each op's slot */
 #define MT_KERNEL_SLOT_(slot, params) MT_SLOT_##slot,

@@ -1605,6 +1605,13 @@ MT_API mt_status mt_linalg_lu_factor(mt_tensor *A, mt_tensor **LU, mt_tensor **p
 /* lu_solve: X (..., n, k) with A X = B (adjoint: A^T X = B), A = P L U given by lu_factor's LU (..., n, n) and
  * pivots (int32 (..., n), each in 1..n: else MT_EINVAL), B (..., n, k) with LU's batch shape (LAPACK's getrs). */
 MT_API mt_status mt_linalg_lu_solve(mt_tensor *LU, mt_tensor *pivots, mt_tensor *B, int adjoint, mt_tensor **X);
+/* ldl_factor: A = L D L^T of the symmetric matrices in A's lower triangle (LAPACK's sytrf, Bunch-Kaufman): LD
+ * (..., n, n) (L's unit diagonal not stored; D's 1x1 / 2x2 blocks on and below the diagonal; upper triangle zero),
+ * pivots int32 (..., n) as LAPACK's (> 0: row swapped; < 0, twice: a 2x2 block), info > 0: D(info, info) is zero.
+ * ldl_solve: X (..., n, k) with A X = B from them (sytrs; pivots not a factorization's: MT_EINVAL), B with LD's batch
+ * shape. */
+MT_API mt_status mt_linalg_ldl_factor(mt_tensor *A, mt_tensor **LD, mt_tensor **pivots, mt_tensor **info);
+MT_API mt_status mt_linalg_ldl_solve(mt_tensor *LD, mt_tensor *pivots, mt_tensor *B, mt_tensor **X);
 
 #ifdef __cplusplus
 }

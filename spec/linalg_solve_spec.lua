@@ -341,6 +341,11 @@ describe('linalg.det / slogdet, torch.det / slogdet / logdet (LU)', function()
     H.errors_with(function() torch.linalg.det(torch.eye(3, { dtype = torch.int32 })) end,
       'linalg.det: Expected a floating point or complex tensor as input. Got Int')
     H.errors_with(function() torch.det({}) end, 'det: expected a tensor for input, got table')
+    -- LAPACK runs on the CPU: another device is the called op's error
+    local meta = torch.eye(3, { device = 'meta' })
+    H.errors_with(function() torch.linalg.det(meta) end, 'linalg.det: runs on the CPU (LAPACK); A is on meta')
+    H.errors_with(function() torch.linalg.solve(meta, torch.ones(3, { device = 'meta' })) end, 'linalg.solve: runs on the CPU')
+    H.errors_with(function() torch.linalg.matrix_norm(meta, 'nuc') end, 'linalg.matrix_norm: runs on the CPU')
   end)
 end)
 
@@ -437,5 +442,126 @@ describe('linalg.lu_solve / torch.lu_solve by getrs', function()
     H.errors_with(function() torch.lu_solve(B, LU, lo) end, m1)
     H.errors_with(function() torch.linalg.lu_solve(LU:clone():requires_grad_(), hi, B) end, m2)
     H.errors_with(function() torch.linalg.lu_solve(LU, torch.tensor({ 1, 2, 3 }), B) end, 'torch.int32')
+  end)
+end)
+
+describe('linalg.ldl_factor / ldl_factor_ex / ldl_solve (sytrf, sytrs)', function()
+  -- torch.linalg.ldl_factor(M) for these M (float64): LD.tolist(), pivots.tolist()
+  local CASES = {
+    { { { 4, 1, 2 }, { 1, -3, 0.5 }, { 2, 0.5, 3 } }, { { 4, 0, 0 }, { 0.25, -3.25, 0 }, { 0.5, 0, 2 } }, { 1, 2, 3 } },
+    { { { 0, 1 }, { 1, 0 } }, { { 0, 0 }, { 1, 0 } }, { -2, -2 } },
+    { { { 1, 2, 3 }, { 2, 1, 4 }, { 3, 4, 1 } }, { { 1, 0, 0 }, { 3, 1, 0 }, { 1.25, 0.25, -2.5 } }, { -3, -3, 3 } },
+    { { { 0, 2, 3 }, { 2, 0, 4 }, { 3, 4, 0 } }, { { 0, 0, 0 }, { 3, 0, 0 }, { 4 / 3, 2 / 3, -16 / 3 } }, { -3, -3, 3 } },
+  }
+  it('LD and LAPACK\'s pivots as PyTorch 1.13 (1x1 and 2x2 blocks), ldl_solve solves', function()
+    for _, c in ipairs(CASES) do
+      local M = torch.tensor(c[1], f64)
+      local LD, piv = torch.linalg.ldl_factor(M)
+      close(LD, c[2], 1e-12)
+      assert.are.equal(torch.int32, piv.dtype)
+      assert.are.same(c[3], piv:tolist())
+      local R = torch.randn(M:size(1), 2, f64)
+      close(M:matmul(torch.linalg.ldl_solve(LD, piv, R)), R, 1e-10)
+    end
+    -- torch.linalg.ldl_solve(LD, piv, B) of the first case
+    local LD, piv = torch.linalg.ldl_factor(torch.tensor(CASES[1][1], f64))
+    close(torch.linalg.ldl_solve(LD, piv, B), { { -0.3942307692307693, 0.3846153846153846 },
+      { 0.07692307692307693, 0.46153846153846156 }, { 1.25, 0.0 } }, 1e-12)
+    close(torch.linalg.ldl_solve(LD, piv:long(), B, { hermitian = true }), torch.linalg.solve(torch.tensor(CASES[1][1], f64), B), 1e-12)
+  end)
+  it('batches and float32; ldl_factor_ex\'s info; not differentiable (PyTorch\'s error)', function()
+    local X = torch.randn(3, 5, 5)
+    local S = X + X:transpose(-2, -1)
+    local LD, piv, info = torch.linalg.ldl_factor_ex(S)
+    assert.are.equal(torch.float32, LD.dtype)
+    assert.are.same({ 3, 5 }, H.shape(piv))
+    assert.are.same({ 0, 0, 0 }, info:tolist())
+    local R = torch.randn(5, 2)
+    H.near(S:matmul(torch.linalg.ldl_solve(LD, piv, R)), R:expand(3, 5, 2), 1e-4, 1e-4)
+    local _, p0, i0 = torch.linalg.ldl_factor_ex(torch.zeros(2, 2, f64))
+    assert.are.same({ 1, 2 }, p0:tolist())
+    assert.are.equal(1, i0:item())
+    H.errors_with(function() torch.linalg.ldl_factor(torch.zeros(2, 2)) end,
+      'linalg.ldl_factor: The factorization could not be completed because the input matrix is singular')
+    H.errors_with(function() torch.linalg.ldl_factor_ex(torch.zeros(2, 2), { check_errors = true }) end,
+      'linalg.ldl_factor_ex: The factorization could not be completed')
+    local x = A:clone():requires_grad_()
+    local LDg = torch.linalg.ldl_factor(x)
+    H.errors_with(function() LDg:sum():backward() end, 'derivative for aten::linalg_ldl_factor_ex is not implemented')
+  end)
+  it('PyTorch\'s argument errors; pivots that are not a factorization\'s are refused (sytrs would read out of bounds)', function()
+    local LD, piv = torch.linalg.ldl_factor(torch.tensor(CASES[1][1], f64))
+    H.errors_with(function() torch.linalg.ldl_factor(torch.ones(2, 3)) end,
+      'A must be batches of square matrices, but they are 2 by 3 matrices')
+    H.errors_with(function() torch.linalg.ldl_factor(torch.ones(3)) end, 'The input tensor A must have at least 2 dimensions.')
+    H.errors_with(function() torch.linalg.ldl_factor(torch.eye(2, { dtype = torch.int32 })) end,
+      'Expected a floating point or complex tensor as input. Got Int')
+    H.errors_with(function() torch.linalg.ldl_solve(LD, piv, torch.ones(2, 2, f64)) end,
+      'Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is 3 by 3 but each b matrix is 2 by 2')
+    H.errors_with(function() torch.linalg.ldl_solve(LD, piv, B:float()) end,
+      'Expected b and A to have the same dtype, but found b of type Float and A of type Double instead.')
+    for _, bad in ipairs({ { -1, 2, 3 }, { 1, 2, -3 }, { 1, 2, 4 }, { 0, 2, 3 }, { -2, -3, 3 } }) do
+      H.errors_with(function() torch.linalg.ldl_solve(LD, torch.tensor(bad, { dtype = torch.int32 }), B) end,
+        'is not a pivot of an LDL factorization of a 3 by 3 matrix')
+    end
+  end)
+end)
+
+describe('linalg.lu / lu_factor: the gradient of a non-square matrix (PyTorch\'s wide and tall formulas)', function()
+  -- A = the top-left (4, 3) / (3, 5) block of FULL; loss (L * W1):sum() + (U * W2):sum() for linalg.lu, (LU * W):sum()
+  -- for lu_factor, W1 = arange(L.numel()).reshape(L.shape) / 10, W2 = arange(U.numel()).reshape(U.shape) / 7 - 1,
+  -- W = arange(LU.numel()).reshape(LU.shape) / 9 - 0.5; A.grad from PyTorch 1.13
+  local FULL = torch.tensor({ { 2, 1, 0.5, 1, -1 }, { 1, 3, -1, 0, 2 }, { 0, 4, 1, 1, 1 }, { 1, 1, 1, 2, 0 } }, f64)
+  local REF = {
+    { { 4, 3 }, { { -1.3087103174603176, -1.149563492063492, -0.3946031746031746 },
+      { 0.21908730158730155, 0.1881746031746032, -0.05269841269841278 },
+      { 0.49274305555555553, -0.5957638888888889, -0.17944444444444438 },
+      { 0.3983333333333333, 0.39666666666666667, -0.5866666666666667 } },
+      { { -0.6189043209876541, -0.5155864197530865, -0.21543209876543207 },
+        { 0.016049382716049373, 0.004320987654321012, 0.26049382716049374 },
+        { -0.023861882716049394, -0.08939043209876547, -0.05910493827160485 },
+        { 0.22175925925925927, 0.24907407407407411, -0.38518518518518524 } } },
+    { { 3, 5 }, { { -1.2133928571428572, -0.6232142857142858, -1.0714285714285714, -1.0, -0.9285714285714286 },
+      { 0.4267857142857142, -0.4678571428571428, 0.7142857142857142, 0.8571428571428572, 1.0 },
+      { 0.21361607142857153, 0.14955357142857134, -0.4464285714285714, -0.392857142857143, -0.3392857142857142 } },
+      { { -0.7083333333333333, -0.12500000000000006, -0.6944444444444444, -0.6388888888888888, -0.5833333333333334 },
+        { 0.41666666666666663, -0.5277777777777777, 0.8333333333333333, 0.9444444444444444, 1.0555555555555556 },
+        { -0.1388888888888888, 0.4965277777777777, -0.24305555555555547, -0.20138888888888895, -0.1597222222222222 } } },
+  }
+  it('values as PyTorch 1.13', function()
+    for _, c in ipairs(REF) do
+      local A0 = FULL:narrow(1, 1, c[1][1]):narrow(2, 1, c[1][2])
+      local a = A0:clone():requires_grad_()
+      local _, L, U = torch.linalg.lu(a)
+      local W1 = torch.arange(L:numel(), f64):reshape(L:size()) / 10
+      local W2 = torch.arange(U:numel(), f64):reshape(U:size()) / 7 - 1
+      ;((L * W1):sum() + (U * W2):sum()):backward()
+      close(a.grad, c[2], 1e-12)
+      local a2 = A0:clone():requires_grad_()
+      local LU = torch.linalg.lu_factor(a2)
+      ;(LU * (torch.arange(LU:numel(), f64):reshape(LU:size()) / 9 - 0.5)):sum():backward()
+      close(a2.grad, c[3], 1e-12)
+    end
+  end)
+  it('gradcheck: tall and wide, L alone, U alone, batched', function()
+    for _, sh in ipairs({ { 5, 3 }, { 3, 5 }, { 2, 4, 3 } }) do
+      local a = torch.randn(sh, f64):requires_grad_()
+      assert.is_true(torch.autograd.gradcheck(function(x) local _, L, U = torch.linalg.lu(x) return L:sum() + U:sum() end, { a }))
+      assert.is_true(torch.autograd.gradcheck(function(x) local _, L = torch.linalg.lu(x) return L end, { a }))
+      assert.is_true(torch.autograd.gradcheck(function(x) local _, _, U = torch.linalg.lu(x) return U end, { a }))
+      assert.is_true(torch.autograd.gradcheck(function(x) return (torch.linalg.lu_factor(x)) end, { a }))
+    end
+  end)
+end)
+
+describe('torch.geqrf with grad', function()
+  it('records GeqrfBackward0, whose backward is PyTorch 1.13\'s error', function()
+    local x = torch.randn(4, 3, f64):requires_grad_()
+    local a, tau = torch.geqrf(x)
+    assert.are.equal('GeqrfBackward0', a.grad_fn:name())
+    assert.are.equal('GeqrfBackward0', tau.grad_fn:name())
+    H.errors_with(function() a:sum():backward() end, "the derivative for 'geqrf' is not implemented.")
+    local a0 = torch.geqrf(x:detach())
+    close(a, a0, 0)
   end)
 end)

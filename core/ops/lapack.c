@@ -297,3 +297,57 @@ mt_status mt_linalg_lu_solve(mt_tensor *LU, mt_tensor *pivots, mt_tensor *B, int
   }
   return mt_give(x, X);
 }
+
+mt_status mt_linalg_ldl_factor(mt_tensor *A, mt_tensor **LD, mt_tensor **pivots, mt_tensor **info) {
+  const char *op = "linalg.ldl_factor";
+  lp_in in;
+  MT_TRY(lp_input(op, "A", A, 1, -1, &in));
+  mt_tensor *r[3] = {NULL, NULL, NULL};
+  mt_status s = lp_new(op, &in, in.n, in.n, LP_WORK, &r[0]);
+  if (!s) s = lp_new(op, &in, in.n, -1, MT_INT32, &r[1]);
+  if (!s) s = lp_new(op, &in, -1, -1, MT_INT32, &r[2]);
+  if (!s) s = mt_kernels_of(A)->ldl_factor(r[0], r[1], r[2], in.a, in.nb, in.n);
+  mt_tensor_release(in.a);
+  if (s) {
+    release_all(r, 3);
+    return s;
+  }
+  mt_give(r[1], pivots);
+  mt_give(r[2], info);
+  return mt_give(r[0], LD);
+}
+
+mt_status mt_linalg_ldl_solve(mt_tensor *LD, mt_tensor *pivots, mt_tensor *B, mt_tensor **X) {
+  const char *op = "linalg.ldl_solve";
+  MT_TRY(mt_check_tensor(pivots, op, "pivots"));
+  if (pivots->_dtype != MT_INT32)
+    return mt_error(MT_EDTYPE, "%s: pivots must be int32, got %s", op, mt_dtype_name(pivots->_dtype));
+  int dt = lp_common(LD, B);
+  lp_in a, b;
+  MT_TRY(lp_input(op, "LD", LD, 1, dt, &a));
+  mt_status s = lp_input(op, "B", B, 0, dt, &b);
+  if (!s && (a.nd != b.nd || memcmp(a.batch, b.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0))
+    s = mt_error(MT_ESHAPE, "%s: LD %s and B %s must have one batch shape (broadcast them first)", op, MT_SHAPE(LD),
+                 MT_SHAPE(B));
+  if (!s && (pivots->_ndim != a.nd - 1 || memcmp(pivots->_sizes, a.batch, (size_t)(a.nd - 2) * sizeof(int64_t)) != 0 ||
+             pivots->_sizes[a.nd - 2] != a.n))
+    s = mt_error(MT_ESHAPE, "%s: pivots %s must have LD's batch shape and LD.size(-1) = %lld entries", op,
+                 MT_SHAPE(pivots), (long long)a.n);
+  if (!s && b.m != a.n)
+    s = mt_error(MT_ESHAPE, "%s: Incompatible matrix sizes: each A matrix is %lld by %lld but each b matrix is %lld by %lld",
+                 op, (long long)a.n, (long long)a.n, (long long)b.m, (long long)b.n);
+  if (!s && pivots->_device_type != MT_CPU)
+    s = mt_error(MT_EDEVICE, "%s: runs on the CPU (LAPACK); pivots are on %s", op, mt_device_str(mt_device_of(pivots)));
+  mt_tensor *p = NULL, *x = NULL;
+  if (!s) s = mt_contiguous(pivots, &p);
+  if (!s) s = lp_new(op, &b, b.m, b.n, LP_WORK, &x);
+  if (!s) s = mt_kernels_of(LD)->ldl_solve(x, a.a, p, b.a, a.nb, a.n, b.n);
+  mt_tensor_release(a.a);
+  mt_tensor_release(b.a);
+  mt_tensor_release(p);
+  if (s) {
+    mt_tensor_release(x);
+    return s;
+  }
+  return mt_give(x, X);
+}

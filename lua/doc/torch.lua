@@ -623,6 +623,15 @@ doc { 'torch.linalg.tensorinv(A, ind=2) -> Tensor',
 doc { 'torch.linalg.tensorsolve(A, B, dims) -> Tensor',
   does = 'X with tensordot(A, X, X:dim()) = B (A\'s dims listed in dims, 1-based, moved last first), by linalg.solve; X has A.shape[B:dim()+1..].',
   ex = 'print(torch.linalg.tensorsolve(torch.eye(4):reshape(2, 2, 4), torch.ones(2, 2)))  --> tensor([1., 1., 1., 1.])' }
+doc { 'torch.linalg.ldl_factor(A, {hermitian=false}) -> LD, pivots',
+  does = 'A = L D L^T of symmetric matrices (A\'s lower triangle read; batched; float32 / float64) by LAPACK\'s sytrf (Bunch-Kaufman): LD holds L below the diagonal (unit diagonal not stored) and D\'s 1x1 / 2x2 blocks, pivots (int32) are LAPACK\'s (negative twice: a 2x2 block), as PyTorch. A singular D is an error (linalg.ldl_factor_ex gives info). Not differentiable (PyTorch\'s error on backward).',
+  ex = 'local LD, piv = torch.linalg.ldl_factor(torch.tensor({{4, 2}, {2, 5}}))\nprint(LD, piv)  --> tensor([[4.0000, 0.0000], [0.5000, 4.0000]]) tensor([1, 2], dtype=torch.int32)' }
+doc { 'torch.linalg.ldl_factor_ex(A, {hermitian=false, check_errors=false}) -> LD, pivots, info',
+  does = 'linalg.ldl_factor without the error: info (int32, A\'s batch shape) is sytrf\'s (0, or the 1-based index of D\'s zero diagonal element).',
+  ex = 'local _, _, info = torch.linalg.ldl_factor_ex(torch.zeros(2, 2))\nprint(info)  --> tensor(1, dtype=torch.int32)' }
+doc { 'torch.linalg.ldl_solve(LD, pivots, B, {hermitian=false}) -> Tensor',
+  does = 'X with A X = B from linalg.ldl_factor\'s LD and pivots (LAPACK\'s sytrs; batch dims broadcast); pivots that are not a factorization\'s are an error. Not recorded by autograd.',
+  ex = 'local LD, piv = torch.linalg.ldl_factor(torch.tensor({{4, 2}, {2, 5}}))\nprint(torch.linalg.ldl_solve(LD, piv, torch.tensor({{6}, {7}})))  --> tensor([[1.], [1.]])' }
 doc { 'torch.linalg.cross(input, other, dim) -> Tensor',
   does = 'The cross product along dim (the last).', ex = 'print(torch.linalg.cross(torch.tensor({0, 1, 0}), torch.tensor({0, 0, 1})))  --> tensor([1., 0., 0.])' }
 doc { 'torch.linalg.vecdot(x, y, dim) -> Tensor',
@@ -650,7 +659,7 @@ doc { 'torch.qr(input, some) -> Q, R', 'Tensor:qr(some) -> Q, R',
   does = 'PyTorch 1.13\'s older spelling: linalg.qr with mode \'reduced\' (some, the default) or \'complete\'.',
   ex = 'local Q = torch.qr(torch.eye(2))\nprint(Q:abs())  --> tensor([[1., 0.], [0., 1.]])' }
 doc { 'torch.geqrf(input) -> a, tau', 'Tensor:geqrf() -> a, tau',
-  does = 'LAPACK\'s geqrf as it leaves its results: R on and above the diagonal, the Householder vectors below, and their scales tau (not differentiable).',
+  does = 'LAPACK\'s geqrf as it leaves its results: R on and above the diagonal, the Householder vectors below, and their scales tau (not differentiable: with grad, GeqrfBackward0 whose backward is PyTorch\'s error).',
   ex = 'local _, tau = torch.geqrf(torch.tensor({{3}, {4}}))\nprint(tau)  --> tensor([1.6000])' }
 doc { 'torch.orgqr(input, tau) -> Tensor', 'Tensor:orgqr(tau) -> Tensor',
   does = 'Q from geqrf\'s results: linalg.householder_product.',
@@ -689,13 +698,13 @@ doc { 'torch.linalg.matrix_rank(A, tol, hermitian, {atol=, rtol=, hermitian=, to
   does = 'The number of singular values (eigenvalues\' absolute values when hermitian) above max(atol, rtol * S_max), as pinv\'s tolerance; int64, A\'s batch shape.',
   ex = 'print(torch.linalg.matrix_rank(torch.tensor({{1, 2}, {2, 4}})))  --> tensor(1)' }
 doc { 'torch.linalg.lu_factor(A, {pivot=}) -> LU, pivots',
-  does = 'The LU factorization with partial pivoting (LAPACK\'s getrf; batched, any m x n): L below the diagonal (its unit diagonal not stored), U on and above; pivots int32, 1-based (row i was swapped with row pivots[i]). An exactly singular U is PyTorch\'s error (lu_factor_ex gives info). Gradient LinalgLuFactorExBackward0 (square).',
+  does = 'The LU factorization with partial pivoting (LAPACK\'s getrf; batched, any m x n): L below the diagonal (its unit diagonal not stored), U on and above; pivots int32, 1-based (row i was swapped with row pivots[i]). An exactly singular U is PyTorch\'s error (lu_factor_ex gives info). Gradient LinalgLuFactorExBackward0 (square, wide and tall, as PyTorch).',
   ex = 'local LU, piv = torch.linalg.lu_factor(torch.tensor({{1, 2}, {3, 4}}))\nprint(piv)  --> tensor([2, 2], dtype=torch.int32)' }
 doc { 'torch.linalg.lu_factor_ex(A, {pivot=, check_errors=}) -> LU, pivots, info',
   does = 'lu_factor with LAPACK\'s info (int32 per matrix: 0, or i where U[i, i] is zero) instead of an error.',
   ex = 'local _, _, info = torch.linalg.lu_factor_ex(torch.zeros(2, 2))\nprint(info)  --> tensor(1, dtype=torch.int32)' }
 doc { 'torch.linalg.lu(A, {pivot=}) -> P, L, U',
-  does = 'A = P L U: the permutation matrix P (A\'s dtype), L unit lower triangular (m, k), U upper (k, n). Gradient LinalgLuBackward0 (square).',
+  does = 'A = P L U: the permutation matrix P (A\'s dtype), L unit lower triangular (m, k), U upper (k, n). Gradient LinalgLuBackward0 (square, wide and tall, as PyTorch).',
   ex = 'local P, L, U = torch.linalg.lu(torch.tensor({{1, 2}, {3, 4}}))\nprint(U)  --> tensor([[3.0000, 4.0000], [0.0000, 0.6667]])' }
 doc { 'torch.lu(A, pivot, get_infos) -> LU, pivots[, infos]', 'Tensor:lu(pivot, get_infos) -> LU, pivots[, infos]',
   does = 'PyTorch 1.13\'s older spelling of lu_factor (get_infos: lu_factor_ex\'s info too).',

@@ -1,6 +1,8 @@
 -- torch.linalg's decompositions by LAPACK (the C front doors mt_linalg_* of core/ops/lapack.c, kernels
 -- core/tensor/lapack.c): cholesky (+ cholesky_ex), solve_triangular, qr, eigh, eigvalsh, svd, svdvals, lstsq,
--- lu_factor (+ lu_factor_ex), lu, pinv, matrix_rank; torch.cholesky_solve, cholesky_inverse, lu_unpack, lu_solve,
+-- lu_factor (+ lu_factor_ex), lu, lu_solve, pinv, matrix_rank, cond, solve (+ solve_ex), inv (+ inv_ex), det, slogdet
+-- (getrf + getrs), ldl_factor (+ ldl_factor_ex), ldl_solve; torch.cholesky_solve, cholesky_inverse, lu_unpack, lu_solve,
+-- inverse, det, slogdet, logdet, geqrf, orgqr, ormqr,
 -- and PyTorch 1.13's older spellings (torch.cholesky, torch.svd with its some= / V, torch.qr, torch.lu,
 -- torch.triangular_solve, torch.pinverse) as torch functions and Tensor methods. Each differentiable one is one
 -- autograd node named as PyTorch 1.13's (LinalgCholeskyExBackward0, ...), its derivative written with ops
@@ -73,6 +75,8 @@ local function check(op, A, square, what)
     fail(op, ('%s must be batches of square matrices, but they are %d by %d matrices'):format(what, A:size(-2),
       A:size(-1)))
   end
+  local dev = A.device
+  if dev.type ~= 'cpu' then fail(op, ('runs on the CPU (LAPACK); %s is on %s'):format(what, tostring(dev))) end
 end
 local function float_type(a, b)
   if a.dtype == dtype.float64 or b.dtype == dtype.float64 then return dtype.float64 end
@@ -131,6 +135,16 @@ end
 function raw.lu_solve(LU, piv, B, adjoint)
   clear()
   call(C.mt_linalg_lu_solve(LU:detach(), piv, B:detach(), adjoint and 1 or 0, outs))
+  return grab(0)
+end
+function raw.ldl_factor(A)
+  clear()
+  call(C.mt_linalg_ldl_factor(A:detach(), outs, outs + 1, outs + 2))
+  return grab(0), grab(1), grab(2)
+end
+function raw.ldl_solve(LD, piv, B)
+  clear()
+  call(C.mt_linalg_ldl_solve(LD:detach(), piv, B:detach(), outs))
   return grab(0)
 end
 -- A (..., n, n) and B (..., n, k) / (..., k, n) with their batch dims broadcast
@@ -365,9 +379,13 @@ end
 -- torch.geqrf(A): LAPACK's geqrf as it leaves them (R above the diagonal, the Householder vectors below; tau), not
 -- differentiable; torch.orgqr(A, tau): linalg.householder_product; torch.ormqr(A, tau, other, left, transpose):
 -- other multiplied by the full Q (m, m) of A's reflectors
+-- (with grad, one node whose backward is PyTorch's error, as 1.13's GeqrfBackward0)
+local geqrf_node = node('GeqrfBackward0', function(A) return raw.qr(A, 3) end, function()
+  fail('geqrf', "the derivative for 'geqrf' is not implemented.")
+end)
 function M.geqrf(A)
   check('geqrf', A, false, 'input')
-  return raw.qr(A, 3)
+  return geqrf_node(A)
 end
 function M.orgqr(A, tau) return torch.linalg.householder_product(A, tau) end
 function M.ormqr(A, tau, other, left, transpose)
@@ -789,21 +807,59 @@ local function unpack_lu(LU)
   local U = LU:narrow(-2, 1, k):triu()
   return L, U
 end
--- square A = P L U: gA = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T (PyTorch's linalg_lu_backward, m == n)
+-- A = P L U (m, n), k = min(m, n), L (m, k), U (k, n) (PyTorch's linalg_lu_backward):
+-- square: gA = P L^-T [tril(L^T gL, -1) + triu(gU U^T)] U^-T;
+-- wide (m < n, U = [U1 | U2]): gA = P L^-T [tril(L^T gL - triu(gU) U^T, -1) U1^-T + triu(gU1) | gU2];
+-- tall (m > n, L = [L1; L2]): gA = P [L1^-T triu(gU U^T - L^T tril(gL, -1)) + tril(gL1, -1); gL2] U^-T
 local function lu_backward(A, P, L, U, gL, gU)
-  local n = A:size(-1)
-  if A:size(-2) ~= n then
-    fail('linalg.lu', 'the derivative of the LU decomposition of a non-square matrix is not in moontorch yet')
+  local m, n = A:size(-2), A:size(-1)
+  if m == n then
+    local inner
+    if gL ~= nil then inner = mT(L):matmul(gL):tril(-1) end
+    if gU ~= nil then
+      local t = gU:matmul(mT(U)):triu()
+      inner = inner and inner + t or t
+    end
+    local X = solve_triangular(mT(L), inner, true, true, true)
+    X = solve_triangular(mT(U), X, false, false, false)
+    return P:matmul(X)
   end
-  local inner
-  if gL ~= nil then inner = mT(L):matmul(gL):tril(-1) end
-  if gU ~= nil then
-    local t = gU:matmul(mT(U)):triu()
-    inner = inner and inner + t or t
+  local k = min(m, n)
+  local g
+  if m < n then
+    local U1 = U:narrow(-1, 1, k)
+    if gL ~= nil then g = mT(L):matmul(gL) end
+    if gU ~= nil then
+      local t = gU:triu():matmul(mT(U))
+      g = g and g - t or -t
+    end
+    g = solve_triangular(mT(U1), g:tril(-1), false, false, false) -- X U1^T = g
+    if gU ~= nil then
+      g = torch.cat({ g + gU:narrow(-1, 1, k):triu(), gU:narrow(-1, k + 1, n - k) }, -1)
+    else
+      local zs = sizes(U)
+      zs[#zs] = n - k
+      g = torch.cat({ g, torch.zeros(zs, { dtype = A.dtype }) }, -1)
+    end
+    g = solve_triangular(mT(L), g, true, true, true)
+  else
+    local L1 = L:narrow(-2, 1, k)
+    if gU ~= nil then g = gU:matmul(mT(U)) end
+    if gL ~= nil then
+      local t = mT(L):matmul(gL:tril(-1))
+      g = g and g - t or -t
+    end
+    g = solve_triangular(mT(L1), g:triu(), true, true, true)
+    if gL ~= nil then
+      g = torch.cat({ g + gL:narrow(-2, 1, k):tril(-1), gL:narrow(-2, k + 1, m - k) }, -2)
+    else
+      local zs = sizes(L)
+      zs[#zs - 1] = m - k
+      g = torch.cat({ g, torch.zeros(zs, { dtype = A.dtype }) }, -2)
+    end
+    g = solve_triangular(mT(U), g, false, false, false) -- X U^T = g
   end
-  local X = solve_triangular(mT(L), inner, true, true, true)
-  X = solve_triangular(mT(U), X, false, false, false)
-  return P:matmul(X)
+  return P:matmul(g)
 end
 local lu_factor_node, lu_node
 lu_factor_node = node('LinalgLuFactorExBackward0', function(A)
@@ -816,7 +872,8 @@ end, function(gs, A)
   local LU, piv = raw.lu_factor(A)
   local P = perm_of(piv, A:size(-2), A.dtype)
   local L, U = unpack_lu(lu_factor_node(A))
-  return lu_backward(A, P, L, U, g:tril(-1), g:triu())
+  local k = min(A:size(-2), A:size(-1))
+  return lu_backward(A, P, L, U, g:narrow(-1, 1, k):tril(-1), g:narrow(-2, 1, k):triu())
 end)
 lu_node = node('LinalgLuBackward0', function(A)
   local LU, piv = raw.lu_factor(A)
@@ -1045,8 +1102,15 @@ solve_node = node1('LinalgSolveExBackward0', function(A, B, left, vec)
   local X = solve_raw(A, vec and B:unsqueeze(-1) or B, left)
   return vec and X:squeeze(-1) or X
 end, function(g, A, B, left, vec)
-  local X = solve_node(A, B, left, vec)
-  local gB = solve_node(mT(A), g, left, vec)
+  local X, gB
+  if torch.is_grad_enabled() then -- create_graph: recorded, through this node again
+    X, gB = solve_node(A, B, left, vec), solve_node(mT(A), g, left, vec)
+  else -- one getrf for both: X, and gB = solve(A^T, g) by getrs's transpose
+    local LU, piv = raw.lu_factor(A)
+    X = getrs(LU, piv, vec and B:unsqueeze(-1) or B, left, false)
+    gB = getrs(LU, piv, vec and g:unsqueeze(-1) or g, left, true)
+    if vec then X, gB = X:squeeze(-1), gB:squeeze(-1) end
+  end
   if vec then X, gB = X:unsqueeze(-1), gB:unsqueeze(-1) end
   local gA = left and -gB:matmul(mT(X)) or -mT(X):matmul(gB)
   if vec then gB = gB:squeeze(-1) end
@@ -1194,6 +1258,74 @@ function M.logdet(A)
   return torch.where(sign:lt(0), 0 / 0, la)
 end
 
+------------------------------------------------------------------------------ ldl_factor, ldl_solve (sytrf, sytrs)
+-- not differentiable in PyTorch 1.13: with grad, one node whose backward is PyTorch's error
+local ldl_node = node('LinalgLdlFactorExBackward0', function(A)
+  local LD, piv, info = raw.ldl_factor(A)
+  stash.piv, stash.info = piv, info
+  return LD
+end, function()
+  fail('linalg.ldl_factor', 'derivative for aten::linalg_ldl_factor_ex is not implemented')
+end)
+local function ldl_impl(op, A, hermitian, check_errors)
+  check(op, A, true)
+  bool_opt(op, 'hermitian', hermitian, false) -- (real matrices: symmetric and Hermitian are one)
+  local LD = ldl_node(A)
+  local piv, info = pop('piv'), pop('info')
+  if check_errors then
+    local batch, code = first_failure(info)
+    if code then
+      fail(op, batch_prefix(batch) .. ('The factorization could not be completed because the input matrix is singular '
+        .. '(D[%d,%d] is exactly zero).'):format(code, code))
+    end
+  end
+  return LD, piv, info
+end
+-- linalg.ldl_factor_ex(A, {hermitian=false, check_errors=false}): LD, pivots, info; linalg.ldl_factor: LD, pivots,
+-- the singular case an error (PyTorch 1.13 raises an internal assertion there)
+function M.ldl_factor_ex(A, opts)
+  local op = 'linalg.ldl_factor_ex'
+  opts = opts_at(opts) or {}
+  return ldl_impl(op, A, opts.hermitian, bool_opt(op, 'check_errors', opts.check_errors, false))
+end
+function M.ldl_factor(A, opts)
+  opts = opts_at(opts) or {}
+  local LD, piv = ldl_impl('linalg.ldl_factor', A, opts.hermitian, true)
+  return LD, piv
+end
+-- linalg.ldl_solve(LD, pivots, B, {hermitian=false}): X with A X = B (sytrs), the batch dims broadcast; not recorded
+function M.ldl_solve(LD, pivots, B, opts)
+  local op = 'linalg.ldl_solve'
+  opts = opts_at(opts) or {}
+  check(op, LD, true, 'LD')
+  need(op, pivots, 'pivots')
+  need(op, B, 'B')
+  bool_opt(op, 'hermitian', opts.hermitian, false)
+  if B:dim() < 2 then fail(op, 'The input tensor B must have at least 2 dimensions.') end
+  if B.dtype ~= LD.dtype then
+    fail(op, ('Expected b and A to have the same dtype, but found b of type %s and A of type %s instead.'):format(
+      dtype.scalar_type(B.dtype), dtype.scalar_type(LD.dtype)))
+  end
+  if pivots.dtype ~= torch.int32 and pivots.dtype ~= torch.int64 then
+    fail(op, 'pivots must be an integer tensor (int32, as ldl_factor gives), got ' .. tostring(pivots.dtype))
+  end
+  local n = LD:size(-1)
+  if B:size(-2) ~= n then
+    fail(op, ('Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is %d by %d but each b matrix is %d '
+      .. 'by %d'):format(n, n, B:size(-2), B:size(-1)))
+  end
+  if pivots:dim() ~= LD:dim() - 1 or pivots:size(-1) ~= n then
+    fail(op, ('pivots of shape %s do not go with LD of shape %s'):format(shown(pivots), shown(LD)))
+  end
+  local batch = broadcast_shapes(batch_of(LD, 2), batch_of(B, 2))
+  if not batch then
+    fail(op, ('the batch dimensions of LD %s and B %s do not broadcast'):format(shown(LD), shown(B)))
+  end
+  local k = B:size(-1)
+  local piv = pivots.dtype == torch.int32 and pivots or pivots:to(torch.int32)
+  return raw.ldl_solve(LD:expand(with(batch, n, n)), piv:expand(with(batch, n)), B:expand(with(batch, n, k)))
+end
+
 ------------------------------------------------------------------------------ cholesky_solve, cholesky_inverse
 local function cs_raw(B, L, upper)
   if upper then L = mT(L) end
@@ -1255,7 +1387,7 @@ function M.install(tt, linalg)
     eigh = M.eigh, eigvalsh = M.eigvalsh, svd = M.svd, svdvals = M.svdvals, lstsq = M.lstsq, pinv = M.pinv,
     matrix_rank = M.matrix_rank, lu_factor = M.lu_factor, lu_factor_ex = M.lu_factor_ex, lu = M.lu,
     lu_solve = M.linalg_lu_solve, cond = M.cond, solve = M.solve, solve_ex = M.solve_ex, inv = M.inv, inv_ex = M.inv_ex,
-    det = M.det, slogdet = M.slogdet,
+    det = M.det, slogdet = M.slogdet, ldl_factor = M.ldl_factor, ldl_factor_ex = M.ldl_factor_ex, ldl_solve = M.ldl_solve,
   }
   for k, v in pairs(L) do if linalg[k] == nil then linalg[k] = v end end
   local fns = {
