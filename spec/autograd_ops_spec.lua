@@ -502,6 +502,16 @@ add('LstmLayerBackward0', function(ig, h0, c0, w)
   return cs
 end, function() return { r(3, 2, 8), r(2, 2), r(2, 2), r(8, 2) } end, { gg = true })
 
+-- torch.distributions' samplers: a Gamma draw's gradient is the implicit (reparameterized) one, not the
+-- derivative of the sampler's arithmetic at fixed random numbers, so it is checked against a central
+-- difference of the Gamma cdf (spec/support/op_cases.lua); a Poisson count's gradient is zero
+add('StandardGammaBackward0', nil, function() return { p(3, 4) } end,
+  { check = function(alpha) return require('spec.support.gamma_grad')(torch, alpha) end })
+add('PoissonBackward0', function(x)
+  torch.manual_seed(0)
+  return torch.poisson(x * 4)
+end, function() return { p(3, 4) } end)
+
 ------------------------------------------------------------------------------ the walk
 local EXEMPT = { AccumulateGrad = true, LuaFunctionBackward = true }
 

@@ -68,13 +68,14 @@ local CASES = {
     return D.MixtureSameFamily(D.Categorical(P({ { 0.3, 0.7 }, { 0.5, 0.5 }, { 0.9, 0.1 } }, dt)),
       D.Normal(P({ { -1.0, 2.0 }, { 0.0, 1.0 }, { 3.0, -3.0 } }, dt), P({ { 0.5, 1.0 }, { 1.0, 2.0 }, { 0.3, 0.4 } }, dt)))
   end, { 0.0, 1.5, -1.0 } },
+  logistic_normal = { function(dt) return D.LogisticNormal(P({ { 0.0, 1.0 }, { 0.5, -1.0 } }, dt), P({ { 1.0, 0.5 }, { 2.0, 1.0 } }, dt)) end, { 0.2, 0.3, 0.5 } },
   negbinomial_logits = { function(dt) return D.NegativeBinomial(P({ 3.0, 12.0, 1.0 }, dt), nil, P({ -1.0, 0.5, 2.0 }, dt)) end, { 4.0, 10.0, 0.0 } },
 }
 -- draws that pass through a float64 sum (Dirichlet, Beta) or rsqrt (StudentT): within an ulp or two
 -- or through exp, log, pow, acos of the vector library (the transformed ones, ContinuousBernoulli's icdf, VonMises)
 local ROUNDED_DRAWS = { beta = true, dirichlet = true, dirichlet_small = true, studentt = true, pareto = true, weibull = true,
   kumaraswamy = true, fishersnedecor = true, contbernoulli = true, contbernoulli_logits = true, vonmises = true,
-  relaxed_bernoulli = true, relaxed_bernoulli_logits = true, relaxed_onehot = true }
+  relaxed_bernoulli = true, relaxed_bernoulli_logits = true, relaxed_onehot = true, logistic_normal = true }
 
 describe('torch.distributions: the Gamma family and counts', function()
   for _, dtn in ipairs { 'float32', 'float64' } do
@@ -123,6 +124,15 @@ describe('torch.distributions: the Gamma family and counts', function()
     check('beta', D.Beta, { f({ 0.5, 2.0, 8.0 }), f({ 1.5, 3.0, 7.0 }) }, { 1.0, 2.0, 3.0 })
     check('dirichlet', D.Dirichlet, { f({ { 0.5, 2.0, 1.0 }, { 3.0, 0.7, 0.2 } }) }, { { 1.0, 2.0, 3.0 }, { 4.0, 5.0, 6.0 } })
     check('studentt', D.StudentT, { f({ 1.5, 3.0, 10.0 }), f({ 0.0, 1.0, -2.0 }), f({ 1.0, 2.0, 0.5 }) }, { 1.0, 2.0, 3.0 })
+    check('kumaraswamy', D.Kumaraswamy, { f({ 0.5, 2.0, 3.0 }), f({ 1.5, 3.0, 0.7 }) }, { 1.0, 2.0, 3.0 })
+    check('fishersnedecor', D.FisherSnedecor, { f({ 1.0, 5.0, 3.0 }), f({ 3.0, 6.0, 4.5 }) }, { 1.0, 2.0, 3.0 })
+    check('weibull', D.Weibull, { f({ 1.0, 2.0, 0.5 }), f({ 0.5, 3.0, 1.5 }) }, { 1.0, 2.0, 3.0 })
+    check('pareto', D.Pareto, { f({ 1.0, 2.0, 0.5 }), f({ 0.5, 3.0, 2.5 }) }, { 1.0, 2.0, 3.0 })
+    check('contbernoulli', D.ContinuousBernoulli, { f({ 0.2, 0.7, 0.4 }) }, { 1.0, 2.0, 3.0 })
+    check('relaxed_bernoulli', function(t, l) return D.RelaxedBernoulli(t, nil, l) end, { f(0.5), f({ -1.0, 0.0, 3.0 }) }, { 1.0, 2.0, 3.0 })
+    check('relaxed_onehot', function(t, l) return D.RelaxedOneHotCategorical(t, nil, l) end, { f(0.7), f({ -1.0, 0.0, 3.0 }) }, { 1.0, 2.0, 3.0 })
+    check('lowrank', D.LowRankMultivariateNormal, { f({ 1.0, -1.0, 0.5 }), f({ { 1.0, 0.5 }, { 0.2, -0.3 }, { 0.7, 1.1 } }), f({ 0.5, 1.5, 0.8 }) }, { 1.0, 2.0, 3.0 })
+    check('logistic_normal', D.LogisticNormal, { f({ 0.0, 1.0 }), f({ 1.0, 0.5 }) }, { 1.0, 2.0, 3.0 })
     -- the nodes PyTorch's graph has
     local a = f({ 1.0, 2.0 })
     assert.equal('DivBackward0', D.Gamma(a, 1.0):rsample().grad_fn:name())
@@ -134,6 +144,32 @@ describe('torch.distributions: the Gamma family and counts', function()
     D.Beta(c1, c0):log_prob(torch.tensor({ 0.3, 0.8 }, { dtype = torch.float64 })):sum():backward()
     same(list(c1.grad), W.beta_log_prob_grad[1], 1e-12, 'beta log_prob d/dconcentration1')
     same(list(c0.grad), W.beta_log_prob_grad[2], 1e-12, 'beta log_prob d/dconcentration0')
+    -- log_prob's gradients in every parameter
+    local function lp(name, make, params, x)
+      make(unpack(params)):log_prob(torch.tensor(x, { dtype = torch.float64 })):sum():backward()
+      local want = W[name .. '_lp_grad']
+      local k = 0
+      for _, p in ipairs(params) do
+        if p.requires_grad then
+          k = k + 1
+          same(list(p.grad), want[k], 1e-11, name .. ' log_prob gradient ' .. k)
+        end
+      end
+      assert.equal(#want, k, name .. ': gradients')
+    end
+    local c = function(v) return torch.tensor(v, { dtype = torch.float64 }) end
+    lp('gamma', D.Gamma, { f({ 0.5, 2.0, 5.0 }), f({ 1.0, 0.5, 3.0 }) }, { 0.3, 1.0, 4.0 })
+    lp('chi2', D.Chi2, { f({ 0.5, 3.0, 10.0 }) }, { 0.3, 1.0, 4.0 })
+    lp('dirichlet', D.Dirichlet, { f({ { 0.5, 2.0, 1.0 }, { 3.0, 0.7, 0.2 } }) }, { { 0.2, 0.5, 0.3 }, { 0.6, 0.1, 0.3 } })
+    lp('studentt', D.StudentT, { f({ 0.5, 1.5, 5.0 }), f({ 0.0, 1.0, -2.0 }), f({ 1.0, 2.0, 0.5 }) }, { 0.3, 1.0, -4.0 })
+    lp('poisson', D.Poisson, { f({ 0.5, 4.0, 25.0 }) }, { 0.0, 3.0, 20.0 })
+    lp('binomial', D.Binomial, { c({ 10.0, 10.0, 10.0 }), f({ 0.3, 0.5, 0.95 }) }, { 3.0, 0.0, 10.0 })
+    lp('binomial_logits', function(n, l) return D.Binomial(n, nil, l) end, { c({ 5.0, 40.0, 7.0 }), f({ -1.0, 0.5, 2.0 }) }, { 1.0, 20.0, 7.0 })
+    lp('negbinomial', D.NegativeBinomial, { f({ 3.0, 5.0, 0.5 }), f({ 0.3, 0.6, 0.1 }) }, { 2.0, 0.0, 7.0 })
+    lp('multinomial', function(p) return D.Multinomial(6, p) end, { f({ { 0.2, 0.3, 0.5 }, { 0.6, 0.1, 0.3 } }) }, { { 1.0, 2.0, 3.0 }, { 2.0, 0.0, 4.0 } })
+    lp('vonmises', D.VonMises, { f({ 0.0, 1.0, -2.0 }), f({ 0.5, 3.0, 20.0 }) }, { 0.5, 2.5, -3.0 })
+    lp('kumaraswamy', D.Kumaraswamy, { f({ 1.0, 2.0, 0.5 }), f({ 0.5, 3.0, 1.5 }) }, { 0.5, 0.9, 0.1 })
+    lp('contbernoulli', D.ContinuousBernoulli, { f({ 0.2, 0.5, 0.7 }) }, { 0.5, 0.9, 0.1 })
     -- sample() records nothing; the count distributions have no rsample
     assert.is_nil(D.Gamma(a, 1.0):sample().grad_fn)
     err(function() D.Poisson(a):rsample() end, 'distributions.Poisson.rsample: Poisson has no reparameterized sampler')
@@ -182,6 +218,42 @@ describe('torch.distributions: the Gamma family and counts', function()
       'KL between Binomials where q.total_count > p.total_count is not implemented')
   end)
 
+  it('LowRankMultivariateNormal: draws as PyTorch\'s, log_prob, entropy, the derived matrices, KL with MultivariateNormal', function()
+    for _, dtn in ipairs { 'float32', 'float64' } do
+      local dt, want = torch[dtn], W['lowrank_' .. dtn]
+      local tol = dtn == 'float32' and 4e-6 or 1e-12
+      local d = D.LowRankMultivariateNormal(P({ { 1.0, -1.0, 0.5 }, { 0.0, 2.0, -0.5 } }, dt),
+        P({ { 1.0, 0.5 }, { 0.2, -0.3 }, { 0.7, 1.1 } }, dt), P({ 0.5, 1.5, 0.8 }, dt))
+      assert.equal(torch.Size({ 2 }), d.batch_shape)
+      assert.equal(torch.Size({ 3 }), d.event_shape)
+      torch.manual_seed(5)
+      same(list(d:sample(2)), want.sample, dtn == 'float32' and 1e-6 or 1e-14, 'lowrank sample ' .. dtn)
+      torch.manual_seed(5)
+      same(list(d:rsample(2)), want.rsample, dtn == 'float32' and 1e-6 or 1e-14, 'lowrank rsample ' .. dtn)
+      same(list(d:log_prob(P({ { 0.5, 0.5, 0.0 }, { 1.0, -1.0, 2.0 } }, dt))), want.log_prob, tol, 'lowrank log_prob')
+      same(list(d:entropy()), want.entropy, tol, 'lowrank entropy')
+      same(list(d.variance), want.variance, tol, 'lowrank variance')
+      same(list(d.covariance_matrix[1]), want.covariance, tol, 'lowrank covariance')
+      same(list(d.precision_matrix[1]), want.precision, tol, 'lowrank precision')
+      same(list(d.scale_tril[1]), want.scale_tril, tol, 'lowrank scale_tril')
+      assert.equal(torch.Size({ 4, 2, 3 }), d:expand({ 4, 2 }):sample():size())
+    end
+    local f = function(v) return torch.tensor(v, { dtype = torch.float64 }) end
+    local p = D.LowRankMultivariateNormal(f({ { 1.0, -1.0, 0.5 } }), f({ { 1.0, 0.5 }, { 0.2, -0.3 }, { 0.7, 1.1 } }), f({ 0.5, 1.5, 0.8 }))
+    local q = D.LowRankMultivariateNormal(f({ 0.0, 2.0, -0.5 }), f({ { 0.3 }, { 1.0 }, { -0.4 } }), f({ 1.0, 0.7, 2.0 }))
+    local mv = D.MultivariateNormal(f({ 0.5, 0.0, 1.0 }), f({ { 2.0, 0.3, 0.1 }, { 0.3, 1.0, -0.2 }, { 0.1, -0.2, 1.5 } }))
+    same(list(D.kl_divergence(p, q)), W.lowrank_kl.lr_lr, 1e-12, 'kl lowrank lowrank')
+    same(list(D.kl_divergence(mv, q)), W.lowrank_kl.mvn_lr, 1e-12, 'kl mvn lowrank')
+    same(list(D.kl_divergence(p, mv)), W.lowrank_kl.lr_mvn, 1e-12, 'kl lowrank mvn')
+    err(function() D.LowRankMultivariateNormal(f({ 1.0, 2.0 }), f({ { 1.0 }, { 2.0 }, { 3.0 } }), f({ 1.0, 1.0 })) end,
+      'distributions.LowRankMultivariateNormal: cov_factor must be a batch of matrices with shape 2 x m')
+    err(function() D.LowRankMultivariateNormal(f({ 1.0, 2.0 }), f({ { 1.0 }, { 0.1 } }), f({ 1.0, -100.0 })) end,
+      'constraint IndependentConstraint(GreaterThan(lower_bound=0.0), 1)')
+    -- (as PyTorch, the capacitance matrix is factored before the validation)
+    err(function() D.LowRankMultivariateNormal(f({ 1.0, 2.0 }), f({ { 1.0 }, { 2.0 } }), f({ 1.0, -1.0 })) end,
+      'linalg.cholesky: The factorization could not be completed because the input is not positive-definite')
+  end)
+
   it('shapes: batch and event shapes, expand, sample shapes, enumerate_support', function()
     local d = D.Dirichlet(torch.ones(4, 3))
     assert.equal(torch.Size({ 4 }), d.batch_shape)
@@ -215,6 +287,18 @@ describe('torch.distributions: the Gamma family and counts', function()
     assert.equal('Multinomial()', tostring(m.support))
     assert.equal('Chi2()', tostring(D.Chi2(3.0)))
     assert.equal('Gamma(concentration: 2.0, rate: 1.0)', tostring(D.Gamma(2.0, 1.0)))
+    -- LogisticNormal: the stick breaking takes the Normal's last batch dimension as its event, one longer
+    local ln = D.LogisticNormal(torch.zeros(4, 2), 1.0)
+    assert.equal(torch.Size({ 4 }), ln.batch_shape)
+    assert.equal(torch.Size({ 3 }), ln.event_shape)
+    assert.equal(torch.Size({ 5, 4, 3 }), ln:rsample(5):size())
+    assert.equal(torch.Size({ 2, 4, 3 }), ln:expand({ 2, 4 }):sample():size())
+    assert.equal(torch.Size({ 2 }), D.LogisticNormal(0.0, 1.0).event_shape)
+    local T = D.transforms
+    local sb = T.StickBreakingTransform()
+    local y = sb(torch.tensor({ 0.3, -1.2, 2.0 }, { dtype = torch.float64 }))
+    same(list(y:sum()), 1, 1e-15, 'stick breaking sums to 1')
+    same(list(sb.inv(y)), { 0.3, -1.2, 2.0 }, 1e-12, 'stick breaking inverse')
   end)
 
   it('validation and errors in PyTorch\'s words, naming the distribution', function()
@@ -238,7 +322,7 @@ describe('torch.distributions: the Gamma family and counts', function()
       'distributions.Gamma.log_prob: Expected value argument (Tensor of shape ()) to be within the support (GreaterThanEq(lower_bound=0.0)) of the distribution Gamma(concentration: 2.0, rate: 1.0), but found invalid values:\n-1.0')
     err(function() D.Beta(2.0, 1.0):log_prob(torch.tensor(1.5)) end, 'within the support (Interval(lower_bound=0.0, upper_bound=1.0))')
     err(function() D.Poisson(2.0):log_prob(torch.tensor(1.5)) end, 'within the support (IntegerGreaterThan(lower_bound=0))')
-    err(function() D.Binomial(3, 0.5):log_prob(torch.tensor(4.0)) end, 'within the support (IntegerInterval(lower_bound=0, upper_bound=tensor(3.)))')
+    err(function() D.Binomial(3, 0.5):log_prob(torch.tensor(4.0)) end, 'within the support (IntegerInterval(lower_bound=0, upper_bound=3.0))')
     err(function() D.Dirichlet(torch.ones(3)):log_prob(torch.tensor({ 0.5, 0.6, 0.1 })) end, 'within the support (Simplex())')
     err(function() D.Multinomial(3, torch.ones(3)):log_prob(torch.tensor({ 2.0, 2.0, 0.0 })) end, 'within the support (Multinomial())')
     err(function() D.Binomial(torch.tensor({ 2.0, 3.0 }), 0.5):entropy() end, 'Inhomogeneous total count not supported by `entropy`.')

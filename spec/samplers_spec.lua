@@ -21,6 +21,7 @@ local function same(got, want, tol, where)
     return
   end
   if want ~= want then return assert(got ~= got, where .. ': want nan, got ' .. tostring(got)) end
+  if want == math.huge or want == -math.huge then return assert(got == want, where .. ': got ' .. tostring(got) .. ', want ' .. tostring(want)) end
   assert(math.abs(got - want) <= tol * math.max(1, math.abs(want)),
     ('%s: got %.17g, want %.17g'):format(where, got, want))
 end
@@ -135,6 +136,12 @@ describe('torch.distributions\' samplers', function()
     same(list(b), { 0, 0, 5, 0 / 0 }, 0, 'binomial edges')
     assert.equal(0.99999994039535522461, torch._sample_dirichlet(torch.tensor(2.0)):item()) -- below 1, as PyTorch's
     assert.equal(0, torch.poisson(torch.empty(0)):numel())
+    -- the far ends, as PyTorch's (a count beyond int64 reads as its smallest value, what its cast gives on x86-64)
+    local f64 = function(v) return torch.tensor(v, { dtype = torch.float64 }) end
+    torch.manual_seed(22)
+    same(list(torch.poisson(f64({ math.huge, 1e30, 1e19, 5e18 }))), W.far.poisson, 0, 'poisson far')
+    same(list(torch._standard_gamma(f64({ math.huge, 1e300 }))), W.far.gamma, 0, 'gamma far')
+    same(list(torch.binomial(f64({ math.huge, 1e30, 10.0 }), f64({ 0.5, 0.5, 0 / 0 }))), W.far.binomial, 0, 'binomial far')
     assert.same({ 2, 0 }, list(torch.tensor(torch._standard_gamma(torch.empty(2, 0)):size())))
   end)
 

@@ -72,9 +72,10 @@ function M.half_open_interval(lb, ub)
   return make(('HalfOpenInterval(lower_bound=%s, upper_bound=%s)'):format(pyfloat(lb), pyfloat(ub)),
     function(_, v) return v:ge(lb):logical_and(v:lt(ub)) end, { lower_bound = lb, upper_bound = ub })
 end
--- an integer bound as PyTorch prints it: a number as an integer, a tensor as a tensor
+-- an integer bound as PyTorch prints it: a number as an integer, a 0-d tensor as its float (Python's
+-- format of a 0-d tensor), another tensor as a tensor
 local function int_bound(v)
-  if torch.is_tensor(v) then return tostring(v) end
+  if torch.is_tensor(v) then return pyfloat(v) end
   return ('%d'):format(v)
 end
 function M.integer_interval(lb, ub)

@@ -14,6 +14,7 @@ local Mv = require 'moontorch.distributions.multivariate'
 local G = require 'moontorch.distributions.gamma'
 local Cn = require 'moontorch.distributions.counts'
 local Mo = require 'moontorch.distributions.more'
+local LRm = require 'moontorch.distributions.lowrank'
 
 local fail = core.fail
 local Distribution = D.Distribution
@@ -364,5 +365,57 @@ for _, pq in ipairs {
 } do
   M.register_kl(pq[1], pq[2], function(p) return inf_like(p[pq[3]]) end)
 end
+
+---------------------------------------------------------------------------------------- low-rank normals
+local LR = LRm.LowRankMultivariateNormal
+local function same_event(p, q, what)
+  if p._event_shape[1] ~= q._event_shape[1] then
+    fail('distributions.kl_divergence', ('KL-divergence between two %s with different event shapes cannot be computed'):format(what))
+  end
+end
+local function lr_A(q)
+  local qWt_qDinv = q._unbroadcasted_cov_factor:transpose(-2, -1) / q._unbroadcasted_cov_diag:unsqueeze(-2)
+  return torch.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, { upper = false })
+end
+M.register_kl(LR, LR, function(p, q)
+  same_event(p, q, 'Low Rank Multivariate Normals')
+  local term1 = LRm._logdet(q._unbroadcasted_cov_diag, q._capacitance_tril) - LRm._logdet(p._unbroadcasted_cov_diag, p._capacitance_tril)
+  local term3 = LRm._mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril)
+  local A = lr_A(q)
+  local term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag):sum(-1)
+  local term22 = LRm._trace_XXT(p._unbroadcasted_cov_factor * q._unbroadcasted_cov_diag:rsqrt():unsqueeze(-1))
+  local term23 = LRm._trace_XXT(A * p._unbroadcasted_cov_diag:sqrt():unsqueeze(-2))
+  local term24 = LRm._trace_XXT(A:matmul(p._unbroadcasted_cov_factor))
+  local term2 = term21 + term22 - term23 - term24
+  return 0.5 * (term1 + term2 + term3 - p._event_shape[1])
+end)
+M.register_kl(Mv.MultivariateNormal, LR, function(p, q)
+  same_event(p, q, '(Low Rank) Multivariate Normals')
+  local term1 = LRm._logdet(q._unbroadcasted_cov_diag, q._capacitance_tril)
+    - 2 * p._unbroadcasted_scale_tril:diagonal(0, -2, -1):log():sum(-1)
+  local term3 = LRm._mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril)
+  local A = lr_A(q)
+  local term21 = LRm._trace_XXT(p._unbroadcasted_scale_tril * q._unbroadcasted_cov_diag:rsqrt():unsqueeze(-1))
+  local term22 = LRm._trace_XXT(A:matmul(p._unbroadcasted_scale_tril))
+  return 0.5 * (term1 + (term21 - term22) + term3 - p._event_shape[1])
+end)
+M.register_kl(LR, Mv.MultivariateNormal, function(p, q)
+  same_event(p, q, '(Low Rank) Multivariate Normals')
+  local term1 = 2 * q._unbroadcasted_scale_tril:diagonal(0, -2, -1):log():sum(-1)
+    - LRm._logdet(p._unbroadcasted_cov_diag, p._capacitance_tril)
+  local term3 = Mv._mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
+  local qb, pb = D.size_list(q._unbroadcasted_scale_tril), D.size_list(p._unbroadcasted_cov_factor)
+  qb[#qb], qb[#qb - 1], pb[#pb], pb[#pb - 1] = nil, nil, nil, nil
+  local bs = torch.broadcast_shapes(torch.Size(qb), torch.Size(pb))
+  local batch = {}
+  for i = 1, #bs do batch[i] = bs[i] end
+  local n = p._event_shape[1]
+  local q_tril = q._unbroadcasted_scale_tril:expand(D.concat(batch, { n, n }))
+  local p_W = p._unbroadcasted_cov_factor:expand(D.concat(batch, { n, p.cov_factor:size(-1) }))
+  local p_D = torch.diag_embed(p._unbroadcasted_cov_diag:sqrt()):expand(D.concat(batch, { n, n }))
+  local term21 = LRm._trace_XXT(torch.linalg.solve_triangular(q_tril, p_W, { upper = false }))
+  local term22 = LRm._trace_XXT(torch.linalg.solve_triangular(q_tril, p_D, { upper = false }))
+  return 0.5 * (term1 + term21 + term22 + term3 - n)
+end)
 
 return M

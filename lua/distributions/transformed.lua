@@ -1,7 +1,8 @@
 -- torch.distributions.TransformedDistribution(base, transforms): draws of base passed through the
 -- transforms (lua/distributions/transforms.lua), log_prob by the change of variables; and the
 -- distributions PyTorch defines so: LogNormal (exp of a Normal), Gumbel (of a Uniform), HalfNormal
--- (|Normal|). Elementwise transforms only.
+-- (|Normal|), LogisticNormal (a Normal's stick breaking). The transforms' event dimensions are PyTorch's:
+-- a base whose batch dimensions a transform takes as an event is wrapped in Independent.
 local torch = require 'moontorch'
 local class = require 'moontorch.class'
 local core = require 'moontorch.ffi'
@@ -42,15 +43,50 @@ function TD:__init(base, transforms, opts)
       fail('distributions.TransformedDistribution', 'transforms must be a Transform or a list of Transforms')
     end
   end
+  -- the event dimensions the transforms take and give (PyTorch's ComposeTransform domain / codomain)
+  local n = #transforms
+  local dom_ed, cod_ed = 0, 0
+  if n > 0 then
+    dom_ed = transforms[n].codomain.event_dim
+    for i = n, 1, -1 do
+      local t = transforms[i]
+      dom_ed = math.max(dom_ed + t.domain.event_dim - t.codomain.event_dim, t.domain.event_dim)
+    end
+    cod_ed = transforms[1].domain.event_dim
+    for i = 1, n do
+      local t = transforms[i]
+      cod_ed = math.max(cod_ed + t.codomain.event_dim - t.domain.event_dim, t.codomain.event_dim)
+    end
+  end
+  -- the base reshaped for the transforms, its batch dimensions that they take as events reinterpreted
+  local base_shape = D.concat(base._batch_shape, base._event_shape)
+  local base_ed = #base._event_shape
+  if #base_shape < dom_ed then
+    fail('distributions.TransformedDistribution', ('base_distribution needs to have shape with size at least %d, but got %s.')
+      :format(dom_ed, tostring(torch.Size(base_shape))))
+  end
+  local fwd = base_shape
+  for _, t in ipairs(transforms) do fwd = t:forward_shape(fwd) end
+  if dom_ed - base_ed > 0 then base = require('moontorch.distributions.independent').Independent(base, dom_ed - base_ed) end
   self.base_dist, self.transforms = base, transforms
-  Distribution.__init(self, base._batch_shape, base._event_shape, D.validate_opt('distributions.TransformedDistribution', opts))
+  local event_dim = math.max(cod_ed, base_ed + cod_ed - dom_ed)
+  local batch, event = {}, {}
+  for i = 1, #fwd do
+    if i <= #fwd - event_dim then batch[#batch + 1] = fwd[i] else event[#event + 1] = fwd[i] end
+  end
+  Distribution.__init(self, batch, event, D.validate_opt('distributions.TransformedDistribution', opts))
 end
 
 function TD:expand(...)
   local shape = D.shape_arg(D.op(self) .. '.expand', ...)
   local new = self:_new_instance()
   for k, v in pairs(self) do rawset(new, k, v) end
-  new.base_dist = self.base_dist:expand(shape)
+  -- the base's batch: the expanded batch and the event dimensions the transforms add or take away
+  local shape_full = D.concat(shape, self._event_shape)
+  for i = #self.transforms, 1, -1 do shape_full = self.transforms[i]:inverse_shape(shape_full) end
+  local base_batch = {}
+  for i = 1, #shape_full - #self.base_dist._event_shape do base_batch[i] = shape_full[i] end
+  new.base_dist = self.base_dist:expand(base_batch)
   new._batch_shape = shape
   return new
 end
@@ -70,14 +106,15 @@ function TD:rsample(...) return through(self, self.base_dist:rsample(...)) end
 function TD:log_prob(y)
   y = self:_value(y, 'log_prob')
   local lp = 0
-  local nev = #self._event_shape
+  local event_dim = #self._event_shape
   for i = #self.transforms, 1, -1 do
     local t = self.transforms[i]
     local x = t.inv(y)
-    lp = lp - sum_rightmost(t:log_abs_det_jacobian(x, y), nev)
+    event_dim = event_dim + t.domain.event_dim - t.codomain.event_dim
+    lp = lp - sum_rightmost(t:log_abs_det_jacobian(x, y), event_dim - t.domain.event_dim)
     y = x
   end
-  return sum_rightmost(self.base_dist:log_prob(y), nev - #self.base_dist._event_shape) + lp
+  return sum_rightmost(self.base_dist:log_prob(y), event_dim - #self.base_dist._event_shape) + lp
 end
 
 -- monotone transforms map the base's cdf; a decreasing one flips it (sign: a number, or a tensor
@@ -186,6 +223,27 @@ Gumbel._props = {
   mode = function(self) return self.loc end,
   stddev = function(self) return self.scale * (math.pi / math.sqrt(6)) end,
   variance = function(self) return self.scale:pow(2) * (math.pi ^ 2 / 6) end,
+}
+
+---------------------------------------------------------------------------------------- LogisticNormal
+local LogisticNormal = class.class('torch.distributions.LogisticNormal', TD)
+M.LogisticNormal = LogisticNormal
+LogisticNormal._arg_constraints = { { 'loc', constraints.real }, { 'scale', constraints.positive } }
+LogisticNormal._computed_args = { loc = true, scale = true }
+-- LogisticNormal(loc, scale, {validate_args=}): points of the K-simplex, the stick breaking of a
+-- Normal(loc, scale) of K - 1 numbers
+function LogisticNormal:__init(...)
+  local v, validate = D.args('distributions.LogisticNormal', { 'loc', 'scale' }, ...)
+  local opts = { validate_args = validate }
+  local base = C.Normal(v[1], v[2], opts)
+  if #base._batch_shape == 0 then base = base:expand({ 1 }) end
+  TD.__init(self, base, { T.StickBreakingTransform() }, opts)
+end
+LogisticNormal._props = {
+  loc = function(self) return self.base_dist.base_dist.loc end,
+  scale = function(self) return self.base_dist.base_dist.scale end,
+  support = function() return constraints.simplex end,
+  has_rsample = function() return true end,
 }
 
 M.EULER_GAMMA = EULER_GAMMA

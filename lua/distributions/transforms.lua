@@ -2,8 +2,8 @@
 -- TransformedDistribution (PyTorch's): ExpTransform, AffineTransform, SigmoidTransform,
 -- TanhTransform, AbsTransform, PowerTransform, ComposeTransform, and t.inv (the inverse map of a
 -- bijective one). A transform is called on a tensor: t(x); t:inv(y) is t.inv(y).
--- Only elementwise transforms (event_dim 0) are here: those that map vectors (StickBreaking,
--- Softmax, CorrCholesky, ...) are not provided.
+-- Elementwise transforms (event_dim 0), and StickBreakingTransform (vectors to the simplex); the other
+-- transforms that map vectors (Softmax, CorrCholesky, ...) are not provided.
 local torch = require 'moontorch'
 local class = require 'moontorch.class'
 local core = require 'moontorch.ffi'
@@ -62,6 +62,8 @@ function InverseTransform:_inverse(y) return self._t:_call(y) end
 function InverseTransform:log_abs_det_jacobian(x, y) return -self._t:log_abs_det_jacobian(y, x) end
 function InverseTransform:equals(o) return getmetatable(o) == InverseTransform and self._t:equals(o._t) end
 function InverseTransform:__tostring() return tostring(self._t) .. '.inv' end
+function InverseTransform:forward_shape(shape) return self._t:inverse_shape(shape) end
+function InverseTransform:inverse_shape(shape) return self._t:forward_shape(shape) end
 
 local function simple(name, call, inverse, ladj, fields)
   local T = class.class('torch.distributions.transforms.' .. name, Transform)
@@ -192,5 +194,50 @@ function Compose:equals(o)
 end
 
 M.identity_transform = Compose({})
+
+-- vectors of K - 1 reals to points of the K-simplex by stick breaking (PyTorch's StickBreakingTransform:
+-- the event dimension grows by one; what LogisticNormal is made with)
+local StickBreaking = class.class('torch.distributions.transforms.StickBreakingTransform', Transform)
+M.StickBreakingTransform = StickBreaking
+StickBreaking.domain, StickBreaking.codomain = constraints.real_vector, constraints.simplex
+-- the offsets K - 1, ..., 1 of a vector of n
+local function offsets(n, like) return n + 1 - torch.ones(n, { dtype = like.dtype }):cumsum(-1) end
+local function clipped_sigmoid(x)
+  local fi = torch.finfo(x.dtype)
+  return torch.sigmoid(x):clamp(fi.tiny, 1 - fi.eps)
+end
+function StickBreaking:_call(x)
+  local n = x:size(-1)
+  local z = clipped_sigmoid(x - offsets(n, x):log())
+  local z_cumprod = (1 - z):cumprod(-1)
+  local F = torch.nn.functional
+  return F.pad(z, { 0, 1 }, 'constant', 1) * F.pad(z_cumprod, { 1, 0 }, 'constant', 1)
+end
+function StickBreaking:_inverse(y)
+  local k = y:size(-1)
+  local y_crop = y:narrow(-1, 1, k - 1)
+  local offset = k - torch.ones(k - 1, { dtype = y.dtype }):cumsum(-1)
+  local sf = (1 - y_crop:cumsum(-1)):clamp({ min = torch.finfo(y.dtype).tiny })
+  return y_crop:log() - sf:log() + offset:log()
+end
+function StickBreaking:log_abs_det_jacobian(x, y)
+  local n = x:size(-1)
+  x = x - offsets(n, x):log()
+  return (-x + torch.nn.functional.logsigmoid(x) + y:narrow(-1, 1, y:size(-1) - 1):log()):sum(-1)
+end
+function StickBreaking:forward_shape(shape)
+  if #shape < 1 then fail('distributions.transforms.StickBreakingTransform', 'Too few dimensions on input') end
+  local out = {}
+  for i = 1, #shape do out[i] = shape[i] end
+  out[#out] = out[#out] + 1
+  return out
+end
+function StickBreaking:inverse_shape(shape)
+  if #shape < 1 then fail('distributions.transforms.StickBreakingTransform', 'Too few dimensions on input') end
+  local out = {}
+  for i = 1, #shape do out[i] = shape[i] end
+  out[#out] = out[#out] - 1
+  return out
+end
 
 return M

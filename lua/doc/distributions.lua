@@ -171,11 +171,20 @@ doc { 'torch.distributions.RelaxedOneHotCategorical(temperature, probs, logits, 
 doc { 'torch.distributions.MixtureSameFamily(mixture_distribution, component_distribution, {validate_args=})',
   does = 'A mixture: a Categorical over the components, which are the component distribution\'s rightmost batch dimension; log_prob, cdf, mean, variance and sample (PyTorch\'s draws) as PyTorch\'s.',
   ex = 'local D = torch.distributions\nlocal d = D.MixtureSameFamily(D.Categorical(torch.tensor({0.5, 0.5})), D.Normal(torch.tensor({-1.0, 1.0}), 1.0))\nprint(d.mean, d.variance)  --> tensor(0.) tensor(2.)' }
+doc { 'torch.distributions.LowRankMultivariateNormal(loc, cov_factor, cov_diag, {validate_args=})',
+  does = 'The normal distribution of vectors with covariance W W^T + diag(D), W = cov_factor (n x m), D = cov_diag (PyTorch\'s capacitance matrix, Woodbury identity and determinant lemma); rsample draws m then n normals as PyTorch\'s; covariance_matrix, precision_matrix, scale_tril on first read; KL with itself and MultivariateNormal.',
+  ex = 'local d = torch.distributions.LowRankMultivariateNormal(torch.zeros(2), torch.tensor({{1.0}, {1.0}}), torch.ones(2))\nprint(d.variance, d:log_prob(torch.zeros(2)))  --> tensor([2., 2.]) tensor(-2.3872)' }
+doc { 'torch.distributions.LogisticNormal(loc, scale, {validate_args=})',
+  does = 'Points of the K-simplex: the stick breaking (StickBreakingTransform) of a Normal(loc, scale) of K - 1 numbers (its last batch dimension becomes the event, one longer).',
+  ex = 'local d = torch.distributions.LogisticNormal(torch.zeros(2), 1.0)\nprint(d.event_shape, d:log_prob(torch.tensor({0.25, 0.25, 0.5})))  --> torch.Size([3]) tensor(1.3054)' }
 doc { 'torch.distributions.constraints.multinomial(upper_bound) -> Constraint',
   does = 'Vectors of non-negative counts summing to at most upper_bound (Multinomial\'s support; prints Multinomial()).',
   ex = 'print(torch.distributions.constraints.multinomial(3):check(torch.tensor({1.0, 2.0})))  --> tensor(True)' }
 
 doc.section 'Transforms'
+doc { 'torch.distributions.transforms.StickBreakingTransform()',
+  does = 'Maps vectors of K - 1 reals onto the K-simplex by stick breaking (event dimension 1, one longer); inverse and log_abs_det_jacobian as PyTorch\'s.',
+  ex = 'print(torch.distributions.transforms.StickBreakingTransform()(torch.zeros(2)))  --> tensor([0.3333, 0.3333, 0.3333])' }
 doc { 'torch.distributions.transforms.Transform()', 'torch.distributions.transforms.Transform:log_abs_det_jacobian(x, y) -> Tensor',
   'torch.distributions.transforms.Transform:equals(other) -> boolean',
   'torch.distributions.transforms.Transform:forward_shape(shape) -> shape', 'torch.distributions.transforms.Transform:inverse_shape(shape) -> shape',

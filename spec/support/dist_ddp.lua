@@ -202,6 +202,15 @@ check('ZeroRedundancyOptimizer: Adam over DDP = Adam on the whole batch (to 1e-1
   ddp, zero = ddp2, zero2
   train(2)
   same_params(ref, ddp2, 1e-12, 0, 'ZeRO after load_state_dict')
+  -- parameters_as_bucket_view: each rank's share travels as one buffer; the same numbers
+  local m3 = mlp():double()
+  m3:load_state_dict(ref:state_dict())
+  local ddp3 = DDP(m3)
+  local zero3 = Zero(ddp3:parameters(), { optimizer_class = optim.SGD, lr = 0.1, momentum = 0.9, parameters_as_bucket_view = true })
+  plain = optim.SGD(ref:parameters(), { lr = 0.1, momentum = 0.9 })
+  ddp, zero = ddp3, zero3
+  train(2)
+  same_params(ref, ddp3, 1e-12, 0, 'ZeRO SGD, parameters_as_bucket_view')
   raises(function() Zero(m:parameters(), { lr = 0.1 }) end, 'optimizer_class is required')
   raises(function() Zero(m:parameters(), { optimizer_class = optim.SGD, lr = 0.1, overlap_with_ddp = true }) end,
     'overlap_with_ddp = true is not supported')
@@ -251,7 +260,9 @@ check('parameters of two dtypes: a bucket each, the same averages', function()
   ddp(x:narrow(1, rank * 2 + 1, 2)):pow(2):mean():backward()
   for i, p in ipairs(m:parameters()) do
     local want = ref:parameters()[i].grad
-    near(p.grad, want, p.dtype == torch.float64 and 1e-12 or 1e-6, 1e-6, 'param ' .. i)
+    -- (float32's tolerance for both: the float64 layer's gradient comes back through float32, and
+    -- the mean over 2 x world_size samples is exact in float32 only for a power of two ranks)
+    near(p.grad, want, 1e-6, 1e-6, 'param ' .. i)
     assert(p.grad.dtype == want.dtype, 'dtype kept')
   end
 end)

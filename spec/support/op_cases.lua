@@ -263,33 +263,8 @@ case('multinomial', { lua = seeded(function(I) return torch.multinomial(I.R, 3) 
 -- cdf and density, not the derivative of the sampler's arithmetic at fixed random numbers, which is
 -- what gradcheck would measure: grad_check compares it with a central difference of F in alpha
 -- (F by its power series); poisson's gradient is zero, which gradcheck confirms.
-local function gamma_cdf(a, x) -- the regularized lower incomplete gamma P(a, x), x small enough for the series
-  local term, sum = 1 / a, 1 / a
-  for n = 1, 400 do
-    term = term * x / (a + n)
-    sum = sum + term
-    if term < sum * 1e-17 then break end
-  end
-  local lg = torch.lgamma(torch.tensor(a, { dtype = torch.float64 })):item()
-  return math.exp(a * math.log(x) - x - lg) * sum
-end
-local function gamma_implicit_grad(I)
-  torch.manual_seed(0)
-  local x = torch._standard_gamma(I.P)
-  assert(x.grad_fn and x.grad_fn:name() == 'StandardGammaBackward0', '_standard_gamma: not recorded')
-  x:sum():backward()
-  local a, xs, g = I.P:detach():reshape(-1):tolist(), x:detach():reshape(-1):tolist(), I.P.grad:reshape(-1):tolist()
-  for i = 1, #a do
-    local h = 1e-5
-    local dF = (gamma_cdf(a[i] + h, xs[i]) - gamma_cdf(a[i] - h, xs[i])) / (2 * h)
-    local lg = torch.lgamma(torch.tensor(a[i], { dtype = torch.float64 })):item()
-    local f = math.exp((a[i] - 1) * math.log(xs[i]) - xs[i] - lg)
-    local want = -dF / f
-    assert(math.abs(g[i] - want) <= 1e-4 * math.max(1, math.abs(want)),
-      ('_standard_gamma: d x / d alpha at alpha %g, x %g is %.10g, the implicit derivative %.10g'):format(a[i], xs[i], g[i], want))
-  end
-  return true
-end
+local gamma_implicit_grad_of = require 'spec.support.gamma_grad'
+local function gamma_implicit_grad(I) return gamma_implicit_grad_of(torch, I.P) end
 case('_standard_gamma', { lua = seeded(function(I) return torch._standard_gamma(I.P) end),
   py = 'seeded(lambda: torch._standard_gamma(P))', grad = { 'P' }, grad_check = gamma_implicit_grad })
 case('_sample_dirichlet', { lua = seeded(function(I) return torch._sample_dirichlet(I.P) end),

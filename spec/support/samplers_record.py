@@ -56,4 +56,10 @@ torch.manual_seed(21)
 t = torch.empty(300, 2, dtype=torch.float64)[:, 0]
 t.normal_()
 print(' normal_strided = %s,' % L(t))
+# the far ends: infinite and huge rates and counts (PyTorch's int64 conversion of an out-of-range count)
+torch.manual_seed(22)
+print(' far = { poisson = %s, gamma = %s, binomial = %s },' % (
+    L(torch.poisson(torch.tensor([float('inf'), 1e30, 1e19, 5e18], dtype=torch.float64))),
+    L(torch._standard_gamma(torch.tensor([float('inf'), 1e300], dtype=torch.float64))),
+    L(torch.binomial(torch.tensor([float('inf'), 1e30, 10.0], dtype=torch.float64), torch.tensor([0.5, 0.5, float('nan')], dtype=torch.float64)))))
 print('}')
