@@ -6,6 +6,7 @@
 prints `ms`, `samples_s` (the best of 5 rounds) and `peak_kb` of rank 0."""
 import datetime
 import os
+import queue
 import resource
 import sys
 import time
@@ -75,20 +76,28 @@ def main():
         ps = [ctx.Process(target=run, args=(r, world, steps, port, q)) for r in range(world)]
         for p in ps:
             p.start()
-        # a rank that fails (a port taken, say) must not leave the others waiting for it: they end too
-        deadline = time.monotonic() + 600
-        while any(p.is_alive() for p in ps):
-            failed = any(p.exitcode not in (None, 0) for p in ps)
-            if failed or time.monotonic() > deadline:
-                for p in ps:
-                    if p.is_alive():
-                        p.terminate()
-                for p in ps:
-                    p.join()
-                sys.exit('bench/ddp_gloo.py: a rank failed' if failed else 'bench/ddp_gloo.py: timed out')
-            time.sleep(0.1)
-        if any(p.exitcode != 0 for p in ps):
-            sys.exit('bench/ddp_gloo.py: a rank failed')
+        # rank 0's figures, or a failure: a rank that exits with an error, or no figures within 10
+        # minutes, ends the others (a gloo rank left alone spins for ever); once the figures are in,
+        # a rank still running after 30 s (gloo's barrier or teardown hung: seen here) is ended too
+        result, deadline = None, time.monotonic() + 600
+        while result is None:
+            try:
+                result = q.get(timeout=0.2)
+            except queue.Empty:
+                if any(p.exitcode not in (None, 0) for p in ps) or time.monotonic() > deadline:
+                    break
+                if any(p.exitcode == 0 for p in ps):  # one finished: the figures come soon or never
+                    deadline = min(deadline, time.monotonic() + 30)
+        end = time.monotonic() + 30
+        for p in ps:
+            p.join(max(0.0, end - time.monotonic()))
+        for p in ps:
+            if p.is_alive():
+                p.terminate()
+                p.join()
+        if result is None:
+            sys.exit('bench/ddp_gloo.py: no figures (a rank failed or hung)')
+        q.put(result)
     best, peak = q.get()
     print('ms %.6f' % (best * 1e3))
     print('samples_s %.1f' % (128 * world / best))
