@@ -1023,9 +1023,16 @@ int64_t mt_dist_arena_bytes(const mt_dist_arena *a) { return (int64_t)a->cap; }
 static mt_dist_arena *arena_find(mt_dist_group *g, int id) {
   mt_dist_arena *a = NULL;
   pthread_mutex_lock(&S.mu);
-  for (int i = 0; i < GROUP_ARENAS && !a; i++)
-    if (g->arenas[i] && g->arenas[i]->id == id && __atomic_load_n(&g->arenas[i]->refs, __ATOMIC_ACQUIRE) > 0)
-      a = mt_dist_arena_retain(g->arenas[i]);
+  for (int i = 0; i < GROUP_ARENAS && !a; i++) {
+    mt_dist_arena *c = g->arenas[i];
+    if (!c || c->id != id) continue;
+    /* a reference only while it has one: a release that took the last is freeing it (the list
+     * forgets it under S.mu right after) */
+    int r = __atomic_load_n(&c->refs, __ATOMIC_ACQUIRE);
+    while (r > 0 && !__atomic_compare_exchange_n(&c->refs, &r, r + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+    if (r > 0) a = c;
+  }
   pthread_mutex_unlock(&S.mu);
   return a;
 }
