@@ -225,6 +225,12 @@ local function dense(t)
   end
   return true
 end
+-- t's elements are all of its storage (a view of part of a larger tensor is not moved). (A view of
+-- a .grad taken before the gradient moved into the arena, in the first two steps, keeps the memory it
+-- had: Lua's collector, not a count, says when the tensors of a move are gone.)
+local function owns_storage(t)
+  return t:storage_offset() == 0 and tonumber(t._storage._nbytes) == t._numel * t:element_size()
+end
 -- the slot of parameter i laid out as g (when g's layout is dense and differs)
 local function relayout(R, b, pos, g)
   local v = b.views[pos]
@@ -465,7 +471,10 @@ local function mark_ready(R, i)
   if R.direct then
     -- the gradient itself takes part in the all-reduce (averaged in place) when its memory is one
     -- dense block; else its slot in the bucket, unscaled
-    if g ~= nil and g._dtype == b.flat._dtype and dense(g) and not (b.arena_off and g.requires_grad) then
+    -- (a gradient moves into the arena only when it is a whole storage of its own, so that nothing
+    -- else shares its memory: a view of a tensor the script holds stays where it is, copied in)
+    if g ~= nil and g._dtype == b.flat._dtype and dense(g) and
+      not (b.arena_off and (g.requires_grad or not owns_storage(g))) then
       if b.arena_off and g._data ~= b.slot_ptr[pos] then
         -- the gradient moves into its slot of the arena, in its own layout (once: it stays there
         -- while .grad is kept), a storage of its own as before
