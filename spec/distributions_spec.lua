@@ -7,31 +7,8 @@ local torch = H.torch
 local D = torch.distributions
 local W = dofile('spec/support/distributions_wants.lua')
 
--- the values of a tensor as nested Lua arrays
-local function list(t)
-  if t:dim() == 0 then return t:item() end
-  local out = {}
-  for i = 1, t:size(1) do out[i] = list(t[i]) end
-  return out
-end
-
--- nested arrays equal within tol (tol 0: bit for bit); inf and NaN must match exactly
-local function same(got, want, tol, where)
-  if type(want) == 'table' then
-    assert(type(got) == 'table', where .. ': expected an array, got ' .. tostring(got))
-    assert(#got == #want, ('%s: %d values, want %d'):format(where, #got, #want))
-    for i = 1, #want do same(got[i], want[i], tol, where .. '[' .. i .. ']') end
-    return
-  end
-  if want ~= want then
-    assert(got ~= got, ('%s: got %s, want nan'):format(where, tostring(got)))
-  elseif want == math.huge or want == -math.huge then
-    assert(got == want, ('%s: got %s, want %s'):format(where, tostring(got), tostring(want)))
-  else
-    assert(math.abs(got - want) <= tol * math.max(1, math.abs(want)),
-      ('%s: got %.17g, want %.17g (tol %g)'):format(where, got, want, tol))
-  end
-end
+local function list(t) return t:tolist() end -- (a number for a 0-d tensor)
+local same = H.same_values -- nested arrays equal within tol
 
 local function P(vals, dt) return torch.tensor(vals, { dtype = dt }) end
 

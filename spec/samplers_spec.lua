@@ -7,24 +7,8 @@ local H = require 'spec.support.helper'
 local torch = H.torch
 local W = dofile('spec/support/samplers_wants.lua')
 
-local function list(t)
-  if t:dim() == 0 then return t:item() end
-  local out = {}
-  for i = 1, t:size(1) do out[i] = list(t[i]) end
-  return out
-end
--- nested arrays equal within tol (0: bit for bit)
-local function same(got, want, tol, where)
-  if type(want) == 'table' then
-    assert(type(got) == 'table' and #got == #want, where .. ': shape differs')
-    for i = 1, #want do same(got[i], want[i], tol, where .. '[' .. i .. ']') end
-    return
-  end
-  if want ~= want then return assert(got ~= got, where .. ': want nan, got ' .. tostring(got)) end
-  if want == math.huge or want == -math.huge then return assert(got == want, where .. ': got ' .. tostring(got) .. ', want ' .. tostring(want)) end
-  assert(math.abs(got - want) <= tol * math.max(1, math.abs(want)),
-    ('%s: got %.17g, want %.17g'):format(where, got, want))
-end
+local function list(t) return t:tolist() end -- (a number for a 0-d tensor)
+local same = H.same_values -- nested arrays equal within tol
 
 local function rep3(t) return torch.cat({ t, t, t }) end
 

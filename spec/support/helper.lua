@@ -67,6 +67,27 @@ function H.near(actual, expected, atol, rtol)
   return true
 end
 
+-- same_values(got, want, tol, where): nested arrays (a tensor's :tolist()) equal in shape and, value
+-- by value, within tol relative to max(1, |want|) (tol 0: bit for bit); inf and NaN must match exactly;
+-- `where` names the place in the message
+local function same_values(got, want, tol, where)
+  if type(want) == 'table' then
+    assert(type(got) == 'table', where .. ': expected an array, got ' .. tostring(got))
+    assert(#got == #want, ('%s: %d values, want %d'):format(where, #got, #want))
+    for i = 1, #want do same_values(got[i], want[i], tol, where .. '[' .. i .. ']') end
+    return
+  end
+  if want ~= want then
+    assert(got ~= got, ('%s: got %s, want nan'):format(where, tostring(got)))
+  elseif want == math.huge or want == -math.huge then
+    assert(got == want, ('%s: got %s, want %s'):format(where, tostring(got), tostring(want)))
+  else
+    assert(math.abs(got - want) <= tol * math.max(1, math.abs(want)),
+      ('%s: got %.17g, want %.17g (tol %g)'):format(where, got, want, tol))
+  end
+end
+H.same_values = same_values
+
 -- errors_with(fn, pattern): fn must raise an error whose message contains `pattern` (plain text)
 function H.errors_with(fn, pattern)
   local ok, err = pcall(fn)
