@@ -32,10 +32,7 @@ local function init_probs_or_logits(self, opname, ...)
   Distribution.__init(self, number and {} or D.size_list(vals[1]), {}, validate)
 end
 
-local function clamp_probs(p)
-  local eps = torch.finfo(p.dtype).eps
-  return p:clamp(eps, 1 - eps)
-end
+local clamp_probs = D.clamp_probs
 
 -- the values 1..n (or 0, 1 for Bernoulli) as a column over the batch dimensions
 local function support_column(values, batch, expand)
@@ -87,18 +84,7 @@ function Bernoulli:enumerate_support(expand)
   expand = expand_opt('distributions.Bernoulli.enumerate_support', expand)
   return support_column(torch.arange(2, { dtype = self._param.dtype }), self._batch_shape, expand)
 end
-Bernoulli._props = {
-  probs = function(self)
-    local p = torch.sigmoid(rawget(self, 'logits'))
-    rawset(self, 'probs', p)
-    return p
-  end,
-  logits = function(self)
-    local p = clamp_probs(rawget(self, 'probs'))
-    local l = p:log() - (-p):log1p()
-    rawset(self, 'logits', l)
-    return l
-  end,
+Bernoulli._props = D.binary_params {
   param_shape = function(self) return self._param:size() end,
   support = function() return constraints.boolean end,
   has_enumerate_support = function() return true end,

@@ -116,6 +116,32 @@ function M.broadcast_all(opname, ...)
   return vals, all_numbers
 end
 
+-- probabilities kept off 0 and 1 by the dtype's eps (PyTorch's distributions.utils.clamp_probs)
+function M.clamp_probs(p)
+  local eps = torch.finfo(p.dtype).eps
+  return p:clamp(eps, 1 - eps)
+end
+
+-- the `probs` and `logits` properties of a distribution over {0, 1} made from either, each computed
+-- from the other on first use and kept (PyTorch's lazy_property over logits_to_probs /
+-- probs_to_logits(is_binary=True)); clamp_derived: the probabilities derived from logits are clamped
+-- too (ContinuousBernoulli). Adds them to `props`, which it returns.
+function M.binary_params(props, clamp_derived)
+  props.probs = function(self)
+    local p = torch.sigmoid(rawget(self, 'logits'))
+    if clamp_derived then p = M.clamp_probs(p) end
+    rawset(self, 'probs', p)
+    return p
+  end
+  props.logits = function(self)
+    local p = M.clamp_probs(rawget(self, 'probs'))
+    local l = p:log() - (-p):log1p()
+    rawset(self, 'logits', l)
+    return l
+  end
+  return props
+end
+
 -- runs fn(...) with gradients off (PyTorch's `with torch.no_grad():`), errors passed on
 function M.no_grad(fn, ...)
   local prev = torch.is_grad_enabled()

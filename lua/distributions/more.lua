@@ -209,10 +209,7 @@ local CB = class.class('torch.distributions.ContinuousBernoulli', Distribution)
 M.ContinuousBernoulli = CB
 CB._arg_constraints = { { 'probs', constraints.unit_interval }, { 'logits', constraints.real } }
 
-local function clamp_probs(p)
-  local eps = torch.finfo(p.dtype).eps
-  return p:clamp(eps, 1 - eps)
-end
+local clamp_probs = D.clamp_probs
 
 -- ContinuousBernoulli(probs, logits, lims = {0.499, 0.501}, {validate_args=}) or {probs= | logits=, lims=}:
 -- densities on [0, 1] proportional to p^x (1 - p)^(1 - x); lims: where the Taylor expansions take over
@@ -296,18 +293,7 @@ function CB:entropy()
   local log_probs1 = torch.log(self.probs)
   return self.mean * (log_probs0 - log_probs1) - self:_cont_bern_log_norm() - log_probs0
 end
-CB._props = {
-  logits = function(self)
-    local p = clamp_probs(rawget(self, 'probs'))
-    local l = p:log() - (-p):log1p()
-    rawset(self, 'logits', l)
-    return l
-  end,
-  probs = function(self)
-    local p = clamp_probs(torch.sigmoid(rawget(self, 'logits')))
-    rawset(self, 'probs', p)
-    return p
-  end,
+CB._props = D.binary_params({
   param_shape = function(self) return self._param:size() end,
   support = function() return constraints.unit_interval end,
   has_rsample = function() return true end,
@@ -326,7 +312,7 @@ CB._props = {
     local taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
     return torch.where(self:_outside_unstable_region(), vars, taylor)
   end,
-}
+}, true)
 
 ---------------------------------------------------------------------------------------- VonMises
 local I0_SMALL = { 1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.360768e-1, 0.45813e-2 }
@@ -453,18 +439,7 @@ function LRB:log_prob(value)
   local diff = v[1] - v[2]:mul(self.temperature)
   return self.temperature:log() + diff - 2 * diff:exp():log1p()
 end
-LRB._props = {
-  probs = function(self)
-    local p = torch.sigmoid(rawget(self, 'logits'))
-    rawset(self, 'probs', p)
-    return p
-  end,
-  logits = function(self)
-    local p = clamp_probs(rawget(self, 'probs'))
-    local l = p:log() - (-p):log1p()
-    rawset(self, 'logits', l)
-    return l
-  end,
+LRB._props = D.binary_params {
   param_shape = function(self) return self._param:size() end,
   support = function() return constraints.real end,
   has_rsample = function() return true end,
