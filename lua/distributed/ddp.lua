@@ -416,6 +416,13 @@ local function tag_of(R, b)
   return ((R.id * 7919 + b.index * 104729 + R.launches * 13) % (limit - 1)) + 1
 end
 
+-- a bucket's all-reduce waited for at once (begun at t0; the backend's err, start and finish): its
+-- wait and error for finalize, its time for comm_stats
+local function waited_now(R, t0, err, s, f)
+  R.now_wait, R.now_err = R.B.now() - t0, err
+  if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
+end
+
 -- launch the buckets that are ready, in order; after the last one, finish
 local function launch_ready(R)
   local buckets, B = R.buckets, R.B
@@ -429,9 +436,7 @@ local function launch_ready(R)
       -- waited for at once (backward has nothing left to do), run by this thread itself
       if R.next_bucket == #buckets then
         local t0 = B.now()
-        local err, s, f = B.arena_all_reduce_now(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG, R.pg._timeout)
-        R.now_wait, R.now_err = B.now() - t0, err
-        if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
+        waited_now(R, t0, B.arena_all_reduce_now(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG, R.pg._timeout))
       else
         b.work = B.arena_all_reduce(R.arena, b.arena_off, b.numel + 1, b.flat._dtype, OP_AVG)
       end
@@ -441,9 +446,7 @@ local function launch_ready(R)
         -- the last bucket: backward has nothing left to do, so it is waited for at once (run by this
         -- thread itself where the backend can: no hand-over to its communication thread and back)
         local t0 = B.now()
-        local err, s, f = B.all_reduce_coalesced_now(R.pg._h, b.bufs, OP_AVG, R.pg._timeout)
-        R.now_wait, R.now_err = B.now() - t0, err
-        if not err and s > 0 then R.comm_sum = R.comm_sum + (f - s) end
+        waited_now(R, t0, B.all_reduce_coalesced_now(R.pg._h, b.bufs, OP_AVG, R.pg._timeout))
       else
         b.work = B.all_reduce_coalesced(R.pg._h, b.bufs, OP_AVG)
       end
